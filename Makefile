@@ -1,0 +1,48 @@
+# Yak — one entry point for people and CI. `make up` and `make test` work on a fresh machine
+# (Debian/Ubuntu with Python >= 3.11 and make): they create .venv and install everything first.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+YAK_ARGS ?=
+
+.PHONY: install up test lint typecheck imports unit bench bench-codec clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Start the local cluster in the foreground (Ctrl-C stops it).
+up: $(STAMP)
+	$(BIN)/yak up $(YAK_ARGS)
+
+## Every check and test: lint, format, types, import contracts, pytest.
+test: $(STAMP) lint typecheck imports unit
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+imports: $(STAMP)
+	$(BIN)/lint-imports
+
+unit: $(STAMP)
+	$(BIN)/pytest
+
+## Benchmarks (not part of `make test`); each writes loadtest/results/<name>.json.
+bench: bench-codec
+
+bench-codec: $(STAMP)
+	$(BIN)/python -m loadtest.bench_codec
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .import_linter_cache

@@ -1,0 +1,1 @@
+"""Yak broker service."""

@@ -1,0 +1,1 @@
+"""Yak console service."""

@@ -1,0 +1,1 @@
+"""Yak coordinator service."""

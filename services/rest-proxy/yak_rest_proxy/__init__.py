@@ -1,0 +1,1 @@
+"""Yak rest-proxy service."""

@@ -1,0 +1,343 @@
+"""One typed error hierarchy for every Yak component.
+
+Each error carries a stable ``code`` named as Kafka names it (``UNKNOWN_TOPIC_OR_PARTITION``,
+``NOT_LEADER_OR_FOLLOWER`` ...), the numeric Kafka protocol error code where Kafka has one, and
+whether a client may retry. Domain code raises these; each service maps them to HTTP status and
+error body in one table at its boundary (see ``http_status``), never deep in the logic.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "ConsumerGroupError",
+    "CorruptRecordError",
+    "FencedLeaderEpochError",
+    "GroupIdNotFoundError",
+    "IllegalGenerationError",
+    "InvalidConfigError",
+    "InvalidGroupIdError",
+    "InvalidPartitionsError",
+    "InvalidProducerEpochError",
+    "InvalidRecordError",
+    "InvalidReplicationFactorError",
+    "InvalidRequestError",
+    "InvalidTopicError",
+    "KafkaTimeoutError",
+    "LeaderNotAvailableError",
+    "MessageTooLargeError",
+    "MetadataStoreError",
+    "NotControllerError",
+    "NotEnoughReplicasError",
+    "NotLeaderOrFollowerError",
+    "OffsetOutOfRangeError",
+    "OutOfOrderSequenceError",
+    "PolicyViolationError",
+    "RebalanceInProgressError",
+    "RevisionCompactedError",
+    "TopicAlreadyExistsError",
+    "UnknownMemberIdError",
+    "UnknownProducerIdError",
+    "UnknownServerError",
+    "UnknownTopicOrPartitionError",
+    "UnsupportedCompressionTypeError",
+    "YakError",
+    "error_for_code",
+]
+
+
+class YakError(Exception):
+    """Base of every error Yak raises on purpose.
+
+    ``code`` is the stable name used on the wire; ``kafka_code`` the Kafka protocol number
+    (``-1`` where Kafka has none); ``retriable`` tells clients whether the same request may
+    succeed later; ``http_status`` is the status the public APIs use by default.
+    """
+
+    code: ClassVar[str] = "UNKNOWN_SERVER_ERROR"
+    kafka_code: ClassVar[int] = -1
+    retriable: ClassVar[bool] = False
+    http_status: ClassVar[int] = 500
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = details
+
+    def to_dict(self) -> dict[str, Any]:
+        """The error as a JSON-ready mapping: code, message and any details."""
+        body: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.details:
+            body["details"] = self.details
+        return body
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r})"
+
+
+class UnknownServerError(YakError):
+    """An unexpected failure on the server side."""
+
+    code = "UNKNOWN_SERVER_ERROR"
+    kafka_code = -1
+
+
+class InvalidRequestError(YakError):
+    """The request is malformed or inconsistent."""
+
+    code = "INVALID_REQUEST"
+    kafka_code = 42
+    http_status = 400
+
+
+class UnknownTopicOrPartitionError(YakError):
+    """The topic or partition does not exist (or is not hosted here)."""
+
+    code = "UNKNOWN_TOPIC_OR_PARTITION"
+    kafka_code = 3
+    retriable = True
+    http_status = 404
+
+
+class OffsetOutOfRangeError(YakError):
+    """The requested offset is below the log start offset or above the log end offset."""
+
+    code = "OFFSET_OUT_OF_RANGE"
+    kafka_code = 1
+    http_status = 416
+
+
+class CorruptRecordError(YakError):
+    """A record batch failed its framing or CRC-32C check."""
+
+    code = "CORRUPT_MESSAGE"
+    kafka_code = 2
+    http_status = 400
+
+
+class InvalidRecordError(YakError):
+    """A record batch is well-formed but breaks a rule (bad magic, bad offsets, bad fields)."""
+
+    code = "INVALID_RECORD"
+    kafka_code = 87
+    http_status = 400
+
+
+class MessageTooLargeError(YakError):
+    """A batch is larger than ``max.message.bytes``."""
+
+    code = "MESSAGE_TOO_LARGE"
+    kafka_code = 10
+    http_status = 413
+
+
+class UnsupportedCompressionTypeError(YakError):
+    """The batch names a compression codec Yak does not know."""
+
+    code = "UNSUPPORTED_COMPRESSION_TYPE"
+    kafka_code = 76
+    http_status = 400
+
+
+class LeaderNotAvailableError(YakError):
+    """The partition has no leader right now (an election is in progress)."""
+
+    code = "LEADER_NOT_AVAILABLE"
+    kafka_code = 5
+    retriable = True
+    http_status = 503
+
+
+class NotLeaderOrFollowerError(YakError):
+    """This broker does not lead the partition; ``details`` names the leader and its epoch."""
+
+    code = "NOT_LEADER_OR_FOLLOWER"
+    kafka_code = 6
+    retriable = True
+    http_status = 421
+
+
+class KafkaTimeoutError(YakError):
+    """The request did not complete in the allowed time."""
+
+    code = "REQUEST_TIMED_OUT"
+    kafka_code = 7
+    retriable = True
+    http_status = 504
+
+
+class NotEnoughReplicasError(YakError):
+    """acks=all was asked while the ISR is smaller than ``min.insync.replicas``."""
+
+    code = "NOT_ENOUGH_REPLICAS"
+    kafka_code = 19
+    retriable = True
+    http_status = 503
+
+
+class NotControllerError(YakError):
+    """The request needs the active coordinator and this one is on standby."""
+
+    code = "NOT_CONTROLLER"
+    kafka_code = 41
+    retriable = True
+    http_status = 503
+
+
+class FencedLeaderEpochError(YakError):
+    """The request carries a leader epoch older than the current one."""
+
+    code = "FENCED_LEADER_EPOCH"
+    kafka_code = 74
+    retriable = True
+    http_status = 409
+
+
+class OutOfOrderSequenceError(YakError):
+    """An idempotent producer's batch does not follow its last sequence number."""
+
+    code = "OUT_OF_ORDER_SEQUENCE_NUMBER"
+    kafka_code = 45
+    http_status = 409
+
+
+class InvalidProducerEpochError(YakError):
+    """The producer epoch is older than the one the partition knows: the producer is fenced."""
+
+    code = "INVALID_PRODUCER_EPOCH"
+    kafka_code = 47
+    http_status = 409
+
+
+class UnknownProducerIdError(YakError):
+    """The broker has no state for this producer id."""
+
+    code = "UNKNOWN_PRODUCER_ID"
+    kafka_code = 59
+    http_status = 409
+
+
+class InvalidTopicError(YakError):
+    """The topic name is not valid."""
+
+    code = "INVALID_TOPIC_EXCEPTION"
+    kafka_code = 17
+    http_status = 400
+
+
+class TopicAlreadyExistsError(YakError):
+    """A topic with this name exists already."""
+
+    code = "TOPIC_ALREADY_EXISTS"
+    kafka_code = 36
+    http_status = 409
+
+
+class InvalidPartitionsError(YakError):
+    """The partition count is not valid (zero, negative, or a decrease)."""
+
+    code = "INVALID_PARTITIONS"
+    kafka_code = 37
+    http_status = 400
+
+
+class InvalidReplicationFactorError(YakError):
+    """The replication factor is not valid (below 1 or above the live broker count)."""
+
+    code = "INVALID_REPLICATION_FACTOR"
+    kafka_code = 38
+    http_status = 400
+
+
+class InvalidConfigError(YakError):
+    """A configuration key is unknown or its value is out of range."""
+
+    code = "INVALID_CONFIG"
+    kafka_code = 40
+    http_status = 400
+
+
+class PolicyViolationError(YakError):
+    """The request breaks a cluster policy."""
+
+    code = "POLICY_VIOLATION"
+    kafka_code = 44
+    http_status = 400
+
+
+class ConsumerGroupError(YakError):
+    """Base of consumer-group failures."""
+
+    code = "GROUP_ERROR"
+    http_status = 409
+
+
+class InvalidGroupIdError(ConsumerGroupError):
+    """The consumer group id is not valid."""
+
+    code = "INVALID_GROUP_ID"
+    kafka_code = 24
+    http_status = 400
+
+
+class GroupIdNotFoundError(ConsumerGroupError):
+    """No consumer group with this id exists."""
+
+    code = "GROUP_ID_NOT_FOUND"
+    kafka_code = 69
+    http_status = 404
+
+
+class UnknownMemberIdError(ConsumerGroupError):
+    """The member is not (or no longer) part of the group."""
+
+    code = "UNKNOWN_MEMBER_ID"
+    kafka_code = 25
+    http_status = 404
+
+
+class IllegalGenerationError(ConsumerGroupError):
+    """The member's epoch (generation) is stale: it was fenced by a rebalance."""
+
+    code = "ILLEGAL_GENERATION"
+    kafka_code = 22
+
+
+class RebalanceInProgressError(ConsumerGroupError):
+    """The group is rebalancing; retry after the new assignment is known."""
+
+    code = "REBALANCE_IN_PROGRESS"
+    kafka_code = 27
+    retriable = True
+
+
+class MetadataStoreError(YakError):
+    """The metadata store (etcd) failed or could not be reached."""
+
+    code = "METADATA_STORE_ERROR"
+    retriable = True
+    http_status = 503
+
+
+class RevisionCompactedError(MetadataStoreError):
+    """A watch asked for a revision the store has compacted away; reload and watch again."""
+
+    code = "REVISION_COMPACTED"
+    retriable = False
+
+
+def _all_error_classes() -> dict[str, type[YakError]]:
+    found: dict[str, type[YakError]] = {}
+    stack: list[type[YakError]] = [YakError]
+    while stack:
+        cls = stack.pop()
+        found.setdefault(cls.code, cls)
+        stack.extend(cls.__subclasses__())
+    return found
+
+
+def error_for_code(code: str, message: str, **details: Any) -> YakError:
+    """Rebuild the typed error from its wire ``code`` (clients use this on error bodies)."""
+    cls = _all_error_classes().get(code, UnknownServerError)
+    return cls(message, **details)

@@ -1,0 +1,37 @@
+import pytest
+
+from yak.errors import InvalidGroupIdError, InvalidTopicError
+from yak.names import validate_group_id, validate_topic_name
+
+
+@pytest.mark.parametrize("name", ["a", "orders", "orders.v2", "my_topic-1", "A" * 249, "..."])
+def test_legal_topic_names_pass(name: str) -> None:
+    assert validate_topic_name(name) == name
+
+
+@pytest.mark.parametrize(
+    ("name", "fragment"),
+    [
+        ("", "empty"),
+        (".", "'.' or '..'"),
+        ("..", "'.' or '..'"),
+        ("a" * 250, "maximum is 249"),
+        ("a/b", "'/'"),
+        ("../etc", "'/'"),
+        ("spaces here", "' '"),
+        ("tópic", "'ó'"),
+        ("nul\x00", "'\\x00'"),
+    ],
+)
+def test_illegal_topic_names_are_rejected_with_the_reason(name: str, fragment: str) -> None:
+    with pytest.raises(InvalidTopicError) as info:
+        validate_topic_name(name)
+    assert fragment in info.value.message
+    assert info.value.code == "INVALID_TOPIC_EXCEPTION"
+
+
+def test_group_ids_follow_the_same_rule_with_their_own_error() -> None:
+    assert validate_group_id("billing.workers") == "billing.workers"
+    with pytest.raises(InvalidGroupIdError) as info:
+        validate_group_id("a:b")
+    assert info.value.code == "INVALID_GROUP_ID"
