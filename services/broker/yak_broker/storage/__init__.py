@@ -1,1 +1,4 @@
-"""The broker's disk layer: partition logs, segments, indexes, recovery. Imports no web, HTTP or etcd library."""
+"""The broker's disk layer: partition logs, segments, indexes and recovery.
+
+Imports no web, HTTP or etcd library (an import-linter contract checks it).
+"""

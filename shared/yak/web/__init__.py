@@ -1,0 +1,1 @@
+"""Pieces every Yak HTTP service shares: health endpoints and the uvicorn runner."""
