@@ -60,6 +60,7 @@ __all__ = [
     "TimestampType",
     "compute_crc",
     "iter_batches",
+    "pack_header",
     "parse_header",
     "patch_offset_and_epoch",
     "validate_batch",
@@ -183,6 +184,14 @@ def parse_header(buf: Buffer, pos: int = 0) -> BatchHeader:
             f"{max(len(view) - pos, 0)} of {RECORD_BATCH_OVERHEAD} bytes"
         )
     return BatchHeader._make(_HEADER.unpack_from(view, pos))
+
+
+def pack_header(header: BatchHeader) -> bytes:
+    """The 61 header bytes of ``header``, fields written as given (the CRC is not computed).
+
+    Raises ``struct.error`` if a field does not fit its type.
+    """
+    return _HEADER.pack(*header)
 
 
 def compute_crc(buf: Buffer, pos: int, size: int) -> int:
