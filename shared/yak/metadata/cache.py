@@ -1,0 +1,241 @@
+"""A local, always-current copy of the cluster metadata, fed by one etcd watch.
+
+``MetadataCache`` loads ``brokers/``, ``topics/``, ``partitions/`` and ``controller`` of one
+cluster with a range read, then follows the cluster prefix with a watch from the read's
+revision + 1, so no change is missed between the two. Readers get an immutable
+``ClusterSnapshot`` that names the etcd revision it reflects; a reader that wrote something
+can ``wait_for_revision`` to see its own write. If the watch falls behind etcd's compaction the
+cache reloads from scratch; if etcd is unreachable it retries with backoff and keeps serving
+the last snapshot (``connected`` tells which).
+
+A value that fails validation is logged and treated as absent rather than stopping the cache.
+Single event loop; readers in the same loop may call any method concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from pydantic import ValidationError
+
+from yak.clock import Clock, SystemClock
+from yak.errors import KafkaTimeoutError, MetadataStoreError, RevisionCompactedError
+from yak.metadata.keyspace import KeyKind, Keyspace, ParsedKey
+from yak.metadata.models import (
+    BrokerRegistration,
+    ControllerRecord,
+    PartitionState,
+    TopicRecord,
+)
+from yak.metadata.store import EventKind, MetadataStore, WatchEvent
+
+__all__ = ["ClusterSnapshot", "MetadataCache"]
+
+log = logging.getLogger(__name__)
+
+_CACHED_KINDS = {KeyKind.BROKER, KeyKind.TOPIC, KeyKind.PARTITION, KeyKind.CONTROLLER}
+_RETRY_MIN_S = 0.1
+_RETRY_MAX_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    """The cluster metadata as of etcd ``revision``."""
+
+    revision: int
+    controller: ControllerRecord | None = None
+    brokers: Mapping[int, BrokerRegistration] = field(default_factory=dict)
+    topics: Mapping[str, TopicRecord] = field(default_factory=dict)
+    partitions: Mapping[tuple[str, int], PartitionState] = field(default_factory=dict)
+
+    def partitions_of(self, topic: str) -> list[PartitionState]:
+        """The known partitions of ``topic`` in partition order."""
+        found = [state for (name, _), state in self.partitions.items() if name == topic]
+        return sorted(found, key=lambda state: state.partition)
+
+    def leader_of(self, topic: str, partition: int) -> BrokerRegistration | None:
+        """The live broker leading the partition, if any."""
+        state = self.partitions.get((topic, partition))
+        if state is None or not state.has_leader:
+            return None
+        return self.brokers.get(state.leader)
+
+
+class MetadataCache:
+    """Follows one cluster's metadata in etcd; see the module docstring."""
+
+    def __init__(
+        self,
+        store: MetadataStore,
+        keyspace: Keyspace,
+        *,
+        clock: Clock | None = None,
+        on_change: Callable[[ClusterSnapshot, ParsedKey], None] | None = None,
+    ) -> None:
+        self._store = store
+        self._keyspace = keyspace
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._on_change = on_change
+        self._revision = 0
+        self._controller: ControllerRecord | None = None
+        self._brokers: dict[int, BrokerRegistration] = {}
+        self._topics: dict[str, TopicRecord] = {}
+        self._partitions: dict[tuple[str, int], PartitionState] = {}
+        self._snapshot: ClusterSnapshot | None = None
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.connected = False
+
+    @property
+    def snapshot(self) -> ClusterSnapshot:
+        """The current metadata (a new immutable object after every change)."""
+        if self._snapshot is None:
+            self._snapshot = ClusterSnapshot(
+                revision=self._revision,
+                controller=self._controller,
+                brokers=MappingProxyType(dict(self._brokers)),
+                topics=MappingProxyType(dict(self._topics)),
+                partitions=MappingProxyType(dict(self._partitions)),
+            )
+        return self._snapshot
+
+    @property
+    def revision(self) -> int:
+        return self._revision
+
+    async def start(self) -> None:
+        """Load the metadata (raises MetadataStoreError if etcd is down) and start following."""
+        await self._load()
+        self._task = asyncio.get_running_loop().create_task(self._follow())
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def wait_for(
+        self, predicate: Callable[[ClusterSnapshot], bool], timeout_s: float
+    ) -> ClusterSnapshot:
+        """Wait until ``predicate(snapshot)`` holds; raise KafkaTimeoutError after the timeout."""
+        async with asyncio.timeout(timeout_s):
+            while True:
+                snapshot = self.snapshot
+                if predicate(snapshot):
+                    return snapshot
+                await self._changed.wait()
+
+    async def wait_for_revision(self, revision: int, timeout_s: float = 10.0) -> ClusterSnapshot:
+        """Wait until the cache reflects at least etcd ``revision`` (e.g. one's own write)."""
+        try:
+            return await self.wait_for(lambda s: s.revision >= revision, timeout_s)
+        except TimeoutError as exc:
+            raise KafkaTimeoutError(
+                f"metadata cache at revision {self._revision}, waited {timeout_s} s for {revision}"
+            ) from exc
+
+    # -- internals --------------------------------------------------------------------------
+
+    async def _load(self) -> None:
+        result = await self._store.range_prefix(self._keyspace.root)
+        self._controller, self._brokers, self._topics, self._partitions = None, {}, {}, {}
+        for kv in result.kvs:
+            self._apply_put(kv.key, kv.value)
+        self._revision = result.revision
+        self.connected = True
+        self._notify()
+
+    async def _follow(self) -> None:
+        delay = _RETRY_MIN_S
+        while True:
+            try:
+                watch = self._store.watch_prefix(self._keyspace.root, self._revision + 1)
+                async with watch:
+                    self.connected = True
+                    delay = _RETRY_MIN_S
+                    async for event in watch:
+                        self._apply(event)
+            except RevisionCompactedError:
+                log.warning("metadata watch fell behind compaction; reloading")
+                await self._reload_with_retry()
+            except MetadataStoreError as exc:
+                self.connected = False
+                log.warning("metadata watch failed (%s); retrying in %.1f s", exc, delay)
+                await self._clock.sleep(delay)
+                delay = min(delay * 2, _RETRY_MAX_S)
+
+    async def _reload_with_retry(self) -> None:
+        delay = _RETRY_MIN_S
+        while True:
+            try:
+                await self._load()
+                return
+            except MetadataStoreError as exc:
+                self.connected = False
+                log.warning("metadata reload failed (%s); retrying in %.1f s", exc, delay)
+                await self._clock.sleep(delay)
+                delay = min(delay * 2, _RETRY_MAX_S)
+
+    def _apply(self, event: WatchEvent) -> None:
+        parsed = self._parse(event.key)
+        self._revision = max(self._revision, event.mod_revision)
+        if parsed is not None:
+            if event.kind is EventKind.PUT:
+                self._apply_put(event.key, event.value, parsed)
+            else:
+                self._apply_delete(parsed)
+        self._notify(parsed)
+
+    def _parse(self, key: bytes) -> ParsedKey | None:
+        parsed = self._keyspace.parse(key)
+        return parsed if parsed is not None and parsed.kind in _CACHED_KINDS else None
+
+    def _apply_put(self, key: bytes, value: bytes, parsed: ParsedKey | None = None) -> None:
+        parsed = parsed if parsed is not None else self._parse(key)
+        if parsed is None:
+            return
+        try:
+            self._store_value(parsed, value)
+        except ValidationError as exc:
+            log.error("ignoring malformed metadata at %s: %s", key.decode(errors="replace"), exc)
+            self._apply_delete(parsed)
+
+    def _store_value(self, parsed: ParsedKey, value: bytes) -> None:
+        match parsed.kind:
+            case KeyKind.BROKER:
+                assert parsed.broker_id is not None
+                self._brokers[parsed.broker_id] = BrokerRegistration.decode(value)
+            case KeyKind.TOPIC:
+                assert parsed.topic is not None
+                self._topics[parsed.topic] = TopicRecord.decode(value)
+            case KeyKind.PARTITION:
+                assert parsed.topic is not None
+                assert parsed.partition is not None
+                state = PartitionState.decode(value)
+                self._partitions[(parsed.topic, parsed.partition)] = state
+            case KeyKind.CONTROLLER:
+                self._controller = ControllerRecord.decode(value)
+
+    def _apply_delete(self, parsed: ParsedKey) -> None:
+        match parsed.kind:
+            case KeyKind.BROKER:
+                self._brokers.pop(parsed.broker_id or 0, None)
+            case KeyKind.TOPIC:
+                self._topics.pop(parsed.topic or "", None)
+            case KeyKind.PARTITION:
+                self._partitions.pop((parsed.topic or "", parsed.partition or 0), None)
+            case KeyKind.CONTROLLER:
+                self._controller = None
+
+    def _notify(self, parsed: ParsedKey | None = None) -> None:
+        self._snapshot = None
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+        if parsed is not None and self._on_change is not None:
+            self._on_change(self.snapshot, parsed)

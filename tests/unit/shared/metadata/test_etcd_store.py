@@ -1,0 +1,66 @@
+"""What only the etcd adapter can show: failures of the server become MetadataStoreError."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from yak.errors import MetadataStoreError
+from yak.etcd_server import EmbeddedEtcd, free_ports
+from yak.metadata.etcd_store import EtcdMetadataStore
+
+WAIT_S = 10.0
+
+
+def test_from_url_takes_host_and_port() -> None:
+    store = EtcdMetadataStore.from_url("http://10.1.2.3:2479", timeout_s=2.0)
+    assert (store.host, store.port, store.timeout_s) == ("10.1.2.3", 2479, 2.0)
+    assert EtcdMetadataStore.from_url("localhost:2379").host == "localhost"
+
+
+async def test_an_unreachable_server_raises_metadata_store_error() -> None:
+    (port,) = free_ports(1)  # nothing listens there
+    store = EtcdMetadataStore("127.0.0.1", port, timeout_s=2.0)
+    try:
+        with pytest.raises(MetadataStoreError):
+            await store.get(b"k")
+        with pytest.raises(MetadataStoreError):
+            await store.grant_lease(5)
+        with pytest.raises(MetadataStoreError):
+            async with store.watch_prefix(b"k"):
+                pass
+    finally:
+        await store.aclose()
+
+
+@pytest.mark.integration
+async def test_losing_the_server_ends_a_watch_with_metadata_store_error(tmp_path: Path) -> None:
+    client_port, peer_port = free_ports(2)
+    server = EmbeddedEtcd(tmp_path, client_port, peer_port, unsafe_no_fsync=True)
+    await asyncio.to_thread(server.start)
+    store = EtcdMetadataStore.from_url(server.endpoint, timeout_s=2.0)
+    try:
+        async with store.watch_prefix(b"/w/") as watch:
+            await store.put(b"/w/a", b"1")
+            assert (await asyncio.wait_for(anext(watch), WAIT_S)).key == b"/w/a"
+            await asyncio.to_thread(server.stop)
+            with pytest.raises(MetadataStoreError):
+                await asyncio.wait_for(anext(watch), WAIT_S)
+        with pytest.raises(MetadataStoreError):
+            await store.put(b"/w/b", b"2")
+    finally:
+        await store.aclose()
+        await asyncio.to_thread(server.stop)
+
+
+@pytest.mark.integration
+async def test_the_etcd_store_fixture_reaches_the_session_etcd(
+    etcd_store: EtcdMetadataStore, etcd_prefix: str, etcd: EmbeddedEtcd
+) -> None:
+    assert etcd_store.port == etcd.client_port
+    revision = await etcd_store.put(f"{etcd_prefix}k", b"v")
+    found = await etcd_store.get(f"{etcd_prefix}k")
+    assert found is not None
+    assert found.mod_revision == revision
