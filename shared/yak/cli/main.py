@@ -1,0 +1,27 @@
+"""``yak``: the command-line entry point; each subcommand lives in its own module."""
+
+from __future__ import annotations
+
+import typer
+
+from yak import __version__
+from yak.cli.up import up
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Yak: a Kafka-like message broker with an HTTP-first API.",
+)
+app.command()(up)
+
+
+@app.command()
+def version() -> None:
+    """Print Yak's version."""
+    typer.echo(__version__)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,161 @@
+"""``yak up``: the whole cluster on one machine, as child processes on 127.0.0.1.
+
+Port layout from ``--base-port`` B (defaults in brackets for B = 9400)::
+
+    etcd client B [9400], etcd peer B+1 [9401]
+    coordinators B+10+i [9410, 9411]      brokers B+20+i [9420, 9421, 9422]
+    rest-proxy B+30 [9430]                console B+40 [9440]
+
+Data lives under ``--data-dir`` (etcd in ``etcd/``, broker i in ``broker-i/``), one log file per
+process in ``logs/``; endpoints and pids go to ``cluster.json``. Restarting on the same data dir
+reuses the same ids. Ctrl-C (or SIGTERM) stops every process, etcd last.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Annotated, Any
+
+import typer
+
+from yak.etcd_server import EmbeddedEtcd
+from yak.supervisor import ProcessSpec, StartupError, Supervisor
+
+__all__ = ["ClusterPlan", "plan_cluster", "up"]
+
+HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterPlan:
+    """Where everything of a local cluster goes (a pure function of the options)."""
+
+    data_dir: Path
+    cluster_id: str
+    etcd_client_port: int
+    etcd_peer_port: int
+    services: tuple[ProcessSpec, ...]
+
+    @property
+    def etcd_url(self) -> str:
+        return f"http://{HOST}:{self.etcd_client_port}"
+
+
+def _service(name: str, command: str, port: int, data_dir: Path, etcd_url: str) -> ProcessSpec:
+    url = f"http://{HOST}:{port}"
+    return ProcessSpec(
+        name=name,
+        argv=(_script(command), "--host", HOST, "--port", str(port)),
+        log_path=data_dir / "logs" / f"{name}.log",
+        health_url=f"{url}/healthz",
+        url=url,
+        env={"YAK_ETCD": etcd_url, "YAK_DATA_DIR": str(data_dir / name)},
+    )
+
+
+def _script(command: str) -> str:
+    """The console script installed next to this interpreter (works inside a venv)."""
+    return str(Path(sys.executable).with_name(command))
+
+
+def plan_cluster(
+    data_dir: Path, base_port: int, brokers: int, coordinators: int, cluster_id: str
+) -> ClusterPlan:
+    """Lay out ports, data folders and commands for a local cluster."""
+    if brokers < 1 or brokers > 9 or coordinators < 1 or coordinators > 9:
+        raise typer.BadParameter("use 1-9 brokers and 1-9 coordinators")
+    etcd_url = f"http://{HOST}:{base_port}"
+    specs = [
+        _service(f"coordinator-{i}", "yak-coordinator", base_port + 10 + i, data_dir, etcd_url)
+        for i in range(coordinators)
+    ]
+    specs += [
+        _service(f"broker-{i}", "yak-broker", base_port + 20 + i, data_dir, etcd_url)
+        for i in range(brokers)
+    ]
+    specs.append(_service("rest-proxy", "yak-rest-proxy", base_port + 30, data_dir, etcd_url))
+    specs.append(_service("console", "yak-console", base_port + 40, data_dir, etcd_url))
+    return ClusterPlan(data_dir, cluster_id, base_port, base_port + 1, tuple(specs))
+
+
+def _write_cluster_file(plan: ClusterPlan, etcd: EmbeddedEtcd, supervisor: Supervisor) -> Path:
+    document: dict[str, Any] = {
+        "cluster_id": plan.cluster_id,
+        "data_dir": str(plan.data_dir.resolve()),
+        "etcd": {"url": plan.etcd_url, "pid": etcd.pid},
+        "processes": [
+            {"name": p.spec.name, "url": p.spec.url, "pid": p.pid, "log": str(p.spec.log_path)}
+            for p in supervisor.processes
+        ],
+    }
+    path = plan.data_dir / "cluster.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(document, indent=2) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def _wait_for_stop(supervisor: Supervisor) -> str:
+    """Block until SIGINT/SIGTERM or until a child exits; return why we stop."""
+    wake = threading.Event()
+    reason: list[str] = []
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        if signum != signal.SIGCHLD:
+            reason.append(signal.Signals(signum).name)
+        wake.set()
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
+        signal.signal(signum, on_signal)
+    while True:
+        died = supervisor.exited()
+        if died:
+            names = ", ".join(f"{p.spec.name} (exit {p.popen.returncode})" for p in died)
+            return f"process exited: {names}"
+        if reason:
+            return reason[0]
+        wake.wait()
+        wake.clear()
+
+
+def up(
+    data_dir: Annotated[Path, typer.Option(help="Folder for all data and logs.")] = Path(".yak"),
+    base_port: Annotated[int, typer.Option(help="First port of the layout.")] = 9400,
+    brokers: Annotated[int, typer.Option(help="Number of brokers.")] = 3,
+    coordinators: Annotated[int, typer.Option(help="Number of coordinators.")] = 2,
+    cluster_id: Annotated[str, typer.Option(help="Cluster id (etcd key prefix).")] = "local",
+) -> None:
+    """Start a local cluster: embedded etcd and every Yak service, until Ctrl-C."""
+    plan = plan_cluster(data_dir, base_port, brokers, coordinators, cluster_id)
+    plan.data_dir.mkdir(parents=True, exist_ok=True)
+    etcd = EmbeddedEtcd(
+        data_dir=plan.data_dir / "etcd",
+        client_port=plan.etcd_client_port,
+        peer_port=plan.etcd_peer_port,
+        log_path=plan.data_dir / "logs" / "etcd.log",
+    )
+    supervisor = Supervisor()
+    try:
+        etcd.start()
+        typer.echo(f"{'etcd':<14} {plan.etcd_url}  (pid {etcd.pid})")
+        for spec in plan.services:
+            process = supervisor.start(spec)
+            typer.echo(f"{spec.name:<14} {spec.url}  (pid {process.pid})")
+        path = _write_cluster_file(plan, etcd, supervisor)
+        typer.echo(f"cluster '{plan.cluster_id}' is up; endpoints in {path}. Ctrl-C stops it.")
+        why = _wait_for_stop(supervisor)
+        typer.echo(f"stopping ({why}) ...")
+    except StartupError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    finally:
+        supervisor.stop_all()
+        etcd.stop()
+    typer.echo("stopped.")

@@ -1,0 +1,84 @@
+"""``yak up`` starts the local cluster as real processes and Ctrl-C stops all of them."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.integration
+
+OFFSETS = (0, 1, 10, 11, 20, 30, 40)  # etcd client/peer, 2 coordinators, 1 broker, proxy, console
+
+
+def _free_base_port() -> int:
+    """A base port whose whole layout can be bound right now."""
+    for _ in range(50):
+        base = random.randrange(20_000, 60_000, 100)
+        try:
+            sockets = []
+            for offset in OFFSETS:
+                sock = socket.socket()
+                sockets.append(sock)
+                sock.bind(("127.0.0.1", base + offset))
+        except OSError:
+            continue
+        finally:
+            for sock in sockets:
+                sock.close()
+        return base
+    raise RuntimeError("no free port block found")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_yak_up_starts_every_process_and_ctrl_c_stops_them(tmp_path: Path) -> None:
+    yak = Path(sys.executable).with_name("yak")
+    base = _free_base_port()
+    argv = [str(yak), "up", "--data-dir", str(tmp_path), "--base-port", str(base), "--brokers", "1"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout is not None
+        lines = []
+        for line in proc.stdout:  # blocks until `yak up` reports each process
+            lines.append(line)
+            if "is up" in line:
+                break
+        else:
+            pytest.fail("yak up exited before the cluster was up:\n" + "".join(lines))
+
+        cluster = json.loads((tmp_path / "cluster.json").read_text())
+        assert cluster["etcd"]["url"] == f"http://127.0.0.1:{base}"
+        names = [p["name"] for p in cluster["processes"]]
+        assert names == ["coordinator-0", "coordinator-1", "broker-0", "rest-proxy", "console"]
+        with httpx.Client(timeout=5) as client:
+            assert client.get(f"{cluster['etcd']['url']}/health").json()["health"] == "true"
+            for process in cluster["processes"]:
+                assert client.get(f"{process['url']}/healthz").status_code == 200
+                assert Path(process["log"]).is_file()
+        pids = [cluster["etcd"]["pid"], *(p["pid"] for p in cluster["processes"])]
+        assert all(_pid_alive(pid) for pid in pids)
+
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 0, rest
+        assert "stopped." in rest
+        assert not [pid for pid in pids if _pid_alive(pid)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
