@@ -6,6 +6,8 @@ Port layout from ``--base-port`` B (defaults in brackets for B = 9400)::
     coordinators B+10+i [9410, 9411]      brokers B+20+i [9420, 9421, 9422]
     rest-proxy B+30 [9430]                console B+40 [9440]
 
+Every service gets ``YAK_ETCD``, ``YAK_CLUSTER_ID``, ``YAK_NODE_ID`` (its index: broker id,
+coordinator id) and ``YAK_DATA_DIR`` in its environment besides ``--host``/``--port``.
 Data lives under ``--data-dir`` (etcd in ``etcd/``, broker i in ``broker-i/``), one log file per
 process in ``logs/``; endpoints and pids go to ``cluster.json``. Restarting on the same data dir
 reuses the same ids. Ctrl-C (or SIGTERM) stops every process, etcd last.
@@ -48,15 +50,23 @@ class ClusterPlan:
         return f"http://{HOST}:{self.etcd_client_port}"
 
 
-def _service(name: str, command: str, port: int, data_dir: Path, etcd_url: str) -> ProcessSpec:
+def _service(
+    name: str, command: str, port: int, data_dir: Path, etcd_url: str, cluster_id: str
+) -> ProcessSpec:
     url = f"http://{HOST}:{port}"
+    node_id = name.rsplit("-", 1)[-1] if name[-1].isdigit() else "0"
     return ProcessSpec(
         name=name,
         argv=(_script(command), "--host", HOST, "--port", str(port)),
         log_path=data_dir / "logs" / f"{name}.log",
         health_url=f"{url}/healthz",
         url=url,
-        env={"YAK_ETCD": etcd_url, "YAK_DATA_DIR": str(data_dir / name)},
+        env={
+            "YAK_ETCD": etcd_url,
+            "YAK_CLUSTER_ID": cluster_id,
+            "YAK_NODE_ID": node_id,
+            "YAK_DATA_DIR": str(data_dir / name),
+        },
     )
 
 
@@ -71,17 +81,16 @@ def plan_cluster(
     """Lay out ports, data folders and commands for a local cluster."""
     if brokers < 1 or brokers > 9 or coordinators < 1 or coordinators > 9:
         raise typer.BadParameter("use 1-9 brokers and 1-9 coordinators")
-    etcd_url = f"http://{HOST}:{base_port}"
+    common = (data_dir, f"http://{HOST}:{base_port}", cluster_id)
     specs = [
-        _service(f"coordinator-{i}", "yak-coordinator", base_port + 10 + i, data_dir, etcd_url)
+        _service(f"coordinator-{i}", "yak-coordinator", base_port + 10 + i, *common)
         for i in range(coordinators)
     ]
     specs += [
-        _service(f"broker-{i}", "yak-broker", base_port + 20 + i, data_dir, etcd_url)
-        for i in range(brokers)
+        _service(f"broker-{i}", "yak-broker", base_port + 20 + i, *common) for i in range(brokers)
     ]
-    specs.append(_service("rest-proxy", "yak-rest-proxy", base_port + 30, data_dir, etcd_url))
-    specs.append(_service("console", "yak-console", base_port + 40, data_dir, etcd_url))
+    specs.append(_service("rest-proxy", "yak-rest-proxy", base_port + 30, *common))
+    specs.append(_service("console", "yak-console", base_port + 40, *common))
     return ClusterPlan(data_dir, cluster_id, base_port, base_port + 1, tuple(specs))
 
 
