@@ -329,7 +329,7 @@ class RevisionCompactedError(MetadataStoreError):
 
 def _all_error_classes() -> dict[str, type[YakError]]:
     found: dict[str, type[YakError]] = {}
-    stack: list[type[YakError]] = [YakError]
+    stack: list[type[YakError]] = list(YakError.__subclasses__())
     while stack:
         cls = stack.pop()
         found.setdefault(cls.code, cls)

@@ -30,7 +30,7 @@ from typing import Self
 
 import httpx
 
-from yak.supervisor import StartupError
+from yak.supervisor import StartupError, log_tail
 
 __all__ = ["EmbeddedEtcd", "etcd_binary", "free_ports"]
 
@@ -58,13 +58,6 @@ def free_ports(count: int = 1, host: str = HOST) -> list[int]:
             sock.bind((host, 0))
             ports.append(int(sock.getsockname()[1]))
         return ports
-
-
-def _log_tail(path: Path, lines: int = 20) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
 
 
 class EmbeddedEtcd:
@@ -162,7 +155,7 @@ class EmbeddedEtcd:
                 if self._process.poll() is not None:
                     raise StartupError(
                         f"etcd exited with code {self._process.returncode} during startup; "
-                        f"last lines of {self.log_path}:\n{_log_tail(self.log_path)}"
+                        f"last lines of {self.log_path}:\n{log_tail(self.log_path)}"
                     )
                 try:
                     response = client.get(f"{self.endpoint}/health")
@@ -173,7 +166,7 @@ class EmbeddedEtcd:
                 time.sleep(0.05)
         raise StartupError(
             f"etcd was not healthy at {self.endpoint} within {self.ready_timeout_s:.0f} s; "
-            f"last lines of {self.log_path}:\n{_log_tail(self.log_path)}"
+            f"last lines of {self.log_path}:\n{log_tail(self.log_path)}"
         )
 
     def stop(self) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-__all__ = ["ManagedProcess", "ProcessSpec", "StartupError", "Supervisor"]
+__all__ = ["ManagedProcess", "ProcessSpec", "StartupError", "Supervisor", "log_tail"]
 
 
 class StartupError(RuntimeError):
@@ -53,7 +53,8 @@ class ManagedProcess:
         return self.popen.poll() is None
 
 
-def _log_tail(path: Path, lines: int = 20) -> str:
+def log_tail(path: Path, lines: int = 20) -> str:
+    """The last ``lines`` lines of a log file, for error messages about a child process."""
     try:
         text = path.read_text(errors="replace")
     except OSError:
@@ -95,7 +96,7 @@ class Supervisor:
                     raise StartupError(
                         f"{spec.name} exited with code {process.popen.returncode} "
                         f"during startup; last lines of {spec.log_path}:\n"
-                        f"{_log_tail(spec.log_path)}"
+                        f"{log_tail(spec.log_path)}"
                     )
                 try:
                     if client.get(spec.health_url).status_code == 200:
@@ -105,7 +106,7 @@ class Supervisor:
                 time.sleep(0.1)
         raise StartupError(
             f"{spec.name} was not ready at {spec.health_url} within {spec.ready_timeout_s:.0f}"
-            f" s; last lines of {spec.log_path}:\n{_log_tail(spec.log_path)}"
+            f" s; last lines of {spec.log_path}:\n{log_tail(spec.log_path)}"
         )
 
     def exited(self) -> list[ManagedProcess]:
