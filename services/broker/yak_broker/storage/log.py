@@ -1,0 +1,498 @@
+"""The log of one partition replica: the facade over its segments (Kafka ``UnifiedLog``).
+
+Offsets: ``log_start_offset`` (first readable) <= ``high_watermark`` (replicated; consumers read
+below it) <= ``log_end_offset`` (LEO, next offset to assign). ``recovery_point``: every offset
+below it is fsynced; recovery after a crash rescans from the segment holding it.
+
+Append path (``append``): validate the whole request (``log_validator``), roll if the active
+segment is full or old, write the batches with their assigned offsets, update indexes, leader
+epoch cache and producer state, and fsync when ``flush.messages`` says so. In ``flush.mode=sync``
+the async ``GroupCommitter`` waits for the shared fsync; this class never blocks on one itself
+except for ``flush``. Reads (``read``) return whole batches of one segment, found by a binary
+search over segment base offsets and then the segment's sparse offset index.
+
+Crash behaviour: see ``log_loader`` (recovery) and ``segment``. Checkpoints are written
+atomically, and before files are deleted, so a crash never leaves the checkpoint pointing into
+deleted data or trusting unflushed bytes after a truncation.
+
+Thread-safety: single writer. Every method runs on the owner's thread (the broker's event
+loop); only the descriptors from ``prepare_flush`` may be fsynced on another thread.
+"""
+
+from __future__ import annotations
+
+import bisect
+import random
+import shutil
+from pathlib import Path
+
+from yak.clock import Clock, SystemClock
+from yak.errors import OffsetOutOfRangeError
+from yak.record.batch_header import BatchHeader
+from yak_broker.storage import checkpoint
+from yak_broker.storage.checkpoint import PartitionCheckpoint, fsync_dir, write_atomically
+from yak_broker.storage.leader_epoch_cache import LeaderEpochCache
+from yak_broker.storage.log_cleaner import SwapPlan, complete_swap
+from yak_broker.storage.log_config import LogConfig
+from yak_broker.storage.log_info import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    FetchDataInfo,
+    FetchIsolation,
+    FlushTicket,
+    LogAppendInfo,
+)
+from yak_broker.storage.log_loader import CLEAN_SHUTDOWN_FILE, load_log, replay_producer_state
+from yak_broker.storage.log_validator import (
+    ValidatedAppend,
+    validate_follower_append,
+    validate_leader_append,
+)
+from yak_broker.storage.producer_state import ProducerStateManager
+from yak_broker.storage.retention import SegmentSummary, deletable_segments
+from yak_broker.storage.segment import LogSegment, sync_and_close
+
+__all__ = [
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "FetchDataInfo",
+    "FetchIsolation",
+    "FlushTicket",
+    "Log",
+    "LogAppendInfo",
+]
+
+_EMPTY = memoryview(b"")
+
+
+class Log:
+    """One partition replica's log in ``directory``; ``Log.open`` loads or creates it."""
+
+    def __init__(self, directory: Path, config: LogConfig, clock: Clock) -> None:
+        self.directory = directory
+        self.config = config
+        self._clock = clock
+        loaded = load_log(directory, config, clock.time_ms())
+        self._segments: list[LogSegment] = loaded.segments
+        self._bases = [segment.base_offset for segment in self._segments]
+        self._log_start_offset = loaded.log_start_offset
+        self._recovery_point = loaded.recovery_point
+        self._high_watermark = loaded.high_watermark
+        self.leader_epochs: LeaderEpochCache = loaded.leader_epochs
+        self.producers: ProducerStateManager = loaded.producers
+        self.had_clean_shutdown = loaded.clean_shutdown
+        self.recovered_truncated_bytes = loaded.truncated_bytes
+        self._unflushed_messages = 0
+        self._last_flush_ms = clock.time_ms()
+        self._jitter_ms = _jitter(config)
+        self._generation = 0  # bumped by each truncation; see mark_flushed
+        self._producer_end_header: BatchHeader | None = None
+        self._index_sync_pending: list[LogSegment] = []  # rolled, indexes not yet fsynced
+        self._current_epoch = self.leader_epochs.latest_epoch
+        self._closed = False
+
+    @classmethod
+    def open(
+        cls, directory: Path | str, config: LogConfig | None = None, clock: Clock | None = None
+    ) -> Log:
+        return cls(Path(directory), config or LogConfig(), clock or SystemClock())
+
+    # --- offsets -------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        return tuple(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def size(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the high watermark (replication drives it), clamped to [log start, LEO]."""
+        self._high_watermark = min(max(offset, self._log_start_offset), self.log_end_offset)
+        return self._high_watermark
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+        self._jitter_ms = _jitter(config)
+
+    # --- append --------------------------------------------------------------------------
+
+    def append(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> LogAppendInfo:
+        """Append a client request of one or more batches as leader of ``leader_epoch``.
+
+        Raises CorruptRecordError, InvalidRecordError, MessageTooLargeError,
+        UnsupportedCompressionTypeError, OutOfOrderSequenceError or InvalidProducerEpochError
+        before writing anything. A retried idempotent batch returns its first offsets with
+        ``duplicate=True`` and appends nothing.
+        """
+        view = memoryview(records)
+        validated = validate_leader_append(
+            view, self.log_end_offset, leader_epoch, self.config, self.producers
+        )
+        if validated.duplicate is not None:
+            dup = validated.duplicate
+            return LogAppendInfo(
+                dup.base_offset, dup.last_offset, dup.timestamp, self._log_start_offset, 0, True
+            )
+        self._write(view, validated, patch=True)
+        return self._info(validated)
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
+        """Append batches copied from the leader, keeping their offsets and epochs."""
+        view = memoryview(records)
+        validated = validate_follower_append(view, self.log_end_offset, self.config)
+        self._write(view, validated, patch=False)
+        return self._info(validated)
+
+    def _info(self, validated: ValidatedAppend) -> LogAppendInfo:
+        return LogAppendInfo(
+            validated.first_offset,
+            validated.last_offset,
+            validated.max_timestamp,
+            self._log_start_offset,
+            validated.record_count,
+        )
+
+    def _write(self, view: memoryview, validated: ValidatedAppend, patch: bool) -> None:
+        now_ms = self._clock.time_ms()
+        segment = self._segments[-1]
+        if segment.should_roll(
+            validated.size,
+            validated.max_timestamp,
+            validated.last_offset,
+            now_ms,
+            self.config,
+            self._jitter_ms,
+        ):
+            segment = self.roll()
+        batches = validated.batches
+        segment.append(view, batches, patch, validated.size)
+        if patch:  # a leader append: one epoch for all batches
+            self._assign_epoch(batches[0].header)
+        else:
+            for _, header in batches:
+                self._assign_epoch(header)
+        for _, header in batches:
+            if header.producer_id >= 0:
+                self.producers.update(header, now_ms)
+        # Batches without a producer id only move the producer state's end offset: done
+        # lazily (``_sync_producer_end``) before anything reads it.
+        self._producer_end_header = batches[-1].header
+        self._unflushed_messages += validated.record_count
+        if self._unflushed_messages >= self.config.flush_messages:
+            self.flush()
+
+    def _sync_producer_end(self) -> None:
+        header = self._producer_end_header
+        if header is not None:
+            self.producers.update(header._replace(producer_id=-1), self._clock.time_ms())
+            self._producer_end_header = None
+
+    def _assign_epoch(self, header: BatchHeader) -> None:
+        epoch = header.partition_leader_epoch
+        if epoch >= 0 and epoch != self._current_epoch:  # the cache changes once per epoch
+            self.leader_epochs.assign(epoch, header.base_offset)
+            self._current_epoch = self.leader_epochs.latest_epoch
+
+    def roll(self) -> LogSegment:
+        """Start a new active segment at the LEO (no-op if the active one is empty)."""
+        active = self._segments[-1]
+        if active.size == 0:
+            return active
+        active.on_become_inactive()
+        self._index_sync_pending.append(active)
+        self._sync_producer_end()
+        self.producers.take_snapshot()
+        segment = LogSegment(
+            self.directory, self.log_end_offset, self.config, self._clock.time_ms()
+        )
+        self._segments.append(segment)
+        self._bases.append(segment.base_offset)
+        fsync_dir(self.directory)  # the new file's name must be durable before acks rely on it
+        return segment
+
+    # --- read ----------------------------------------------------------------------------
+
+    def read(
+        self, offset: int, max_bytes: int, isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK
+    ) -> FetchDataInfo:
+        """Whole batches from the one holding ``offset``: up to ``max_bytes`` but at least one.
+
+        Raises OffsetOutOfRangeError below the log start offset or above the LEO; returns no
+        records at or above the isolation bound (high watermark or LEO).
+        """
+        end = self.log_end_offset
+        upper = self._high_watermark if isolation is FetchIsolation.HIGH_WATERMARK else end
+        if offset < self._log_start_offset or offset > end:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is outside [{self._log_start_offset}, {end}]",
+                offset=offset,
+                log_start_offset=self._log_start_offset,
+                log_end_offset=end,
+            )
+        index = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+        if offset < upper:
+            for segment in self._segments[index:]:
+                found = segment.find_batch(offset)
+                if found is None:
+                    continue
+                if found[1].base_offset >= upper:
+                    break
+                data = segment.read(found[0], max_bytes, upper)
+                return self._fetched(data.records, data.next_offset)
+        return self._fetched(_EMPTY, offset)
+
+    def _fetched(self, records: memoryview, next_offset: int) -> FetchDataInfo:
+        return FetchDataInfo(
+            records, next_offset, self._high_watermark, self._log_start_offset, self.log_end_offset
+        )
+
+    def offset_for_timestamp(
+        self, timestamp: int, isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK
+    ) -> int | None:
+        """ListOffsets: base offset of the first batch with a max timestamp >= ``timestamp``.
+
+        ``LATEST_TIMESTAMP`` gives the isolation bound, ``EARLIEST_TIMESTAMP`` the log start.
+        Batch granularity: records are not decoded, so the answer may precede the first
+        matching record within its batch. ``None`` when no batch qualifies.
+        """
+        upper = (
+            self._high_watermark
+            if isolation is FetchIsolation.HIGH_WATERMARK
+            else (self.log_end_offset)
+        )
+        if timestamp == LATEST_TIMESTAMP:
+            return upper
+        if timestamp == EARLIEST_TIMESTAMP:
+            return self._log_start_offset
+        for segment in self._segments:
+            if segment.max_timestamp < timestamp:
+                continue
+            found = segment.find_offset_for_timestamp(timestamp)
+            if found is not None:
+                found = max(found, self._log_start_offset)
+                return found if found < upper else None
+        return None
+
+    # --- truncation, retention ---------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove everything from the batch holding ``offset`` on (a follower diverged).
+
+        Returns False if ``offset`` >= LEO (nothing to do).
+        """
+        if offset >= self.log_end_offset:
+            return False
+        if offset < self._log_start_offset:
+            self.truncate_fully_and_start_at(offset)
+            return True
+        while self._segments[-1].base_offset > offset:
+            self._bases.pop()
+            self._segments.pop().delete()
+        self._segments[-1].truncate_to(offset)
+        self._after_truncation()
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete every segment and restart the log empty at ``offset``."""
+        for segment in self._segments:
+            segment.delete()
+        self._segments = [LogSegment(self.directory, offset, self.config, self._clock.time_ms())]
+        self._bases = [offset]
+        self._log_start_offset = offset
+        self.leader_epochs.clear()
+        self._current_epoch = None
+        self._after_truncation()
+
+    def _after_truncation(self) -> None:
+        self._generation += 1
+        self._sync_producer_end()  # so the state knows how far it went before truncating it
+        end = self.log_end_offset
+        self._high_watermark = min(self._high_watermark, end)
+        self._recovery_point = min(self._recovery_point, end)
+        self.leader_epochs.truncate_from_end(end)
+        self._current_epoch = self.leader_epochs.latest_epoch
+        replay_from = self.producers.truncate_to(self._log_start_offset, end)
+        replay_producer_state(self.producers, self._segments, replay_from)
+        self.write_checkpoint()
+
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset up to ``offset`` (<= high watermark)."""
+        if offset > self._high_watermark:
+            raise OffsetOutOfRangeError(
+                f"cannot delete records up to {offset}, above the high watermark "
+                f"{self._high_watermark}",
+                offset=offset,
+            )
+        if offset > self._log_start_offset:
+            self._advance_log_start(offset)
+            self.delete_old_segments()
+        return self._log_start_offset
+
+    def delete_old_segments(self) -> int:
+        """Apply retention (see ``retention``); return the number of segments deleted."""
+        summaries = [
+            SegmentSummary(s.base_offset, s.size, s.largest_timestamp()) for s in self._segments
+        ]
+        count = deletable_segments(
+            summaries,
+            self.config,
+            self._clock.time_ms(),
+            self._log_start_offset,
+            self._high_watermark,
+        )
+        if count == 0:
+            return 0
+        self._advance_log_start(max(self._log_start_offset, self._bases[count]))
+        for segment in self._segments[:count]:
+            segment.delete()
+        del self._segments[:count]
+        del self._bases[:count]
+        return count
+
+    def _advance_log_start(self, offset: int) -> None:
+        """Persist the new log start before any file goes (Kafka's order)."""
+        self._log_start_offset = offset
+        self._high_watermark = max(self._high_watermark, offset)
+        # Recovery would rescan the whole segment holding ``offset`` anyway.
+        self._recovery_point = max(self._recovery_point, offset)
+        self.write_checkpoint()
+        self.leader_epochs.truncate_from_start(offset)
+        self._current_epoch = self.leader_epochs.latest_epoch
+        self.producers.delete_snapshots_below(offset)
+
+    def replace_segments(self, base_offset: int, replaced: tuple[int, ...]) -> None:
+        """Swap in a compacted segment: ``<base_offset>.log.swap`` replaces the closed
+        segments ``replaced`` (the cleaner's ``SwapPlan``); its indexes are rebuilt."""
+        doomed = set(replaced)
+        if self._segments[-1].base_offset in doomed:
+            raise ValueError("the active segment is never compacted")
+        for segment in self._segments:
+            if segment.base_offset in doomed:
+                segment.close()
+        complete_swap(self.directory, SwapPlan(base_offset, replaced))
+        kept = [s for s in self._segments if s.base_offset not in doomed]
+        fresh = LogSegment(self.directory, base_offset, self.config, self._clock.time_ms())
+        fresh.recover()
+        fresh.on_become_inactive()
+        self._index_sync_pending.append(fresh)
+        self._segments = sorted([*kept, fresh], key=lambda segment: segment.base_offset)
+        self._bases = [segment.base_offset for segment in self._segments]
+
+    # --- durability ----------------------------------------------------------------------
+
+    def flush_due(self) -> bool:
+        """Whether ``flush.ms`` elapsed with unflushed data, or a rolled segment is unflushed."""
+        if self._recovery_point >= self.log_end_offset:
+            return False
+        if self._recovery_point < self._segments[-1].base_offset:
+            return True
+        return self._clock.time_ms() - self._last_flush_ms >= self.config.flush_ms
+
+    def flush(self, *, all_indexes: bool = False) -> None:
+        """fsync every segment holding offsets at or above the recovery point; advance it."""
+        ticket = self.prepare_flush(all_indexes=all_indexes)
+        sync_and_close(ticket.fds)
+        self.mark_flushed(ticket.target, ticket.generation)
+
+    def prepare_flush(self, *, all_indexes: bool = False) -> FlushTicket:
+        """Start a flush off the owner's thread: fsync and close ``fds`` on any thread, then
+        call ``mark_flushed(ticket.target, ticket.generation)`` on the owner's thread.
+
+        The active segment's index files are left out unless ``all_indexes``: after a crash
+        recovery always rebuilds the active segment's indexes, so syncing them would only
+        triple the fsyncs of every group commit. A rolled segment's indexes are synced by the
+        first flush after the roll, before the recovery point can pass the segment.
+        """
+        index = max(bisect.bisect_right(self._bases, self._recovery_point) - 1, 0)
+        active = self._segments[-1]
+        plan = {segment: all_indexes or segment is not active for segment in self._segments[index:]}
+        for segment in self._index_sync_pending:
+            plan[segment] = True
+        self._index_sync_pending = []
+        fds = [fd for seg, indexes in plan.items() if not seg.closed for fd in seg.dup_fds(indexes)]
+        return FlushTicket(self.log_end_offset, self._generation, fds)
+
+    def mark_flushed(self, offset: int, generation: int | None = None) -> None:
+        """Everything below ``offset`` is on disk: move the recovery point.
+
+        Ignored when the log was truncated since the flush of ``generation`` began (the bytes
+        below ``offset`` may since have been replaced by unflushed ones).
+        """
+        if generation is not None and generation != self._generation:
+            return
+        offset = min(offset, self.log_end_offset)
+        if offset > self._recovery_point:
+            self._recovery_point = offset
+        if offset >= self.log_end_offset:
+            self._unflushed_messages = 0
+        self._last_flush_ms = self._clock.time_ms()
+
+    def write_checkpoint(self) -> None:
+        """Persist recovery point, log start offset and high watermark atomically."""
+        checkpoint.write(
+            self.directory / checkpoint.CHECKPOINT_FILE_NAME,
+            PartitionCheckpoint(self._recovery_point, self._log_start_offset, self._high_watermark),
+        )
+
+    def remove_expired_producers(self) -> list[int]:
+        return self.producers.remove_expired(self._clock.time_ms())
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Clean shutdown: flush, snapshot producer state, checkpoint, then the marker."""
+        if self._closed:
+            return
+        self.flush(all_indexes=True)
+        self._sync_producer_end()
+        self.producers.take_snapshot()
+        self.write_checkpoint()
+        for segment in self._segments:
+            segment.close()
+        write_atomically(self.directory / CLEAN_SHUTDOWN_FILE, b"")
+        self._closed = True
+
+    def close_without_marker(self) -> None:
+        """Release files as a crash would leave them (tests and aborted loads)."""
+        for segment in self._segments:
+            segment.close()
+        self._closed = True
+
+    def delete(self) -> None:
+        """Close and remove the partition's folder."""
+        self.close_without_marker()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.directory.name!r}, start={self._log_start_offset}, "
+            f"hw={self._high_watermark}, end={self.log_end_offset})"
+        )
+
+
+def _jitter(config: LogConfig) -> int:
+    if config.segment_jitter_ms <= 0:
+        return 0
+    return random.randrange(min(config.segment_jitter_ms, config.segment_ms))

@@ -1,0 +1,252 @@
+"""All partition logs of one broker data folder (Kafka ``LogManager``).
+
+Folder layout: ``<data>/.lock`` (held with ``flock`` while a manager owns the folder, so a
+second broker process — or a second manager in this one — fails with ``LogDirLockedError``),
+and one folder per partition replica, ``<topic>-<partition>`` (see ``log_loader``). A folder
+being deleted is first renamed to ``<topic>-<partition>.<id>-delete``; leftovers of that kind
+are removed at start.
+
+Background work, as asyncio tasks paced by the injected ``Clock``:
+
+- flush: every ``flush_check_interval_ms``, fsync the logs whose ``flush.ms`` elapsed or that
+  rolled a segment since their last flush (Kafka's ``flush-log`` task), off the event loop;
+- checkpoints: every ``checkpoint_interval_ms``, persist each log's recovery point, log start
+  offset and high watermark;
+- retention: every ``retention_check_interval_ms``, ``Log.delete_old_segments`` and expiry of
+  idle producer ids;
+- cleaning: every ``cleaner_interval_ms``, the ``cleaner`` callback (by default a
+  ``compaction.Compactor``) for each log with ``cleanup.policy`` containing ``compact``.
+
+``shutdown`` stops the tasks, closes every log cleanly (flush, snapshots, checkpoints, marker)
+and releases the lock. Concurrency: one event loop; the logs it hands out are used on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import ClassVar, NamedTuple
+
+from yak.clock import Clock, SystemClock
+from yak.errors import UnknownTopicOrPartitionError, YakError
+from yak_broker.storage import checkpoint
+from yak_broker.storage.compaction import Compactor
+from yak_broker.storage.group_commit import GroupCommitter
+from yak_broker.storage.log import Log
+from yak_broker.storage.log_config import LogConfig
+
+__all__ = ["LOCK_FILE", "LogDirLockedError", "LogManager", "TopicPartition"]
+
+LOCK_FILE = ".lock"
+_DELETE_SUFFIX = "-delete"
+_log = logging.getLogger(__name__)
+
+
+class LogDirLockedError(YakError):
+    """Another log manager (usually another broker process) holds the data folder."""
+
+    code: ClassVar[str] = "KAFKA_STORAGE_ERROR"
+    kafka_code: ClassVar[int] = 56
+
+
+class TopicPartition(NamedTuple):
+    """A partition of a topic; its folder is ``<topic>-<partition>``."""
+
+    topic: str
+    partition: int
+
+    @property
+    def dir_name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @classmethod
+    def parse(cls, dir_name: str) -> TopicPartition | None:
+        topic, sep, number = dir_name.rpartition("-")
+        if not sep or not topic or not number.isdigit():
+            return None
+        return cls(topic, int(number))
+
+
+class LogManager:
+    """Owns the partition logs under ``data_dir``; see the module doc."""
+
+    def __init__(
+        self,
+        data_dir: Path | str,
+        *,
+        clock: Clock | None = None,
+        default_config: LogConfig | None = None,
+        topic_config: Callable[[str], LogConfig | None] | None = None,
+        flush_check_interval_ms: int = 1_000,
+        checkpoint_interval_ms: int = 60_000,
+        retention_check_interval_ms: int = 300_000,
+        cleaner: Callable[[Log], Awaitable[None]] | None = None,
+        cleaner_interval_ms: int = 15_000,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self._clock = clock or SystemClock()
+        self._default_config = default_config or LogConfig()
+        self._topic_config = topic_config
+        self._intervals = {
+            "flush": flush_check_interval_ms,
+            "checkpoint": checkpoint_interval_ms,
+            "retention": retention_check_interval_ms,
+            "cleaner": cleaner_interval_ms,
+        }
+        self._cleaner = cleaner if cleaner is not None else Compactor(self._clock)
+        self._logs: dict[TopicPartition, GroupCommitter] = {}
+        self._lock_fd = -1
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Lock the data folder and load every partition log in it."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._lock()
+        try:
+            for path in sorted(self.data_dir.iterdir()):
+                if path.is_dir() and path.name.endswith(_DELETE_SUFFIX):
+                    shutil.rmtree(path, ignore_errors=True)
+                    continue
+                tp = TopicPartition.parse(path.name) if path.is_dir() else None
+                if tp is not None:
+                    log = Log(path, self.config_for(tp.topic), self._clock)
+                    self._logs[tp] = GroupCommitter(log)
+        except BaseException:
+            self._close_logs(clean=False)
+            self._unlock()
+            raise
+
+    async def start(self) -> None:
+        """``open`` (if not done) and start the background tasks."""
+        if self._lock_fd < 0:
+            self.open()
+        schedule = [
+            ("flush", self.flush_due_logs),
+            ("checkpoint", self.write_checkpoints),
+            ("retention", self.run_retention),
+        ]
+        schedule.append(("cleaner", self.run_cleaner))
+        for name, action in schedule:
+            task = asyncio.create_task(self._every(self._intervals[name], action))
+            task.set_name(f"log-manager-{name}")
+            self._tasks.append(task)
+
+    async def shutdown(self) -> None:
+        """Stop background work, close every log cleanly, release the folder."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        for committer in self._logs.values():
+            await committer.close()
+        self._close_logs(clean=True)
+        self._unlock()
+
+    def _lock(self) -> None:
+        fd = os.open(self.data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            os.close(fd)
+            raise LogDirLockedError(
+                f"data folder {self.data_dir} is in use by another log manager "
+                f"(lock {LOCK_FILE} is held)",
+                data_dir=str(self.data_dir),
+            ) from exc
+        self._lock_fd = fd
+
+    def _unlock(self) -> None:
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)  # closing the descriptor releases the flock
+            self._lock_fd = -1
+
+    def _close_logs(self, clean: bool) -> None:
+        for committer in self._logs.values():
+            if clean:
+                committer.log.close()
+            else:
+                committer.log.close_without_marker()
+        self._logs.clear()
+
+    # --- partitions ------------------------------------------------------------------------
+
+    def config_for(self, topic: str) -> LogConfig:
+        found = self._topic_config(topic) if self._topic_config else None
+        return found or self._default_config
+
+    @property
+    def logs(self) -> Mapping[TopicPartition, GroupCommitter]:
+        return MappingProxyType(self._logs)
+
+    def get(self, tp: TopicPartition) -> GroupCommitter:
+        """The partition's log; UnknownTopicOrPartitionError if this broker has none."""
+        try:
+            return self._logs[tp]
+        except KeyError:
+            raise UnknownTopicOrPartitionError(
+                f"no log for {tp.dir_name} on this broker", topic=tp.topic, partition=tp.partition
+            ) from None
+
+    def get_or_create(self, tp: TopicPartition, config: LogConfig | None = None) -> GroupCommitter:
+        """The partition's log, created empty (and durably) if it does not exist."""
+        committer = self._logs.get(tp)
+        if committer is None:
+            log = Log(self.data_dir / tp.dir_name, config or self.config_for(tp.topic), self._clock)
+            checkpoint.fsync_dir(self.data_dir)
+            committer = self._logs[tp] = GroupCommitter(log)
+        elif config is not None:
+            committer.log.update_config(config)
+        return committer
+
+    async def delete(self, tp: TopicPartition) -> None:
+        """Remove the partition's log and folder (rename first, so a crash finishes the job)."""
+        committer = self._logs.pop(tp, None)
+        if committer is None:
+            return
+        await committer.close()
+        committer.log.close_without_marker()
+        doomed = self.data_dir / f"{tp.dir_name}.{uuid.uuid4().hex}{_DELETE_SUFFIX}"
+        os.rename(committer.log.directory, doomed)
+        checkpoint.fsync_dir(self.data_dir)
+        await asyncio.to_thread(shutil.rmtree, doomed, True)
+
+    # --- background work -------------------------------------------------------------------
+
+    async def _every(self, interval_ms: int, action: Callable[[], Awaitable[None]]) -> None:
+        while True:
+            await self._clock.sleep(interval_ms / 1000)
+            try:
+                await action()
+            except Exception:
+                _log.exception("log manager task %s failed; retrying next interval", action)
+
+    async def flush_due_logs(self) -> None:
+        """fsync each log whose flush policy says so."""
+        for committer in list(self._logs.values()):
+            if committer.log.flush_due():
+                await committer.flush()
+
+    async def write_checkpoints(self) -> None:
+        for committer in list(self._logs.values()):
+            committer.log.write_checkpoint()
+
+    async def run_retention(self) -> None:
+        for committer in list(self._logs.values()):
+            deleted = committer.log.delete_old_segments()
+            if deleted:
+                _log.info("retention deleted %d segment(s) of %s", deleted, committer.log)
+            committer.log.remove_expired_producers()
+
+    async def run_cleaner(self) -> None:
+        for committer in list(self._logs.values()):
+            if committer.log.config.compact:
+                await self._cleaner(committer.log)

@@ -1,0 +1,160 @@
+"""Tests for yak_broker.storage.log_manager: loading, locking, background work, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.unit.broker.storage.batches import make_batch
+from yak.clock import FakeClock
+from yak.errors import UnknownTopicOrPartitionError
+from yak_broker.storage.log import Log
+from yak_broker.storage.log_config import CleanupPolicy, LogConfig
+from yak_broker.storage.log_manager import LogDirLockedError, LogManager, TopicPartition
+
+T0 = 1_700_000_000_000
+
+
+async def settle() -> None:
+    """Let woken background tasks run to their next await (no wall-clock time passes)."""
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+def test_topic_partition_folder_names() -> None:
+    assert TopicPartition("my-topic", 3).dir_name == "my-topic-3"
+    assert TopicPartition.parse("my-topic-3") == ("my-topic", 3)
+    assert TopicPartition.parse("topic") is None
+    assert TopicPartition.parse("-3") is None
+    assert TopicPartition.parse("t-x") is None
+
+
+async def test_create_append_shutdown_and_reload(tmp_path: Path) -> None:
+    manager = LogManager(tmp_path, clock=FakeClock(T0))
+    manager.open()
+    committer = manager.get_or_create(TopicPartition("orders", 0))
+    await committer.append(make_batch(3), 0)
+    manager.get_or_create(TopicPartition("orders", 1))
+    with pytest.raises(UnknownTopicOrPartitionError):
+        manager.get(TopicPartition("orders", 2))
+    await manager.shutdown()
+    assert (tmp_path / "orders-0" / ".clean-shutdown").exists()
+
+    again = LogManager(tmp_path, clock=FakeClock(T0))
+    again.open()
+    assert set(again.logs) == {TopicPartition("orders", 0), TopicPartition("orders", 1)}
+    log = again.get(TopicPartition("orders", 0)).log
+    assert log.had_clean_shutdown
+    assert log.log_end_offset == 3
+    await again.shutdown()
+
+
+async def test_a_second_manager_on_the_same_folder_fails(tmp_path: Path) -> None:
+    first = LogManager(tmp_path)
+    first.open()
+    second = LogManager(tmp_path)
+    with pytest.raises(LogDirLockedError, match="in use"):
+        second.open()
+    await first.shutdown()
+    second.open()  # released by the shutdown
+    await second.shutdown()
+
+
+async def test_per_topic_configs(tmp_path: Path) -> None:
+    configs = {"small": LogConfig(segment_bytes=1000)}
+    manager = LogManager(tmp_path, topic_config=configs.get)
+    manager.open()
+    assert manager.get_or_create(TopicPartition("small", 0)).log.config.segment_bytes == 1000
+    assert manager.get_or_create(TopicPartition("big", 0)).log.config == LogConfig()
+    await manager.shutdown()
+
+
+async def test_delete_removes_the_folder(tmp_path: Path) -> None:
+    manager = LogManager(tmp_path)
+    manager.open()
+    tp = TopicPartition("gone", 0)
+    await manager.get_or_create(tp).append(make_batch(1), 0)
+    await manager.delete(tp)
+    assert tp not in manager.logs
+    assert os.listdir(tmp_path) == [".lock"]
+    await manager.shutdown()
+
+
+async def test_leftover_deletions_are_finished_at_start(tmp_path: Path) -> None:
+    (tmp_path / "old-0.abc-delete").mkdir()
+    (tmp_path / "old-0.abc-delete" / "00000000000000000000.log").write_bytes(b"x")
+    manager = LogManager(tmp_path)
+    manager.open()
+    assert not (tmp_path / "old-0.abc-delete").exists()
+    assert not manager.logs
+    await manager.shutdown()
+
+
+async def test_background_retention_runs_on_the_clock(tmp_path: Path) -> None:
+    clock = FakeClock(T0)
+    config = LogConfig(segment_bytes=300, retention_ms=1000)
+    manager = LogManager(
+        tmp_path, clock=clock, default_config=config, retention_check_interval_ms=5000
+    )
+    await manager.start()
+    await settle()  # the tasks reach their first clock.sleep
+    log = manager.get_or_create(TopicPartition("t", 0)).log
+    for _ in range(4):
+        log.append(make_batch(1, 150, timestamp=T0), 0)
+    log.update_high_watermark(4)
+    clock.advance(4.9)
+    await settle()
+    before = len(log.segments)
+    clock.advance(0.1)
+    await settle()
+    assert (before, len(log.segments)) == (4, 1)
+    assert log.log_start_offset == 3
+    await manager.shutdown()
+
+
+async def test_background_checkpoints_and_flushes(tmp_path: Path) -> None:
+    clock = FakeClock(T0)
+    manager = LogManager(
+        tmp_path,
+        clock=clock,
+        default_config=LogConfig(flush_ms=1000),
+        checkpoint_interval_ms=2000,
+    )
+    manager.open()
+    committer = manager.get_or_create(TopicPartition("t", 0))
+    await committer.append(make_batch(2), 0)
+    committer.log.update_high_watermark(2)
+    await manager.flush_due_logs()
+    assert committer.log.recovery_point == 0  # flush.ms not yet elapsed
+    clock.advance(1.0)
+    await manager.flush_due_logs()
+    assert committer.log.recovery_point == 2
+    await manager.write_checkpoints()
+    text = (tmp_path / "t-0" / "partition.checkpoint").read_text()
+    assert "recovery_point 2\n" in text
+    assert "high_watermark 2\n" in text
+    await manager.shutdown()
+
+
+async def test_cleaner_runs_for_compacted_topics_only(tmp_path: Path) -> None:
+    clock = FakeClock(T0)
+    cleaned: list[str] = []
+
+    async def cleaner(log: Log) -> None:
+        cleaned.append(log.directory.name)
+
+    configs = {"compacted": LogConfig(cleanup_policy=CleanupPolicy.COMPACT)}
+    manager = LogManager(
+        tmp_path, clock=clock, topic_config=configs.get, cleaner=cleaner, cleaner_interval_ms=100
+    )
+    await manager.start()
+    await settle()  # the tasks reach their first clock.sleep
+    manager.get_or_create(TopicPartition("compacted", 0))
+    manager.get_or_create(TopicPartition("plain", 0))
+    clock.advance(0.1)
+    await settle()
+    assert cleaned == ["compacted-0"]
+    await manager.shutdown()
