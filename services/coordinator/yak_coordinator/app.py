@@ -1,20 +1,61 @@
 """The coordinator service's app factory.
 
-The coordinator: the controller: assigns partitions, elects leaders, runs group assignment.
+The coordinator is the controller: one of them (elected through etcd) assigns partitions,
+elects leaders and applies topic changes; the others stand by and forward admin requests to
+it. ``create_app(settings)`` wires the runtime (``service.Coordinator``) into FastAPI: the
+lifespan starts it (connecting to etcd in the background) and stops it (resigning first), so
+SIGTERM hands control to a standby at once. ``/readyz`` is ready once the metadata is loaded.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from fastapi import FastAPI
 
 from yak import __version__
+from yak.clock import Clock
+from yak.metadata.store import MetadataStore
+from yak.web.errors import install_error_handlers
 from yak.web.health import health_router
+from yak_coordinator.forwarding import ControllerForwarding
+from yak_coordinator.routes import admin_router
+from yak_coordinator.service import Coordinator
+from yak_coordinator.settings import CoordinatorSettings
 
 __all__ = ["create_app"]
 
 
-def create_app() -> FastAPI:
-    """Build the coordinator ASGI app."""
-    app = FastAPI(title="Yak coordinator", version=__version__)
-    app.include_router(health_router("coordinator"))
+def create_app(
+    settings: CoordinatorSettings | None = None,
+    *,
+    store: MetadataStore | None = None,
+    clock: Clock | None = None,
+) -> FastAPI:
+    """Build the coordinator ASGI app.
+
+    ``store`` replaces the etcd connection named in the settings (tests pass a
+    ``MemoryMetadataStore``); the caller then owns it and closes it.
+    """
+    settings = settings if settings is not None else CoordinatorSettings()
+    coordinator = Coordinator(settings, store=store, clock=clock)
+
+    async def ready() -> str | None:
+        return None if coordinator.ready else "not connected to etcd"
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await coordinator.start()
+        try:
+            yield
+        finally:
+            await coordinator.stop()
+
+    app = FastAPI(title="Yak coordinator", version=__version__, lifespan=lifespan)
+    app.state.coordinator = coordinator
+    install_error_handlers(app)
+    app.include_router(health_router("coordinator", ready))
+    app.include_router(admin_router(coordinator))
+    app.add_middleware(ControllerForwarding, coordinator=coordinator)
     return app

@@ -1,11 +1,19 @@
-"""Entry point `yak-coordinator`: run the coordinator service."""
+"""Entry point ``yak-coordinator``: run the coordinator service.
+
+Flags win over the ``YAK_*`` environment (``yak up`` sets ``YAK_ETCD``, ``YAK_CLUSTER_ID``,
+``YAK_NODE_ID``, ``YAK_DATA_DIR``), which wins over the defaults of ``CoordinatorSettings``.
+"""
 
 from __future__ import annotations
+
+import logging
+from typing import Annotated
 
 import typer
 
 from yak.web.serve import serve
 from yak_coordinator.app import create_app
+from yak_coordinator.settings import CoordinatorSettings
 
 __all__ = ["main"]
 
@@ -17,12 +25,30 @@ cli = typer.Typer(
 
 @cli.command()
 def run(
-    host: str = typer.Option("127.0.0.1", envvar="YAK_HOST", help="Address to bind."),
-    port: int = typer.Option(9090, envvar="YAK_PORT", help="Port to bind."),
-    log_level: str = typer.Option("info", envvar="YAK_LOG_LEVEL"),
+    host: Annotated[str | None, typer.Option(help="Address to bind [YAK_HOST].")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to bind [YAK_PORT].")] = None,
+    etcd: Annotated[str | None, typer.Option(help="etcd endpoint URL [YAK_ETCD].")] = None,
+    cluster_id: Annotated[str | None, typer.Option(help="Cluster id [YAK_CLUSTER_ID].")] = None,
+    node_id: Annotated[str | None, typer.Option(help="Coordinator id [YAK_NODE_ID].")] = None,
+    lease_ttl: Annotated[
+        int | None, typer.Option(help="Election lease TTL in seconds [YAK_LEASE_TTL_S].")
+    ] = None,
+    log_level: Annotated[str, typer.Option(envvar="YAK_LOG_LEVEL")] = "info",
 ) -> None:
-    """Serve the coordinator until SIGINT/SIGTERM."""
-    serve(create_app(), host=host, port=port, log_level=log_level)
+    """Serve the coordinator until SIGINT/SIGTERM (an active controller resigns on the way)."""
+    settings = CoordinatorSettings.from_env(
+        host=host,
+        port=port,
+        etcd_url=etcd,
+        cluster_id=cluster_id,
+        node_id=node_id,
+        lease_ttl_s=lease_ttl,
+    )
+    logging.basicConfig(
+        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per forwarded request
+    serve(create_app(settings), host=settings.host, port=settings.port, log_level=log_level)
 
 
 def main() -> None:

@@ -1,0 +1,193 @@
+"""What the controller must change: a pure function of one ``ClusterSnapshot``.
+
+``reconcile(snapshot)`` compares the desired state (topic records) with the actual state
+(partition states, live brokers) and returns the writes that converge them. It reads no clock,
+store or network, so the same snapshot always gives the same actions; the driver
+(``reconciler.py``) applies them with compare-and-swap writes fenced by the controller epoch and
+calls ``reconcile`` again on the next snapshot. Because decisions depend only on state, never on
+remembered events, a coordinator that takes over halfway through any operation finishes it.
+
+Rules (Kafka's controller, KRaft flavour):
+
+- A topic with fewer partition states than ``partitions`` gets the missing ones: replicas from
+  ``placement.assign_replicas`` over the live brokers (start index = CRC-32 of the topic name),
+  leader = first replica, ISR = replicas, epochs 0. With fewer live brokers than the
+  replication factor nothing is created until enough brokers are back.
+- A partition whose leader is not alive elects the first replica (in replica order) that is
+  in the ISR and alive; none → ``NO_LEADER``, unless the topic sets
+  ``unclean.leader.election.enable=true``: then the first live replica, and ISR = [it].
+- Dead brokers leave the ISR, but the ISR never becomes empty: the last leader stays in it so
+  that it can be re-elected cleanly when it returns (``NO_LEADER`` until then).
+- A leaderless partition whose ISR member comes back elects it.
+- Preferred leader: when ``replicas[0]`` is alive and in the ISR but does not lead, leadership
+  moves back to it (``auto_leader_rebalance``).
+- ``leader_epoch`` + 1 whenever the leader changes (also to ``NO_LEADER``); ``partition_epoch``
+  + 1 on every change of leader or ISR.
+- A topic marked ``deleting`` is removed (its partition states, then nothing else to do); the
+  partition states of a topic that has no record are removed too.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from yak.metadata.cache import ClusterSnapshot
+from yak.metadata.models import NO_LEADER, BrokerRegistration, PartitionState, TopicRecord
+from yak.topic_config import UNCLEAN_LEADER_ELECTION, is_enabled
+from yak_coordinator.placement import BrokerSlot, assign_replicas
+
+__all__ = [
+    "Action",
+    "CreatePartitions",
+    "DeleteTopic",
+    "UpdatePartition",
+    "next_partition_state",
+    "placement_start_index",
+    "plan_new_partitions",
+    "reconcile",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class CreatePartitions:
+    """Create these partition states of ``topic`` (their keys must be absent)."""
+
+    topic: str
+    states: tuple[PartitionState, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class UpdatePartition:
+    """Replace ``before`` (which must still be stored) by ``after``; ``reason`` for the log."""
+
+    before: PartitionState
+    after: PartitionState
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteTopic:
+    """Remove ``topic``'s partition states and its record (``orphan``: no record is left)."""
+
+    topic: str
+    orphan: bool = False
+
+
+Action = CreatePartitions | UpdatePartition | DeleteTopic
+
+
+def placement_start_index(topic: str) -> int:
+    """Where placement starts for ``topic``: deterministic, and spread over topics."""
+    return zlib.crc32(topic.encode())
+
+
+def plan_new_partitions(
+    record: TopicRecord, existing: Sequence[int], brokers: Mapping[int, BrokerRegistration]
+) -> tuple[PartitionState, ...]:
+    """Initial states of the partitions of ``record`` that are not in ``existing``.
+
+    Empty when nothing is missing or when there are fewer live brokers than replicas.
+    """
+    missing = [p for p in range(record.partitions) if p not in set(existing)]
+    if not missing or len(brokers) < record.replication_factor:
+        return ()
+    slots = [BrokerSlot(b.broker_id, b.rack) for b in brokers.values()]
+    first = missing[0]
+    assignment = assign_replicas(
+        slots,
+        record.partitions - first,
+        record.replication_factor,
+        start_index=placement_start_index(record.name),
+        first_partition=first,
+    )
+    return tuple(
+        PartitionState(
+            topic=record.name,
+            partition=p,
+            leader=assignment[p - first][0],
+            replicas=assignment[p - first],
+            isr=assignment[p - first],
+        )
+        for p in missing
+    )
+
+
+def _elect(
+    state: PartitionState, live: frozenset[int], isr: tuple[int, ...], *, unclean: bool
+) -> tuple[int, tuple[int, ...], str]:
+    """A new leader for a partition whose leader is gone, with the ISR that goes with it."""
+    clean = [r for r in state.replicas if r in isr]
+    if clean:
+        return clean[0], isr, "leader election"
+    alive = [r for r in state.replicas if r in live]
+    if unclean and alive:
+        return alive[0], (alive[0],), "unclean leader election"
+    return NO_LEADER, isr, "no in-sync replica alive"
+
+
+def _preferred(state: PartitionState, isr: tuple[int, ...]) -> int:
+    """The preferred replica if it is alive and in sync, else the current leader."""
+    if state.replicas and state.replicas[0] in isr:
+        return state.replicas[0]
+    return state.leader
+
+
+def next_partition_state(
+    state: PartitionState,
+    live: frozenset[int],
+    *,
+    unclean: bool = False,
+    preferred: bool = True,
+) -> tuple[PartitionState, str] | None:
+    """The state ``state`` should move to given the live brokers, or None if it is right."""
+    isr = tuple(r for r in state.isr if r in live)
+    leader, reason = state.leader, "dead replica left the ISR"
+    if leader not in live:
+        leader, isr, reason = _elect(state, live, isr, unclean=unclean)
+    elif preferred and _preferred(state, isr) != leader:
+        leader, reason = _preferred(state, isr), "preferred leader election"
+    if not isr:  # never empty: keep the last leader so it can be re-elected cleanly
+        isr = (state.leader,) if state.leader in state.isr else state.isr[:1]
+    if leader == state.leader and isr == state.isr:
+        return None
+    after = state.model_copy(
+        update={
+            "leader": leader,
+            "isr": isr,
+            "leader_epoch": state.leader_epoch + int(leader != state.leader),
+            "partition_epoch": state.partition_epoch + 1,
+        }
+    )
+    return after, reason
+
+
+def _topic_actions(
+    snapshot: ClusterSnapshot, record: TopicRecord, live: frozenset[int], *, preferred: bool
+) -> list[Action]:
+    if record.deleting:
+        return [DeleteTopic(record.name)]
+    states = snapshot.partitions_of(record.name)
+    actions: list[Action] = []
+    created = plan_new_partitions(record, [s.partition for s in states], snapshot.brokers)
+    if created:
+        actions.append(CreatePartitions(record.name, created))
+    unclean = is_enabled(record.configs, UNCLEAN_LEADER_ELECTION)
+    for state in states:
+        change = next_partition_state(state, live, unclean=unclean, preferred=preferred)
+        if change is not None:
+            actions.append(UpdatePartition(state, *change))
+    return actions
+
+
+def reconcile(snapshot: ClusterSnapshot, *, auto_leader_rebalance: bool = True) -> list[Action]:
+    """Every write needed to bring ``snapshot`` to its desired state, topic by topic."""
+    live = frozenset(snapshot.brokers)
+    actions: list[Action] = []
+    for name in sorted(snapshot.topics):
+        record = snapshot.topics[name]
+        actions += _topic_actions(snapshot, record, live, preferred=auto_leader_rebalance)
+    orphans = sorted({topic for topic, _ in snapshot.partitions} - set(snapshot.topics))
+    actions += [DeleteTopic(topic, orphan=True) for topic in orphans]
+    return actions

@@ -1,0 +1,133 @@
+"""The admin API routes (``/admin/v1``): validate, call one ``TopicAdmin`` method, answer.
+
+Bodies are the models of ``yak.api.admin``; errors are typed ``YakError``s turned into
+``{"code", "message", "details"}`` by ``yak.web.errors``. Reaching the active controller from a
+standby is the job of ``forwarding.ControllerForwarding``, not of these handlers.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, status
+
+from yak.api.admin import (
+    ADMIN_PREFIX,
+    AlterConfigsRequest,
+    BrokerInfo,
+    ClusterInfo,
+    ControllerInfo,
+    CreatePartitionsRequest,
+    CreateTopicRequest,
+    PartitionInfo,
+    TopicDeleted,
+    TopicDescription,
+    TopicList,
+    TopicSummary,
+)
+from yak.metadata.cache import ClusterSnapshot
+from yak.metadata.models import PartitionState
+from yak_coordinator.service import Coordinator
+from yak_coordinator.topic_admin import TopicView
+
+__all__ = ["admin_router", "cluster_info", "topic_description"]
+
+
+def _partition(state: PartitionState) -> PartitionInfo:
+    return PartitionInfo(
+        partition=state.partition,
+        leader=state.leader,
+        leader_epoch=state.leader_epoch,
+        partition_epoch=state.partition_epoch,
+        replicas=list(state.replicas),
+        isr=list(state.isr),
+    )
+
+
+def topic_description(view: TopicView) -> TopicDescription:
+    """The wire form of a topic and its partitions."""
+    record = view.record
+    return TopicDescription(
+        name=record.name,
+        topic_id=record.topic_id,
+        partition_count=record.partitions,
+        replication_factor=record.replication_factor,
+        configs=dict(record.configs),
+        deleting=record.deleting,
+        partitions=[_partition(state) for state in view.partitions],
+    )
+
+
+def cluster_info(snapshot: ClusterSnapshot, cluster_id: str, coordinator_id: str) -> ClusterInfo:
+    """The wire form of the cluster overview."""
+    controller = snapshot.controller
+    return ClusterInfo(
+        cluster_id=cluster_id,
+        coordinator_id=coordinator_id,
+        controller=None
+        if controller is None
+        else ControllerInfo(
+            coordinator_id=controller.coordinator_id, url=controller.url, epoch=controller.epoch
+        ),
+        brokers=[
+            BrokerInfo(broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
+            for _, b in sorted(snapshot.brokers.items())
+        ],
+        topic_count=len(snapshot.topics),
+        partition_count=len(snapshot.partitions),
+        offline_partition_count=sum(
+            1 for state in snapshot.partitions.values() if not state.has_leader
+        ),
+    )
+
+
+def admin_router(coordinator: Coordinator) -> APIRouter:
+    """The admin routes of one coordinator."""
+    router = APIRouter(prefix=ADMIN_PREFIX, tags=["admin"])
+
+    @router.get("/cluster")
+    async def get_cluster() -> ClusterInfo:
+        settings = coordinator.settings
+        snapshot = coordinator.admin.snapshot
+        return cluster_info(snapshot, settings.cluster_id, settings.node_id)
+
+    @router.get("/topics")
+    async def list_topics() -> TopicList:
+        records = coordinator.admin.list_topics()
+        return TopicList(
+            topics=[
+                TopicSummary(
+                    name=r.name,
+                    partitions=r.partitions,
+                    replication_factor=r.replication_factor,
+                    deleting=r.deleting,
+                )
+                for r in records
+            ]
+        )
+
+    @router.post("/topics", status_code=status.HTTP_201_CREATED)
+    async def create_topic(body: CreateTopicRequest) -> TopicDescription:
+        view = await coordinator.admin.create_topic(
+            body.name, body.partitions, body.replication_factor, body.configs
+        )
+        return topic_description(view)
+
+    @router.get("/topics/{name}")
+    async def describe_topic(name: str) -> TopicDescription:
+        return topic_description(coordinator.admin.describe_topic(name))
+
+    @router.delete("/topics/{name}")
+    async def delete_topic(name: str) -> TopicDeleted:
+        deleted = await coordinator.admin.delete_topic(name)
+        return TopicDeleted(name=name, deleted=deleted)
+
+    @router.patch("/topics/{name}/configs")
+    async def alter_configs(name: str, body: AlterConfigsRequest) -> TopicDescription:
+        view = await coordinator.admin.alter_configs(name, body.set, body.delete)
+        return topic_description(view)
+
+    @router.post("/topics/{name}/partitions")
+    async def create_partitions(name: str, body: CreatePartitionsRequest) -> TopicDescription:
+        view = await coordinator.admin.create_partitions(name, body.count)
+        return topic_description(view)
+
+    return router

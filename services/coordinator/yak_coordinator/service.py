@@ -1,0 +1,189 @@
+"""The coordinator process's runtime: metadata cache, election, reconciler and topic admin.
+
+``start()`` returns at once and connects in the background, retrying while etcd is unreachable,
+so the HTTP server answers ``/healthz`` from the first moment and ``/readyz`` once the cache
+has loaded. Then the election campaigns; during each term as active controller one reconciler
+task runs, and it is cancelled when the term ends. ``stop()`` resigns (revokes the election
+lease, so a standby takes over at once), then closes everything it opened — the store only if
+it created it.
+
+Single event loop. ``admin`` and ``controller_url`` may be called from request handlers at any
+time; before the cache is connected they raise ``MetadataStoreError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+import httpx
+
+from yak.clock import Clock, SystemClock
+from yak.errors import MetadataStoreError
+from yak.metadata.cache import MetadataCache
+from yak.metadata.etcd_store import EtcdMetadataStore
+from yak.metadata.keyspace import Keyspace
+from yak.metadata.store import MetadataStore
+from yak_coordinator.election import Candidate, Election, Term
+from yak_coordinator.reconciler import Reconciler
+from yak_coordinator.settings import CoordinatorSettings
+from yak_coordinator.topic_admin import TopicAdmin
+
+__all__ = ["Coordinator"]
+
+log = logging.getLogger(__name__)
+
+_RETRY_MIN_S = 0.2
+_RETRY_MAX_S = 5.0
+_CONNECT_WAIT_S = 2.0  # etcd is usually up: come up ready rather than ready a moment later
+
+
+class _Parts:
+    """What exists once connected (one object, so it is all there or none of it)."""
+
+    def __init__(self, settings: CoordinatorSettings, store: MetadataStore, clock: Clock) -> None:
+        keyspace = Keyspace(settings.cluster_id)
+        self.cache = MetadataCache(store, keyspace, clock=clock)
+        candidate = Candidate(settings.node_id, settings.public_host, settings.port)
+        self.election = Election(
+            store, keyspace, candidate, ttl_s=settings.lease_ttl_s, clock=clock
+        )
+        self.reconciler = Reconciler(
+            store,
+            keyspace,
+            self.cache,
+            auto_leader_rebalance=settings.auto_leader_rebalance,
+            resync_interval_s=settings.resync_interval_s,
+        )
+        self.admin = TopicAdmin(
+            store,
+            keyspace,
+            self.cache,
+            self.election,
+            clock,
+            default_replication_factor=settings.default_replication_factor,
+            wait_s=settings.admin_wait_s,
+        )
+
+
+class Coordinator:
+    """One coordinator process's moving parts; see the module docstring."""
+
+    def __init__(
+        self,
+        settings: CoordinatorSettings,
+        *,
+        store: MetadataStore | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.settings = settings
+        self._given_store = store
+        self._store: MetadataStore | None = store
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._parts: _Parts | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._http: httpx.AsyncClient | None = None
+        self._parts_ready = asyncio.Event()
+
+    @property
+    def ready(self) -> bool:
+        return self._parts is not None and self._parts.cache.connected
+
+    @property
+    def admin(self) -> TopicAdmin:
+        return self._connected().admin
+
+    @property
+    def cache(self) -> MetadataCache:
+        return self._connected().cache
+
+    @property
+    def http(self) -> httpx.AsyncClient:
+        """The client used to forward admin requests to the active controller."""
+        if self._http is None:
+            raise MetadataStoreError("the coordinator is not started")
+        return self._http
+
+    @property
+    def is_controller(self) -> bool:
+        return self._parts is not None and self._parts.election.term is not None
+
+    def controller_url(self) -> str | None:
+        """The active controller's URL as the metadata says (None while nobody is elected)."""
+        controller = self._connected().cache.snapshot.controller
+        return controller.url if controller is not None else None
+
+    async def wait_controller(self) -> None:
+        """Wait until this coordinator is the active controller (tests and tools)."""
+        await self._parts_ready.wait()
+        assert self._parts is not None
+        await self._parts.election.wait_elected()
+
+    async def start(self) -> None:
+        """Start in the background; wait up to ``connect_wait_s`` for the metadata to load."""
+        if self._task is None:
+            self._http = httpx.AsyncClient(timeout=self.settings.admin_wait_s + 5.0)
+            self._task = asyncio.get_running_loop().create_task(self._run())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._parts_ready.wait(), _CONNECT_WAIT_S)
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        parts, self._parts = self._parts, None
+        if parts is not None:
+            await parts.election.stop(resign=True)
+            await parts.cache.stop()
+        if self._store is not None and self._given_store is None:
+            await self._store.aclose()
+        self._store = None
+        http, self._http = self._http, None
+        if http is not None:
+            await http.aclose()
+
+    def _connected(self) -> _Parts:
+        if self._parts is None or not self._parts.cache.connected:
+            raise MetadataStoreError("the coordinator is not connected to etcd yet")
+        return self._parts
+
+    async def _run(self) -> None:
+        parts = await self._connect()
+        parts.election.start()
+        while True:
+            term = await parts.election.wait_elected()
+            task = asyncio.get_running_loop().create_task(self._reconcile(parts, term))
+            try:
+                await term.wait_ended()
+            finally:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    @staticmethod
+    async def _reconcile(parts: _Parts, term: Term) -> None:
+        try:
+            await parts.reconciler.run(term)
+        except Exception:  # a bug must not leave an active controller that does nothing
+            log.exception("the reconciler failed")
+            term.end("the reconciler failed")
+
+    async def _connect(self) -> _Parts:
+        delay = _RETRY_MIN_S
+        while True:
+            if self._store is None:
+                self._store = EtcdMetadataStore.from_url(self.settings.etcd_url)
+            parts = _Parts(self.settings, self._store, self._clock)
+            try:
+                await parts.cache.start()
+            except MetadataStoreError as exc:
+                log.warning("cannot load metadata from etcd (%s); retrying in %.1f s", exc, delay)
+                await self._clock.sleep(delay)
+                delay = min(delay * 2, _RETRY_MAX_S)
+                continue
+            self._parts = parts
+            self._parts_ready.set()
+            return parts

@@ -1,0 +1,91 @@
+"""The coordinator's settings: one frozen value, from CLI flags and ``YAK_*`` environment.
+
+``yak up`` passes ``--host``/``--port`` and ``YAK_ETCD``, ``YAK_CLUSTER_ID``, ``YAK_NODE_ID``,
+``YAK_DATA_DIR``; the other settings have Kafka-like defaults documented on each field.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from yak.metadata.keyspace import validate_cluster_id, validate_member_id
+
+__all__ = ["CoordinatorSettings"]
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorSettings:
+    """Everything a coordinator process needs to know at start."""
+
+    #: This coordinator's id (``YAK_NODE_ID``); shown as the controller's id.
+    node_id: str = "0"
+    host: str = "127.0.0.1"
+    port: int = 9090
+    #: The address other processes reach this one at (defaults to ``host``).
+    advertised_host: str | None = None
+    etcd_url: str = "http://127.0.0.1:2379"
+    cluster_id: str = "local"
+    data_dir: str | None = None
+    #: Election lease TTL: a killed controller is replaced within about this many seconds.
+    lease_ttl_s: int = 5
+    #: Replication factor of topics created without one (Kafka's default.replication.factor).
+    default_replication_factor: int = 1
+    #: Move leadership back to the preferred replica (Kafka's auto.leader.rebalance.enable).
+    auto_leader_rebalance: bool = True
+    #: How long an admin write waits for the controller to finish its work before answering.
+    admin_wait_s: float = 10.0
+    #: A reconcile round runs at least this often, besides on every metadata change.
+    resync_interval_s: float = 5.0
+
+    def __post_init__(self) -> None:
+        validate_cluster_id(self.cluster_id)
+        validate_member_id(self.node_id)
+        if self.lease_ttl_s < 1:
+            raise ValueError(f"lease TTL must be at least 1 s, got {self.lease_ttl_s}")
+        if self.default_replication_factor < 1:
+            raise ValueError("the default replication factor must be at least 1")
+
+    @property
+    def url(self) -> str:
+        """Where this coordinator's HTTP API is reached."""
+        return f"http://{self.public_host}:{self.port}"
+
+    @property
+    def public_host(self) -> str:
+        if self.advertised_host:
+            return self.advertised_host
+        return "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, **overrides: object
+    ) -> CoordinatorSettings:
+        """Settings from ``YAK_*`` variables; ``overrides`` (e.g. CLI flags) win when not None."""
+        env = os.environ if env is None else env
+        values: dict[str, object] = {}
+        for name, variable in _ENV.items():
+            if variable in env:
+                values[name] = env[variable]
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**_typed(values))
+
+
+_ENV = {
+    "node_id": "YAK_NODE_ID",
+    "host": "YAK_HOST",
+    "port": "YAK_PORT",
+    "advertised_host": "YAK_ADVERTISED_HOST",
+    "etcd_url": "YAK_ETCD",
+    "cluster_id": "YAK_CLUSTER_ID",
+    "data_dir": "YAK_DATA_DIR",
+    "lease_ttl_s": "YAK_LEASE_TTL_S",
+    "default_replication_factor": "YAK_DEFAULT_REPLICATION_FACTOR",
+}
+_INTS = {"port", "lease_ttl_s", "default_replication_factor"}
+
+
+def _typed(values: dict[str, object]) -> dict[str, Any]:
+    return {k: int(str(v)) if k in _INTS else v for k, v in values.items()}

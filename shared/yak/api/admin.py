@@ -1,0 +1,143 @@
+"""Request and response bodies of the coordinator's admin API (``/admin/v1``).
+
+These pydantic models are the boundary: the coordinator validates requests with them and the
+typed client (``yak.clients.admin``) parses responses with them. Errors use the common body
+``{"code", "message", "details"}`` of ``yak.web.errors``. Unknown fields in responses are
+ignored so that an older client keeps working against a newer coordinator.
+
+Topic config values are strings with Kafka's names (``retention.ms``: ``"604800000"``); the
+catalogue of accepted names and ranges is ``yak.topic_config``.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ADMIN_PREFIX",
+    "MAX_PARTITIONS",
+    "AlterConfigsRequest",
+    "BrokerInfo",
+    "ClusterInfo",
+    "ControllerInfo",
+    "CreatePartitionsRequest",
+    "CreateTopicRequest",
+    "PartitionInfo",
+    "TopicDeleted",
+    "TopicDescription",
+    "TopicList",
+    "TopicSummary",
+]
+
+#: Path prefix of every admin route.
+ADMIN_PREFIX = "/admin/v1"
+
+#: Largest partition count one topic may have (a sanity bound, Kafka has none).
+MAX_PARTITIONS = 10_000
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CreateTopicRequest(_Request):
+    """``POST /topics``. ``replication_factor`` omitted: the cluster default (1, as Kafka's
+    ``default.replication.factor``)."""
+
+    name: str
+    partitions: int = Field(default=1, description="Number of partitions (1 to 10,000).")
+    replication_factor: int | None = Field(
+        default=None, description="Replicas per partition; at most the live broker count."
+    )
+    configs: dict[str, str] = Field(default_factory=dict)
+
+
+class AlterConfigsRequest(_Request):
+    """``PATCH /topics/{name}/configs``: set some overrides and remove others (to defaults)."""
+
+    set: dict[str, str] = Field(default_factory=dict)
+    delete: list[str] = Field(default_factory=list)
+
+
+class CreatePartitionsRequest(_Request):
+    """``POST /topics/{name}/partitions``: the new total partition count (only increases)."""
+
+    count: int
+
+
+class PartitionInfo(_Body):
+    """One partition: its leader (-1: none), epochs, replica list and in-sync replicas."""
+
+    partition: int
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    replicas: list[int]
+    isr: list[int]
+
+
+class TopicSummary(_Body):
+    """One line of ``GET /topics``."""
+
+    name: str
+    partitions: int
+    replication_factor: int
+    deleting: bool = False
+
+
+class TopicList(_Body):
+    """``GET /topics``: every topic, by name."""
+
+    topics: list[TopicSummary]
+
+
+class TopicDescription(_Body):
+    """``GET /topics/{name}``: the topic, its config overrides and its partitions' state."""
+
+    name: str
+    topic_id: str
+    partition_count: int
+    replication_factor: int
+    configs: dict[str, str]
+    deleting: bool = False
+    partitions: list[PartitionInfo]
+
+
+class TopicDeleted(_Body):
+    """``DELETE /topics/{name}``: ``deleted`` is false while the controller is still at it."""
+
+    name: str
+    deleted: bool
+
+
+class BrokerInfo(_Body):
+    """A live broker."""
+
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+class ControllerInfo(_Body):
+    """The active coordinator and its controller epoch."""
+
+    coordinator_id: str
+    url: str
+    epoch: int
+
+
+class ClusterInfo(_Body):
+    """``GET /cluster``: who is alive, who controls, and how much there is."""
+
+    cluster_id: str
+    coordinator_id: str
+    controller: ControllerInfo | None
+    brokers: list[BrokerInfo]
+    topic_count: int
+    partition_count: int
+    offline_partition_count: int

@@ -1,0 +1,114 @@
+"""``yak cluster``: the cluster overview, and how every admin command finds a coordinator.
+
+A command talks to the coordinator given by ``--coordinator URL`` (or ``YAK_COORDINATOR``), or
+else to the coordinators listed in ``<data-dir>/cluster.json`` written by ``yak up`` (default
+``.yak/cluster.json``), trying them in order until one answers; any coordinator forwards admin
+requests to the active controller. Failures print one line ``error: CODE: message`` on stderr
+and exit with status 1 — no traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from yak.api.admin import ClusterInfo
+from yak.clients.admin import AdminClient, NetworkError
+from yak.errors import YakError
+
+__all__ = ["CoordinatorOption", "DataDirOption", "app", "call_admin", "coordinator_urls"]
+
+_T = TypeVar("_T")
+
+CoordinatorOption = Annotated[
+    str | None,
+    typer.Option(
+        "--coordinator",
+        envvar="YAK_COORDINATOR",
+        help="Coordinator URL (default: from <data-dir>/cluster.json of `yak up`).",
+    ),
+]
+DataDirOption = Annotated[
+    Path, typer.Option("--data-dir", help="Data folder of `yak up` holding cluster.json.")
+]
+
+app = typer.Typer(no_args_is_help=True, help="Cluster overview.")
+
+
+def coordinator_urls(coordinator: str | None, data_dir: Path) -> list[str]:
+    """The coordinator URLs to try, in order."""
+    if coordinator:
+        return [coordinator]
+    path = data_dir / "cluster.json"
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise NetworkError(
+            f"no --coordinator given and no readable cluster file at {path} "
+            f"(is `yak up` running?): {exc.__class__.__name__}"
+        ) from exc
+    urls = [
+        str(p["url"])
+        for p in document.get("processes", [])
+        if str(p.get("name", "")).startswith("coordinator")
+    ]
+    if not urls:
+        raise NetworkError(f"{path} lists no coordinator")
+    return urls
+
+
+async def _first_answer(urls: list[str], call: Callable[[AdminClient], Awaitable[_T]]) -> _T:
+    error: NetworkError | None = None
+    for url in urls:
+        async with AdminClient(url) as admin:
+            try:
+                return await call(admin)
+            except NetworkError as exc:
+                error = exc
+    assert error is not None
+    raise error
+
+
+def call_admin(
+    coordinator: str | None, data_dir: Path, call: Callable[[AdminClient], Awaitable[_T]]
+) -> _T:
+    """Run ``call`` against the first reachable coordinator; exit(1) with one line on error."""
+    try:
+        urls = coordinator_urls(coordinator, data_dir)
+        return asyncio.run(_first_answer(urls, call))
+    except YakError as exc:
+        typer.echo(f"error: {exc.code}: {exc.message}", err=True)
+        raise typer.Exit(1) from None
+
+
+def _print_cluster(info: ClusterInfo) -> None:
+    console = Console()
+    controller = info.controller
+    who = "none elected" if controller is None else f"{controller.coordinator_id} "
+    if controller is not None:
+        who += f"at {controller.url} (epoch {controller.epoch})"
+    console.print(f"cluster [bold]{info.cluster_id}[/bold]  controller: {who}")
+    console.print(
+        f"topics: {info.topic_count}  partitions: {info.partition_count}  "
+        f"offline partitions: {info.offline_partition_count}"
+    )
+    table = Table("broker", "host", "port", "rack", title=f"{len(info.brokers)} live brokers")
+    for broker in info.brokers:
+        table.add_row(str(broker.broker_id), broker.host, str(broker.port), broker.rack or "-")
+    console.print(table)
+
+
+@app.command()
+def status(
+    coordinator: CoordinatorOption = None,
+    data_dir: DataDirOption = Path(".yak"),
+) -> None:
+    """Show the controller, the live brokers and how many topics and partitions there are."""
+    _print_cluster(call_admin(coordinator, data_dir, lambda admin: admin.cluster()))

@@ -1,0 +1,149 @@
+"""``yak topics``: create, list, describe, alter and delete topics (like kafka-topics).
+
+Every command is one admin request to a coordinator (see ``yak.cli.cluster`` for how it is
+found and how errors are printed); results are shown as rich tables.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from yak.api.admin import TopicDescription
+from yak.cli.cluster import CoordinatorOption, DataDirOption, call_admin
+
+__all__ = ["app", "parse_configs"]
+
+app = typer.Typer(no_args_is_help=True, help="Create, list, describe, alter and delete topics.")
+
+_DATA_DIR = Path(".yak")
+ConfigOption = Annotated[
+    list[str] | None,
+    typer.Option("--config", "-c", help="A topic config as key=value (repeatable)."),
+]
+
+
+def parse_configs(pairs: list[str] | None) -> dict[str, str]:
+    """``["k=v", ...]`` as a mapping; a pair without ``=`` is a usage error."""
+    configs: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"expected key=value, got {pair!r}", param_hint="--config")
+        configs[key.strip()] = value
+    return configs
+
+
+def _print_topic(topic: TopicDescription) -> None:
+    console = Console()
+    console.print(
+        f"topic [bold]{topic.name}[/bold]  id {topic.topic_id}  partitions "
+        f"{topic.partition_count}  replication factor {topic.replication_factor}"
+        + ("  [red](being deleted)[/red]" if topic.deleting else "")
+    )
+    configs = ", ".join(f"{k}={v}" for k, v in sorted(topic.configs.items()))
+    console.print(f"configs: {configs or '(defaults)'}")
+    table = Table("partition", "leader", "leader epoch", "replicas", "isr")
+    for p in topic.partitions:
+        leader = "none" if p.leader < 0 else str(p.leader)
+        table.add_row(
+            str(p.partition),
+            leader,
+            str(p.leader_epoch),
+            ",".join(map(str, p.replicas)),
+            ",".join(map(str, p.isr)),
+        )
+    console.print(table)
+
+
+@app.command()
+def create(
+    name: str,
+    partitions: Annotated[int, typer.Option(help="Number of partitions.")] = 1,
+    replication_factor: Annotated[
+        int | None, typer.Option(help="Replicas per partition (default: the cluster's, 1).")
+    ] = None,
+    config: ConfigOption = None,
+    coordinator: CoordinatorOption = None,
+    data_dir: DataDirOption = _DATA_DIR,
+) -> None:
+    """Create a topic."""
+    configs = parse_configs(config)
+    topic = call_admin(
+        coordinator,
+        data_dir,
+        lambda admin: admin.create_topic(
+            name, partitions=partitions, replication_factor=replication_factor, configs=configs
+        ),
+    )
+    typer.echo(f"created topic {topic.name}")
+    _print_topic(topic)
+
+
+@app.command("list")
+def list_topics(coordinator: CoordinatorOption = None, data_dir: DataDirOption = _DATA_DIR) -> None:
+    """List the topics."""
+    listing = call_admin(coordinator, data_dir, lambda admin: admin.list_topics())
+    table = Table("topic", "partitions", "replication factor", "status")
+    for topic in listing.topics:
+        status = "deleting" if topic.deleting else ""
+        table.add_row(topic.name, str(topic.partitions), str(topic.replication_factor), status)
+    Console().print(table)
+
+
+@app.command()
+def describe(
+    name: str, coordinator: CoordinatorOption = None, data_dir: DataDirOption = _DATA_DIR
+) -> None:
+    """Show a topic's configs and each partition's leader, epoch, replicas and ISR."""
+    _print_topic(call_admin(coordinator, data_dir, lambda admin: admin.describe_topic(name)))
+
+
+@app.command()
+def delete(
+    name: str, coordinator: CoordinatorOption = None, data_dir: DataDirOption = _DATA_DIR
+) -> None:
+    """Delete a topic and all its data."""
+    result = call_admin(coordinator, data_dir, lambda admin: admin.delete_topic(name))
+    done = "deleted" if result.deleted else "marked for deletion"
+    typer.echo(f"topic {result.name} {done}")
+
+
+@app.command()
+def alter(
+    name: str,
+    config: ConfigOption = None,
+    delete_config: Annotated[
+        list[str] | None, typer.Option(help="A config to reset to its default (repeatable).")
+    ] = None,
+    partitions: Annotated[
+        int | None, typer.Option(help="New partition count (can only grow).")
+    ] = None,
+    coordinator: CoordinatorOption = None,
+    data_dir: DataDirOption = _DATA_DIR,
+) -> None:
+    """Change a topic's configs and/or raise its partition count."""
+    configs = parse_configs(config)
+    if not configs and not delete_config and partitions is None:
+        raise typer.BadParameter("give --config, --delete-config or --partitions")
+    topic: TopicDescription | None = None
+    if configs or delete_config:
+        topic = call_admin(
+            coordinator,
+            data_dir,
+            lambda admin: admin.alter_topic_configs(
+                name, set_configs=configs, delete_configs=delete_config or []
+            ),
+        )
+    if partitions is not None:
+        count = partitions
+        topic = call_admin(
+            coordinator, data_dir, lambda admin: admin.create_partitions(name, count)
+        )
+    assert topic is not None
+    typer.echo(f"altered topic {topic.name}")
+    _print_topic(topic)

@@ -1,0 +1,5 @@
+"""Typed HTTP clients of Yak's services (async, httpx); errors come back as ``YakError``s."""
+
+from yak.clients.admin import AdminClient, NetworkError
+
+__all__ = ["AdminClient", "NetworkError"]

@@ -1,0 +1,149 @@
+"""``AdminClient``: the typed async client of the coordinator's admin API (``/admin/v1``).
+
+Every method sends one request and returns the response model of ``yak.api.admin``. An error
+body ``{"code", "message", "details"}`` is raised as the typed error of that code
+(``yak.errors.error_for_code``: ``TopicAlreadyExistsError``, ``InvalidConfigError`` ...); a
+coordinator that cannot be reached raises ``NetworkError``, a timeout ``KafkaTimeoutError``.
+Any coordinator will do: standbys forward admin requests to the active controller.
+
+Use as ``async with AdminClient(url) as admin``; one client may serve concurrent tasks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import httpx
+from pydantic import BaseModel
+
+from yak.api.admin import (
+    ADMIN_PREFIX,
+    AlterConfigsRequest,
+    ClusterInfo,
+    CreatePartitionsRequest,
+    CreateTopicRequest,
+    TopicDeleted,
+    TopicDescription,
+    TopicList,
+)
+from yak.errors import KafkaTimeoutError, UnknownServerError, YakError, error_for_code
+
+__all__ = ["AdminClient", "NetworkError"]
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+class NetworkError(YakError):
+    """The server could not be reached (connection refused, reset, DNS ...)."""
+
+    code = "NETWORK_EXCEPTION"
+    kafka_code = 13
+    retriable = True
+    http_status = 503
+
+
+def _error_from(response: httpx.Response) -> YakError:
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("code"), str):
+        details = body.get("details")
+        if not isinstance(details, dict):
+            details = {}
+        return error_for_code(body["code"], str(body.get("message", "")), **details)
+    return UnknownServerError(
+        f"HTTP {response.status_code} from {response.request.url}: {response.text[:200]}"
+    )
+
+
+class AdminClient:
+    """Talks to one coordinator at ``base_url`` (e.g. ``http://127.0.0.1:9410``)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout_s: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.AsyncClient(
+            base_url=f"{self.base_url}{ADMIN_PREFIX}", timeout=timeout_s, transport=transport
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def cluster(self) -> ClusterInfo:
+        return await self._call("GET", "/cluster", ClusterInfo)
+
+    async def list_topics(self) -> TopicList:
+        return await self._call("GET", "/topics", TopicList)
+
+    async def describe_topic(self, name: str) -> TopicDescription:
+        return await self._call("GET", f"/topics/{name}", TopicDescription)
+
+    async def create_topic(
+        self,
+        name: str,
+        *,
+        partitions: int = 1,
+        replication_factor: int | None = None,
+        configs: Mapping[str, str] | None = None,
+    ) -> TopicDescription:
+        body = CreateTopicRequest(
+            name=name,
+            partitions=partitions,
+            replication_factor=replication_factor,
+            configs=dict(configs or {}),
+        )
+        return await self._call("POST", "/topics", TopicDescription, body)
+
+    async def delete_topic(self, name: str) -> TopicDeleted:
+        return await self._call("DELETE", f"/topics/{name}", TopicDeleted)
+
+    async def alter_topic_configs(
+        self,
+        name: str,
+        *,
+        set_configs: Mapping[str, str] | None = None,
+        delete_configs: Sequence[str] = (),
+    ) -> TopicDescription:
+        body = AlterConfigsRequest(set=dict(set_configs or {}), delete=list(delete_configs))
+        return await self._call("PATCH", f"/topics/{name}/configs", TopicDescription, body)
+
+    async def create_partitions(self, name: str, count: int) -> TopicDescription:
+        body = CreatePartitionsRequest(count=count)
+        return await self._call("POST", f"/topics/{name}/partitions", TopicDescription, body)
+
+    async def _call(
+        self, method: str, path: str, model: type[_M], body: BaseModel | None = None
+    ) -> _M:
+        kwargs: dict[str, Any] = {}
+        if body is not None:
+            kwargs["json"] = body.model_dump(mode="json")
+        try:
+            response = await self._http.request(method, path, **kwargs)
+        except httpx.TimeoutException as exc:
+            raise KafkaTimeoutError(f"{method} {self.base_url}{path} timed out") from exc
+        except httpx.TransportError as exc:
+            raise NetworkError(
+                f"cannot reach the coordinator at {self.base_url}: {exc or type(exc).__name__}"
+            ) from exc
+        if response.is_error:
+            raise _error_from(response)
+        return model.model_validate_json(response.content)

@@ -1,0 +1,291 @@
+"""Controller decisions as scenario tables: snapshot in, actions out (reconcile.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import pytest
+
+from yak.metadata.cache import ClusterSnapshot
+from yak.metadata.models import NO_LEADER, BrokerRegistration, PartitionState, TopicRecord
+from yak_coordinator.reconcile import (
+    CreatePartitions,
+    DeleteTopic,
+    UpdatePartition,
+    next_partition_state,
+    plan_new_partitions,
+    reconcile,
+)
+
+
+def broker(broker_id: int, rack: str | None = None) -> BrokerRegistration:
+    return BrokerRegistration(
+        broker_id=broker_id, host="127.0.0.1", port=9000 + broker_id, rack=rack, started_at_ms=1
+    )
+
+
+def topic(
+    name: str = "t",
+    partitions: int = 1,
+    rf: int = 1,
+    *,
+    deleting: bool = False,
+    unclean: bool = False,
+) -> TopicRecord:
+    configs = {"unclean.leader.election.enable": "true"} if unclean else {}
+    return TopicRecord(
+        name=name,
+        topic_id=f"id-{name}",
+        partitions=partitions,
+        replication_factor=rf,
+        configs=configs,
+        created_at_ms=1,
+        deleting=deleting,
+    )
+
+
+def part(
+    p: int,
+    leader: int,
+    replicas: tuple[int, ...],
+    isr: tuple[int, ...],
+    epoch: int = 0,
+    *,
+    name: str = "t",
+    pe: int | None = None,
+) -> PartitionState:
+    return PartitionState(
+        topic=name,
+        partition=p,
+        leader=leader,
+        leader_epoch=epoch,
+        partition_epoch=epoch if pe is None else pe,
+        replicas=replicas,
+        isr=isr,
+    )
+
+
+def snapshot(
+    brokers: tuple[int, ...],
+    topics: tuple[TopicRecord, ...] = (),
+    partitions: tuple[PartitionState, ...] = (),
+) -> ClusterSnapshot:
+    return ClusterSnapshot(
+        revision=10,
+        brokers=MappingProxyType({b: broker(b) for b in brokers}),
+        topics=MappingProxyType({t.name: t for t in topics}),
+        partitions=MappingProxyType({(s.topic, s.partition): s for s in partitions}),
+    )
+
+
+# -- one partition's next state -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    state: PartitionState
+    live: frozenset[int]
+    leader: int | None  # None: no change expected
+    isr: tuple[int, ...] = ()
+    leader_epoch: int = 0
+    unclean: bool = False
+    preferred: bool = True
+    reason: str = field(default="")
+
+
+CASES = [
+    Case("all alive: nothing to do", part(0, 1, (1, 2, 3), (1, 2, 3)), frozenset({1, 2, 3}), None),
+    Case(
+        "leader dies, ISR survivor in replica order",
+        part(0, 1, (1, 2, 3), (3, 1, 2)),
+        frozenset({2, 3}),
+        2,
+        (3, 2),
+        1,
+        reason="leader election",
+    ),
+    Case(
+        "follower dies: leaves ISR, leader kept",
+        part(0, 1, (1, 2, 3), (1, 2, 3)),
+        frozenset({1, 3}),
+        1,
+        (1, 3),
+        0,
+        reason="dead replica left the ISR",
+    ),
+    Case(
+        "last ISR member dies: no leader, ISR keeps it",
+        part(0, 1, (1, 2), (1,)),
+        frozenset({2}),
+        NO_LEADER,
+        (1,),
+        1,
+        reason="no in-sync replica alive",
+    ),
+    Case(
+        "whole ISR dies at once: the last leader stays in the ISR",
+        part(0, 2, (1, 2, 3), (1, 2)),
+        frozenset({3}),
+        NO_LEADER,
+        (2,),
+        1,
+    ),
+    Case(
+        "unclean election opt-in: first live replica, ISR = [it]",
+        part(0, 1, (1, 2, 3), (1,)),
+        frozenset({3, 2}),
+        2,
+        (2,),
+        1,
+        unclean=True,
+        reason="unclean leader election",
+    ),
+    Case(
+        "leaderless and nobody alive: stays as is",
+        part(0, NO_LEADER, (1, 2), (1,), 3),
+        frozenset(),
+        None,
+    ),
+    Case(
+        "leaderless, ISR member returns: elected",
+        part(0, NO_LEADER, (1, 2), (1,), 3),
+        frozenset({1, 2}),
+        1,
+        (1,),
+        4,
+    ),
+    Case(
+        "leaderless, only a non-ISR replica returns: still no leader",
+        part(0, NO_LEADER, (1, 2), (1,), 3),
+        frozenset({2}),
+        None,
+    ),
+    Case(
+        "preferred replica back in ISR: leadership moves back",
+        part(0, 2, (1, 2), (2, 1), 1),
+        frozenset({1, 2}),
+        1,
+        (2, 1),
+        2,
+        reason="preferred leader election",
+    ),
+    Case(
+        "preferred replica alive but not in ISR: leader stays",
+        part(0, 2, (1, 2), (2,), 1),
+        frozenset({1, 2}),
+        None,
+    ),
+    Case(
+        "auto rebalance off: leader stays",
+        part(0, 2, (1, 2), (2, 1), 1),
+        frozenset({1, 2}),
+        None,
+        preferred=False,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_next_partition_state(case: Case) -> None:
+    change = next_partition_state(
+        case.state, case.live, unclean=case.unclean, preferred=case.preferred
+    )
+    if case.leader is None:
+        assert change is None
+        return
+    assert change is not None
+    after, reason = change
+    assert (after.leader, after.isr, after.leader_epoch) == (
+        case.leader,
+        case.isr,
+        case.leader_epoch,
+    )
+    assert after.partition_epoch == case.state.partition_epoch + 1
+    assert after.replicas == case.state.replicas
+    if case.reason:
+        assert reason == case.reason
+
+
+# -- whole-cluster scenarios ---------------------------------------------------------------------
+
+
+def test_new_topic_gets_spread_partitions_with_first_replica_leading() -> None:
+    snap = snapshot((1, 2, 3), (topic("orders", partitions=6, rf=2),))
+    [action] = reconcile(snap)
+    assert isinstance(action, CreatePartitions)
+    states = action.states
+    assert [s.partition for s in states] == list(range(6))
+    for s in states:
+        assert len(set(s.replicas)) == 2
+        assert s.leader == s.replicas[0]
+        assert s.isr == s.replicas
+        assert (s.leader_epoch, s.partition_epoch) == (0, 0)
+    leaders = [s.leader for s in states]
+    assert sorted(leaders.count(b) for b in (1, 2, 3)) == [2, 2, 2]
+
+
+def test_placement_is_deterministic_per_topic_name() -> None:
+    record = topic("orders", partitions=4, rf=2)
+    brokers = {b: broker(b) for b in (1, 2, 3)}
+    assert plan_new_partitions(record, [], brokers) == plan_new_partitions(record, [], brokers)
+
+
+def test_added_partitions_only_create_the_missing_ones() -> None:
+    existing = (part(0, 1, (1,), (1,), name="t"), part(1, 2, (2,), (2,), name="t"))
+    snap = snapshot((1, 2, 3), (topic("t", partitions=4),), existing)
+    [action] = reconcile(snap)
+    assert isinstance(action, CreatePartitions)
+    assert [s.partition for s in action.states] == [2, 3]
+
+
+def test_not_enough_live_brokers_creates_nothing_yet() -> None:
+    assert reconcile(snapshot((1,), (topic("t", partitions=2, rf=2),))) == []
+
+
+def test_partial_creation_after_failover_is_finished() -> None:
+    """The previous controller wrote the record and some partitions, then died."""
+    snap = snapshot((1, 2), (topic("t", partitions=3),), (part(0, 1, (1,), (1,)),))
+    [action] = reconcile(snap)
+    assert isinstance(action, CreatePartitions)
+    assert [s.partition for s in action.states] == [1, 2]
+
+
+def test_broker_death_updates_only_affected_partitions() -> None:
+    states = (
+        part(0, 1, (1, 2), (1, 2)),
+        part(1, 2, (2, 3), (2, 3)),
+        part(2, 3, (3, 1), (3, 1)),
+    )
+    snap = snapshot((2, 3), (topic("t", partitions=3, rf=2),), states)
+    actions = reconcile(snap)
+    assert all(isinstance(a, UpdatePartition) for a in actions)
+    changed = {a.before.partition: a.after for a in actions if isinstance(a, UpdatePartition)}
+    assert set(changed) == {0, 2}
+    assert (changed[0].leader, changed[0].isr) == (2, (2,))
+    assert (changed[2].leader, changed[2].isr) == (3, (3,))
+
+
+def test_unclean_election_is_per_topic() -> None:
+    states = (part(0, 1, (1, 2), (1,), name="safe"), part(0, 1, (1, 2), (1,), name="risky"))
+    topics = (topic("safe", rf=2), topic("risky", rf=2, unclean=True))
+    actions = reconcile(snapshot((2,), topics, states))
+    after = {a.after.topic: a.after for a in actions if isinstance(a, UpdatePartition)}
+    assert after["safe"].leader == NO_LEADER
+    assert after["risky"].leader == 2
+
+
+def test_deleting_topic_is_removed_without_touching_its_partitions() -> None:
+    snap = snapshot((2,), (topic("t", deleting=True),), (part(0, 1, (1,), (1,)),))
+    assert reconcile(snap) == [DeleteTopic("t")]
+
+
+def test_orphan_partitions_are_removed() -> None:
+    snap = snapshot((1,), (), (part(0, 1, (1,), (1,), name="gone"),))
+    assert reconcile(snap) == [DeleteTopic("gone", orphan=True)]
+
+
+def test_converged_cluster_needs_nothing() -> None:
+    states = (part(0, 1, (1, 2), (1, 2)), part(1, 2, (2, 1), (2, 1)))
+    assert reconcile(snapshot((1, 2), (topic("t", partitions=2, rf=2),), states)) == []
