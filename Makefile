@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 YAK_ARGS ?=
 
-.PHONY: install up test lint typecheck imports unit bench bench-codec clean
+.PHONY: install up test lint typecheck imports unit bench bench-codec bench-storage bench-broker clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
@@ -39,10 +39,16 @@ unit: $(STAMP)
 	$(BIN)/pytest
 
 ## Benchmarks (not part of `make test`); each writes loadtest/results/<name>.json.
-bench: bench-codec
+bench: bench-codec bench-storage bench-broker
 
 bench-codec: $(STAMP)
 	$(BIN)/python -m loadtest.bench_codec
+
+bench-storage: $(STAMP)
+	$(BIN)/python -m loadtest.bench_storage
+
+bench-broker: $(STAMP)
+	$(BIN)/python -m loadtest.bench_broker
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .import_linter_cache

@@ -1,20 +1,48 @@
 """The broker service's app factory.
 
-The broker: stores partition replicas and serves the binary data plane.
+The broker stores partition replicas and serves them: the binary data plane (``/v1/produce``,
+``/v1/fetch``: plain Starlette routes, see ``data_plane``), JSON endpoints for offsets and
+partitions (FastAPI, see ``admin_routes``), and ``/healthz``/``/readyz``. The lifespan starts
+and stops the ``Broker`` (logs, metadata, registration); uvicorn stops accepting connections
+and lets requests finish before the lifespan's shutdown runs.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from fastapi import FastAPI
 
 from yak import __version__
+from yak.web.errors import install_error_handlers
 from yak.web.health import health_router
+from yak_broker.admin_routes import admin_router
+from yak_broker.broker import Broker, StoreFactory
+from yak_broker.data_plane import data_plane_routes
+from yak_broker.settings import BrokerSettings
 
 __all__ = ["create_app"]
 
 
-def create_app() -> FastAPI:
-    """Build the broker ASGI app."""
-    app = FastAPI(title="Yak broker", version=__version__)
-    app.include_router(health_router("broker"))
+def create_app(
+    settings: BrokerSettings | None = None, *, store_factory: StoreFactory | None = None
+) -> FastAPI:
+    """Build the broker ASGI app (settings default to the ``YAK_*`` environment)."""
+    broker = Broker(settings or BrokerSettings.from_env(), store_factory)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await broker.start()
+        try:
+            yield
+        finally:
+            await broker.stop()
+
+    app = FastAPI(title="Yak broker", version=__version__, lifespan=lifespan)
+    app.state.broker = broker
+    app.include_router(health_router("broker", broker.readiness))
+    app.include_router(admin_router(broker))
+    app.router.routes.extend(data_plane_routes(broker))
+    install_error_handlers(app)
     return app

@@ -1,11 +1,20 @@
-"""Entry point `yak-broker`: run the broker service."""
+"""Entry point `yak-broker`: run the broker service.
+
+Every flag has a ``YAK_*`` environment variable (``yak up`` sets ``YAK_ETCD``,
+``YAK_CLUSTER_ID``, ``YAK_NODE_ID`` and ``YAK_DATA_DIR``); see ``settings`` for the defaults.
+"""
 
 from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from yak.web.serve import serve
 from yak_broker.app import create_app
+from yak_broker.settings import BrokerSettings
 
 __all__ = ["main"]
 
@@ -17,12 +26,39 @@ cli = typer.Typer(
 
 @cli.command()
 def run(
-    host: str = typer.Option("127.0.0.1", envvar="YAK_HOST", help="Address to bind."),
-    port: int = typer.Option(9092, envvar="YAK_PORT", help="Port to bind."),
-    log_level: str = typer.Option("info", envvar="YAK_LOG_LEVEL"),
+    host: Annotated[str, typer.Option(envvar="YAK_HOST", help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(envvar="YAK_PORT", help="Port to bind.")] = 9092,
+    broker_id: Annotated[int, typer.Option(envvar="YAK_NODE_ID", help="Broker id.")] = 0,
+    data_dir: Annotated[
+        Path, typer.Option(envvar="YAK_DATA_DIR", help="Folder of the partition logs.")
+    ] = Path(".yak-broker"),
+    etcd: Annotated[str, typer.Option(envvar="YAK_ETCD", help="etcd URL.")] = (
+        "http://127.0.0.1:2379"
+    ),
+    cluster_id: Annotated[str, typer.Option(envvar="YAK_CLUSTER_ID", help="Cluster id.")] = "local",
+    rack: Annotated[
+        str | None, typer.Option(envvar="YAK_RACK", help="Rack of this broker.")
+    ] = None,
+    lease_ttl_s: Annotated[
+        int, typer.Option(envvar="YAK_LEASE_TTL_S", help="Registration lease TTL, seconds.")
+    ] = 6,
+    log_level: Annotated[str, typer.Option(envvar="YAK_LOG_LEVEL")] = "info",
 ) -> None:
     """Serve the broker until SIGINT/SIGTERM."""
-    serve(create_app(), host=host, port=port, log_level=log_level)
+    logging.basicConfig(
+        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    settings = BrokerSettings(
+        broker_id=broker_id,
+        host=host,
+        port=port,
+        data_dir=data_dir,
+        etcd_url=etcd,
+        cluster_id=cluster_id,
+        rack=rack or None,
+        lease_ttl_s=lease_ttl_s,
+    )
+    serve(create_app(settings), host=host, port=port, log_level=log_level)
 
 
 def main() -> None:

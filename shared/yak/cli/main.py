@@ -5,6 +5,9 @@ from __future__ import annotations
 import typer
 
 from yak import __version__
+from yak.cli import cluster, topics
+from yak.cli.consume import consume
+from yak.cli.produce import produce
 from yak.cli.up import up
 
 __all__ = ["app", "main"]
@@ -15,6 +18,10 @@ app = typer.Typer(
     help="Yak: a Kafka-like message broker with an HTTP-first API.",
 )
 app.command()(up)
+app.add_typer(cluster.app, name="cluster")
+app.add_typer(topics.app, name="topics")
+app.command()(produce)
+app.command()(consume)
 
 
 @app.command()

@@ -1,0 +1,78 @@
+"""The broker's JSON endpoints (FastAPI): list offsets, delete records, hosted partitions.
+
+Thin: validate (pydantic, query parsing), call one function of ``offsets``, return the model.
+Per-partition failures are inside the response; request-level ones go through the app's error
+table (``yak.web.errors``).
+
+- ``GET /v1/offsets?partition=orders:0&partition=orders:1&timestamp=latest`` — ``timestamp`` is
+  ``earliest``, ``latest`` or milliseconds since the epoch;
+- ``POST /v1/delete-records`` — ``{"partitions": [{"topic", "partition", "offset"}]}``;
+- ``GET /v1/partitions`` — every replica hosted here with its offsets and role.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from yak.errors import InvalidRequestError
+from yak.protocol.broker_models import (
+    EARLIEST,
+    LATEST,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    ListOffsetsResponse,
+    PartitionsResponse,
+)
+from yak_broker import offsets
+from yak_broker.broker import Broker
+from yak_broker.storage.log_manager import TopicPartition
+
+__all__ = ["admin_router", "parse_partition", "parse_timestamp"]
+
+
+def parse_partition(text: str) -> TopicPartition:
+    """``"<topic>:<partition>"`` (topic names cannot hold ``:``)."""
+    topic, sep, number = text.rpartition(":")
+    if not sep or not topic or not number.isdigit():
+        raise InvalidRequestError(f"partition must look like 'topic:0', got {text!r}")
+    return TopicPartition(topic, int(number))
+
+
+def parse_timestamp(text: str) -> int:
+    """``earliest`` (-2), ``latest`` (-1) or a timestamp in ms (>= 0)."""
+    named = {"earliest": EARLIEST, "latest": LATEST}
+    if text.lower() in named:
+        return named[text.lower()]
+    if text.isdigit():
+        return int(text)
+    raise InvalidRequestError(f"timestamp must be earliest, latest or ms >= 0, got {text!r}")
+
+
+def admin_router(broker: Broker) -> APIRouter:
+    router = APIRouter(prefix="/v1", tags=["broker"])
+
+    @router.get("/offsets")
+    async def list_offsets(
+        partition: Annotated[list[str], Query(min_length=1)],
+        timestamp: str = "latest",
+    ) -> ListOffsetsResponse:
+        """ListOffsets for partitions this broker leads."""
+        tps = [parse_partition(text) for text in partition]
+        results = offsets.list_offsets(broker.replicas, tps, parse_timestamp(timestamp))
+        return ListOffsetsResponse(partitions=results)
+
+    @router.post("/delete-records")
+    async def delete_records(request: DeleteRecordsRequest) -> DeleteRecordsResponse:
+        """Advance log start offsets (DeleteRecords)."""
+        results = offsets.delete_records(broker.replicas, request.partitions)
+        return DeleteRecordsResponse(partitions=results)
+
+    @router.get("/partitions")
+    async def partitions() -> PartitionsResponse:
+        """The partition replicas hosted on this broker."""
+        hosted = offsets.hosted_partitions(broker.replicas)
+        return PartitionsResponse(broker_id=broker.settings.broker_id, partitions=hosted)
+
+    return router

@@ -1,0 +1,155 @@
+"""The broker's parts wired together, with the order they start and stop in.
+
+Start (``Broker.start``, from the app's lifespan):
+
+1. check ``meta.properties`` (the data folder belongs to this cluster id and broker id);
+2. connect to etcd and load the metadata cache (fails if etcd is unreachable);
+3. open the log manager: lock the data folder (a second process fails here) and load or
+   recover every partition log, each with its topic's config;
+4. reconcile the hosted replicas with the metadata (delete stray logs, create missing ones),
+   then start the log manager's background work and the reconcile loop;
+5. register ``brokers/<id>`` — last, so the broker is announced only once it can serve.
+
+Stop (``Broker.stop``): wake every long-polling fetch, deregister (revoke the lease: the key
+goes at once), stop the reconcile loop and the cache, shut the log manager down cleanly
+(flush, checkpoints, clean-shutdown marker, unlock), close the etcd connection. A failed start
+undoes what it did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Callable
+
+from yak.metadata.cache import ClusterSnapshot, MetadataCache
+from yak.metadata.etcd_store import EtcdMetadataStore
+from yak.metadata.keyspace import Keyspace, ParsedKey
+from yak.metadata.models import BrokerRegistration
+from yak.metadata.store import MetadataStore
+from yak_broker.fetch_waiter import FetchWaiters
+from yak_broker.meta_properties import check_meta_properties
+from yak_broker.registration import BrokerRegistrar
+from yak_broker.replica_manager import ReplicaManager
+from yak_broker.replica_plan import log_config_of
+from yak_broker.settings import BrokerSettings
+from yak_broker.storage.log_config import LogConfig
+from yak_broker.storage.log_manager import LogManager, TopicPartition
+
+__all__ = ["Broker", "StoreFactory"]
+
+_log = logging.getLogger(__name__)
+
+#: Opens the metadata store for an etcd URL (tests pass an in-memory store).
+StoreFactory = Callable[[str], MetadataStore]
+_EMPTY = ClusterSnapshot(revision=0)
+
+
+class Broker:
+    """One broker process's state: logs, metadata, replicas, registration."""
+
+    def __init__(self, settings: BrokerSettings, store_factory: StoreFactory | None = None) -> None:
+        self.settings = settings
+        self.keyspace = Keyspace(settings.cluster_id)
+        self.incarnation = uuid.uuid4().hex
+        self._store_factory: StoreFactory = store_factory or EtcdMetadataStore.from_url
+        self.waiters: FetchWaiters[TopicPartition] = FetchWaiters()
+        self.logs = LogManager(
+            settings.data_dir,
+            topic_config=self._topic_config,
+            flush_check_interval_ms=settings.flush_check_interval_ms,
+            checkpoint_interval_ms=settings.checkpoint_interval_ms,
+            retention_check_interval_ms=settings.retention_check_interval_ms,
+        )
+        self.replicas = ReplicaManager(settings.broker_id, self.logs, self.snapshot, self.waiters)
+        self._store: MetadataStore | None = None
+        self._cache: MetadataCache | None = None
+        self._registrar: BrokerRegistrar | None = None
+        self._reconcile: asyncio.Task[None] | None = None
+        self._logs_open = False
+        self._started = False
+
+    def snapshot(self) -> ClusterSnapshot:
+        """The latest cluster metadata (empty before ``start``)."""
+        return self._cache.snapshot if self._cache is not None else _EMPTY
+
+    def _topic_config(self, topic: str) -> LogConfig | None:
+        record = self.snapshot().topics.get(topic)
+        return log_config_of(record.configs) if record is not None else None
+
+    def _on_metadata_change(self, snapshot: ClusterSnapshot, parsed: ParsedKey) -> None:
+        self.replicas.on_metadata_change(snapshot, parsed)
+
+    async def start(self) -> None:
+        """Bring the broker up (see the module doc); undo everything if a step fails."""
+        settings = self.settings
+        check_meta_properties(settings.data_dir, settings.cluster_id, settings.broker_id)
+        self._started = True
+        try:
+            self._store = self._store_factory(settings.etcd_url)
+            self._cache = MetadataCache(
+                self._store, self.keyspace, on_change=self._on_metadata_change
+            )
+            await self._cache.start()
+            self.logs.open()
+            self._logs_open = True
+            self.replicas.load_local()
+            await self.replicas.apply(self.snapshot())
+            await self.logs.start()
+            self._reconcile = asyncio.create_task(self.replicas.run(), name="replica-reconcile")
+            self._registrar = BrokerRegistrar(
+                self._store,
+                self.keyspace,
+                self._registration(),
+                ttl_s=settings.lease_ttl_s,
+                wait_s=settings.registration_wait_s,
+            )
+            await self._registrar.register()
+        except BaseException:
+            await self.stop()
+            raise
+
+    def _registration(self) -> BrokerRegistration:
+        return BrokerRegistration(
+            broker_id=self.settings.broker_id,
+            host=self.settings.host,
+            port=self.settings.port,
+            rack=self.settings.rack,
+            started_at_ms=time.time_ns() // 1_000_000,
+            incarnation=self.incarnation,
+        )
+
+    async def stop(self) -> None:
+        """Stop everything that was started, in reverse order; safe to call twice."""
+        self.waiters.notify_all()
+        registrar, self._registrar = self._registrar, None
+        if registrar is not None:
+            await registrar.deregister()
+        task, self._reconcile = self._reconcile, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        cache, self._cache = self._cache, None
+        if cache is not None:
+            await cache.stop()
+        if self._logs_open:
+            self._logs_open = False
+            await self.logs.shutdown()
+        store, self._store = self._store, None
+        if store is not None:
+            await store.aclose()
+        _log.info("broker %d stopped", self.settings.broker_id)
+
+    async def readiness(self) -> str | None:
+        """None when serving normally, else why not (for ``/readyz``)."""
+        if not self._started:
+            return "not started"
+        if self._cache is None or not self._cache.connected:
+            return "not connected to the metadata store"
+        if self._registrar is None or not self._registrar.registered:
+            return "not registered in the metadata store"
+        return None

@@ -1,0 +1,125 @@
+"""The binary data plane: ``POST /v1/produce`` and ``POST /v1/fetch`` as plain Starlette routes.
+
+No FastAPI dependency solving or pydantic on this path: each route reads the raw body (bounded
+by ``max_request_bytes``: a larger body gets 413 ``MESSAGE_TOO_LARGE`` before it is read),
+decodes it with ``yak.protocol.broker_wire``, calls one domain function and writes the bytes
+back. A malformed request raises ``InvalidRequestError`` (400), mapped by the app's one error
+table (``yak.web.errors``) — nothing was appended.
+
+Status codes: 200 with per-partition results when at least one partition succeeded; when every
+partition failed, the status of the first partition's error (e.g. 400 ``CORRUPT_MESSAGE``,
+404 ``UNKNOWN_TOPIC_OR_PARTITION``, 421 ``NOT_LEADER_OR_FOLLOWER``) with the same body, so
+simple clients can look at the status alone. ``acks=0`` produces answer ``204 No Content``
+after the append, with no body: like Kafka, the producer learns nothing (errors are logged).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from yak.errors import MessageTooLargeError
+from yak.protocol.broker_wire import (
+    FRAME_CONTENT_TYPE,
+    JSON_CONTENT_TYPE,
+    FetchedPartition,
+    PartitionError,
+    ProduceResult,
+    decode_fetch_request,
+    decode_produce_request,
+    encode_fetch_response,
+    encode_produce_response,
+)
+from yak_broker.appender import append_partitions
+from yak_broker.broker import Broker
+from yak_broker.delayed_fetch import delayed_fetch
+from yak_broker.fetcher import read_partitions
+
+__all__ = ["data_plane_routes", "read_body"]
+
+_log = logging.getLogger(__name__)
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused with MESSAGE_TOO_LARGE beyond ``limit`` bytes."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise MessageTooLargeError(
+            f"request body of {declared} bytes exceeds the broker's limit of {limit}",
+            size=int(declared),
+            limit=limit,
+        )
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise MessageTooLargeError(
+                f"request body exceeds the broker's limit of {limit} bytes", limit=limit
+            )
+        chunks.append(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _status(errors: Sequence[PartitionError | None]) -> int:
+    """200 unless every partition failed: then the first error's status."""
+    if errors and all(error is not None for error in errors):
+        first = errors[0]
+        assert first is not None
+        return first.exception().http_status
+    return 200
+
+
+def data_plane_routes(broker: Broker) -> list[Route]:
+    """The produce and fetch routes of ``broker``."""
+    settings = broker.settings
+
+    async def produce(request: Request) -> Response:
+        body = await read_body(request, settings.max_request_bytes)
+        produce_request = decode_produce_request(body)
+        results = await append_partitions(produce_request, broker.replicas)
+        if produce_request.acks == 0:
+            _log_dropped(results)
+            return Response(status_code=204)
+        return Response(
+            encode_produce_response(results),
+            status_code=_status([r.error for r in results]),
+            media_type=JSON_CONTENT_TYPE,
+        )
+
+    async def fetch(request: Request) -> Response:
+        body = await read_body(request, settings.max_request_bytes)
+        fetch_request = decode_fetch_request(body)
+        replicas = broker.replicas
+        partitions: Sequence[FetchedPartition] = await delayed_fetch(
+            fetch_request,
+            lambda r: read_partitions(r, replicas),
+            broker.waiters,
+            max_wait_limit_ms=settings.max_wait_ms_limit,
+        )
+        return Response(
+            encode_fetch_response(partitions),
+            status_code=_status([p.error for p in partitions]),
+            media_type=FRAME_CONTENT_TYPE,
+        )
+
+    return [
+        Route("/v1/produce", produce, methods=["POST"], name="produce"),
+        Route("/v1/fetch", fetch, methods=["POST"], name="fetch"),
+    ]
+
+
+def _log_dropped(results: Sequence[ProduceResult]) -> None:
+    for result in results:
+        if result.error is not None:
+            _log.info(
+                "acks=0 produce to %s-%d failed: %s %s",
+                result.topic,
+                result.partition,
+                result.error.code,
+                result.error.message,
+            )

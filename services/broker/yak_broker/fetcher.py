@@ -1,0 +1,58 @@
+"""Read the partitions a fetch names: whole batches, byte limits, per-partition errors.
+
+Limits, as Kafka applies them: each partition returns at most its ``max_bytes`` and the
+response at most the request's ``max_bytes``, except that the first partition with data returns
+at least one whole batch even if it is larger (so a consumer never gets stuck behind a big
+batch). Partitions after the limit is reached come back empty, without error.
+
+Isolation: a consumer (``replica_id == -1``) reads below the high watermark; a follower
+(``replica_id >= 0``, for replication later) reads up to the log end offset. The last stable
+offset equals the high watermark (no transactions yet).
+
+Each partition's failure (unknown, not leader, offset out of range) is reported in its own
+entry; the others are still read. Synchronous: one pass over the logs, no await.
+"""
+
+from __future__ import annotations
+
+from yak.errors import YakError
+from yak.protocol.broker_wire import FetchedPartition, FetchRequest, PartitionError
+from yak_broker.replica_manager import ReplicaManager
+from yak_broker.storage.log import FetchIsolation
+from yak_broker.storage.log_manager import TopicPartition
+
+__all__ = ["read_partitions", "response_bytes"]
+
+_EMPTY = memoryview(b"")
+
+
+def read_partitions(request: FetchRequest, replicas: ReplicaManager) -> list[FetchedPartition]:
+    """One read of every partition of ``request`` (see the module doc)."""
+    follower = request.replica_id >= 0
+    isolation = FetchIsolation.LOG_END if follower else FetchIsolation.HIGH_WATERMARK
+    remaining = request.max_bytes
+    result: list[FetchedPartition] = []
+    for wanted in request.partitions:
+        tp = TopicPartition(wanted.topic, wanted.partition)
+        try:
+            replica, _state = replicas.leader(tp)
+            log = replica.log
+            records = _EMPTY
+            hw, start = log.high_watermark, log.log_start_offset
+            if remaining > 0:
+                limit = min(wanted.max_bytes, remaining)
+                data = log.read(wanted.offset, limit, isolation)
+                hw, start = data.high_watermark, data.log_start_offset
+                if len(data.records) <= limit or remaining == request.max_bytes:
+                    records = data.records  # over the limit only as the response's first data
+                    remaining -= len(records)
+            result.append(FetchedPartition(tp.topic, tp.partition, hw, hw, start, records))
+        except YakError as exc:
+            error = PartitionError.of(exc)
+            result.append(FetchedPartition(tp.topic, tp.partition, error=error))
+    return result
+
+
+def response_bytes(partitions: list[FetchedPartition]) -> int:
+    """Record bytes in a fetch result."""
+    return sum(len(memoryview(p.records)) for p in partitions)

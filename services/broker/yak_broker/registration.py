@@ -1,0 +1,210 @@
+"""The broker's entry in the cluster registry: ``brokers/<id>`` on an etcd lease.
+
+Registering: grant a lease of ``ttl_s`` seconds, then create the key *only if absent* (one etcd
+transaction), and keep the lease alive with a ``LeaseKeeper``. The value is a
+``BrokerRegistration`` with this process's random ``incarnation``.
+
+A second broker with the same id never steals the key. If the key exists with another
+incarnation — usually this broker's previous process, killed without deregistering, whose lease
+has not expired yet — the registrar *waits* for the key to be deleted (a watch on it, no
+polling), logging who holds it, for at most ``wait_s`` (default: the TTL + 5 s); then it fails
+with ``DuplicateBrokerRegistrationError`` and the process exits. A live duplicate keeps its lease
+alive, so it is refused; a dead one's lease expires within the TTL, so a quick restart after
+``kill -9`` succeeds after at most one TTL.
+
+If the lease is lost while running (etcd unreachable for a TTL, or the lease revoked), the
+registrar logs it and registers again with a new lease, retrying until it succeeds or the
+broker stops. ``deregister`` revokes the lease: the key disappears at once, so the coordinator
+moves leadership without waiting for the TTL.
+
+Single event loop; ``register`` and ``deregister`` are called by the app's lifespan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import ClassVar
+
+from yak.clock import Clock, SystemClock
+from yak.errors import MetadataStoreError, YakError
+from yak.metadata.keyspace import Keyspace
+from yak.metadata.lease_keeper import LeaseKeeper
+from yak.metadata.models import BrokerRegistration
+from yak.metadata.store import (
+    Compare,
+    EventKind,
+    GetOp,
+    GetResponse,
+    KeyValue,
+    LeaseExpiredError,
+    MetadataStore,
+    PutOp,
+)
+
+__all__ = ["BrokerRegistrar", "DuplicateBrokerRegistrationError"]
+
+_log = logging.getLogger(__name__)
+_RETRY_S = 1.0
+
+
+class DuplicateBrokerRegistrationError(YakError):
+    """Another live process holds this broker id's registration."""
+
+    code: ClassVar[str] = "DUPLICATE_BROKER_REGISTRATION"
+    kafka_code: ClassVar[int] = 101
+    http_status: ClassVar[int] = 409
+
+
+class BrokerRegistrar:
+    """Keeps ``brokers/<id>`` registered on a lease; see the module doc."""
+
+    def __init__(
+        self,
+        store: MetadataStore,
+        keyspace: Keyspace,
+        registration: BrokerRegistration,
+        *,
+        ttl_s: int,
+        wait_s: float,
+        clock: Clock | None = None,
+    ) -> None:
+        self._store = store
+        self._key = keyspace.broker(registration.broker_id)
+        self.registration = registration
+        self._ttl_s = ttl_s
+        self._wait_s = wait_s
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._keeper: LeaseKeeper | None = None
+        self._retry_task: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    @property
+    def registered(self) -> bool:
+        return self._keeper is not None and not self._keeper.lost
+
+    @property
+    def lease_id(self) -> int | None:
+        return self._keeper.lease_id if self._keeper is not None else None
+
+    async def register(self) -> None:
+        """Register, waiting up to ``wait_s`` for an older holder of the id to expire."""
+        deadline = self._clock.monotonic() + self._wait_s
+        while True:
+            holder = await self._try_register()
+            if holder is None:
+                return
+            remaining = deadline - self._clock.monotonic()
+            if remaining <= 0 or not await self._wait_for_release(holder, remaining):
+                raise DuplicateBrokerRegistrationError(
+                    f"broker id {self.registration.broker_id} is registered by another live "
+                    f"process ({_describe(holder)}); waited {self._wait_s:.0f} s for it to expire",
+                    broker_id=self.registration.broker_id,
+                )
+
+    async def deregister(self) -> None:
+        """Stop keeping the registration and revoke the lease (the key goes at once)."""
+        self._stopping = True
+        if self._retry_task is not None:
+            self._retry_task.cancel()
+            await asyncio.gather(self._retry_task, return_exceptions=True)
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None:
+            try:
+                await keeper.stop(revoke=True)
+            except MetadataStoreError as exc:
+                _log.warning("could not revoke the registration lease (%s); it will expire", exc)
+        _log.info("broker %d deregistered", self.registration.broker_id)
+
+    async def _try_register(self) -> KeyValue | None:
+        """One attempt; returns the key of the other holder when the id is taken."""
+        lease = await self._store.grant_lease(self._ttl_s)
+        value = self.registration.encode()
+        try:
+            result = await self._store.txn(
+                [Compare.absent(self._key)], [PutOp(self._key, value, lease)], [GetOp(self._key)]
+            )
+            if not result.succeeded:
+                response = result.responses[0]
+                holder = response.kvs[0] if isinstance(response, GetResponse) else None
+                if holder is not None and not self._is_mine(holder):
+                    await self._store.revoke_lease(lease)
+                    return holder
+                # Our own key on a lease presumed lost: take it over with the new lease.
+                expected = holder.value if holder is not None else value
+                taken = await self._store.txn(
+                    [Compare.value(self._key, expected)], [PutOp(self._key, value, lease)]
+                )
+                if not taken.succeeded:
+                    await self._store.revoke_lease(lease)
+                    return await self._try_register()
+        except BaseException:
+            with contextlib.suppress(MetadataStoreError):
+                await self._store.revoke_lease(lease)
+            raise
+        self._keeper = LeaseKeeper(
+            self._store, lease, self._ttl_s, clock=self._clock, on_lost=self._on_lost
+        )
+        self._keeper.start()
+        _log.info(
+            "broker %d registered at %s (lease %#x, ttl %d s, incarnation %s)",
+            self.registration.broker_id,
+            self.registration.url,
+            lease,
+            self._ttl_s,
+            self.registration.incarnation,
+        )
+        return None
+
+    def _is_mine(self, holder: KeyValue) -> bool:
+        try:
+            other = BrokerRegistration.decode(holder.value)
+        except ValueError:
+            return False
+        return other.incarnation == self.registration.incarnation
+
+    async def _wait_for_release(self, holder: KeyValue, timeout_s: float) -> bool:
+        """Wait until ``holder``'s key is deleted; False after ``timeout_s``."""
+        _log.warning(
+            "broker id %d is still registered by %s; waiting up to %.0f s for its lease to expire",
+            self.registration.broker_id,
+            _describe(holder),
+            timeout_s,
+        )
+        watch = self._store.watch_prefix(self._key, holder.mod_revision + 1)
+        try:
+            async with asyncio.timeout(timeout_s), watch:
+                async for event in watch:
+                    if event.key == holder.key and event.kind is EventKind.DELETE:
+                        return True
+        except TimeoutError:
+            return False
+        return True  # the watch ended (store closing): let the next attempt find out
+
+    def _on_lost(self, error: LeaseExpiredError) -> None:
+        if self._stopping:
+            return
+        _log.warning(
+            "broker %d lost its registration lease (%s); registering again",
+            self.registration.broker_id,
+            error.message,
+        )
+        self._retry_task = asyncio.get_running_loop().create_task(self._register_again())
+
+    async def _register_again(self) -> None:
+        while not self._stopping:
+            try:
+                await self.register()
+                return
+            except (MetadataStoreError, DuplicateBrokerRegistrationError) as exc:
+                _log.error("re-registration failed (%s); retrying in %.0f s", exc, _RETRY_S)
+                await self._clock.sleep(_RETRY_S)
+
+
+def _describe(holder: KeyValue) -> str:
+    try:
+        other = BrokerRegistration.decode(holder.value)
+    except ValueError:
+        return f"an unreadable value (lease {holder.lease:#x})"
+    return f"{other.url}, incarnation {other.incarnation}, lease {holder.lease:#x}"

@@ -1,0 +1,88 @@
+"""The broker's settings: one frozen value built from CLI flags and ``YAK_*`` environment.
+
+Precedence: a CLI flag, then its environment variable, then the default below (``main.py``
+declares the flags; ``BrokerSettings.from_env`` reads the environment alone, for tests and
+embedding). ``yak up`` sets ``YAK_ETCD``, ``YAK_CLUSTER_ID``, ``YAK_NODE_ID`` (the broker id)
+and ``YAK_DATA_DIR`` for each broker.
+
+==========================  =====================  ==========================================
+setting                     environment            default
+==========================  =====================  ==========================================
+broker_id                   YAK_NODE_ID            0
+host / port                 YAK_HOST / YAK_PORT    127.0.0.1 / 9092
+data_dir                    YAK_DATA_DIR           ./.yak-broker
+etcd_url                    YAK_ETCD               http://127.0.0.1:2379
+cluster_id                  YAK_CLUSTER_ID         local
+rack                        YAK_RACK               none
+lease_ttl_s                 YAK_LEASE_TTL_S        6 (etcd's minimum is about 2)
+registration_timeout_s      —                      lease TTL + 5: how long to wait for an
+                                                   older registration of this id to expire
+max_request_bytes           —                      64 MiB (larger produce bodies get 413)
+max_wait_ms_limit           —                      30000 (a fetch's max wait is capped here)
+==========================  =====================  ==========================================
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["BrokerSettings"]
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerSettings:
+    """Everything a broker process needs to know at start."""
+
+    broker_id: int = 0
+    host: str = "127.0.0.1"
+    port: int = 9092
+    data_dir: Path = Path(".yak-broker")
+    etcd_url: str = "http://127.0.0.1:2379"
+    cluster_id: str = "local"
+    rack: str | None = None
+    lease_ttl_s: int = 6
+    registration_timeout_s: float | None = None
+    max_request_bytes: int = 64 * 1024 * 1024
+    max_wait_ms_limit: int = 30_000
+    flush_check_interval_ms: int = 1_000
+    checkpoint_interval_ms: int = 60_000
+    retention_check_interval_ms: int = 300_000
+
+    def __post_init__(self) -> None:
+        if self.broker_id < 0:
+            raise ValueError(f"broker id must be >= 0, got {self.broker_id}")
+        if self.lease_ttl_s < 1:
+            raise ValueError(f"lease TTL must be >= 1 s, got {self.lease_ttl_s}")
+
+    @property
+    def registration_wait_s(self) -> float:
+        """How long to wait for an older registration of this broker id to expire."""
+        if self.registration_timeout_s is not None:
+            return self.registration_timeout_s
+        return self.lease_ttl_s + 5.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> BrokerSettings:
+        """Settings from ``YAK_*`` variables (``os.environ`` by default), then ``overrides``."""
+        env = os.environ if env is None else env
+        values: dict[str, object] = {}
+        for name, variable, parse in _ENV:
+            if env.get(variable):
+                values[name] = parse(env[variable])
+        values.update(overrides)
+        return cls(**values)  # type: ignore[arg-type]
+
+
+_ENV: tuple[tuple[str, str, type], ...] = (
+    ("broker_id", "YAK_NODE_ID", int),
+    ("host", "YAK_HOST", str),
+    ("port", "YAK_PORT", int),
+    ("data_dir", "YAK_DATA_DIR", Path),
+    ("etcd_url", "YAK_ETCD", str),
+    ("cluster_id", "YAK_CLUSTER_ID", str),
+    ("rack", "YAK_RACK", str),
+    ("lease_ttl_s", "YAK_LEASE_TTL_S", int),
+)

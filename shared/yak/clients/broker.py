@@ -1,0 +1,236 @@
+"""``BrokerClient``: the typed async client of one broker's data plane and JSON endpoints.
+
+Produce and fetch speak the frames of ``yak.protocol.broker_wire`` (JSON header + raw batch
+bytes); offsets, delete-records and partitions the models of ``yak.protocol.broker_models``.
+
+Errors: per-partition failures come back inside the results (``ProduceResult.error``,
+``FetchedPartition.error``: a ``PartitionError``, ``.exception()`` gives the typed error), so a
+caller can retry just those partitions; ``produce_one``/``fetch_one`` raise them instead. A
+request-level error body ``{"code", "message", "details"}`` raises the typed error of that code
+(``yak.errors.error_for_code``: ``InvalidRequestError``, ``MessageTooLargeError`` ...). A broker
+that cannot be reached raises ``NetworkError``, a client-side timeout ``KafkaTimeoutError``.
+A fetch's HTTP timeout is extended by its ``max_wait_ms``, so long polls never time out early.
+
+Use as ``async with BrokerClient(url) as broker``; one client may serve concurrent tasks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Self
+
+import httpx
+
+from yak.clients.admin import NetworkError
+from yak.errors import KafkaTimeoutError, UnknownServerError, YakError, error_for_code
+from yak.protocol.broker_models import (
+    DeleteRecordsPartition,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteRecordsResult,
+    ListOffsetsResponse,
+    OffsetResult,
+    PartitionsResponse,
+)
+from yak.protocol.broker_wire import (
+    FRAME_CONTENT_TYPE,
+    JSON_CONTENT_TYPE,
+    Buffer,
+    FetchedPartition,
+    FetchPartition,
+    FetchRequest,
+    ProducePartition,
+    ProduceRequest,
+    ProduceResult,
+    decode_fetch_response,
+    decode_produce_response,
+    encode_fetch_request,
+    encode_produce_request,
+)
+
+__all__ = ["BrokerClient"]
+
+
+class BrokerClient:
+    """Talks to one broker at ``base_url`` (e.g. ``http://127.0.0.1:9420``)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout_s: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._timeout_s = timeout_s
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url, timeout=timeout_s, transport=transport
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # --- data plane ------------------------------------------------------------------------
+
+    async def produce(
+        self, partitions: Sequence[ProducePartition], *, acks: int = 1, timeout_ms: int = 30_000
+    ) -> tuple[ProduceResult, ...]:
+        """Append batches to several partitions; one result each (none for ``acks=0``)."""
+        body = encode_produce_request(ProduceRequest(tuple(partitions), acks, timeout_ms))
+        response = await self._send(
+            "POST",
+            "/v1/produce",
+            content=body,
+            headers={"content-type": FRAME_CONTENT_TYPE},
+            timeout_s=self._timeout_s + timeout_ms / 1000,
+        )
+        if response.status_code == 204:
+            return ()
+        if response.status_code == 200 or _has_results(response):
+            return decode_produce_response(response.content)
+        raise _error_from(response)
+
+    async def produce_one(
+        self, topic: str, partition: int, records: Buffer, *, acks: int = 1
+    ) -> ProduceResult:
+        """Append to one partition; raises its typed error if it failed."""
+        results = await self.produce([ProducePartition(topic, partition, records)], acks=acks)
+        if not results:
+            return ProduceResult(topic, partition)
+        result = results[0]
+        if result.error is not None:
+            raise result.error.exception()
+        return result
+
+    async def fetch(self, request: FetchRequest) -> tuple[FetchedPartition, ...]:
+        """A (long-polling) fetch; ``records`` of each partition are whole batches."""
+        response = await self._send(
+            "POST",
+            "/v1/fetch",
+            content=encode_fetch_request(request),
+            headers={"content-type": JSON_CONTENT_TYPE},
+            timeout_s=self._timeout_s + request.max_wait_ms / 1000,
+        )
+        if response.headers.get("content-type", "").startswith(FRAME_CONTENT_TYPE):
+            return decode_fetch_response(response.content)
+        raise _error_from(response)
+
+    async def fetch_one(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        *,
+        max_bytes: int = 1024 * 1024,
+        max_wait_ms: int = 500,
+        min_bytes: int = 1,
+    ) -> FetchedPartition:
+        """Fetch one partition; raises its typed error if it failed."""
+        request = FetchRequest(
+            (FetchPartition(topic, partition, offset, max_bytes),),
+            max_wait_ms=max_wait_ms,
+            min_bytes=min_bytes,
+            max_bytes=max_bytes,
+        )
+        (result,) = await self.fetch(request)
+        if result.error is not None:
+            raise result.error.exception()
+        return result
+
+    # --- JSON endpoints ----------------------------------------------------------------------
+
+    async def list_offsets(
+        self, partitions: Sequence[tuple[str, int]], timestamp: int | str = "latest"
+    ) -> list[OffsetResult]:
+        """ListOffsets: ``timestamp`` is ``earliest``/``latest`` (or -2/-1) or ms."""
+        named = {-1: "latest", -2: "earliest"}
+        stamp = named.get(timestamp, str(timestamp)) if isinstance(timestamp, int) else timestamp
+        params = [("partition", f"{topic}:{p}") for topic, p in partitions]
+        params.append(("timestamp", stamp))
+        response = await self._send("GET", "/v1/offsets", params=httpx.QueryParams(tuple(params)))
+        return ListOffsetsResponse.model_validate_json(_ok(response).content).partitions
+
+    async def delete_records(
+        self, partitions: Sequence[DeleteRecordsPartition]
+    ) -> list[DeleteRecordsResult]:
+        body = DeleteRecordsRequest(partitions=list(partitions)).model_dump_json()
+        response = await self._send(
+            "POST", "/v1/delete-records", content=body, headers={"content-type": JSON_CONTENT_TYPE}
+        )
+        return DeleteRecordsResponse.model_validate_json(_ok(response).content).partitions
+
+    async def partitions(self) -> PartitionsResponse:
+        response = await self._send("GET", "/v1/partitions")
+        return PartitionsResponse.model_validate_json(_ok(response).content)
+
+    # --- plumbing ------------------------------------------------------------------------
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        content: bytes | str | None = None,
+        headers: dict[str, str] | None = None,
+        params: httpx.QueryParams | None = None,
+        timeout_s: float | None = None,
+    ) -> httpx.Response:
+        try:
+            return await self._http.request(
+                method,
+                path,
+                content=content,
+                headers=headers,
+                params=params,
+                timeout=timeout_s if timeout_s is not None else self._timeout_s,
+            )
+        except httpx.TimeoutException as exc:
+            raise KafkaTimeoutError(f"{method} {self.base_url}{path} timed out") from exc
+        except httpx.TransportError as exc:
+            raise NetworkError(
+                f"cannot reach the broker at {self.base_url}: {exc or type(exc).__name__}"
+            ) from exc
+
+
+def _has_results(response: httpx.Response) -> bool:
+    """Whether an error status carries per-partition results (every partition failed)."""
+    try:
+        body = response.json()
+    except ValueError:
+        return False
+    return isinstance(body, dict) and "partitions" in body
+
+
+def _ok(response: httpx.Response) -> httpx.Response:
+    if response.is_error:
+        raise _error_from(response)
+    return response
+
+
+def _error_from(response: httpx.Response) -> YakError:
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("code"), str):
+        details = body.get("details")
+        return error_for_code(
+            body["code"],
+            str(body.get("message", "")),
+            **(details if isinstance(details, dict) else {}),
+        )
+    return UnknownServerError(
+        f"HTTP {response.status_code} from {response.request.url}: {response.text[:200]}"
+    )

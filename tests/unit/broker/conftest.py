@@ -1,0 +1,39 @@
+"""In-process broker fixtures: the real app (lifespan included) on an in-memory metadata store.
+
+``broker`` yields a ``BrokerHarness`` (``broker_harness.py``): the app served through
+``httpx.ASGITransport``, a ``BrokerClient`` on it, and helpers that stand in for the
+coordinator. Tests import the harness as ``tests.unit.broker.broker_harness`` (the repository
+root is on ``sys.path`` through ``pythonpath`` in the pytest config).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.unit.broker.broker_harness import BrokerHarness
+from yak.clients.broker import BrokerClient
+from yak.metadata.keyspace import Keyspace
+from yak.metadata.memory_store import MemoryMetadataStore
+from yak_broker.app import create_app
+from yak_broker.settings import BrokerSettings
+
+
+@pytest.fixture
+async def broker(tmp_path: Path) -> AsyncIterator[BrokerHarness]:
+    store = MemoryMetadataStore()
+    settings = BrokerSettings(data_dir=tmp_path / "broker-0", max_request_bytes=4 * 1024 * 1024)
+    app = create_app(settings, store_factory=lambda _url: store)
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with (
+            app.router.lifespan_context(app),
+            httpx.AsyncClient(transport=transport, base_url="http://broker") as http,
+            BrokerClient("http://broker", transport=transport) as client,
+        ):
+            yield BrokerHarness(store, Keyspace("local"), app.state.broker, client, http)
+    finally:
+        await store.aclose()
