@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,28 +12,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.integration.ports import free_base_port, layout_offsets
+
 pytestmark = pytest.mark.integration
-
-OFFSETS = (0, 1, 10, 11, 20, 30, 40)  # etcd client/peer, 2 coordinators, 1 broker, proxy, console
-
-
-def _free_base_port() -> int:
-    """A base port whose whole layout can be bound right now."""
-    for _ in range(50):
-        base = random.randrange(20_000, 60_000, 100)
-        try:
-            sockets = []
-            for offset in OFFSETS:
-                sock = socket.socket()
-                sockets.append(sock)
-                sock.bind(("127.0.0.1", base + offset))
-        except OSError:
-            continue
-        finally:
-            for sock in sockets:
-                sock.close()
-        return base
-    raise RuntimeError("no free port block found")
 
 
 def _pid_alive(pid: int) -> bool:
@@ -48,7 +27,7 @@ def _pid_alive(pid: int) -> bool:
 
 def test_yak_up_starts_every_process_and_ctrl_c_stops_them(tmp_path: Path) -> None:
     yak = Path(sys.executable).with_name("yak")
-    base = _free_base_port()
+    base = free_base_port(layout_offsets(brokers=1))
     argv = [str(yak), "up", "--data-dir", str(tmp_path), "--base-port", str(base), "--brokers", "1"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

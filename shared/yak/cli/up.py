@@ -10,7 +10,8 @@ Every service gets ``YAK_ETCD``, ``YAK_CLUSTER_ID``, ``YAK_NODE_ID`` (its index:
 coordinator id) and ``YAK_DATA_DIR`` in its environment besides ``--host``/``--port``.
 Data lives under ``--data-dir`` (etcd in ``etcd/``, broker i in ``broker-i/``), one log file per
 process in ``logs/``; endpoints and pids go to ``cluster.json``. Restarting on the same data dir
-reuses the same ids. Ctrl-C (or SIGTERM) stops every process, etcd last.
+reuses the same ids. A process that dies is reported and the others keep running. Ctrl-C (or
+SIGTERM) stops every process, etcd last.
 """
 
 from __future__ import annotations
@@ -112,9 +113,14 @@ def _write_cluster_file(plan: ClusterPlan, etcd: EmbeddedEtcd, supervisor: Super
 
 
 def _wait_for_stop(supervisor: Supervisor) -> str:
-    """Block until SIGINT/SIGTERM or until a child exits; return why we stop."""
+    """Block until SIGINT/SIGTERM or until every child has exited; return why we stop.
+
+    A child that dies (a crash, or a ``kill -9`` in a fault drill) is reported once and the rest
+    of the cluster keeps running, as a real cluster would.
+    """
     wake = threading.Event()
     reason: list[str] = []
+    reported: set[int] = set()
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         if signum != signal.SIGCHLD:
@@ -124,12 +130,18 @@ def _wait_for_stop(supervisor: Supervisor) -> str:
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
         signal.signal(signum, on_signal)
     while True:
-        died = supervisor.exited()
-        if died:
-            names = ", ".join(f"{p.spec.name} (exit {p.popen.returncode})" for p in died)
-            return f"process exited: {names}"
+        for process in supervisor.exited():
+            if process.pid not in reported:
+                reported.add(process.pid)
+                typer.echo(
+                    f"{process.spec.name} exited (code {process.popen.returncode}); "
+                    f"log: {process.spec.log_path}",
+                    err=True,
+                )
         if reason:
             return reason[0]
+        if len(reported) == len(supervisor.processes):
+            return "every process exited"
         wake.wait()
         wake.clear()
 
