@@ -37,6 +37,7 @@ __all__ = [
     "RebalanceInProgressError",
     "RevisionCompactedError",
     "TopicAlreadyExistsError",
+    "UnknownLeaderEpochError",
     "UnknownMemberIdError",
     "UnknownProducerIdError",
     "UnknownServerError",
@@ -190,6 +191,15 @@ class FencedLeaderEpochError(YakError):
 
     code = "FENCED_LEADER_EPOCH"
     kafka_code = 74
+    retriable = True
+    http_status = 409
+
+
+class UnknownLeaderEpochError(YakError):
+    """The request carries a leader epoch newer than this broker knows (its metadata lags)."""
+
+    code = "UNKNOWN_LEADER_EPOCH"
+    kafka_code = 75
     retriable = True
     http_status = 409
 

@@ -29,8 +29,12 @@ from yak.protocol.broker_models import (
     DeleteRecordsRequest,
     DeleteRecordsResponse,
     DeleteRecordsResult,
+    EpochEndOffset,
     ListOffsetsResponse,
+    OffsetForLeaderEpoch,
     OffsetResult,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
     PartitionsResponse,
 )
 from yak.protocol.broker_wire import (
@@ -170,6 +174,19 @@ class BrokerClient:
             "POST", "/v1/delete-records", content=body, headers={"content-type": JSON_CONTENT_TYPE}
         )
         return DeleteRecordsResponse.model_validate_json(_ok(response).content).partitions
+
+    async def offsets_for_leader_epoch(
+        self, partitions: Sequence[OffsetForLeaderEpoch], *, replica_id: int = -1
+    ) -> list[EpochEndOffset]:
+        """Where each asked leader epoch ends on this (leader) broker (KIP-101/279)."""
+        request = OffsetsForLeaderEpochRequest(replica_id=replica_id, partitions=list(partitions))
+        response = await self._send(
+            "POST",
+            "/v1/offsets-for-leader-epoch",
+            content=request.model_dump_json(),
+            headers={"content-type": JSON_CONTENT_TYPE},
+        )
+        return OffsetsForLeaderEpochResponse.model_validate_json(_ok(response).content).partitions
 
     async def partitions(self) -> PartitionsResponse:
         response = await self._send("GET", "/v1/partitions")

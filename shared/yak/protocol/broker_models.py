@@ -21,10 +21,14 @@ __all__ = [
     "DeleteRecordsRequest",
     "DeleteRecordsResponse",
     "DeleteRecordsResult",
+    "EpochEndOffset",
     "ErrorBody",
     "HostedPartition",
     "ListOffsetsResponse",
+    "OffsetForLeaderEpoch",
     "OffsetResult",
+    "OffsetsForLeaderEpochRequest",
+    "OffsetsForLeaderEpochResponse",
     "PartitionsResponse",
 ]
 
@@ -89,6 +93,40 @@ class DeleteRecordsResult(_Model):
 
 class DeleteRecordsResponse(_Model):
     partitions: list[DeleteRecordsResult]
+
+
+class OffsetForLeaderEpoch(_Model):
+    """OffsetsForLeaderEpoch, asked by a follower: where does ``leader_epoch`` end on the leader?
+
+    ``current_leader_epoch`` fences the question like a fetch (-1: unchecked).
+    """
+
+    topic: str = Field(min_length=1)
+    partition: int = Field(ge=0)
+    current_leader_epoch: int = Field(default=-1, ge=-1)
+    leader_epoch: int = Field(ge=-1)
+
+
+class OffsetsForLeaderEpochRequest(_Model):
+    replica_id: int = Field(default=-1, ge=-1)
+    partitions: list[OffsetForLeaderEpoch] = Field(min_length=1)
+
+
+class EpochEndOffset(_Model):
+    """The largest epoch <= the one asked that the leader knows, and where it ends (KIP-279).
+
+    ``(-1, -1)`` when the leader knows no such epoch.
+    """
+
+    topic: str
+    partition: int
+    leader_epoch: int = -1
+    end_offset: int = -1
+    error: ErrorBody | None = None
+
+
+class OffsetsForLeaderEpochResponse(_Model):
+    partitions: list[EpochEndOffset]
 
 
 class HostedPartition(_Model):

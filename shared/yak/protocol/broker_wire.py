@@ -26,7 +26,8 @@ Fetch response header (per partition; ``error`` is null or ``{"code", "message",
 The small messages are plain JSON (``application/json``). Fetch request::
 
     {"replica_id": -1, "max_wait_ms": 500, "min_bytes": 1, "max_bytes": 52428800,
-     "partitions": [{"topic": "orders", "partition": 0, "offset": 0, "max_bytes": 1048576}]}
+     "partitions": [{"topic": "orders", "partition": 0, "offset": 0, "max_bytes": 1048576,
+                     "current_leader_epoch": -1}]}
 
 Produce response (``base_offset``/``log_start_offset`` are -1 on error; ``log_append_time`` is -1
 for CreateTime topics)::
@@ -137,12 +138,18 @@ class ProduceResult(NamedTuple):
 
 
 class FetchPartition(NamedTuple):
-    """Read one partition from ``offset``, at most ``max_bytes`` (but at least one batch)."""
+    """Read one partition from ``offset``, at most ``max_bytes`` (but at least one batch).
+
+    ``current_leader_epoch``: the leader epoch the fetcher believes current (followers always
+    send it); the leader refuses an older one (``FENCED_LEADER_EPOCH``) and a newer one
+    (``UNKNOWN_LEADER_EPOCH``). -1 skips the check.
+    """
 
     topic: str
     partition: int
     offset: int
     max_bytes: int = 1024 * 1024
+    current_leader_epoch: int = -1
 
 
 class FetchRequest(NamedTuple):
@@ -304,7 +311,8 @@ def decode_fetch_request(body: Buffer) -> FetchRequest:
         topic, partition = _topic_partition(entry, where)
         offset = _int(entry, "offset", where, low=0)
         max_bytes = _int(entry, "max_bytes", where, low=1, default=1024 * 1024)
-        partitions.append(FetchPartition(topic, partition, offset, max_bytes))
+        epoch = _int(entry, "current_leader_epoch", where, low=-1, default=-1)
+        partitions.append(FetchPartition(topic, partition, offset, max_bytes, epoch))
     _check_unique(partitions)
     return FetchRequest(
         tuple(partitions),
