@@ -7,6 +7,7 @@ table (``yak.web.errors``).
 - ``GET /v1/offsets?partition=orders:0&partition=orders:1&timestamp=latest`` — ``timestamp`` is
   ``earliest``, ``latest`` or milliseconds since the epoch;
 - ``POST /v1/delete-records`` — ``{"partitions": [{"topic", "partition", "offset"}]}``;
+- ``POST /v1/offsets-for-leader-epoch`` — followers find their divergence point (KIP-279);
 - ``GET /v1/partitions`` — every replica hosted here with its offsets and role.
 """
 
@@ -23,6 +24,8 @@ from yak.protocol.broker_models import (
     DeleteRecordsRequest,
     DeleteRecordsResponse,
     ListOffsetsResponse,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
     PartitionsResponse,
 )
 from yak_broker import offsets
@@ -68,6 +71,14 @@ def admin_router(broker: Broker) -> APIRouter:
         """Advance log start offsets (DeleteRecords)."""
         results = offsets.delete_records(broker.replicas, request.partitions)
         return DeleteRecordsResponse(partitions=results)
+
+    @router.post("/offsets-for-leader-epoch")
+    async def offsets_for_leader_epoch(
+        request: OffsetsForLeaderEpochRequest,
+    ) -> OffsetsForLeaderEpochResponse:
+        """Where each asked leader epoch ends in this leader's log (KIP-101/279)."""
+        results = offsets.offsets_for_leader_epoch(broker.replicas, request.partitions)
+        return OffsetsForLeaderEpochResponse(partitions=results)
 
     @router.get("/partitions")
     async def partitions() -> PartitionsResponse:

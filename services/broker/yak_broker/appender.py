@@ -9,16 +9,19 @@ of several partitions run concurrently, so in ``flush.mode=sync`` their fsyncs o
 acks:
 
 - ``1``: answer once the leader appended (in ``flush.mode=sync``, once an fsync covers it);
-  consumers see the batches at the same moment (``advance_high_watermark``);
-- ``-1`` (all): accepted when the ISR is this broker alone — then it means exactly acks=1, as in
-  Kafka — and refused with ``NOT_ENOUGH_REPLICAS`` when the ISR is smaller than
-  ``min.insync.replicas``. With followers in the ISR it is refused with ``INVALID_REQUEST``
-  until replication exists (a later issue): waiting for followers that never fetch would only
-  time out;
-- ``0``: appended the same way but nobody waits for an fsync; the caller ignores the results.
+- ``-1`` (all): refused before any write with ``NOT_ENOUGH_REPLICAS`` when the ISR is smaller
+  than ``min.insync.replicas``; otherwise answered once the high watermark passes the batches,
+  i.e. every ISR member has them (with an ISR of one, at once: exactly acks=1, as in Kafka);
+- ``0``: appended the same way but nobody waits; the caller ignores the results.
 
-``timeout_ms`` bounds the wait for the fsync (sync mode); on expiry the partition reports
-``REQUEST_TIMED_OUT`` — its batches are appended and become visible once fsynced, as in Kafka.
+Consumers see batches once the high watermark passes them: at once with an ISR of one, else
+when the followers have fetched them (``LeaderPartition``). In ``flush.mode=sync`` the leader's
+own share counts only after its fsync.
+
+``timeout_ms`` bounds the wait (fsync, replication); on expiry the partition reports
+``REQUEST_TIMED_OUT`` — its batches are in the leader's log and may still be committed, as in
+Kafka. If the broker loses leadership meanwhile the wait ends with
+``NOT_LEADER_OR_FOLLOWER``: the producer retries, its idempotence dedupes.
 Nothing in the append path awaits before the log write, so partitions see appends in arrival
 order.
 Timestamps are the producer's (CreateTime): ``log_append_time`` is always -1.
@@ -28,14 +31,7 @@ from __future__ import annotations
 
 import asyncio
 
-from yak.errors import (
-    InvalidRequestError,
-    KafkaTimeoutError,
-    NotEnoughReplicasError,
-    UnknownServerError,
-    YakError,
-)
-from yak.metadata.models import PartitionState
+from yak.errors import KafkaTimeoutError, UnknownServerError, YakError
 from yak.protocol.broker_wire import (
     ACKS_ALL,
     PartitionError,
@@ -65,19 +61,23 @@ async def _append(
 ) -> ProduceResult:
     tp = TopicPartition(wanted.topic, wanted.partition)
     try:
-        replica, state = replicas.leader(tp)
+        replica, leader = replicas.leader_partition(tp)
         if acks == ACKS_ALL:
-            _check_acks_all(state, replica.min_insync_replicas, replicas.broker_id)
+            leader.check_acks_all(replica.min_insync_replicas)
         log = replica.log
-        info = log.append(wanted.records, state.leader_epoch)  # validates all, then writes
+        info = log.append(wanted.records, leader.leader_epoch)  # validates all, then writes
         end = info.last_offset + 1
         if not log.config.sync:
-            replicas.advance_high_watermark(replica, end)
+            replicas.on_leader_append(replica)
+            if acks == ACKS_ALL and log.high_watermark < end:
+                await replicas.hw_waiters.wait(tp, end, timeout_s, f"{tp.dir_name} @{end - 1}")
         else:
             durable = asyncio.ensure_future(_durable_then_visible(replica, end, replicas))
             durable.add_done_callback(_retrieve)
             if acks != 0:
                 await _wait(durable, replica, timeout_s)
+            if acks == ACKS_ALL and log.high_watermark < end:
+                await replicas.hw_waiters.wait(tp, end, timeout_s, f"{tp.dir_name} @{end - 1}")
     except YakError as exc:
         return ProduceResult(tp.topic, tp.partition, error=PartitionError.of(exc))
     except OSError as exc:
@@ -86,26 +86,10 @@ async def _append(
     return ProduceResult(tp.topic, tp.partition, info.first_offset, -1, info.log_start_offset)
 
 
-def _check_acks_all(state: PartitionState, min_insync: int, broker_id: int) -> None:
-    if len(state.isr) < min_insync:
-        raise NotEnoughReplicasError(
-            f"{state.topic}-{state.partition}: ISR {list(state.isr)} is smaller than "
-            f"min.insync.replicas {min_insync}",
-            isr=list(state.isr),
-            min_insync_replicas=min_insync,
-        )
-    if tuple(state.isr) != (broker_id,):
-        raise InvalidRequestError(
-            f"{state.topic}-{state.partition}: acks=all with followers in the ISR "
-            f"{list(state.isr)} needs replication, which brokers do not do yet; use acks=1",
-            isr=list(state.isr),
-        )
-
-
 async def _durable_then_visible(replica: Replica, end: int, replicas: ReplicaManager) -> None:
-    """flush.mode=sync: consumers see the batches once an fsync covers them."""
+    """flush.mode=sync: the leader's share of the high watermark counts once fsynced."""
     await replica.committer.wait_durable(end)
-    replicas.advance_high_watermark(replica, end)
+    replicas.on_leader_append(replica, end)
 
 
 async def _wait(durable: asyncio.Future[None], replica: Replica, timeout_s: float) -> None:

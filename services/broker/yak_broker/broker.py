@@ -11,7 +11,8 @@ Start (``Broker.start``, from the app's lifespan):
 5. register ``brokers/<id>`` — last, so the broker is announced only once it can serve.
 
 Stop (``Broker.stop``): wake every long-polling fetch, deregister (revoke the lease: the key
-goes at once), stop the reconcile loop and the cache, shut the log manager down cleanly
+goes at once), stop the reconcile loop, the ISR ticks and the replica fetchers (waiting acks=all
+producers get ``NOT_LEADER_OR_FOLLOWER``), the cache, shut the log manager down cleanly
 (flush, checkpoints, clean-shutdown marker, unlock), close the etcd connection. A failed start
 undoes what it did.
 """
@@ -28,13 +29,15 @@ from collections.abc import Callable
 from yak.metadata.cache import ClusterSnapshot, MetadataCache
 from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace, ParsedKey
-from yak.metadata.models import BrokerRegistration
+from yak.metadata.models import BrokerRegistration, PartitionState
 from yak.metadata.store import MetadataStore
 from yak_broker.fetch_waiter import FetchWaiters
+from yak_broker.isr_writer import alter_isr
 from yak_broker.meta_properties import check_meta_properties
 from yak_broker.registration import BrokerRegistrar
 from yak_broker.replica_manager import ReplicaManager
 from yak_broker.replica_plan import log_config_of
+from yak_broker.replication.messages import AlterIsr
 from yak_broker.settings import BrokerSettings
 from yak_broker.storage.log_config import LogConfig
 from yak_broker.storage.log_manager import LogManager, TopicPartition
@@ -64,11 +67,20 @@ class Broker:
             checkpoint_interval_ms=settings.checkpoint_interval_ms,
             retention_check_interval_ms=settings.retention_check_interval_ms,
         )
-        self.replicas = ReplicaManager(settings.broker_id, self.logs, self.snapshot, self.waiters)
+        self.replicas = ReplicaManager(
+            settings.broker_id,
+            self.logs,
+            self.snapshot,
+            self.waiters,
+            replica_lag_time_max_ms=settings.replica_lag_time_max_ms,
+            fetch_wait_max_ms=settings.replica_fetch_wait_max_ms,
+            fetch_backoff_ms=settings.replica_fetch_backoff_ms,
+        )
         self._store: MetadataStore | None = None
         self._cache: MetadataCache | None = None
         self._registrar: BrokerRegistrar | None = None
         self._reconcile: asyncio.Task[None] | None = None
+        self._ticks: asyncio.Task[None] | None = None
         self._logs_open = False
         self._started = False
 
@@ -94,12 +106,14 @@ class Broker:
                 self._store, self.keyspace, on_change=self._on_metadata_change
             )
             await self._cache.start()
+            self.replicas.alter_isr_writer = self._alter_isr
             self.logs.open()
             self._logs_open = True
             self.replicas.load_local()
             await self.replicas.apply(self.snapshot())
             await self.logs.start()
             self._reconcile = asyncio.create_task(self.replicas.run(), name="replica-reconcile")
+            self._ticks = asyncio.create_task(self.replicas.run_ticks(), name="isr-ticks")
             self._registrar = BrokerRegistrar(
                 self._store,
                 self.keyspace,
@@ -122,17 +136,34 @@ class Broker:
             incarnation=self.incarnation,
         )
 
+    async def _alter_isr(self, proposal: AlterIsr) -> PartitionState | None:
+        if self._store is None:
+            return None
+        return await alter_isr(
+            self._store,
+            self.keyspace,
+            topic=proposal.topic,
+            partition=proposal.partition,
+            leader_id=proposal.leader_id,
+            leader_epoch=proposal.leader_epoch,
+            expected_partition_epoch=proposal.expected_partition_epoch,
+            new_isr=proposal.new_isr,
+        )
+
     async def stop(self) -> None:
         """Stop everything that was started, in reverse order; safe to call twice."""
         self.waiters.notify_all()
+        self.replicas.replica_waiters.notify_all()
         registrar, self._registrar = self._registrar, None
         if registrar is not None:
             await registrar.deregister()
-        task, self._reconcile = self._reconcile, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        for task in (self._reconcile, self._ticks):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._reconcile = self._ticks = None
+        await self.replicas.stop()
         cache, self._cache = self._cache, None
         if cache is not None:
             await cache.stop()

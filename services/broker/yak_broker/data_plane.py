@@ -98,7 +98,7 @@ def data_plane_routes(broker: Broker) -> list[Route]:
         partitions: Sequence[FetchedPartition] = await delayed_fetch(
             fetch_request,
             lambda r: read_partitions(r, replicas),
-            broker.waiters,
+            replicas.replica_waiters if fetch_request.replica_id >= 0 else replicas.waiters,
             max_wait_limit_ms=settings.max_wait_ms_limit,
         )
         return Response(

@@ -6,8 +6,13 @@ at least one whole batch even if it is larger (so a consumer never gets stuck be
 batch). Partitions after the limit is reached come back empty, without error.
 
 Isolation: a consumer (``replica_id == -1``) reads below the high watermark; a follower
-(``replica_id >= 0``, for replication later) reads up to the log end offset. The last stable
-offset equals the high watermark (no transactions yet).
+(``replica_id >= 0``) reads up to the log end offset, and its fetch offset — its own log end
+offset — is first reported to the partition's ``LeaderPartition`` (follower progress, high
+watermark, ISR expansion). The last stable offset equals the high watermark (no transactions).
+
+Fencing: a partition asked with a ``current_leader_epoch`` other than the leader's is refused
+(``FENCED_LEADER_EPOCH`` if older, ``UNKNOWN_LEADER_EPOCH`` if newer). ``OFFSET_OUT_OF_RANGE``
+still carries the log start offset and high watermark, so a follower can reset.
 
 Each partition's failure (unknown, not leader, offset out of range) is reported in its own
 entry; the others are still read. Synchronous: one pass over the logs, no await.
@@ -15,7 +20,7 @@ entry; the others are still read. Synchronous: one pass over the logs, no await.
 
 from __future__ import annotations
 
-from yak.errors import YakError
+from yak.errors import OffsetOutOfRangeError, YakError
 from yak.protocol.broker_wire import FetchedPartition, FetchRequest, PartitionError
 from yak_broker.replica_manager import ReplicaManager
 from yak_broker.storage.log import FetchIsolation
@@ -34,9 +39,13 @@ def read_partitions(request: FetchRequest, replicas: ReplicaManager) -> list[Fet
     result: list[FetchedPartition] = []
     for wanted in request.partitions:
         tp = TopicPartition(wanted.topic, wanted.partition)
+        log = None
         try:
-            replica, _state = replicas.leader(tp)
+            replica, leader = replicas.leader_partition(tp)
+            leader.check_epoch(wanted.current_leader_epoch)
             log = replica.log
+            if follower:
+                replicas.on_follower_fetch(replica, request.replica_id, wanted.offset)
             records = _EMPTY
             hw, start = log.high_watermark, log.log_start_offset
             if remaining > 0:
@@ -47,6 +56,12 @@ def read_partitions(request: FetchRequest, replicas: ReplicaManager) -> list[Fet
                     records = data.records  # over the limit only as the response's first data
                     remaining -= len(records)
             result.append(FetchedPartition(tp.topic, tp.partition, hw, hw, start, records))
+        except OffsetOutOfRangeError as exc:
+            error = PartitionError.of(exc)
+            hw, start = (log.high_watermark, log.log_start_offset) if log else (-1, -1)
+            result.append(
+                FetchedPartition(tp.topic, tp.partition, hw, hw, start, _EMPTY, error=error)
+            )
         except YakError as exc:
             error = PartitionError.of(exc)
             result.append(FetchedPartition(tp.topic, tp.partition, error=error))

@@ -42,12 +42,20 @@ def run(
     lease_ttl_s: Annotated[
         int, typer.Option(envvar="YAK_LEASE_TTL_S", help="Registration lease TTL, seconds.")
     ] = 6,
+    replica_lag_time_max_ms: Annotated[
+        int,
+        typer.Option(
+            envvar="YAK_REPLICA_LAG_TIME_MAX_MS",
+            help="A follower not caught up for this long leaves the ISR.",
+        ),
+    ] = 30_000,
     log_level: Annotated[str, typer.Option(envvar="YAK_LOG_LEVEL")] = "info",
 ) -> None:
     """Serve the broker until SIGINT/SIGTERM."""
     logging.basicConfig(
         level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # followers fetch all the time
     settings = BrokerSettings(
         broker_id=broker_id,
         host=host,
@@ -57,6 +65,7 @@ def run(
         cluster_id=cluster_id,
         rack=rack or None,
         lease_ttl_s=lease_ttl_s,
+        replica_lag_time_max_ms=replica_lag_time_max_ms,
     )
     serve(create_app(settings), host=host, port=port, log_level=log_level)
 

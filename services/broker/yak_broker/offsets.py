@@ -1,4 +1,4 @@
-"""ListOffsets, DeleteRecords and the hosted-partition listing, over the leader's logs.
+"""ListOffsets, DeleteRecords, OffsetsForLeaderEpoch and the hosted-partition listing.
 
 ListOffsets answers from the leader, for consumers: ``LATEST`` (-1) is the high watermark,
 ``EARLIEST`` (-2) the log start offset, a timestamp (ms) the base offset of the first batch
@@ -6,6 +6,7 @@ whose max timestamp is >= it (batch granularity: the broker does not decode reco
 no batch below the high watermark qualifies. DeleteRecords moves the log start offset up to the
 given offset (-1: the high watermark); whole segments below it are deleted. Each partition
 answers on its own: an error (unknown, not leader, out of range) fails only that partition.
+OffsetsForLeaderEpoch is asked by followers (``LeaderPartition.answer_epoch_query``).
 """
 
 from __future__ import annotations
@@ -17,14 +18,16 @@ from yak.protocol.broker_models import (
     LATEST,
     DeleteRecordsPartition,
     DeleteRecordsResult,
+    EpochEndOffset,
     ErrorBody,
     HostedPartition,
+    OffsetForLeaderEpoch,
     OffsetResult,
 )
 from yak_broker.replica_manager import ReplicaManager
 from yak_broker.storage.log_manager import TopicPartition
 
-__all__ = ["delete_records", "hosted_partitions", "list_offsets"]
+__all__ = ["delete_records", "hosted_partitions", "list_offsets", "offsets_for_leader_epoch"]
 
 
 def list_offsets(
@@ -72,6 +75,27 @@ def delete_records(
         except YakError as exc:
             results.append(
                 DeleteRecordsResult(topic=tp.topic, partition=tp.partition, error=ErrorBody.of(exc))
+            )
+    return results
+
+
+def offsets_for_leader_epoch(
+    replicas: ReplicaManager, partitions: Sequence[OffsetForLeaderEpoch]
+) -> list[EpochEndOffset]:
+    results = []
+    for wanted in partitions:
+        tp = TopicPartition(wanted.topic, wanted.partition)
+        try:
+            _, leader = replicas.leader_partition(tp)
+            epoch, end = leader.answer_epoch_query(wanted.current_leader_epoch, wanted.leader_epoch)
+            results.append(
+                EpochEndOffset(
+                    topic=tp.topic, partition=tp.partition, leader_epoch=epoch, end_offset=end
+                )
+            )
+        except YakError as exc:
+            results.append(
+                EpochEndOffset(topic=tp.topic, partition=tp.partition, error=ErrorBody.of(exc))
             )
     return results
 

@@ -11,9 +11,22 @@ Leadership is read from the *current* snapshot on every request (``leader``), so
 epoch applies at once; the hosted replica must also carry the topic's current id, so a
 re-created topic is never served from the old folder even before ``apply`` wiped it.
 
-High watermark, until replication exists (a later issue): the leader is the only replica that
-receives data, so it sets the high watermark to its log end offset after every append and when
-it becomes leader; followers keep their logs untouched and fetch nothing.
+Roles (docs/replication.md). For each hosted replica the metadata names a role:
+
+- **leader** (``state.leader`` is this broker): a ``LeaderPartition`` machine, created when the
+  broker becomes leader of a new leader epoch (it stamps the epoch into the log's epoch cache)
+  and fed every later state of that epoch. It is told of each local append and each follower
+  fetch, and ticked every ``replica.lag.time.max.ms / 2``; its outputs are carried out here:
+  a moved high watermark wakes consumer fetches and acks=all producers (``hw_waiters``), an
+  ISR proposal is written to etcd by compare-and-swap (``isr_writer``);
+- **follower** (listed in ``replicas``, another broker leads): a ``FollowerPartition`` in the
+  fetch session with that leader (``ReplicaFetcherManager``), re-created on every new leader
+  epoch so that it first finds the divergence point and truncates;
+- **none** (no leader): the log is kept and nothing fetches.
+
+Losing leadership fails the partition's waiting acks=all producers with
+``NOT_LEADER_OR_FOLLOWER``; the batches may still commit under the new leader (or be
+truncated): the producer retries and idempotence dedupes.
 
 Single event loop: requests and ``apply`` interleave only at awaits.
 """
@@ -21,25 +34,39 @@ Single event loop: requests and ``apply`` interleave only at awaits.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
 from yak.errors import NotLeaderOrFollowerError, UnknownTopicOrPartitionError
 from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.keyspace import KeyKind, ParsedKey
-from yak.metadata.models import PartitionState
+from yak.metadata.models import NO_LEADER, PartitionState
+from yak_broker.delayed_produce import HighWatermarkWaiters
 from yak_broker.fetch_waiter import FetchWaiters
 from yak_broker.partition_metadata import read_topic_id, write_topic_id
+from yak_broker.replica_fetcher import ReplicaFetcherManager
 from yak_broker.replica_plan import DesiredReplica, plan_replicas
+from yak_broker.replication.follower_partition import FollowerPartition
+from yak_broker.replication.leader_partition import LeaderPartition
+from yak_broker.replication.messages import AlterIsr, HighWatermarkAdvanced, LeaderOutput
 from yak_broker.storage.group_commit import GroupCommitter
 from yak_broker.storage.log import Log
 from yak_broker.storage.log_manager import LogManager, TopicPartition
 
-__all__ = ["Replica", "ReplicaManager"]
+__all__ = ["AlterIsrWriter", "Replica", "ReplicaManager"]
 
 _log = logging.getLogger(__name__)
+
+#: Writes an ISR proposal to the metadata store; the committed state, or None if it lost.
+AlterIsrWriter = Callable[[AlterIsr], Awaitable[PartitionState | None]]
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 @dataclass(slots=True)
@@ -51,6 +78,8 @@ class Replica:
     committer: GroupCommitter
     state: PartitionState
     min_insync_replicas: int = 1
+    leader: LeaderPartition | None = None
+    follower: FollowerPartition | None = None
 
     @property
     def log(self) -> Log:
@@ -66,14 +95,36 @@ class ReplicaManager:
         logs: LogManager,
         snapshot: Callable[[], ClusterSnapshot],
         waiters: FetchWaiters[TopicPartition],
+        *,
+        replica_lag_time_max_ms: int = 30_000,
+        fetch_wait_max_ms: int = 500,
+        fetch_backoff_ms: int = 1_000,
+        now_ms: Callable[[], int] = _now_ms,
     ) -> None:
         self.broker_id = broker_id
         self._logs = logs
         self._snapshot = snapshot
+        #: Consumer fetches, woken when a high watermark moves.
         self.waiters = waiters
+        #: Follower fetches, woken by every append on a partition led here.
+        self.replica_waiters: FetchWaiters[TopicPartition] = FetchWaiters()
+        #: acks=all produces, completed when the high watermark passes them.
+        self.hw_waiters: HighWatermarkWaiters[TopicPartition] = HighWatermarkWaiters()
+        self.now_ms = now_ms
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self.fetchers = ReplicaFetcherManager(
+            broker_id,
+            snapshot,
+            now_ms,
+            max_wait_ms=fetch_wait_max_ms,
+            backoff_ms=fetch_backoff_ms,
+            on_progress=self._on_follower_progress,
+        )
+        self.alter_isr_writer: AlterIsrWriter | None = None
         self._replicas: dict[TopicPartition, Replica] = {}
         self._local_ids: dict[TopicPartition, str | None] = {}
         self._changed = asyncio.Event()
+        self._proposals: set[asyncio.Task[None]] = set()
 
     @property
     def replicas(self) -> Mapping[TopicPartition, Replica]:
@@ -107,16 +158,83 @@ class ReplicaManager:
             raise _not_leader(tp, state, snapshot, "is not ready on this broker yet")
         return replica, state
 
-    def advance_high_watermark(self, replica: Replica, offset: int) -> None:
-        """Make offsets below ``offset`` visible to consumers and wake their fetches.
+    def leader_partition(self, tp: TopicPartition) -> tuple[Replica, LeaderPartition]:
+        """Like ``leader``, with the partition's leader state machine."""
+        replica, state = self.leader(tp)
+        machine = replica.leader
+        if machine is None or machine.leader_epoch != state.leader_epoch:
+            raise _not_leader(tp, state, self._snapshot(), "is not ready on this broker yet")
+        return replica, machine
 
-        The sole replica's appends are committed at once (or at their fsync, in sync mode);
-        the high watermark never moves back nor past the log end offset.
+    def on_leader_append(self, replica: Replica, local_end: int | None = None) -> None:
+        """A local append on a partition led here: wake followers, maybe move the HW.
+
+        ``local_end``: in ``flush.mode=sync``, the end of the fsynced part of the log.
         """
-        log = replica.log
-        if offset > log.high_watermark:
-            log.update_high_watermark(offset)
-            self.waiters.notify(replica.tp)
+        self.replica_waiters.notify(replica.tp)
+        if replica.leader is not None:
+            self._carry_out(replica, replica.leader.on_append(self.now_ms(), local_end))
+
+    def on_follower_fetch(self, replica: Replica, replica_id: int, fetch_offset: int) -> None:
+        """A follower asks from ``fetch_offset`` (its log end offset): record its progress."""
+        if replica.leader is not None:
+            outputs = replica.leader.on_follower_fetch(replica_id, fetch_offset, self.now_ms())
+            self._carry_out(replica, outputs)
+
+    def _on_follower_progress(self, tp: TopicPartition) -> None:
+        """The fetch session applied an answer for ``tp`` (nothing to carry out: followers
+        serve no consumers)."""
+
+    def _carry_out(self, replica: Replica, outputs: Iterable[LeaderOutput]) -> None:
+        for output in outputs:
+            if isinstance(output, HighWatermarkAdvanced):
+                self.waiters.notify(replica.tp)
+                self.hw_waiters.advance(replica.tp, output.high_watermark)
+            elif isinstance(output, AlterIsr):
+                self._propose(replica, output)
+
+    def _propose(self, replica: Replica, proposal: AlterIsr) -> None:
+        writer = self.alter_isr_writer
+        machine = replica.leader
+        if writer is None or machine is None:
+            return
+
+        async def write() -> None:
+            try:
+                committed = await writer(proposal)
+            except Exception:
+                _log.exception("ISR change of %s failed", replica.tp.dir_name)
+                committed = None
+            if replica.leader is not machine:
+                return  # leadership changed meanwhile: the new state says everything
+            if committed is None:
+                machine.on_proposal_failed()
+            else:
+                replica.state = committed
+                self._carry_out(replica, machine.on_state(committed, self.now_ms()))
+
+        task = asyncio.create_task(write(), name=f"alter-isr-{replica.tp.dir_name}")
+        self._proposals.add(task)
+        task.add_done_callback(self._proposals.discard)
+
+    async def run_ticks(self) -> None:
+        """Tick every leader machine (ISR shrink by lag) twice per lag window, until cancelled."""
+        interval_s = max(self.replica_lag_time_max_ms / 2000, 0.05)
+        while True:
+            await asyncio.sleep(interval_s)  # a timer by nature: the lag is measured in time
+            now = self.now_ms()
+            for replica in list(self._replicas.values()):
+                if replica.leader is not None:
+                    self._carry_out(replica, replica.leader.tick(now))
+
+    async def stop(self) -> None:
+        """Stop fetching and fail the waiting acks=all producers (the broker is stopping)."""
+        self.hw_waiters.fail_all(NotLeaderOrFollowerError("the broker is shutting down"))
+        await self.fetchers.stop()
+        for task in list(self._proposals):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     # --- metadata --------------------------------------------------------------------------
 
@@ -140,17 +258,24 @@ class ReplicaManager:
         plan = plan_replicas(snapshot, self.broker_id, self._local_ids)
         for tp, reason in plan.delete:
             _log.info("deleting the local log of %s: %s", tp.dir_name, reason)
-            self._replicas.pop(tp, None)
+            self._drop(tp)
             self._local_ids.pop(tp, None)
             await self._logs.delete(tp)
-            self.waiters.notify(tp)
         wanted = set()
         for desired in plan.host:
             wanted.add(desired.tp)
             self._host(desired)
         for tp in set(self._replicas) - wanted:  # e.g. the partition key vanished: stop serving
-            del self._replicas[tp]
-            self.waiters.notify(tp)
+            self._drop(tp)
+        self.fetchers.metadata_changed()
+
+    def _drop(self, tp: TopicPartition) -> None:
+        replica = self._replicas.pop(tp, None)
+        if replica is not None:
+            self._retire_leader(replica)
+            self._retire_follower(replica)
+        self.waiters.notify(tp)
+        self.replica_waiters.notify(tp)
 
     def _host(self, desired: DesiredReplica) -> None:
         tp = desired.tp
@@ -169,17 +294,83 @@ class ReplicaManager:
             )
             self._replicas[tp] = replica
         previous = replica.state
-        replica.state = desired.state
+        state = desired.state
+        replica.state = state
         replica.min_insync_replicas = desired.min_insync_replicas
-        if desired.state.leader == self.broker_id:
-            # The sole replica: whatever it holds is committed (it survived a restart, or was
-            # acknowledged while it led before).
-            self.advance_high_watermark(replica, replica.log.log_end_offset)
-        if (previous.leader, previous.leader_epoch) != (
-            desired.state.leader,
-            desired.state.leader_epoch,
-        ):
+        if state.leader == self.broker_id:
+            self._retire_follower(replica)
+            self._lead(replica, state)
+        else:
+            self._retire_leader(replica)
+            self._follow(replica, state)
+        if (previous.leader, previous.leader_epoch) != (state.leader, state.leader_epoch):
             self.waiters.notify(tp)  # waiting fetches re-check leadership
+            self.replica_waiters.notify(tp)
+
+    def _lead(self, replica: Replica, state: PartitionState) -> None:
+        machine = replica.leader
+        if machine is not None and machine.leader_epoch == state.leader_epoch:
+            self._carry_out(replica, machine.on_state(state, self.now_ms()))
+            return
+        self._retire_leader(replica)
+        _log.info(
+            "leading %s in epoch %d (ISR %s, log end %d)",
+            replica.tp.dir_name,
+            state.leader_epoch,
+            list(state.isr),
+            replica.log.log_end_offset,
+        )
+        machine = LeaderPartition(
+            self.broker_id,
+            state,
+            replica.log,
+            now_ms=self.now_ms(),
+            replica_lag_time_max_ms=self.replica_lag_time_max_ms,
+        )
+        replica.leader = machine
+        self._carry_out(replica, machine.on_state(state, self.now_ms()))
+
+    def _retire_leader(self, replica: Replica) -> None:
+        if replica.leader is None:
+            return
+        replica.leader = None
+        self.hw_waiters.fail(
+            replica.tp,
+            NotLeaderOrFollowerError(
+                f"broker {self.broker_id} no longer leads {replica.tp.dir_name}; the batch may "
+                "or may not be committed by the new leader: retry (idempotence dedupes)",
+                topic=replica.tp.topic,
+                partition=replica.tp.partition,
+            ),
+        )
+
+    def _follow(self, replica: Replica, state: PartitionState) -> None:
+        machine = replica.follower
+        if state.leader == NO_LEADER:
+            self._retire_follower(replica)
+            return
+        if (
+            machine is not None
+            and machine.leader_id == state.leader
+            and machine.leader_epoch == state.leader_epoch
+        ):
+            return
+        self._retire_follower(replica)
+        _log.info(
+            "following %s from broker %d in epoch %d (log end %d)",
+            replica.tp.dir_name,
+            state.leader,
+            state.leader_epoch,
+            replica.log.log_end_offset,
+        )
+        machine = FollowerPartition(self.broker_id, state, replica.log)
+        replica.follower = machine
+        self.fetchers.follow(replica.tp, state.leader, machine)
+
+    def _retire_follower(self, replica: Replica) -> None:
+        if replica.follower is not None:
+            replica.follower = None
+            self.fetchers.unfollow(replica.tp)
 
 
 def _not_leader(

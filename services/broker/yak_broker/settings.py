@@ -19,6 +19,10 @@ registration_timeout_s      —                      lease TTL + 5: how long to 
                                                    older registration of this id to expire
 max_request_bytes           —                      64 MiB (larger produce bodies get 413)
 max_wait_ms_limit           —                      30000 (a fetch's max wait is capped here)
+replica_lag_time_max_ms     YAK_REPLICA_LAG_       30000: a follower not caught up for this
+                            TIME_MAX_MS            long leaves the ISR (Kafka's default)
+replica_fetch_wait_max_ms   —                      500: a follower's long-poll max wait
+replica_fetch_backoff_ms    —                      1000: pause after a failed follower fetch
 ==========================  =====================  ==========================================
 """
 
@@ -50,6 +54,9 @@ class BrokerSettings:
     flush_check_interval_ms: int = 1_000
     checkpoint_interval_ms: int = 60_000
     retention_check_interval_ms: int = 300_000
+    replica_lag_time_max_ms: int = 30_000
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_backoff_ms: int = 1_000
 
     def __post_init__(self) -> None:
         if self.broker_id < 0:
@@ -85,4 +92,5 @@ _ENV: tuple[tuple[str, str, type], ...] = (
     ("cluster_id", "YAK_CLUSTER_ID", str),
     ("rack", "YAK_RACK", str),
     ("lease_ttl_s", "YAK_LEASE_TTL_S", int),
+    ("replica_lag_time_max_ms", "YAK_REPLICA_LAG_TIME_MAX_MS", int),
 )

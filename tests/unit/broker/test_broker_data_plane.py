@@ -8,7 +8,6 @@ import pytest
 
 from tests.unit.broker.broker_harness import BrokerHarness
 from yak.errors import (
-    InvalidRequestError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
@@ -176,12 +175,50 @@ async def test_acks_zero_gets_204_and_appends(broker: BrokerHarness) -> None:
 async def test_acks_all(broker: BrokerHarness) -> None:
     await broker.create_topic("solo")
     assert (await broker.client.produce_one("solo", 0, batch(b"1"), acks=-1)).base_offset == 0
-    await broker.create_topic("pair", replicas=(0, 1))
-    with pytest.raises(InvalidRequestError, match="needs replication"):
-        await broker.client.produce_one("pair", 0, batch(b"2"), acks=-1)
     await broker.create_topic("strict", configs={"min.insync.replicas": "2"})
     with pytest.raises(NotEnoughReplicasError):
         await broker.client.produce_one("strict", 0, batch(b"3"), acks=-1)
+
+
+async def test_acks_all_waits_for_the_follower_and_the_high_watermark(
+    broker: BrokerHarness,
+) -> None:
+    """A follower in the ISR: nothing is visible or acknowledged until it fetched past it."""
+    await broker.create_topic("pair", replicas=(0, 1))
+    (result,) = await broker.client.produce(
+        [ProducePartition("pair", 0, batch(b"a", b"b"))], acks=-1, timeout_ms=200
+    )
+    assert result.error is not None
+    assert result.error.code == "REQUEST_TIMED_OUT"
+    consumer = await broker.client.fetch_one("pair", 0, 0, max_wait_ms=0)
+    assert (consumer.high_watermark, len(consumer.records)) == (0, 0)
+
+    waiting = asyncio.create_task(broker.client.produce_one("pair", 0, batch(b"c"), acks=-1))
+    log = broker.broker.replicas.replicas[TopicPartition("pair", 0)].log
+    for _ in range(500):  # until the request got through the in-process transport
+        if log.log_end_offset == 3:
+            break
+        await asyncio.sleep(0.01)
+    follower = FetchRequest((FetchPartition("pair", 0, 0, current_leader_epoch=0),), replica_id=1)
+    (copied,) = await broker.client.fetch(follower)  # the follower reads up to the log end
+    assert [r.value for r in iter_records(copied.records)] == [b"a", b"b", b"c"]
+    assert not waiting.done()
+    caught_up = FetchRequest(
+        (FetchPartition("pair", 0, 3, current_leader_epoch=0),), replica_id=1, max_wait_ms=0
+    )
+    (answer,) = await broker.client.fetch(caught_up)  # its next fetch says it holds 0..2
+    assert (await asyncio.wait_for(waiting, 5)).base_offset == 2
+    assert answer.high_watermark in (0, 3)  # read before or after the leader moved it
+    consumer = await broker.client.fetch_one("pair", 0, 0, max_wait_ms=0)
+    assert consumer.high_watermark == 3
+    assert [r.value for r in iter_records(consumer.records)] == [b"a", b"b", b"c"]
+
+    unchecked = FetchRequest((FetchPartition("pair", 0, 3),), max_wait_ms=0)
+    assert (await broker.client.fetch(unchecked))[0].error is None
+    newer = FetchRequest((FetchPartition("pair", 0, 3, current_leader_epoch=5),), max_wait_ms=0)
+    (refused,) = await broker.client.fetch(newer)
+    assert refused.error is not None
+    assert refused.error.code == "UNKNOWN_LEADER_EPOCH"
 
 
 async def test_sync_flush_mode_acknowledges_after_fsync(broker: BrokerHarness) -> None:

@@ -132,6 +132,23 @@ class Log:
         self._high_watermark = min(max(offset, self._log_start_offset), self.log_end_offset)
         return self._high_watermark
 
+    # --- leader epochs (replication) --------------------------------------------------------
+
+    @property
+    def latest_epoch(self) -> int | None:
+        """The newest leader epoch in the epoch cache (None: the log knows no epoch)."""
+        return self.leader_epochs.latest_epoch
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetsForLeaderEpoch over this log (KIP-279; ``LeaderEpochCache.end_offset_for``)."""
+        return self.leader_epochs.end_offset_for(epoch, self.log_end_offset)
+
+    def assign_epoch(self, epoch: int, start_offset: int) -> None:
+        """A new leader stamps its epoch at its log end before any append (Kafka's
+        ``becomeLeader``), so the epoch's start is known even if nothing is appended in it."""
+        self.leader_epochs.assign(epoch, start_offset)
+        self._current_epoch = self.leader_epochs.latest_epoch
+
     def update_config(self, config: LogConfig) -> None:
         self.config = config
         self._jitter_ms = _jitter(config)

@@ -1,0 +1,157 @@
+"""``FollowerPartition``: one partition on a follower of one leader epoch.
+
+States::
+
+    TRUNCATING --epoch answer (complete)--> FETCHING
+    FETCHING --OFFSET_OUT_OF_RANGE (our LEO above the leader's start)--> TRUNCATING
+    any --FENCED_LEADER_EPOCH--> FENCED (until the broker creates a machine for the new epoch)
+
+- ``TRUNCATING`` asks the leader where our latest epoch ends (``EpochQuery``) and truncates to
+  the divergence point, as Kafka's fetcher does since KIP-279: the leader answers with the
+  largest epoch it knows up to ours and where it ends; if we know that epoch too we truncate to
+  the smaller of both ends (done); if we don't, we truncate to the end of our largest epoch
+  below it and ask again; if we know no epoch at all, we truncate to the leader's answer.
+  An undefined answer (the leader knows no such epoch) falls back to our high watermark
+  (KIP-101's behaviour before epochs).
+- ``FETCHING`` asks for batches from our LEO (``FetchPosition``) and appends what comes with the
+  leader's offsets and epochs (``append_as_follower``), then sets our high watermark to
+  ``min(leader's HW, our LEO)``.
+
+The broker creates a new machine on every new leader or leader epoch, so a follower always
+truncates before fetching from a leader it did not fetch from in this epoch: no divergent
+history survives a failover. A crash is harmless: the next machine starts in ``TRUNCATING``.
+Retriable errors (``NOT_LEADER_OR_FOLLOWER`` while the leader's metadata lags,
+``UNKNOWN_LEADER_EPOCH``, network errors) leave the state as is; the driver backs off.
+Not thread-safe; one event loop drives it.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+
+from yak.errors import CorruptRecordError, InvalidRecordError
+from yak.metadata.models import PartitionState
+from yak_broker.replication.messages import (
+    FENCED_LEADER_EPOCH,
+    OFFSET_OUT_OF_RANGE,
+    UNDEFINED_EPOCH,
+    EpochAnswer,
+    EpochQuery,
+    FetchAnswer,
+    FetchPosition,
+)
+from yak_broker.replication.replica_log import ReplicaLog
+
+__all__ = ["FollowerPartition", "FollowerStatus"]
+
+_log = logging.getLogger(__name__)
+
+
+class FollowerStatus(enum.Enum):
+    TRUNCATING = "truncating"
+    FETCHING = "fetching"
+    FENCED = "fenced"
+
+
+class FollowerPartition:
+    """See the module doc."""
+
+    def __init__(self, broker_id: int, state: PartitionState, log: ReplicaLog) -> None:
+        if state.leader == broker_id:
+            raise ValueError(f"broker {broker_id} leads {state.topic}-{state.partition}")
+        self.broker_id = broker_id
+        self.topic = state.topic
+        self.partition = state.partition
+        self.leader_id = state.leader
+        self.leader_epoch = state.leader_epoch
+        self.log = log
+        self.status = FollowerStatus.TRUNCATING
+        #: Last error applied (for operators and tests); None after a success.
+        self.last_error: str | None = None
+
+    def next_request(self) -> EpochQuery | FetchPosition | None:
+        """What to ask the leader next (None: nothing until new metadata)."""
+        if self.status is FollowerStatus.TRUNCATING:
+            latest = self.log.latest_epoch
+            return EpochQuery(
+                self.topic,
+                self.partition,
+                self.leader_epoch,
+                UNDEFINED_EPOCH if latest is None else latest,
+            )
+        if self.status is FollowerStatus.FETCHING:
+            return FetchPosition(
+                self.topic, self.partition, self.log.log_end_offset, self.leader_epoch
+            )
+        return None
+
+    def on_epoch_answer(self, answer: EpochAnswer) -> None:
+        """Truncate to the divergence point (see the module doc)."""
+        if self.status is not FollowerStatus.TRUNCATING or self._failed(answer.error):
+            return
+        log = self.log
+        leo = log.log_end_offset
+        complete = True
+        if answer.leader_epoch == UNDEFINED_EPOCH or answer.end_offset < 0:
+            # The leader knows no epoch up to ours (or we know none): KIP-101's fallback.
+            target = min(log.high_watermark, leo)
+        else:
+            ours_epoch, ours_end = log.end_offset_for_epoch(answer.leader_epoch)
+            if ours_epoch == UNDEFINED_EPOCH:
+                target = min(answer.end_offset, leo)
+            elif ours_epoch != answer.leader_epoch:
+                target, complete = min(ours_end, leo), False
+            else:
+                target = min(ours_end, answer.end_offset, leo)
+        if target < leo:
+            _log.info(
+                "%s-%d: truncating from %d to %d (leader %d answered epoch %d ends at %d)",
+                self.topic,
+                self.partition,
+                leo,
+                target,
+                self.leader_id,
+                answer.leader_epoch,
+                answer.end_offset,
+            )
+            log.truncate_to(target)
+        if complete or log.latest_epoch is None:
+            self.status = FollowerStatus.FETCHING
+
+    def on_fetch_answer(self, position: FetchPosition, answer: FetchAnswer) -> int:
+        """Apply the leader's answer to ``position``; the number of record bytes appended."""
+        if self.status is not FollowerStatus.FETCHING:
+            return 0
+        log = self.log
+        if position.fetch_offset != log.log_end_offset:
+            return 0  # our log moved since the request (a truncation): ask again
+        if answer.error == OFFSET_OUT_OF_RANGE:
+            self.last_error = answer.error
+            if 0 <= log.log_end_offset < answer.log_start_offset:
+                log.truncate_fully_and_start_at(answer.log_start_offset)
+            else:
+                self.status = FollowerStatus.TRUNCATING
+            return 0
+        if self._failed(answer.error):
+            return 0
+        size = len(memoryview(answer.records))
+        if size:
+            try:
+                log.append_as_follower(answer.records)
+            except (CorruptRecordError, InvalidRecordError) as exc:
+                self.last_error = exc.code
+                _log.warning("%s-%d: refused a fetched batch: %s", self.topic, self.partition, exc)
+                return 0
+        high_watermark = min(answer.high_watermark, log.log_end_offset)
+        if high_watermark > log.high_watermark:
+            log.update_high_watermark(high_watermark)
+        return size
+
+    def _failed(self, error: str | None) -> bool:
+        self.last_error = error
+        if error is None:
+            return False
+        if error == FENCED_LEADER_EPOCH:
+            self.status = FollowerStatus.FENCED
+        return True

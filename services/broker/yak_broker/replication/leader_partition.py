@@ -1,0 +1,234 @@
+"""``LeaderPartition``: one partition on its leader — follower progress, ISR, high watermark.
+
+State: the ``PartitionState`` of the leader epoch this machine was created for, and per
+follower its log end offset (LEO; -1 = unknown until it fetches in this epoch), the last time it
+was caught up, and the leader's LEO and the time at its previous fetch.
+
+Rules (Kafka's ``Partition``/``Replica``):
+
+- **Caught up**: a fetch at or past the leader's LEO makes the follower caught up *now*; a fetch
+  at or past the leader's LEO *at its previous fetch* makes it caught up as of that previous
+  fetch. A fetch beyond the leader's LEO (a follower that has not truncated) counts for
+  nothing.
+- **High watermark** = min LEO over the ISR, with the ISR taken as the union of the committed
+  ISR and an in-flight proposal (KIP-497's maximal ISR: a follower being added already counts,
+  one being removed still counts). It never goes back and never passes the leader's LEO.
+- **ISR shrink**: ``tick`` proposes removing every follower not caught up for longer than
+  ``replica.lag.time.max.ms``. **Expand**: a follower outside the ISR whose LEO reached the
+  high watermark and the start of the current leader epoch is proposed for addition.
+- One proposal in flight at a time; it ends when a state with a higher partition epoch arrives
+  (``on_state``) or the compare-and-swap fails (``on_proposal_failed``).
+- Fencing: requests carrying another ``current_leader_epoch`` are refused (older:
+  ``FENCED_LEADER_EPOCH``, newer: ``UNKNOWN_LEADER_EPOCH``; -1 is not checked).
+
+Creating the machine is Kafka's ``becomeLeader``: the leader epoch is stamped into the log's
+epoch cache at the LEO, so followers asking about the previous epoch learn where it ended.
+A crash loses nothing here: all of it is rebuilt from the log and the next state.
+Not thread-safe; one event loop drives it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from yak.errors import FencedLeaderEpochError, NotEnoughReplicasError, UnknownLeaderEpochError
+from yak.metadata.models import PartitionState
+from yak_broker.replication.messages import AlterIsr, HighWatermarkAdvanced, LeaderOutput
+from yak_broker.replication.replica_log import ReplicaLog
+
+__all__ = ["FollowerProgress", "LeaderPartition"]
+
+
+@dataclass(slots=True)
+class FollowerProgress:
+    """What the leader knows of one follower in this leader epoch."""
+
+    log_end_offset: int = -1
+    last_caught_up_ms: int = 0
+    last_fetch_leader_leo: int = -1
+    last_fetch_ms: int = -1
+
+
+class LeaderPartition:
+    """See the module doc."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        state: PartitionState,
+        log: ReplicaLog,
+        *,
+        now_ms: int,
+        replica_lag_time_max_ms: int,
+    ) -> None:
+        if state.leader != broker_id:
+            raise ValueError(f"broker {broker_id} does not lead {state.topic}-{state.partition}")
+        self.broker_id = broker_id
+        self.topic = state.topic
+        self.partition = state.partition
+        self.leader_epoch = state.leader_epoch
+        self.state = state
+        self._log = log
+        self._lag_max_ms = replica_lag_time_max_ms
+        latest = log.latest_epoch
+        if latest is None or latest < state.leader_epoch:
+            log.assign_epoch(state.leader_epoch, log.log_end_offset)
+        #: Where this leader epoch starts: a follower must reach it to join the ISR.
+        self.epoch_start_offset = log.log_end_offset
+        self.followers: dict[int, FollowerProgress] = {}
+        self._add_followers(state, now_ms)
+        self.pending: AlterIsr | None = None
+        #: How far the leader's own copy counts for the high watermark (see ``on_append``).
+        self._local_end = log.log_end_offset
+
+    # --- reads ---------------------------------------------------------------------------
+
+    @property
+    def high_watermark(self) -> int:
+        return self._log.high_watermark
+
+    @property
+    def isr(self) -> tuple[int, ...]:
+        return self.state.isr
+
+    def maximal_isr(self) -> set[int]:
+        isr = set(self.state.isr)
+        if self.pending is not None:
+            isr |= set(self.pending.new_isr)
+        return isr
+
+    def check_epoch(self, current_leader_epoch: int) -> None:
+        """Refuse a request made for another leader epoch (-1: unchecked)."""
+        if current_leader_epoch == -1 or current_leader_epoch == self.leader_epoch:
+            return
+        where = f"{self.topic}-{self.partition}"
+        if current_leader_epoch < self.leader_epoch:
+            raise FencedLeaderEpochError(
+                f"{where}: leader epoch {current_leader_epoch} is older than {self.leader_epoch}",
+                leader_epoch=self.leader_epoch,
+            )
+        raise UnknownLeaderEpochError(
+            f"{where}: leader epoch {current_leader_epoch} is newer than {self.leader_epoch}",
+            leader_epoch=self.leader_epoch,
+        )
+
+    def check_acks_all(self, min_insync_replicas: int) -> None:
+        """acks=all is refused before any write when the ISR is below ``min.insync.replicas``."""
+        if len(self.state.isr) < min_insync_replicas:
+            raise NotEnoughReplicasError(
+                f"{self.topic}-{self.partition}: ISR {list(self.state.isr)} is smaller than "
+                f"min.insync.replicas {min_insync_replicas}",
+                isr=list(self.state.isr),
+                min_insync_replicas=min_insync_replicas,
+            )
+
+    def answer_epoch_query(self, current_leader_epoch: int, leader_epoch: int) -> tuple[int, int]:
+        """OffsetsForLeaderEpoch: ``(epoch, end_offset)`` of ``leader_epoch`` here (KIP-279)."""
+        self.check_epoch(current_leader_epoch)
+        return self._log.end_offset_for_epoch(leader_epoch)
+
+    # --- inputs --------------------------------------------------------------------------
+
+    def on_append(self, now_ms: int, local_end: int | None = None) -> list[LeaderOutput]:
+        """The leader appended: the high watermark may move (an ISR of one).
+
+        ``local_end``: how far the leader's own copy counts — its LEO by default; in
+        ``flush.mode=sync`` the end of what an fsync covers.
+        """
+        del now_ms  # the caught-up clock is driven by fetches only
+        if local_end is None:
+            self._local_end = self._log.log_end_offset
+        else:  # fsyncs complete in offset order, but their callbacks may not
+            self._local_end = max(self._local_end, local_end)
+        return self._advance_high_watermark()
+
+    def on_follower_fetch(
+        self, replica_id: int, fetch_offset: int, now_ms: int
+    ) -> list[LeaderOutput]:
+        """A follower fetches from ``fetch_offset``, its LEO (before the leader reads)."""
+        progress = self.followers.get(replica_id)
+        leader_leo = self._log.log_end_offset
+        if progress is None or fetch_offset > leader_leo:
+            return []
+        if fetch_offset >= leader_leo:
+            progress.last_caught_up_ms = max(progress.last_caught_up_ms, now_ms)
+        elif fetch_offset >= progress.last_fetch_leader_leo >= 0:
+            progress.last_caught_up_ms = max(progress.last_caught_up_ms, progress.last_fetch_ms)
+        progress.last_fetch_leader_leo = leader_leo
+        progress.last_fetch_ms = now_ms
+        progress.log_end_offset = fetch_offset
+        outputs = self._maybe_expand(replica_id)
+        outputs += self._advance_high_watermark()
+        return outputs
+
+    def tick(self, now_ms: int) -> list[LeaderOutput]:
+        """Propose dropping the followers that lag longer than ``replica.lag.time.max.ms``."""
+        if self.pending is not None:
+            return []
+        lagging = [
+            replica
+            for replica in self.state.isr
+            if replica != self.broker_id
+            and now_ms - self.followers[replica].last_caught_up_ms > self._lag_max_ms
+        ]
+        if not lagging:
+            return []
+        return self._propose(tuple(r for r in self.state.isr if r not in lagging))
+
+    def on_state(self, state: PartitionState, now_ms: int) -> list[LeaderOutput]:
+        """New metadata for this partition; returns [] once the machine is retired."""
+        if state.leader != self.broker_id or state.leader_epoch != self.leader_epoch:
+            return []
+        if state.partition_epoch < self.state.partition_epoch:
+            return []  # an older state delivered late
+        self.state = state
+        pending = self.pending
+        if pending is not None and state.partition_epoch > pending.expected_partition_epoch:
+            self.pending = None
+        self._add_followers(state, now_ms)
+        return self._advance_high_watermark()
+
+    def on_proposal_failed(self) -> None:
+        """The compare-and-swap lost (the controller changed the partition): wait for its state."""
+        self.pending = None
+
+    # --- internals -----------------------------------------------------------------------
+
+    def _add_followers(self, state: PartitionState, now_ms: int) -> None:
+        for replica in state.replicas:
+            if replica != self.broker_id and replica not in self.followers:
+                # As Kafka: an ISR member gets the full lag window to show up.
+                self.followers[replica] = FollowerProgress(last_caught_up_ms=now_ms)
+        for replica in list(self.followers):
+            if replica not in state.replicas:
+                del self.followers[replica]
+
+    def _maybe_expand(self, replica_id: int) -> list[LeaderOutput]:
+        if self.pending is not None or replica_id in self.state.isr:
+            return []
+        leo = self.followers[replica_id].log_end_offset
+        if leo < self._log.high_watermark or leo < self.epoch_start_offset:
+            return []
+        return self._propose((*self.state.isr, replica_id))
+
+    def _propose(self, new_isr: tuple[int, ...]) -> list[LeaderOutput]:
+        self.pending = AlterIsr(
+            self.topic,
+            self.partition,
+            self.broker_id,
+            self.leader_epoch,
+            self.state.partition_epoch,
+            new_isr,
+        )
+        return [self.pending]
+
+    def _advance_high_watermark(self) -> list[LeaderOutput]:
+        new_hw = min(self._local_end, self._log.log_end_offset)
+        for replica in self.maximal_isr():
+            if replica != self.broker_id:
+                progress = self.followers.get(replica)
+                new_hw = min(new_hw, progress.log_end_offset if progress else -1)
+        if new_hw <= self._log.high_watermark:
+            return []
+        self._log.update_high_watermark(new_hw)
+        return [HighWatermarkAdvanced(self._log.high_watermark)]
