@@ -1,0 +1,280 @@
+"""A real cluster for fault tests and benchmarks: etcd, one coordinator, N brokers as processes.
+
+Unlike ``yak up`` it exposes what fault drills need: each broker's pid, kill -9, SIGSTOP and
+SIGCONT, and a restart on the same data folder, id and port; brokers and the coordinator run
+with a short lease (``lease_ttl_s``, default 2 s, etcd's practical minimum) so failures are
+noticed fast. ``IdempotentProducer`` writes one partition with acks=all, a producer id and
+sequence numbers, and retries the *same* batch after any retriable error (a new leader, a
+timeout, a dropped connection) — the broker's idempotence must turn those retries into
+exactly-once appends. Used by ``tests/integration/test_replication_faults.py`` and
+``loadtest/bench_replication.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from yak.api.admin import TopicDescription
+from yak.clients.admin import AdminClient
+from yak.clients.broker import BrokerClient
+from yak.errors import YakError
+from yak.etcd_server import EmbeddedEtcd, free_ports
+from yak.record import RecordInput, encode_batch, iter_records
+from yak.supervisor import ManagedProcess, ProcessSpec, Supervisor
+
+__all__ = ["Ack", "IdempotentProducer", "LocalCluster", "local_cluster", "read_partition"]
+
+HOST = "127.0.0.1"
+
+
+@dataclass
+class LocalCluster:
+    folder: Path
+    etcd: EmbeddedEtcd
+    cluster_id: str
+    lease_ttl_s: int
+    replica_lag_time_max_ms: int
+    supervisor: Supervisor = field(default_factory=Supervisor)
+    broker_ports: dict[int, int] = field(default_factory=dict)
+    brokers: dict[int, ManagedProcess] = field(default_factory=dict)
+    coordinator_url: str = ""
+
+    def broker_url(self, broker_id: int) -> str:
+        return f"http://{HOST}:{self.broker_ports[broker_id]}"
+
+    def start_coordinator(self) -> None:
+        (port,) = free_ports(1)
+        self.coordinator_url = f"http://{HOST}:{port}"
+        argv = (
+            _script("yak-coordinator"),
+            *("--host", HOST, "--port", str(port), "--etcd", self.etcd.endpoint),
+            *("--cluster-id", self.cluster_id, "--node-id", "c0"),
+            *("--lease-ttl", str(self.lease_ttl_s), "--log-level", "warning"),
+        )
+        self.supervisor.start(
+            ProcessSpec(
+                name="coordinator",
+                argv=argv,
+                log_path=self.folder / "logs" / "coordinator.log",
+                health_url=f"{self.coordinator_url}/readyz",
+                url=self.coordinator_url,
+            )
+        )
+
+    def start_broker(self, broker_id: int) -> ManagedProcess:
+        """Start (or restart, on the same folder, id and port) broker ``broker_id``."""
+        if broker_id not in self.broker_ports:
+            (self.broker_ports[broker_id],) = free_ports(1)
+        port = self.broker_ports[broker_id]
+        process = self.supervisor.start(
+            ProcessSpec(
+                name=f"broker-{broker_id}",
+                argv=(_script("yak-broker"), "--host", HOST, "--port", str(port)),
+                log_path=self.folder / "logs" / f"broker-{broker_id}.log",
+                health_url=f"http://{HOST}:{port}/readyz",
+                url=f"http://{HOST}:{port}",
+                env={
+                    "YAK_ETCD": self.etcd.endpoint,
+                    "YAK_CLUSTER_ID": self.cluster_id,
+                    "YAK_NODE_ID": str(broker_id),
+                    "YAK_DATA_DIR": str(self.folder / f"broker-{broker_id}"),
+                    "YAK_LEASE_TTL_S": str(self.lease_ttl_s),
+                    "YAK_REPLICA_LAG_TIME_MAX_MS": str(self.replica_lag_time_max_ms),
+                    "YAK_LOG_LEVEL": "info",
+                },
+            )
+        )
+        self.brokers[broker_id] = process
+        return process
+
+    def kill(self, broker_id: int) -> None:
+        process = self.brokers[broker_id]
+        process.popen.send_signal(signal.SIGKILL)
+        process.popen.wait()
+
+    def pause(self, broker_id: int) -> None:
+        os.kill(self.brokers[broker_id].pid, signal.SIGSTOP)
+
+    def resume(self, broker_id: int) -> None:
+        os.kill(self.brokers[broker_id].pid, signal.SIGCONT)
+
+    def stop(self) -> None:
+        for process in self.brokers.values():
+            if process.alive():
+                with suppress(ProcessLookupError):
+                    os.kill(process.pid, signal.SIGCONT)  # a paused process cannot stop
+        self.supervisor.stop_all()
+
+
+def _script(name: str) -> str:
+    return str(Path(sys.executable).with_name(name))
+
+
+@contextmanager
+def local_cluster(
+    folder: Path,
+    etcd: EmbeddedEtcd,
+    cluster_id: str,
+    brokers: int = 3,
+    *,
+    lease_ttl_s: int = 2,
+    replica_lag_time_max_ms: int = 5_000,
+) -> Iterator[LocalCluster]:
+    """Start a coordinator and ``brokers`` brokers on ``etcd``; stop them all at the end."""
+    cluster = LocalCluster(folder, etcd, cluster_id, lease_ttl_s, replica_lag_time_max_ms)
+    try:
+        cluster.start_coordinator()
+        for broker_id in range(brokers):
+            cluster.start_broker(broker_id)
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+async def wait_for(
+    admin: AdminClient, topic: str, predicate: str, timeout_s: float = 30.0
+) -> TopicDescription:
+    """Poll the admin API until ``predicate`` holds for every partition of ``topic``:
+    ``"led"`` (a leader) or ``"full-isr"`` (ISR = replicas)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            described = await admin.describe_topic(topic)
+            ok = all(
+                p.leader >= 0 if predicate == "led" else sorted(p.isr) == sorted(p.replicas)
+                for p in described.partitions
+            )
+            if ok:
+                return described
+        except (YakError, OSError):
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{topic}: not {predicate} within {timeout_s} s")
+        await asyncio.sleep(0.1)  # another process's state: nothing local to wait on
+
+
+@dataclass(frozen=True)
+class Ack:
+    offset: int
+    value: bytes
+    acked_at: float
+
+
+class IdempotentProducer:
+    """acks=all batches of ``records_per_batch`` records to one partition, retried until
+    acknowledged with the same producer id, epoch and sequence."""
+
+    def __init__(
+        self,
+        cluster: LocalCluster,
+        admin: AdminClient,
+        topic: str,
+        partition: int,
+        producer_id: int,
+        *,
+        value_size: int = 16,
+        records_per_batch: int = 1,
+        timeout_ms: int = 5_000,
+    ) -> None:
+        self.cluster = cluster
+        self.admin = admin
+        self.topic = topic
+        self.partition = partition
+        self.producer_id = producer_id
+        self.value_size = value_size
+        self.records_per_batch = records_per_batch
+        self.timeout_ms = timeout_ms
+        self.sequence = 0
+        self.acks: list[Ack] = []
+        self.retries = 0
+        self.errors: dict[str, int] = {}
+        self._leader = -1
+        self._clients: dict[int, BrokerClient] = {}
+
+    async def _refresh_leader(self) -> None:
+        try:
+            described = await self.admin.describe_topic(self.topic)
+            self._leader = described.partitions[self.partition].leader
+        except (YakError, OSError):
+            self._leader = -1
+
+    def _client(self) -> BrokerClient:
+        if self._leader not in self._clients:
+            url = self.cluster.broker_url(self._leader)
+            self._clients[self._leader] = BrokerClient(url, timeout_s=self.timeout_ms / 1000 + 5)
+        return self._clients[self._leader]
+
+    def _values(self) -> list[bytes]:
+        stem = f"p{self.partition}-s{self.sequence}-r"
+        return [
+            (stem + str(i)).encode().ljust(self.value_size, b".")
+            for i in range(self.records_per_batch)
+        ]
+
+    async def send_one(self) -> None:
+        """Produce the next batch; retry the same batch until it is acknowledged."""
+        values = self._values()
+        batch = encode_batch(
+            [RecordInput(value=v, timestamp=0) for v in values],
+            producer_id=self.producer_id,
+            producer_epoch=0,
+            base_sequence=self.sequence,
+        )
+        while True:
+            if self._leader < 0:
+                await self._refresh_leader()
+            if self._leader >= 0:
+                try:
+                    result = await self._client().produce_one(
+                        self.topic, self.partition, batch, acks=-1
+                    )
+                    now = time.monotonic()
+                    for i, value in enumerate(values):
+                        self.acks.append(Ack(result.base_offset + i, value, now))
+                    self.sequence += len(values)
+                    return
+                except (YakError, OSError) as exc:
+                    code = exc.code if isinstance(exc, YakError) else type(exc).__name__
+                    self.errors[code] = self.errors.get(code, 0) + 1
+                    if isinstance(exc, YakError) and not exc.retriable:
+                        raise
+            self.retries += 1
+            self._leader = -1
+            await asyncio.sleep(0.05)
+
+    async def run(self, stop: asyncio.Event, interval_s: float = 0.0) -> None:
+        while not stop.is_set():
+            await self.send_one()
+            if interval_s:
+                await asyncio.sleep(interval_s)
+
+    async def aclose(self) -> None:
+        for client in self._clients.values():
+            await client.aclose()
+
+
+async def read_partition(
+    client: BrokerClient, topic: str, partition: int
+) -> list[tuple[int, bytes]]:
+    """Every committed record of a partition from offset 0, as (offset, value)."""
+    out: list[tuple[int, bytes]] = []
+    offset = 0
+    while True:
+        fetched = await client.fetch_one(topic, partition, offset, max_wait_ms=0)
+        records = list(iter_records(fetched.records))
+        for record in records:
+            if record.offset >= offset:
+                out.append((record.offset, bytes(record.value or b"")))
+        if not records:
+            return out
+        offset = records[-1].offset + 1
+        if offset >= fetched.high_watermark:
+            return out

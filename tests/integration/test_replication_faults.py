@@ -1,0 +1,116 @@
+"""Replication under real faults: 3 brokers, RF 3, min.insync.replicas 2, idempotent acks=all
+producers at a steady rate; partition leaders are killed with kill -9 again and again (on
+different brokers), once while another replica is paused with SIGSTOP. Afterwards every
+partition is read from offset 0: each acknowledged record is there exactly once, at the offset
+it was acknowledged with, in acknowledged order. Each failover's duration (kill → the first
+acknowledged write to that partition) is printed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from loadtest.local_cluster import (
+    IdempotentProducer,
+    LocalCluster,
+    local_cluster,
+    read_partition,
+    wait_for,
+)
+from yak.clients.admin import AdminClient
+from yak.clients.broker import BrokerClient
+from yak.etcd_server import EmbeddedEtcd
+
+pytestmark = pytest.mark.integration
+
+TOPIC = "faults"
+PARTITIONS = 3
+
+
+async def _failover(
+    cluster: LocalCluster,
+    admin: AdminClient,
+    producers: list[IdempotentProducer],
+    partition: int,
+    pause_other: bool,
+) -> float:
+    """Kill the partition's leader; return seconds until that partition acknowledged again."""
+    described = await wait_for(admin, TOPIC, "full-isr")
+    victim = described.partitions[partition].leader
+    paused = None
+    if pause_other:
+        paused = next(r for r in described.partitions[partition].replicas if r != victim)
+        cluster.pause(paused)
+    acked_before = len(producers[partition].acks)
+    killed_at = time.monotonic()
+    cluster.kill(victim)
+    if paused is not None:
+        await asyncio.sleep(1.0)
+        cluster.resume(paused)
+    deadline = killed_at + 30
+    while len(producers[partition].acks) == acked_before:
+        assert time.monotonic() < deadline, f"partition {partition} never recovered"
+        await asyncio.sleep(0.02)
+    took = producers[partition].acks[acked_before].acked_at - killed_at
+    cluster.start_broker(victim)  # rejoins, truncates if needed, catches up
+    return took
+
+
+async def test_kill_leaders_repeatedly_loses_no_acknowledged_record(
+    etcd: EmbeddedEtcd, tmp_path: Path
+) -> None:
+    cluster_id = f"rf-{uuid.uuid4().hex[:10]}"
+    with local_cluster(tmp_path, etcd, cluster_id) as cluster:
+        async with AdminClient(cluster.coordinator_url) as admin:
+            await admin.create_topic(
+                TOPIC,
+                partitions=PARTITIONS,
+                replication_factor=3,
+                configs={"min.insync.replicas": "2"},
+            )
+            await wait_for(admin, TOPIC, "full-isr")
+            producers = [
+                IdempotentProducer(cluster, admin, TOPIC, p, producer_id=7_000 + p)
+                for p in range(PARTITIONS)
+            ]
+            stop = asyncio.Event()
+            tasks = [asyncio.create_task(p.run(stop, interval_s=0.02)) for p in producers]
+            try:
+                await asyncio.sleep(1.0)
+                durations = []
+                for round_ in range(4):
+                    durations.append(
+                        await _failover(cluster, admin, producers, round_ % PARTITIONS, round_ == 2)
+                    )
+                    await asyncio.sleep(0.5)
+                await wait_for(admin, TOPIC, "full-isr")
+                await asyncio.sleep(0.5)
+            finally:
+                stop.set()
+                await asyncio.gather(*tasks)
+            print("failover seconds (kill -> next acknowledged write):", durations)
+            print("retries:", [p.retries for p in producers], [p.errors for p in producers])
+
+            described = await wait_for(admin, TOPIC, "full-isr")
+            for producer, partition in zip(producers, described.partitions, strict=True):
+                assert len(producer.acks) > 20
+                async with BrokerClient(cluster.broker_url(partition.leader)) as client:
+                    stored = await read_partition(client, TOPIC, partition.partition)
+                values = [value for _, value in stored]
+                assert len(values) == len(set(values)), "a record was stored twice"
+                position = {value: offset for offset, value in stored}
+                for ack in producer.acks:
+                    assert position.get(ack.value) == ack.offset, (
+                        f"acknowledged {ack.value!r} at {ack.offset}, "
+                        f"stored at {position.get(ack.value)}"
+                    )
+                offsets = [ack.offset for ack in producer.acks]
+                assert offsets == sorted(offsets)
+            for producer in producers:
+                await producer.aclose()
+            assert all(d < 4 * cluster.lease_ttl_s for d in durations), durations
