@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 YAK_ARGS ?=
 
-.PHONY: install up test lint typecheck imports unit bench bench-codec bench-storage bench-broker clean
+.PHONY: install up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
@@ -39,7 +39,7 @@ unit: $(STAMP)
 	$(BIN)/pytest
 
 ## Benchmarks (not part of `make test`); each writes loadtest/results/<name>.json.
-bench: bench-codec bench-storage bench-broker
+bench: bench-codec bench-storage bench-broker bench-replication
 
 bench-codec: $(STAMP)
 	$(BIN)/python -m loadtest.bench_codec
@@ -49,6 +49,9 @@ bench-storage: $(STAMP)
 
 bench-broker: $(STAMP)
 	$(BIN)/python -m loadtest.bench_broker
+
+bench-replication: $(STAMP)
+	$(BIN)/python -m loadtest.bench_replication
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .import_linter_cache
