@@ -9,6 +9,7 @@ acknowledged write to that partition) is printed.
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 import uuid
 from pathlib import Path
@@ -114,3 +115,38 @@ async def test_kill_leaders_repeatedly_loses_no_acknowledged_record(
             for producer in producers:
                 await producer.aclose()
             assert all(d < 4 * cluster.lease_ttl_s for d in durations), durations
+
+
+async def test_sigterm_moves_leadership_before_the_broker_exits(
+    etcd: EmbeddedEtcd, tmp_path: Path
+) -> None:
+    """Controlled shutdown: the leader hands its partitions to in-sync replicas, then exits;
+    a producer keeps writing with acks=all through it."""
+    cluster_id = f"cs-{uuid.uuid4().hex[:10]}"
+    with local_cluster(tmp_path, etcd, cluster_id) as cluster:
+        async with AdminClient(cluster.coordinator_url) as admin:
+            await admin.create_topic(
+                "handover", partitions=3, replication_factor=3, configs={"min.insync.replicas": "2"}
+            )
+            before = await wait_for(admin, "handover", "full-isr")
+            victim = before.partitions[0].leader
+            led = [p.partition for p in before.partitions if p.leader == victim]
+            producer = IdempotentProducer(cluster, admin, "handover", 0, producer_id=4_242)
+            await producer.send_one()
+
+            process = cluster.brokers[victim]
+            process.popen.send_signal(signal.SIGTERM)
+            exit_code = await asyncio.to_thread(process.popen.wait, 30)
+            assert exit_code in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it handled
+            log = (tmp_path / "logs" / f"broker-{victim}.log").read_text()
+            assert "controlled shutdown: no partition left to move" in log
+
+            after = await admin.describe_topic("handover")
+            for partition in led:
+                state, old = after.partitions[partition], before.partitions[partition]
+                assert state.leader not in (victim, -1)
+                assert state.leader_epoch > old.leader_epoch
+            started = time.monotonic()
+            await producer.send_one()  # the new leader takes acks=all writes at once
+            assert time.monotonic() - started < cluster.lease_ttl_s
+            await producer.aclose()

@@ -10,7 +10,11 @@ Start (``Broker.start``, from the app's lifespan):
    then start the log manager's background work and the reconcile loop;
 5. register ``brokers/<id>`` — last, so the broker is announced only once it can serve.
 
-Stop (``Broker.stop``): wake every long-polling fetch, deregister (revoke the lease: the key
+Stop (``Broker.stop``): first a controlled shutdown (Kafka's): if this broker leads partitions
+that have another live in-sync replica, it marks its registration ``shutting_down`` and waits
+(on metadata events, up to ``controlled_shutdown_timeout_s``) until the controller has moved
+those leaderships away — so producers fail over at once instead of after the lease expires.
+Then: wake every long-polling fetch, deregister (revoke the lease: the key
 goes at once), stop the reconcile loop, the ISR ticks and the replica fetchers (waiting acks=all
 producers get ``NOT_LEADER_OR_FOLLOWER``), the cache, shut the log manager down cleanly
 (flush, checkpoints, clean-shutdown marker, unlock), close the etcd connection. A failed start
@@ -81,6 +85,7 @@ class Broker:
         self._registrar: BrokerRegistrar | None = None
         self._reconcile: asyncio.Task[None] | None = None
         self._ticks: asyncio.Task[None] | None = None
+        self._metadata_changed = asyncio.Event()
         self._logs_open = False
         self._started = False
 
@@ -94,6 +99,7 @@ class Broker:
 
     def _on_metadata_change(self, snapshot: ClusterSnapshot, parsed: ParsedKey) -> None:
         self.replicas.on_metadata_change(snapshot, parsed)
+        self._metadata_changed.set()
 
     async def start(self) -> None:
         """Bring the broker up (see the module doc); undo everything if a step fails."""
@@ -150,8 +156,43 @@ class Broker:
             new_isr=proposal.new_isr,
         )
 
+    def _leads_movable_partitions(self) -> bool:
+        """Whether this broker leads a partition another live in-sync replica could lead."""
+        snapshot, me = self.snapshot(), self.settings.broker_id
+        ready = {b for b, r in snapshot.brokers.items() if not r.shutting_down and b != me}
+        return any(
+            state.leader == me and any(r in ready for r in state.isr)
+            for state in snapshot.partitions.values()
+        )
+
+    async def _controlled_shutdown(self) -> None:
+        registrar = self._registrar
+        if registrar is None or not registrar.registered or not self._leads_movable_partitions():
+            return
+        marked = registrar.registration.model_copy(update={"shutting_down": True})
+        if not await registrar.update(marked):
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.controlled_shutdown_timeout_s
+        _log.info("controlled shutdown: waiting for the controller to move leaderships away")
+        while True:
+            self._metadata_changed.clear()
+            if not self._leads_movable_partitions():
+                _log.info("controlled shutdown: no partition left to move")
+                return
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                _log.warning("controlled shutdown timed out; stopping with leaderships held")
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._metadata_changed.wait(), remaining)
+
     async def stop(self) -> None:
         """Stop everything that was started, in reverse order; safe to call twice."""
+        try:
+            await self._controlled_shutdown()
+        except Exception:
+            _log.exception("controlled shutdown failed; stopping anyway")
         self.waiters.notify_all()
         self.replicas.replica_waiters.notify_all()
         registrar, self._registrar = self._registrar, None

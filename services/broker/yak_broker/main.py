@@ -49,6 +49,13 @@ def run(
             help="A follower not caught up for this long leaves the ISR.",
         ),
     ] = 30_000,
+    controlled_shutdown_timeout_s: Annotated[
+        float,
+        typer.Option(
+            envvar="YAK_CONTROLLED_SHUTDOWN_TIMEOUT_S",
+            help="On SIGTERM, how long to wait for leaderships to move away.",
+        ),
+    ] = 10.0,
     log_level: Annotated[str, typer.Option(envvar="YAK_LOG_LEVEL")] = "info",
 ) -> None:
     """Serve the broker until SIGINT/SIGTERM."""
@@ -66,6 +73,7 @@ def run(
         rack=rack or None,
         lease_ttl_s=lease_ttl_s,
         replica_lag_time_max_ms=replica_lag_time_max_ms,
+        controlled_shutdown_timeout_s=controlled_shutdown_timeout_s,
     )
     serve(create_app(settings), host=host, port=port, log_level=log_level)
 

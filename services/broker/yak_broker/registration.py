@@ -103,6 +103,19 @@ class BrokerRegistrar:
                     broker_id=self.registration.broker_id,
                 )
 
+    async def update(self, registration: BrokerRegistration) -> bool:
+        """Re-put the registration with new content on the same lease (False if not held)."""
+        lease = self.lease_id
+        if lease is None or not self.registered:
+            return False
+        try:
+            await self._store.put(self._key, registration.encode(), lease=lease)
+        except MetadataStoreError as exc:
+            _log.warning("could not update the registration: %s", exc)
+            return False
+        self.registration = registration
+        return True
+
     async def deregister(self) -> None:
         """Stop keeping the registration and revoke the lease (the key goes at once)."""
         self._stopping = True

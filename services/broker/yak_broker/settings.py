@@ -23,6 +23,8 @@ replica_lag_time_max_ms     YAK_REPLICA_LAG_       30000: a follower not caught 
                             TIME_MAX_MS            long leaves the ISR (Kafka's default)
 replica_fetch_wait_max_ms   —                      500: a follower's long-poll max wait
 replica_fetch_backoff_ms    —                      1000: pause after a failed follower fetch
+controlled_shutdown_        YAK_CONTROLLED_        10: on SIGTERM, how long to wait for the
+timeout_s                   SHUTDOWN_TIMEOUT_S     controller to move leaderships away
 ==========================  =====================  ==========================================
 """
 
@@ -57,6 +59,7 @@ class BrokerSettings:
     replica_lag_time_max_ms: int = 30_000
     replica_fetch_wait_max_ms: int = 500
     replica_fetch_backoff_ms: int = 1_000
+    controlled_shutdown_timeout_s: float = 10.0
 
     def __post_init__(self) -> None:
         if self.broker_id < 0:
@@ -93,4 +96,5 @@ _ENV: tuple[tuple[str, str, type], ...] = (
     ("rack", "YAK_RACK", str),
     ("lease_ttl_s", "YAK_LEASE_TTL_S", int),
     ("replica_lag_time_max_ms", "YAK_REPLICA_LAG_TIME_MAX_MS", int),
+    ("controlled_shutdown_timeout_s", "YAK_CONTROLLED_SHUTDOWN_TIMEOUT_S", float),
 )

@@ -21,6 +21,10 @@ Rules (Kafka's controller, KRaft flavour):
 - A leaderless partition whose ISR member comes back elects it.
 - Preferred leader: when ``replicas[0]`` is alive and in the ISR but does not lead, leadership
   moves back to it (``auto_leader_rebalance``).
+- Controlled shutdown: a live broker whose registration says ``shutting_down`` is elected for
+  nothing — not as a new leader, not as the preferred one — and a partition it leads moves to
+  the first other live ISR member (in replica order); with none, it keeps leading until it
+  is gone.
 - ``leader_epoch`` + 1 whenever the leader changes (also to ``NO_LEADER``); ``partition_epoch``
   + 1 on every change of leader or ISR.
 - A topic marked ``deleting`` is removed (its partition states, then nothing else to do); the
@@ -115,21 +119,27 @@ def plan_new_partitions(
 
 
 def _elect(
-    state: PartitionState, live: frozenset[int], isr: tuple[int, ...], *, unclean: bool
+    state: PartitionState,
+    live: frozenset[int],
+    isr: tuple[int, ...],
+    *,
+    unclean: bool,
+    stopping: frozenset[int] = frozenset(),
 ) -> tuple[int, tuple[int, ...], str]:
     """A new leader for a partition whose leader is gone, with the ISR that goes with it."""
     clean = [r for r in state.replicas if r in isr]
-    if clean:
-        return clean[0], isr, "leader election"
+    ready = [r for r in clean if r not in stopping]
+    if ready or clean:
+        return (ready or clean)[0], isr, "leader election"
     alive = [r for r in state.replicas if r in live]
     if unclean and alive:
         return alive[0], (alive[0],), "unclean leader election"
     return NO_LEADER, isr, "no in-sync replica alive"
 
 
-def _preferred(state: PartitionState, isr: tuple[int, ...]) -> int:
-    """The preferred replica if it is alive and in sync, else the current leader."""
-    if state.replicas and state.replicas[0] in isr:
+def _preferred(state: PartitionState, isr: tuple[int, ...], stopping: frozenset[int]) -> int:
+    """The preferred replica if it is alive, in sync and not stopping, else the current leader."""
+    if state.replicas and state.replicas[0] in isr and state.replicas[0] not in stopping:
         return state.replicas[0]
     return state.leader
 
@@ -140,14 +150,21 @@ def next_partition_state(
     *,
     unclean: bool = False,
     preferred: bool = True,
+    stopping: frozenset[int] = frozenset(),
 ) -> tuple[PartitionState, str] | None:
-    """The state ``state`` should move to given the live brokers, or None if it is right."""
+    """The state ``state`` should move to given the live brokers, or None if it is right.
+
+    ``stopping``: live brokers in controlled shutdown (see the module doc).
+    """
     isr = tuple(r for r in state.isr if r in live)
     leader, reason = state.leader, "dead replica left the ISR"
+    others = [r for r in state.replicas if r in isr and r not in stopping and r != leader]
     if leader not in live:
-        leader, isr, reason = _elect(state, live, isr, unclean=unclean)
-    elif preferred and _preferred(state, isr) != leader:
-        leader, reason = _preferred(state, isr), "preferred leader election"
+        leader, isr, reason = _elect(state, live, isr, unclean=unclean, stopping=stopping)
+    elif leader in stopping and others:
+        leader, reason = others[0], "controlled shutdown"
+    elif preferred and _preferred(state, isr, stopping) != leader:
+        leader, reason = _preferred(state, isr, stopping), "preferred leader election"
     if not isr:  # never empty: keep the last leader so it can be re-elected cleanly
         isr = (state.leader,) if state.leader in state.isr else state.isr[:1]
     if leader == state.leader and isr == state.isr:
@@ -164,7 +181,12 @@ def next_partition_state(
 
 
 def _topic_actions(
-    snapshot: ClusterSnapshot, record: TopicRecord, live: frozenset[int], *, preferred: bool
+    snapshot: ClusterSnapshot,
+    record: TopicRecord,
+    live: frozenset[int],
+    *,
+    preferred: bool,
+    stopping: frozenset[int],
 ) -> list[Action]:
     if record.deleting:
         return [DeleteTopic(record.name)]
@@ -175,7 +197,9 @@ def _topic_actions(
         actions.append(CreatePartitions(record.name, created))
     unclean = is_enabled(record.configs, UNCLEAN_LEADER_ELECTION)
     for state in states:
-        change = next_partition_state(state, live, unclean=unclean, preferred=preferred)
+        change = next_partition_state(
+            state, live, unclean=unclean, preferred=preferred, stopping=stopping
+        )
         if change is not None:
             actions.append(UpdatePartition(state, *change))
     return actions
@@ -184,10 +208,13 @@ def _topic_actions(
 def reconcile(snapshot: ClusterSnapshot, *, auto_leader_rebalance: bool = True) -> list[Action]:
     """Every write needed to bring ``snapshot`` to its desired state, topic by topic."""
     live = frozenset(snapshot.brokers)
+    stopping = frozenset(b for b, r in snapshot.brokers.items() if r.shutting_down)
     actions: list[Action] = []
     for name in sorted(snapshot.topics):
         record = snapshot.topics[name]
-        actions += _topic_actions(snapshot, record, live, preferred=auto_leader_rebalance)
+        actions += _topic_actions(
+            snapshot, record, live, preferred=auto_leader_rebalance, stopping=stopping
+        )
     orphans = sorted({topic for topic, _ in snapshot.partitions} - set(snapshot.topics))
     actions += [DeleteTopic(topic, orphan=True) for topic in orphans]
     return actions

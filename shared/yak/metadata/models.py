@@ -61,6 +61,9 @@ class BrokerRegistration(MetadataValue):
     started_at_ms: int
     #: Bumped on each process start so a restarted broker is told apart from a zombie.
     incarnation: str = ""
+    #: Set by a broker stopping on SIGTERM (controlled shutdown): the controller moves its
+    #: leaderships to other in-sync replicas and elects it for nothing.
+    shutting_down: bool = False
 
     @property
     def url(self) -> str:

@@ -289,3 +289,44 @@ def test_orphan_partitions_are_removed() -> None:
 def test_converged_cluster_needs_nothing() -> None:
     states = (part(0, 1, (1, 2), (1, 2)), part(1, 2, (2, 1), (2, 1)))
     assert reconcile(snapshot((1, 2), (topic("t", partitions=2, rf=2),), states)) == []
+
+
+# -- controlled shutdown ----------------------------------------------------------------------
+
+
+def _stopping(snap: ClusterSnapshot, *broker_ids: int) -> ClusterSnapshot:
+    brokers = {
+        b: r.model_copy(update={"shutting_down": b in broker_ids}) for b, r in snap.brokers.items()
+    }
+    return ClusterSnapshot(
+        revision=snap.revision,
+        brokers=MappingProxyType(brokers),
+        topics=snap.topics,
+        partitions=snap.partitions,
+    )
+
+
+def test_controlled_shutdown_moves_leadership_to_an_in_sync_replica() -> None:
+    states = (
+        part(0, 1, (1, 2, 3), (1, 2, 3)),  # led by the stopping broker: moves to 2
+        part(1, 2, (2, 1, 3), (2, 1, 3)),  # led by another: untouched
+        part(2, 1, (1, 3), (1,)),  # no other in-sync replica: keeps its leader
+    )
+    snap = _stopping(snapshot((1, 2, 3), (topic("t", partitions=3, rf=3),), states), 1)
+    actions = [a for a in reconcile(snap) if isinstance(a, UpdatePartition)]
+    assert [(a.before.partition, a.after.leader, a.reason) for a in actions] == [
+        (0, 2, "controlled shutdown")
+    ]
+    assert (actions[0].after.leader_epoch, actions[0].after.isr) == (1, (1, 2, 3))
+
+
+def test_a_stopping_broker_is_not_elected_nor_preferred() -> None:
+    # Leader 1 is dead; 2 is stopping: 3 is elected although 2 comes first in replica order.
+    dead_leader = part(0, 1, (1, 2, 3), (1, 2, 3), name="a")
+    # 2 is the preferred replica but stopping: leadership stays on 3.
+    preferred = part(0, 3, (2, 3), (2, 3), name="b")
+    topics = (topic("a", rf=3), topic("b", rf=2))
+    snap = _stopping(snapshot((2, 3), topics, (dead_leader, preferred)), 2)
+    after = {a.after.topic: a.after for a in reconcile(snap) if isinstance(a, UpdatePartition)}
+    assert after["a"].leader == 3
+    assert "b" not in after
