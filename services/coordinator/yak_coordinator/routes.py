@@ -17,6 +17,7 @@ from yak.api.admin import (
     ControllerInfo,
     CreatePartitionsRequest,
     CreateTopicRequest,
+    PartitionHealthList,
     PartitionInfo,
     TopicDeleted,
     TopicDescription,
@@ -25,6 +26,7 @@ from yak.api.admin import (
 )
 from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import PartitionState
+from yak_coordinator.partition_health import HealthFilter, partition_health
 from yak_coordinator.service import Coordinator
 from yak_coordinator.topic_admin import TopicView
 
@@ -76,6 +78,10 @@ def cluster_info(snapshot: ClusterSnapshot, cluster_id: str, coordinator_id: str
         offline_partition_count=sum(
             1 for state in snapshot.partitions.values() if not state.has_leader
         ),
+        under_replicated_partition_count=len(
+            partition_health(snapshot, HealthFilter.UNDER_REPLICATED)
+        ),
+        under_min_isr_partition_count=len(partition_health(snapshot, HealthFilter.UNDER_MIN_ISR)),
     )
 
 
@@ -88,6 +94,12 @@ def admin_router(coordinator: Coordinator) -> APIRouter:
         settings = coordinator.settings
         snapshot = coordinator.admin.snapshot
         return cluster_info(snapshot, settings.cluster_id, settings.node_id)
+
+    @router.get("/partitions")
+    async def list_partitions(state: HealthFilter = HealthFilter.UNHEALTHY) -> PartitionHealthList:
+        """Partitions by health: ``offline``, ``under-replicated``, ``under-min-isr``,
+        ``unhealthy`` (any of them; the default) or ``all``."""
+        return PartitionHealthList(partitions=partition_health(coordinator.admin.snapshot, state))
 
     @router.get("/topics")
     async def list_topics() -> TopicList:

@@ -22,6 +22,8 @@ __all__ = [
     "ControllerInfo",
     "CreatePartitionsRequest",
     "CreateTopicRequest",
+    "PartitionHealth",
+    "PartitionHealthList",
     "PartitionInfo",
     "TopicDeleted",
     "TopicDescription",
@@ -78,6 +80,28 @@ class PartitionInfo(_Body):
     partition_epoch: int
     replicas: list[int]
     isr: list[int]
+
+
+class PartitionHealth(_Body):
+    """A partition that needs attention (``GET /partitions?state=...``).
+
+    ``offline``: no leader; ``under_replicated``: fewer in-sync replicas than replicas;
+    ``under_min_isr``: fewer in-sync replicas than ``min.insync.replicas`` (acks=all refused).
+    """
+
+    topic: str
+    partition: int
+    leader: int
+    replicas: list[int]
+    isr: list[int]
+    min_insync_replicas: int
+    offline: bool
+    under_replicated: bool
+    under_min_isr: bool
+
+
+class PartitionHealthList(_Body):
+    partitions: list[PartitionHealth]
 
 
 class TopicSummary(_Body):
@@ -141,3 +165,5 @@ class ClusterInfo(_Body):
     topic_count: int
     partition_count: int
     offline_partition_count: int
+    under_replicated_partition_count: int = 0
+    under_min_isr_partition_count: int = 0

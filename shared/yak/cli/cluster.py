@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from yak.api.admin import ClusterInfo
+from yak.api.admin import ClusterInfo, PartitionHealthList
 from yak.clients.admin import AdminClient, NetworkError
 from yak.errors import YakError
 
@@ -88,7 +88,7 @@ def call_admin(
         raise typer.Exit(1) from None
 
 
-def _print_cluster(info: ClusterInfo) -> None:
+def _print_cluster(info: ClusterInfo, unhealthy: PartitionHealthList) -> None:
     console = Console()
     controller = info.controller
     who = "none elected" if controller is None else f"{controller.coordinator_id} "
@@ -97,12 +97,34 @@ def _print_cluster(info: ClusterInfo) -> None:
     console.print(f"cluster [bold]{info.cluster_id}[/bold]  controller: {who}")
     console.print(
         f"topics: {info.topic_count}  partitions: {info.partition_count}  "
-        f"offline partitions: {info.offline_partition_count}"
+        f"offline: {info.offline_partition_count}  "
+        f"under-replicated: {info.under_replicated_partition_count}  "
+        f"under min ISR: {info.under_min_isr_partition_count}"
     )
     table = Table("broker", "host", "port", "rack", title=f"{len(info.brokers)} live brokers")
     for broker in info.brokers:
         table.add_row(str(broker.broker_id), broker.host, str(broker.port), broker.rack or "-")
     console.print(table)
+    if unhealthy.partitions:
+        table = Table("partition", "leader", "replicas", "isr", "problem", title="needs attention")
+        for p in unhealthy.partitions:
+            problems = [
+                name
+                for name, flag in (
+                    ("offline", p.offline),
+                    ("under-replicated", p.under_replicated),
+                    (f"under min ISR ({p.min_insync_replicas})", p.under_min_isr),
+                )
+                if flag
+            ]
+            table.add_row(
+                f"{p.topic}-{p.partition}",
+                str(p.leader) if p.leader >= 0 else "none",
+                ",".join(map(str, p.replicas)),
+                ",".join(map(str, p.isr)),
+                ", ".join(problems),
+            )
+        console.print(table)
 
 
 @app.command()
@@ -110,5 +132,10 @@ def status(
     coordinator: CoordinatorOption = None,
     data_dir: DataDirOption = Path(".yak"),
 ) -> None:
-    """Show the controller, the live brokers and how many topics and partitions there are."""
-    _print_cluster(call_admin(coordinator, data_dir, lambda admin: admin.cluster()))
+    """Show the controller, the live brokers, the partition counts and the partitions that
+    are offline, under-replicated or under their min ISR."""
+
+    async def both(admin: AdminClient) -> tuple[ClusterInfo, PartitionHealthList]:
+        return await admin.cluster(), await admin.partitions("unhealthy")
+
+    _print_cluster(*call_admin(coordinator, data_dir, both))

@@ -24,6 +24,7 @@ from yak.api.admin import (
     ClusterInfo,
     CreatePartitionsRequest,
     CreateTopicRequest,
+    PartitionHealthList,
     TopicDeleted,
     TopicDescription,
     TopicList,
@@ -90,6 +91,10 @@ class AdminClient:
 
     async def cluster(self) -> ClusterInfo:
         return await self._call("GET", "/cluster", ClusterInfo)
+
+    async def partitions(self, state: str = "unhealthy") -> PartitionHealthList:
+        """Partitions by health: offline, under-replicated, under-min-isr, unhealthy, all."""
+        return await self._call("GET", f"/partitions?state={state}", PartitionHealthList)
 
     async def list_topics(self) -> TopicList:
         return await self._call("GET", "/topics", TopicList)

@@ -207,3 +207,33 @@ async def test_topic_record_written_without_partitions_is_completed(harness: Har
     await harness.store.put(KS.topic("half"), record.encode())
     cache = harness.app.state.coordinator.cache
     await cache.wait_for(lambda s: len(s.partitions_of("half")) == 2, 5)
+
+
+async def test_partition_health_lists_under_replicated_under_min_isr_and_offline(
+    harness: Harness,
+) -> None:
+    coordinator: Coordinator = harness.app.state.coordinator
+    await harness.admin.create_topic(
+        "health", partitions=2, replication_factor=3, configs={"min.insync.replicas": "3"}
+    )
+    assert (await harness.admin.partitions()).partitions == []
+    assert len((await harness.admin.partitions("all")).partitions) == 2
+
+    await harness.store.delete(KS.broker(3))  # broker 3 dies: it leaves every ISR
+    await coordinator.cache.wait_for(
+        lambda s: all(3 not in p.isr for p in s.partitions.values()), 5
+    )
+    unhealthy = (await harness.admin.partitions()).partitions
+    assert [(p.partition, p.under_replicated, p.under_min_isr, p.offline) for p in unhealthy] == [
+        (0, True, True, False),
+        (1, True, True, False),
+    ]
+    cluster = await harness.admin.cluster()
+    assert (cluster.under_replicated_partition_count, cluster.under_min_isr_partition_count) == (
+        2,
+        2,
+    )
+    assert cluster.offline_partition_count == 0
+    bad = await harness.http.get("/admin/v1/partitions", params={"state": "sideways"})
+    assert bad.status_code == 400
+    assert "sideways" in bad.text or bad.json()["code"] == "INVALID_REQUEST"
