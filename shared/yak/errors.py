@@ -21,6 +21,7 @@ __all__ = [
     "InvalidPartitionsError",
     "InvalidProducerEpochError",
     "InvalidRecordError",
+    "InvalidReplicaAssignmentError",
     "InvalidReplicationFactorError",
     "InvalidRequestError",
     "InvalidTopicError",
@@ -257,6 +258,14 @@ class InvalidReplicationFactorError(YakError):
 
     code = "INVALID_REPLICATION_FACTOR"
     kafka_code = 38
+    http_status = 400
+
+
+class InvalidReplicaAssignmentError(YakError):
+    """A replica assignment names unknown brokers, repeats one, or is empty."""
+
+    code = "INVALID_REPLICA_ASSIGNMENT"
+    kafka_code = 39
     http_status = 400
 
 

@@ -25,6 +25,7 @@ from loadtest.local_cluster import (
 )
 from yak.clients.admin import AdminClient
 from yak.clients.broker import BrokerClient
+from yak.errors import InvalidReplicaAssignmentError
 from yak.etcd_server import EmbeddedEtcd
 
 pytestmark = pytest.mark.integration
@@ -150,3 +151,49 @@ async def test_sigterm_moves_leadership_before_the_broker_exits(
             await producer.send_one()  # the new leader takes acks=all writes at once
             assert time.monotonic() - started < cluster.lease_ttl_s
             await producer.aclose()
+
+
+async def test_reassignment_moves_a_partition_to_other_brokers_with_its_data(
+    etcd: EmbeddedEtcd, tmp_path: Path
+) -> None:
+    """RF 1 on one broker → reassigned to the two others: they copy the log, join the ISR,
+    the move completes (leadership included) and the old broker deletes its copy."""
+    cluster_id = f"ra-{uuid.uuid4().hex[:10]}"
+    with local_cluster(tmp_path, etcd, cluster_id) as cluster:
+        async with AdminClient(cluster.coordinator_url) as admin:
+            created = await admin.create_topic("moving", partitions=1, replication_factor=1)
+            source = created.partitions[0].leader
+            producer = IdempotentProducer(cluster, admin, "moving", 0, producer_id=5_151)
+            for _ in range(20):
+                await producer.send_one()
+            target = [b for b in range(3) if b != source]
+            started = await admin.reassign_partition("moving", 0, target)
+            assert (started.adding_replicas, started.removing_replicas) == (target, [source])
+            assert [p.partition for p in (await admin.reassignments()).reassignments] == [0]
+
+            deadline = time.monotonic() + 30
+            while True:
+                state = (await admin.describe_topic("moving")).partitions[0]
+                if not state.adding_replicas and not state.removing_replicas:
+                    break
+                assert time.monotonic() < deadline, f"reassignment stuck: {state}"
+                await asyncio.sleep(0.1)
+            assert (state.replicas, sorted(state.isr)) == (target, sorted(target))
+            assert state.leader == target[0]
+            assert (await admin.reassignments()).reassignments == []
+
+            async with BrokerClient(cluster.broker_url(state.leader)) as client:
+                stored = await read_partition(client, "moving", 0)
+            assert [value for _, value in stored] == [ack.value for ack in producer.acks]
+            await producer.send_one()  # the new leader takes writes
+            old_copy = tmp_path / f"broker-{source}" / "moving-0"
+            deadline = time.monotonic() + 10
+            while old_copy.exists():
+                assert time.monotonic() < deadline, "the old replica was not deleted"
+                await asyncio.sleep(0.1)
+            await producer.aclose()
+
+            with pytest.raises(InvalidReplicaAssignmentError):
+                await admin.reassign_partition("moving", 0, [0, 0])
+            with pytest.raises(InvalidReplicaAssignmentError):
+                await admin.reassign_partition("moving", 0, [7])

@@ -21,6 +21,11 @@ Rules (Kafka's controller, KRaft flavour):
 - A leaderless partition whose ISR member comes back elects it.
 - Preferred leader: when ``replicas[0]`` is alive and in the ISR but does not lead, leadership
   moves back to it (``auto_leader_rebalance``).
+- Reassignment (``adding_replicas``/``removing_replicas`` set by the admin API): once every
+  target replica is in the ISR, the move completes — the removed replicas leave ``replicas``
+  and the ISR, leadership moves to the first in-sync target replica if the leader is being
+  removed (``leader_epoch`` + 1). A leader that is not a replica at all (a cancelled move) is
+  replaced like a dead one.
 - Controlled shutdown: a live broker whose registration says ``shutting_down`` is elected for
   nothing — not as a new leader, not as the preferred one — and a partition it leads moves to
   the first other live ISR member (in replica order); with none, it keeps leading until it
@@ -144,6 +149,31 @@ def _preferred(state: PartitionState, isr: tuple[int, ...], stopping: frozenset[
     return state.leader
 
 
+def _complete_reassignment(
+    state: PartitionState, isr: tuple[int, ...], stopping: frozenset[int]
+) -> PartitionState | None:
+    """The state after a reassignment whose target replicas are all in sync, else None."""
+    target = state.target_replicas
+    if not state.reassigning or not all(r in isr for r in target):
+        return None
+    new_isr = tuple(r for r in isr if r in target)
+    leader = state.leader
+    if leader not in target:
+        ready = [r for r in target if r in new_isr and r not in stopping]
+        leader = (ready or list(target))[0]
+    return state.model_copy(
+        update={
+            "leader": leader,
+            "replicas": target,
+            "isr": new_isr,
+            "adding_replicas": (),
+            "removing_replicas": (),
+            "leader_epoch": state.leader_epoch + int(leader != state.leader),
+            "partition_epoch": state.partition_epoch + 1,
+        }
+    )
+
+
 def next_partition_state(
     state: PartitionState,
     live: frozenset[int],
@@ -158,8 +188,11 @@ def next_partition_state(
     """
     isr = tuple(r for r in state.isr if r in live)
     leader, reason = state.leader, "dead replica left the ISR"
+    completed = _complete_reassignment(state, isr, stopping)
+    if completed is not None:
+        return completed, "reassignment completed"
     others = [r for r in state.replicas if r in isr and r not in stopping and r != leader]
-    if leader not in live:
+    if leader not in live or leader not in state.replicas:
         leader, isr, reason = _elect(state, live, isr, unclean=unclean, stopping=stopping)
     elif leader in stopping and others:
         leader, reason = others[0], "controlled shutdown"

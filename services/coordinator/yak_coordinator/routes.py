@@ -19,6 +19,8 @@ from yak.api.admin import (
     CreateTopicRequest,
     PartitionHealthList,
     PartitionInfo,
+    ReassignmentList,
+    ReassignmentRequest,
     TopicDeleted,
     TopicDescription,
     TopicList,
@@ -41,6 +43,8 @@ def _partition(state: PartitionState) -> PartitionInfo:
         partition_epoch=state.partition_epoch,
         replicas=list(state.replicas),
         isr=list(state.isr),
+        adding_replicas=list(state.adding_replicas),
+        removing_replicas=list(state.removing_replicas),
     )
 
 
@@ -141,5 +145,22 @@ def admin_router(coordinator: Coordinator) -> APIRouter:
     async def create_partitions(name: str, body: CreatePartitionsRequest) -> TopicDescription:
         view = await coordinator.admin.create_partitions(name, body.count)
         return topic_description(view)
+
+    @router.put("/topics/{name}/partitions/{partition}/reassignment")
+    async def reassign(name: str, partition: int, body: ReassignmentRequest) -> PartitionInfo:
+        """Move a partition to ``replicas`` (completes once the new replicas are in sync)."""
+        state = await coordinator.admin.reassign_partition(name, partition, body.replicas)
+        return _partition(state)
+
+    @router.delete("/topics/{name}/partitions/{partition}/reassignment")
+    async def cancel_reassignment(name: str, partition: int) -> PartitionInfo:
+        """Cancel a running move: back to the original replicas."""
+        state = await coordinator.admin.reassign_partition(name, partition, None)
+        return _partition(state)
+
+    @router.get("/reassignments")
+    async def list_reassignments() -> ReassignmentList:
+        states = coordinator.admin.reassignments()
+        return ReassignmentList(reassignments=[_partition(s) for s in states])
 
     return router

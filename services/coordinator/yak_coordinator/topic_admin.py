@@ -26,6 +26,7 @@ from yak.clock import Clock
 from yak.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
     KafkaTimeoutError,
     NotControllerError,
@@ -182,6 +183,64 @@ class TopicAdmin:
 
         await self._update(name, change)
         return await self._wait_partitions(name, count)
+
+    def reassignments(self) -> list[PartitionState]:
+        snapshot = self._cache.snapshot
+        return [state for _, state in sorted(snapshot.partitions.items()) if state.reassigning]
+
+    async def reassign_partition(
+        self, name: str, partition: int, replicas: Sequence[int] | None
+    ) -> PartitionState:
+        """Start moving a partition to ``replicas`` (None: cancel the running move).
+
+        Kafka's AlterPartitionReassignments: ``replicas`` becomes the target followed by the
+        replicas to remove; the new ones are added as followers (not in the ISR) and the
+        controller's reconcile finishes the move once every target replica is in sync
+        (leadership moves into the target first if needed). Starting over a running move
+        replaces its target; cancelling restores the original replicas.
+        """
+        snapshot = self._cache.snapshot
+        if replicas is not None:
+            if len(set(replicas)) != len(replicas):
+                raise InvalidReplicaAssignmentError(f"replicas {list(replicas)} repeat a broker")
+            unknown = sorted(set(replicas) - set(snapshot.brokers))
+            if unknown:
+                raise InvalidReplicaAssignmentError(
+                    f"replicas {list(replicas)} name brokers that are not live: {unknown}",
+                    brokers=unknown,
+                )
+        key = self._keyspace.partition(validate_topic_name(name), partition)
+        for _ in range(_CAS_ATTEMPTS):
+            term = self._election.require_term()
+            kv = await self._store.get(key)
+            record = self._cache.snapshot.topics.get(name)
+            if kv is None or record is None or record.deleting:
+                raise UnknownTopicOrPartitionError(
+                    f"partition {name}-{partition} does not exist", topic=name, partition=partition
+                )
+            state = PartitionState.decode(kv.value)
+            original = state.original_replicas
+            target = tuple(replicas) if replicas is not None else original
+            if len(target) > len(original):
+                validate_min_insync_replicas(record.configs, len(target))
+            new_replicas = target + tuple(r for r in original if r not in target)
+            moved = state.model_copy(
+                update={
+                    "replicas": new_replicas,
+                    "adding_replicas": tuple(r for r in target if r not in original),
+                    "removing_replicas": tuple(r for r in original if r not in target),
+                    "isr": tuple(r for r in state.isr if r in new_replicas) or state.isr[:1],
+                    "partition_epoch": state.partition_epoch + 1,
+                }
+            )
+            result = await self._store.txn(
+                [term.fence, Compare.mod_revision(key, kv.mod_revision)],
+                [PutOp(key, moved.encode())],
+            )
+            if result.succeeded:
+                await self._cache.wait_for_revision(result.revision, self._wait_s)
+                return moved
+        raise KafkaTimeoutError(f"partition {name}-{partition} kept changing; retry", topic=name)
 
     # -- internals --------------------------------------------------------------------------------
 

@@ -25,6 +25,8 @@ __all__ = [
     "PartitionHealth",
     "PartitionHealthList",
     "PartitionInfo",
+    "ReassignmentList",
+    "ReassignmentRequest",
     "TopicDeleted",
     "TopicDescription",
     "TopicList",
@@ -80,6 +82,21 @@ class PartitionInfo(_Body):
     partition_epoch: int
     replicas: list[int]
     isr: list[int]
+    adding_replicas: list[int] = []
+    removing_replicas: list[int] = []
+
+
+class ReassignmentRequest(_Request):
+    """``PUT /topics/{name}/partitions/{p}/reassignment``: the partition's new replica list
+    (the first is the preferred leader)."""
+
+    replicas: list[int] = Field(min_length=1)
+
+
+class ReassignmentList(_Body):
+    """``GET /reassignments``: the partitions being reassigned, with their target replicas."""
+
+    reassignments: list[PartitionInfo]
 
 
 class PartitionHealth(_Body):

@@ -147,3 +147,36 @@ def alter(
     assert topic is not None
     typer.echo(f"altered topic {topic.name}")
     _print_topic(topic)
+
+
+@app.command()
+def reassign(
+    name: str,
+    partition: Annotated[int, typer.Option(help="Partition to move.")],
+    replicas: Annotated[
+        str | None, typer.Option(help="New replica list, e.g. 1,2,3 (first: preferred leader).")
+    ] = None,
+    cancel: Annotated[bool, typer.Option(help="Cancel the running move instead.")] = False,
+    coordinator: CoordinatorOption = None,
+    data_dir: DataDirOption = _DATA_DIR,
+) -> None:
+    """Move a partition to other brokers; it completes once the new replicas are in sync."""
+    if cancel == (replicas is not None):
+        raise typer.BadParameter("give either --replicas or --cancel")
+    if cancel:
+        state = call_admin(
+            coordinator, data_dir, lambda admin: admin.cancel_reassignment(name, partition)
+        )
+    else:
+        try:
+            wanted = [int(r) for r in (replicas or "").split(",")]
+        except ValueError:
+            message = f"--replicas must be broker ids like 1,2,3: {replicas!r}"
+            raise typer.BadParameter(message) from None
+        state = call_admin(
+            coordinator, data_dir, lambda admin: admin.reassign_partition(name, partition, wanted)
+        )
+    typer.echo(
+        f"{name}-{state.partition}: replicas {state.replicas} isr {state.isr} "
+        f"adding {state.adding_replicas} removing {state.removing_replicas}"
+    )

@@ -25,6 +25,9 @@ from yak.api.admin import (
     CreatePartitionsRequest,
     CreateTopicRequest,
     PartitionHealthList,
+    PartitionInfo,
+    ReassignmentList,
+    ReassignmentRequest,
     TopicDeleted,
     TopicDescription,
     TopicList,
@@ -91,6 +94,21 @@ class AdminClient:
 
     async def cluster(self) -> ClusterInfo:
         return await self._call("GET", "/cluster", ClusterInfo)
+
+    async def reassign_partition(
+        self, topic: str, partition: int, replicas: Sequence[int]
+    ) -> PartitionInfo:
+        """Start moving a partition to ``replicas`` (see the coordinator's TopicAdmin)."""
+        body = ReassignmentRequest(replicas=list(replicas))
+        path = f"/topics/{topic}/partitions/{partition}/reassignment"
+        return await self._call("PUT", path, PartitionInfo, body)
+
+    async def cancel_reassignment(self, topic: str, partition: int) -> PartitionInfo:
+        path = f"/topics/{topic}/partitions/{partition}/reassignment"
+        return await self._call("DELETE", path, PartitionInfo)
+
+    async def reassignments(self) -> ReassignmentList:
+        return await self._call("GET", "/reassignments", ReassignmentList)
 
     async def partitions(self, state: str = "unhealthy") -> PartitionHealthList:
         """Partitions by health: offline, under-replicated, under-min-isr, unhealthy, all."""

@@ -113,10 +113,28 @@ class PartitionState(MetadataValue):
     partition_epoch: int = Field(default=0, ge=0)
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
+    #: A reassignment in progress (Kafka's AlterPartitionReassignments): ``replicas`` is the
+    #: target followed by the replicas being removed; both lists are empty otherwise.
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
 
     @property
     def has_leader(self) -> bool:
         return self.leader != NO_LEADER
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding_replicas or self.removing_replicas)
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        """The replicas once the reassignment completes (``replicas`` when none runs)."""
+        return tuple(r for r in self.replicas if r not in self.removing_replicas)
+
+    @property
+    def original_replicas(self) -> tuple[int, ...]:
+        """The replicas before the reassignment (``replicas`` when none runs)."""
+        return tuple(r for r in self.replicas if r not in self.adding_replicas)
 
 
 class GroupMember(MetadataValue):

@@ -330,3 +330,50 @@ def test_a_stopping_broker_is_not_elected_nor_preferred() -> None:
     after = {a.after.topic: a.after for a in reconcile(snap) if isinstance(a, UpdatePartition)}
     assert after["a"].leader == 3
     assert "b" not in after
+
+
+# -- reassignment ---------------------------------------------------------------------------------
+
+
+def _moving(
+    leader: int,
+    replicas: tuple[int, ...],
+    isr: tuple[int, ...],
+    adding: tuple[int, ...],
+    removing: tuple[int, ...],
+) -> PartitionState:
+    return part(0, leader, replicas, isr).model_copy(
+        update={"adding_replicas": adding, "removing_replicas": removing}
+    )
+
+
+def test_reassignment_waits_for_the_new_replicas_to_be_in_sync() -> None:
+    # 1 -> 2, 3: target (2, 3), removing 1; only 2 is in sync yet.
+    state = _moving(1, (2, 3, 1), (1, 2), adding=(2, 3), removing=(1,))
+    assert next_partition_state(state, frozenset({1, 2, 3}), preferred=False) is None
+
+
+def test_reassignment_completes_and_moves_leadership_into_the_target() -> None:
+    state = _moving(1, (2, 3, 1), (1, 2, 3), adding=(2, 3), removing=(1,))
+    change = next_partition_state(state, frozenset({1, 2, 3}))
+    assert change is not None
+    after, reason = change
+    assert reason == "reassignment completed"
+    assert (after.leader, after.replicas, after.isr) == (2, (2, 3), (2, 3))
+    assert (after.adding_replicas, after.removing_replicas) == ((), ())
+    assert (after.leader_epoch, after.partition_epoch) == (1, 1)
+
+
+def test_reassignment_keeping_the_leader_does_not_bump_the_leader_epoch() -> None:
+    state = _moving(2, (2, 3, 1), (2, 1, 3), adding=(3,), removing=(1,))
+    change = next_partition_state(state, frozenset({1, 2, 3}))
+    assert change is not None
+    assert (change[0].leader, change[0].leader_epoch, change[0].isr) == (2, 0, (2, 3))
+
+
+def test_a_leader_outside_the_replicas_is_replaced() -> None:
+    # A cancelled move left leader 4, which is no replica any more.
+    state = part(0, 4, (1, 2), (1, 2))
+    change = next_partition_state(state, frozenset({1, 2, 4}))
+    assert change is not None
+    assert change[0].leader == 1
