@@ -4,7 +4,9 @@ Kafka's operators watch ``OfflinePartitionsCount`` and ``UnderReplicatedPartitio
 API lists the partitions behind those numbers. A partition is
 
 - **offline** when it has no leader (no in-sync replica alive, or never elected);
-- **under-replicated** when its ISR is smaller than its replica list;
+- **under-replicated** when its ISR is smaller than its replica list — during a reassignment,
+  the replica list without the replicas being added (Kafka's rule: a move in progress is not
+  by itself under-replicated);
 - **under min ISR** when its ISR is smaller than the topic's ``min.insync.replicas`` — acks=all
   writes are refused with NOT_ENOUGH_REPLICAS until a replica catches up.
 """
@@ -52,7 +54,7 @@ def partition_health(snapshot: ClusterSnapshot, which: HealthFilter) -> list[Par
             isr=list(state.isr),
             min_insync_replicas=min_isr,
             offline=not state.has_leader,
-            under_replicated=len(state.isr) < len(state.replicas),
+            under_replicated=len(state.isr) < len(state.original_replicas),
             under_min_isr=len(state.isr) < min_isr,
         )
         flags = {

@@ -154,8 +154,8 @@ def _complete_reassignment(
 ) -> PartitionState | None:
     """The state after a reassignment whose target replicas are all in sync, else None."""
     target = state.target_replicas
-    if not state.reassigning or not all(r in isr for r in target):
-        return None
+    if not state.reassigning or not target or not all(r in isr for r in target):
+        return None  # an empty target (never written by the admin API) waits for a cancel
     new_isr = tuple(r for r in isr if r in target)
     leader = state.leader
     if leader not in target:

@@ -19,6 +19,7 @@ from yak.api.admin import (
     CreateTopicRequest,
     PartitionHealthList,
     PartitionInfo,
+    PartitionReassignment,
     ReassignmentList,
     ReassignmentRequest,
     TopicDeleted,
@@ -74,7 +75,13 @@ def cluster_info(snapshot: ClusterSnapshot, cluster_id: str, coordinator_id: str
             coordinator_id=controller.coordinator_id, url=controller.url, epoch=controller.epoch
         ),
         brokers=[
-            BrokerInfo(broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
+            BrokerInfo(
+                broker_id=b.broker_id,
+                host=b.host,
+                port=b.port,
+                rack=b.rack,
+                shutting_down=b.shutting_down,
+            )
             for _, b in sorted(snapshot.brokers.items())
         ],
         topic_count=len(snapshot.topics),
@@ -154,13 +161,17 @@ def admin_router(coordinator: Coordinator) -> APIRouter:
 
     @router.delete("/topics/{name}/partitions/{partition}/reassignment")
     async def cancel_reassignment(name: str, partition: int) -> PartitionInfo:
-        """Cancel a running move: back to the original replicas."""
+        """Cancel a running move: back to the original replicas (none running: unchanged)."""
         state = await coordinator.admin.reassign_partition(name, partition, None)
         return _partition(state)
 
     @router.get("/reassignments")
     async def list_reassignments() -> ReassignmentList:
         states = coordinator.admin.reassignments()
-        return ReassignmentList(reassignments=[_partition(s) for s in states])
+        return ReassignmentList(
+            reassignments=[
+                PartitionReassignment(topic=s.topic, **_partition(s).model_dump()) for s in states
+            ]
+        )
 
     return router

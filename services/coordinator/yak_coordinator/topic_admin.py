@@ -4,8 +4,10 @@ Each write validates first (Kafka's error names: ``INVALID_TOPIC_EXCEPTION``,
 ``INVALID_PARTITIONS``, ``INVALID_REPLICATION_FACTOR``, ``INVALID_CONFIG``), then makes exactly
 one etcd transaction on the topic record, fenced by the controller epoch: create-if-absent for
 a new topic (race-safe: ``TOPIC_ALREADY_EXISTS``), compare-and-swap on the record's
-``mod_revision`` for changes. Nothing else is written here: the reconciler (same process)
-creates partition states, elects leaders and removes deleted topics, so an operation
+``mod_revision`` for changes. A partition reassignment (``reassignment.py``) is the one write
+to a partition state: a compare-and-swap on its ``mod_revision``, also fenced. Nothing else is
+written here: the reconciler (same process) creates partition states, elects leaders, completes
+reassignments and removes deleted topics, so an operation
 interrupted by a failover is finished by the next controller. A write then waits (at most
 ``wait_s``) until the cache shows the reconciler's work, so the answer describes the result.
 
@@ -26,7 +28,6 @@ from yak.clock import Clock
 from yak.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
-    InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
     KafkaTimeoutError,
     NotControllerError,
@@ -40,6 +41,11 @@ from yak.metadata.store import Compare, GetOp, GetResponse, MetadataStore, PutOp
 from yak.names import validate_topic_name
 from yak.topic_config import CATALOGUE, validate_min_insync_replicas, validate_topic_configs
 from yak_coordinator.election import Election
+from yak_coordinator.reassignment import (
+    cancel_reassignment,
+    start_reassignment,
+    validate_target,
+)
 
 __all__ = ["TopicAdmin", "TopicView"]
 
@@ -191,54 +197,37 @@ class TopicAdmin:
     async def reassign_partition(
         self, name: str, partition: int, replicas: Sequence[int] | None
     ) -> PartitionState:
-        """Start moving a partition to ``replicas`` (None: cancel the running move).
+        """Start moving a partition to ``replicas``, or cancel its move (None).
 
-        Kafka's AlterPartitionReassignments: ``replicas`` becomes the target followed by the
-        replicas to remove; the new ones are added as followers (not in the ISR) and the
-        controller's reconcile finishes the move once every target replica is in sync
-        (leadership moves into the target first if needed). Starting over a running move
-        replaces its target; cancelling restores the original replicas.
+        Kafka's AlterPartitionReassignments; the steps are in ``reassignment``'s module doc.
+        The partition state is written with a compare-and-swap on its ``mod_revision``, fenced
+        by the controller epoch; ``reconcile`` completes the move once the target replicas are
+        in sync. Cancelling a partition that is not moving writes nothing and returns its state.
         """
-        snapshot = self._cache.snapshot
-        if replicas is not None:
-            if len(set(replicas)) != len(replicas):
-                raise InvalidReplicaAssignmentError(f"replicas {list(replicas)} repeat a broker")
-            unknown = sorted(set(replicas) - set(snapshot.brokers))
-            if unknown:
-                raise InvalidReplicaAssignmentError(
-                    f"replicas {list(replicas)} name brokers that are not live: {unknown}",
-                    brokers=unknown,
-                )
+        missing = UnknownTopicOrPartitionError(
+            f"partition {name}-{partition} does not exist", topic=name, partition=partition
+        )
+        if partition < 0:
+            raise missing
         key = self._keyspace.partition(validate_topic_name(name), partition)
         for _ in range(_CAS_ATTEMPTS):
-            term = self._election.require_term()
+            self._election.require_term()
             kv = await self._store.get(key)
-            record = self._cache.snapshot.topics.get(name)
+            snapshot = self._cache.snapshot
+            record = snapshot.topics.get(name)
             if kv is None or record is None or record.deleting:
-                raise UnknownTopicOrPartitionError(
-                    f"partition {name}-{partition} does not exist", topic=name, partition=partition
-                )
+                raise missing
             state = PartitionState.decode(kv.value)
-            original = state.original_replicas
-            target = tuple(replicas) if replicas is not None else original
-            if len(target) > len(original):
-                validate_min_insync_replicas(record.configs, len(target))
-            new_replicas = target + tuple(r for r in original if r not in target)
-            moved = state.model_copy(
-                update={
-                    "replicas": new_replicas,
-                    "adding_replicas": tuple(r for r in target if r not in original),
-                    "removing_replicas": tuple(r for r in original if r not in target),
-                    "isr": tuple(r for r in state.isr if r in new_replicas) or state.isr[:1],
-                    "partition_epoch": state.partition_epoch + 1,
-                }
-            )
-            result = await self._store.txn(
-                [term.fence, Compare.mod_revision(key, kv.mod_revision)],
-                [PutOp(key, moved.encode())],
-            )
-            if result.succeeded:
-                await self._cache.wait_for_revision(result.revision, self._wait_s)
+            if replicas is None:
+                moved = cancel_reassignment(state)
+                if moved is None:
+                    return state
+            else:
+                target = validate_target(replicas, snapshot.brokers, record.configs)
+                moved = start_reassignment(state, target)
+            if await self._put_if(
+                key, Compare.mod_revision(key, kv.mod_revision), value=moved.encode()
+            ):
                 return moved
         raise KafkaTimeoutError(f"partition {name}-{partition} kept changing; retry", topic=name)
 
@@ -267,10 +256,17 @@ class TopicAdmin:
 
     async def _write(self, key: str, compares: list[Compare], record: TopicRecord) -> bool:
         """Put ``record`` if the fence and ``compares`` hold; whether it was written."""
+        return await self._put_if(key, *compares, value=record.encode())
+
+    async def _put_if(self, key: str, *compares: Compare, value: bytes) -> bool:
+        """Put ``value`` at ``key`` if the fence and ``compares`` hold; whether it was written.
+
+        Raises ``NotControllerError`` (and ends the term) when the fence failed.
+        """
         term = self._election.require_term()
         result = await self._store.txn(
             [term.fence, *compares],
-            [PutOp(key, record.encode())],
+            [PutOp(key, value)],
             [GetOp(self._keyspace.controller)],
         )
         if result.succeeded:

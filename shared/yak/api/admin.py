@@ -25,6 +25,7 @@ __all__ = [
     "PartitionHealth",
     "PartitionHealthList",
     "PartitionInfo",
+    "PartitionReassignment",
     "ReassignmentList",
     "ReassignmentRequest",
     "TopicDeleted",
@@ -93,10 +94,17 @@ class ReassignmentRequest(_Request):
     replicas: list[int] = Field(min_length=1)
 
 
-class ReassignmentList(_Body):
-    """``GET /reassignments``: the partitions being reassigned, with their target replicas."""
+class PartitionReassignment(PartitionInfo):
+    """A partition being moved: ``replicas`` is the target followed by ``removing_replicas``;
+    ``adding_replicas`` are not all in the ISR yet."""
 
-    reassignments: list[PartitionInfo]
+    topic: str
+
+
+class ReassignmentList(_Body):
+    """``GET /reassignments``: the partitions being reassigned, by topic and partition."""
+
+    reassignments: list[PartitionReassignment]
 
 
 class PartitionHealth(_Body):
@@ -156,12 +164,13 @@ class TopicDeleted(_Body):
 
 
 class BrokerInfo(_Body):
-    """A live broker."""
+    """A live broker; ``shutting_down``: in controlled shutdown (leads nothing it can hand over)."""
 
     broker_id: int
     host: str
     port: int
     rack: str | None = None
+    shutting_down: bool = False
 
 
 class ControllerInfo(_Body):

@@ -101,9 +101,17 @@ def _print_cluster(info: ClusterInfo, unhealthy: PartitionHealthList) -> None:
         f"under-replicated: {info.under_replicated_partition_count}  "
         f"under min ISR: {info.under_min_isr_partition_count}"
     )
-    table = Table("broker", "host", "port", "rack", title=f"{len(info.brokers)} live brokers")
+    table = Table(
+        "broker", "host", "port", "rack", "status", title=f"{len(info.brokers)} live brokers"
+    )
     for broker in info.brokers:
-        table.add_row(str(broker.broker_id), broker.host, str(broker.port), broker.rack or "-")
+        table.add_row(
+            str(broker.broker_id),
+            broker.host,
+            str(broker.port),
+            broker.rack or "-",
+            "shutting down" if broker.shutting_down else "",
+        )
     console.print(table)
     if unhealthy.partitions:
         table = Table("partition", "leader", "replicas", "isr", "problem", title="needs attention")

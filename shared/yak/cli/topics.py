@@ -13,10 +13,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from yak.api.admin import TopicDescription
+from yak.api.admin import PartitionInfo, TopicDescription
 from yak.cli.cluster import CoordinatorOption, DataDirOption, call_admin
+from yak.topic_config import MIN_INSYNC_REPLICAS
 
-__all__ = ["app", "parse_configs"]
+__all__ = ["app", "parse_configs", "partition_status"]
 
 app = typer.Typer(no_args_is_help=True, help="Create, list, describe, alter and delete topics.")
 
@@ -47,7 +48,8 @@ def _print_topic(topic: TopicDescription) -> None:
     )
     configs = ", ".join(f"{k}={v}" for k, v in sorted(topic.configs.items()))
     console.print(f"configs: {configs or '(defaults)'}")
-    table = Table("partition", "leader", "leader epoch", "replicas", "isr")
+    table = Table("partition", "leader", "leader epoch", "replicas", "isr", "status")
+    min_insync = _min_insync(topic.configs)
     for p in topic.partitions:
         leader = "none" if p.leader < 0 else str(p.leader)
         table.add_row(
@@ -56,8 +58,34 @@ def _print_topic(topic: TopicDescription) -> None:
             str(p.leader_epoch),
             ",".join(map(str, p.replicas)),
             ",".join(map(str, p.isr)),
+            partition_status(p, min_insync),
         )
     console.print(table)
+
+
+def partition_status(p: PartitionInfo, min_insync: int = 1) -> str:
+    """What needs attention in a partition: offline, under-replicated, under min ISR, moving."""
+    marks = []
+    if p.leader < 0:
+        marks.append("offline")
+    if len(p.isr) < len(p.replicas) - len(p.adding_replicas):
+        marks.append("under-replicated")
+    if len(p.isr) < min_insync:
+        marks.append(f"under min ISR ({min_insync})")
+    if p.adding_replicas or p.removing_replicas:
+        adding, removing = (
+            ",".join(map(str, p.adding_replicas)),
+            ",".join(map(str, p.removing_replicas)),
+        )
+        marks.append(f"reassigning (+{adding or '-'} -{removing or '-'})")
+    return ", ".join(marks)
+
+
+def _min_insync(configs: dict[str, str]) -> int:
+    try:
+        return max(int(configs.get(MIN_INSYNC_REPLICAS, "1")), 1)
+    except ValueError:
+        return 1
 
 
 @app.command()

@@ -90,3 +90,31 @@ async def test_registers_again_after_losing_the_lease() -> None:
     assert kv.lease == registrar.lease_id
     await registrar.deregister()
     await store.aclose()
+
+
+async def test_update_re_puts_the_registration_on_the_same_lease() -> None:
+    """Controlled shutdown marks the registration ``shutting_down`` without a new lease."""
+    store = MemoryMetadataStore()
+    registrar = BrokerRegistrar(store, KEYS, registration("me"), ttl_s=3, wait_s=5)
+    await registrar.register()
+    lease = registrar.lease_id
+    marked = registrar.registration.model_copy(update={"shutting_down": True})
+    assert await registrar.update(marked)
+    kv = await store.get(KEYS.broker(1))
+    assert kv is not None
+    assert kv.lease == lease
+    assert BrokerRegistration.decode(kv.value).shutting_down
+    assert registrar.registration.shutting_down
+    await registrar.deregister()
+    assert await store.get(KEYS.broker(1)) is None
+    await store.aclose()
+
+
+async def test_update_without_a_registration_writes_nothing() -> None:
+    store = MemoryMetadataStore()
+    registrar = BrokerRegistrar(store, KEYS, registration("me"), ttl_s=3, wait_s=5)
+    marked = registrar.registration.model_copy(update={"shutting_down": True})
+    assert not await registrar.update(marked)
+    assert await store.get(KEYS.broker(1)) is None
+    assert not registrar.registration.shutting_down
+    await store.aclose()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 import httpx
@@ -14,15 +14,17 @@ from yak.clients.admin import AdminClient
 from yak.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
     InvalidRequestError,
     InvalidTopicError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
+from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
-from yak.metadata.models import NO_LEADER, BrokerRegistration, TopicRecord
+from yak.metadata.models import NO_LEADER, BrokerRegistration, PartitionState, TopicRecord
 from yak_coordinator.app import create_app
 from yak_coordinator.service import Coordinator
 from yak_coordinator.settings import CoordinatorSettings
@@ -37,11 +39,34 @@ class Harness:
     admin: AdminClient
     http: httpx.AsyncClient
 
-    async def add_broker(self, broker_id: int) -> None:
+    async def add_broker(self, broker_id: int, *, shutting_down: bool = False) -> None:
         value = BrokerRegistration(
-            broker_id=broker_id, host="127.0.0.1", port=9500 + broker_id, started_at_ms=1
+            broker_id=broker_id,
+            host="127.0.0.1",
+            port=9500 + broker_id,
+            started_at_ms=1,
+            shutting_down=shutting_down,
         )
         await self.store.put(KS.broker(broker_id), value.encode())
+
+    async def partition_state(self, topic: str, partition: int) -> PartitionState:
+        kv = await self.store.get(KS.partition(topic, partition))
+        assert kv is not None
+        return PartitionState.decode(kv.value)
+
+    async def set_isr(self, topic: str, partition: int, isr: tuple[int, ...]) -> None:
+        """Change the ISR as the partition's leader would (AlterPartition)."""
+        state = await self.partition_state(topic, partition)
+        changed = state.model_copy(
+            update={"isr": isr, "partition_epoch": state.partition_epoch + 1}
+        )
+        await self.store.put(KS.partition(topic, partition), changed.encode())
+
+    async def wait_for(self, predicate: Callable[[ClusterSnapshot], bool]) -> ClusterSnapshot:
+        cache = self.app.state.coordinator.cache
+        await cache.wait_for(predicate, 5)
+        snapshot: ClusterSnapshot = cache.snapshot
+        return snapshot
 
     async def topic_keys(self) -> list[bytes]:
         result = await self.store.range_prefix(KS.root)
@@ -237,3 +262,106 @@ async def test_partition_health_lists_under_replicated_under_min_isr_and_offline
     bad = await harness.http.get("/admin/v1/partitions", params={"state": "sideways"})
     assert bad.status_code == 400
     assert "sideways" in bad.text or bad.json()["code"] == "INVALID_REQUEST"
+
+
+# -- controlled shutdown and reassignment -----------------------------------------------------
+
+
+async def test_a_shutting_down_broker_hands_its_leaderships_over(harness: Harness) -> None:
+    created = await harness.admin.create_topic("cs", partitions=3, replication_factor=3)
+    victim = created.partitions[0].leader
+    led = {p.partition: p for p in created.partitions if p.leader == victim}
+    await harness.add_broker(victim, shutting_down=True)
+
+    def moved(snapshot: ClusterSnapshot) -> bool:
+        return all(s.leader != victim for s in snapshot.partitions_of("cs"))
+
+    await harness.wait_for(moved)
+    after = await harness.admin.describe_topic("cs")
+    for partition, before in led.items():
+        state = after.partitions[partition]
+        assert state.leader not in (victim, NO_LEADER)
+        assert victim in state.isr  # still in sync: only leadership moves
+        assert state.leader_epoch == before.leader_epoch + 1
+        assert state.partition_epoch == before.partition_epoch + 1
+    await harness.add_broker(victim)  # back without the flag: preferred leadership returns
+    await harness.wait_for(lambda s: any(p.leader == victim for p in s.partitions_of("cs")))
+
+
+async def test_reassignment_moves_a_partition_once_the_new_replicas_are_in_sync(
+    harness: Harness,
+) -> None:
+    created = await harness.admin.create_topic("mv", partitions=1, replication_factor=2)
+    before = created.partitions[0]
+    newcomer = next(b for b in (1, 2, 3) if b not in before.replicas)
+    kept = before.replicas[1]
+    target = [newcomer, kept]
+
+    started = await harness.admin.reassign_partition("mv", 0, target)
+    assert started.replicas == [newcomer, kept, before.leader]
+    assert (started.adding_replicas, started.removing_replicas) == ([newcomer], [before.leader])
+    assert started.isr == before.isr  # the new replica starts outside the ISR
+    listed = (await harness.admin.reassignments()).reassignments
+    assert [(r.topic, r.partition) for r in listed] == [("mv", 0)]
+    described = (await harness.admin.describe_topic("mv")).partitions[0]
+    assert described.adding_replicas == [newcomer]
+    assert (await harness.admin.partitions()).partitions == []  # a move is not under-replicated
+
+    await harness.set_isr("mv", 0, (*before.isr, newcomer))  # the newcomer caught up
+
+    def done(snapshot: ClusterSnapshot) -> bool:
+        return not snapshot.partitions[("mv", 0)].reassigning
+
+    snapshot = await harness.wait_for(done)
+    state = snapshot.partitions[("mv", 0)]
+    assert (state.replicas, sorted(state.isr)) == (tuple(target), sorted(target))
+    assert state.leader == newcomer  # the old leader was removed: the first in-sync target leads
+    assert state.leader_epoch == before.leader_epoch + 1
+    assert (await harness.admin.reassignments()).reassignments == []
+
+
+async def test_cancelling_a_reassignment_restores_the_original_replicas(harness: Harness) -> None:
+    created = await harness.admin.create_topic("cx", partitions=1, replication_factor=1)
+    before = created.partitions[0]
+    other = next(b for b in (1, 2, 3) if b != before.leader)
+    await harness.admin.reassign_partition("cx", 0, [other])
+    cancelled = await harness.admin.cancel_reassignment("cx", 0)
+    assert (cancelled.replicas, cancelled.isr, cancelled.leader) == (
+        before.replicas,
+        before.isr,
+        before.leader,
+    )
+    assert (cancelled.adding_replicas, cancelled.removing_replicas) == ([], [])
+    assert (await harness.admin.reassignments()).reassignments == []
+    # Cancelling again: nothing is running, nothing is written.
+    stored = await harness.partition_state("cx", 0)
+    again = await harness.admin.cancel_reassignment("cx", 0)
+    assert again.partition_epoch == stored.partition_epoch
+    assert (await harness.partition_state("cx", 0)) == stored
+
+
+async def test_invalid_reassignments_are_refused_and_write_nothing(harness: Harness) -> None:
+    await harness.admin.create_topic(
+        "iv", partitions=1, replication_factor=2, configs={"min.insync.replicas": "2"}
+    )
+    before = await harness.topic_keys()
+    stored = await harness.partition_state("iv", 0)
+    for replicas in ([1, 1], [1, 9], [2]):
+        with pytest.raises(InvalidReplicaAssignmentError):
+            await harness.admin.reassign_partition("iv", 0, replicas)
+    path = "/admin/v1/topics/iv/partitions/0/reassignment"
+    empty = await harness.http.put(path, json={"replicas": []})
+    assert (empty.status_code, empty.json()["code"]) == (400, "INVALID_REQUEST")
+    dup = await harness.http.put(path, json={"replicas": [3, 3]})
+    assert (dup.status_code, dup.json()["code"]) == (400, "INVALID_REPLICA_ASSIGNMENT")
+    for bad in (
+        "/admin/v1/topics/iv/partitions/5/reassignment",
+        "/admin/v1/topics/iv/partitions/-1/reassignment",
+        "/admin/v1/topics/nope/partitions/0/reassignment",
+    ):
+        missing = await harness.http.put(bad, json={"replicas": [1, 2]})
+        assert (missing.status_code, missing.json()["code"]) == (404, "UNKNOWN_TOPIC_OR_PARTITION")
+    with pytest.raises(UnknownTopicOrPartitionError):
+        await harness.admin.cancel_reassignment("iv", 3)
+    assert await harness.topic_keys() == before
+    assert await harness.partition_state("iv", 0) == stored

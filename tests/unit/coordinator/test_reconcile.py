@@ -377,3 +377,79 @@ def test_a_leader_outside_the_replicas_is_replaced() -> None:
     change = next_partition_state(state, frozenset({1, 2, 4}))
     assert change is not None
     assert change[0].leader == 1
+
+
+def test_controlled_shutdown_keeps_the_leader_when_the_other_isr_members_are_dead() -> None:
+    # 2 is in the ISR but dead: it leaves the ISR; 1 keeps leading until it is gone.
+    state = part(0, 1, (1, 2, 3), (1, 2))
+    change = next_partition_state(state, frozenset({1, 3}), stopping=frozenset({1}))
+    assert change is not None
+    after, reason = change
+    assert (after.leader, after.isr, after.leader_epoch) == (1, (1,), 0)
+    assert reason == "dead replica left the ISR"
+
+
+def test_controlled_shutdown_skips_a_replica_that_is_stopping_too() -> None:
+    state = part(0, 1, (1, 2, 3), (1, 2, 3), epoch=4)
+    change = next_partition_state(state, frozenset({1, 2, 3}), stopping=frozenset({1, 2}))
+    assert change is not None
+    after, reason = change
+    assert (after.leader, reason) == (3, "controlled shutdown")
+    assert (after.leader_epoch, after.partition_epoch) == (5, 5)
+
+
+def test_preferred_leader_does_not_return_to_a_stopping_broker_once_it_moved() -> None:
+    # After the controlled shutdown moved leadership from 1 to 2, nothing moves it back.
+    moved = part(0, 2, (1, 2, 3), (1, 2, 3), epoch=1)
+    assert next_partition_state(moved, frozenset({1, 2, 3}), stopping=frozenset({1})) is None
+    # ...until broker 1 restarts without the flag: then it is preferred again.
+    change = next_partition_state(moved, frozenset({1, 2, 3}))
+    assert change is not None
+    assert (change[0].leader, change[1]) == (1, "preferred leader election")
+
+
+def test_reassignment_completion_prefers_a_target_replica_that_is_not_stopping() -> None:
+    state = _moving(1, (2, 3, 1), (1, 2, 3), adding=(2, 3), removing=(1,))
+    change = next_partition_state(state, frozenset({1, 2, 3}), stopping=frozenset({2}))
+    assert change is not None
+    assert (change[0].leader, change[0].replicas, change[1]) == (
+        3,
+        (2, 3),
+        "reassignment completed",
+    )
+
+
+def test_reassignment_completes_while_a_removed_replica_is_dead() -> None:
+    state = _moving(2, (2, 3, 1), (2, 1), adding=(3,), removing=(1,)).model_copy(
+        update={"isr": (2, 3, 1)}
+    )
+    change = next_partition_state(state, frozenset({2, 3}))
+    assert change is not None
+    assert (change[0].leader, change[0].replicas, change[0].isr) == (2, (2, 3), (2, 3))
+
+
+def test_a_dead_leader_during_a_reassignment_is_replaced_from_the_isr() -> None:
+    # Not complete (4 lags), but leader 1 died: 2 takes over; the move keeps running.
+    state = _moving(1, (2, 4, 1), (1, 2), adding=(4,), removing=(1,))
+    change = next_partition_state(state, frozenset({2, 4}))
+    assert change is not None
+    after, reason = change
+    assert (after.leader, after.isr, reason) == (2, (2,), "leader election")
+    assert (after.adding_replicas, after.removing_replicas) == ((4,), (1,))
+
+
+def test_a_reassignment_with_an_empty_target_waits_instead_of_failing() -> None:
+    state = _moving(1, (1,), (1,), adding=(), removing=(1,))
+    assert next_partition_state(state, frozenset({1}), preferred=False) is None
+
+
+def test_reassignment_actions_come_out_of_reconcile() -> None:
+    state = _moving(1, (2, 1), (1, 2), adding=(2,), removing=(1,))
+    snap = snapshot((1, 2), (topic("t", rf=1),), (state,))
+    (action,) = reconcile(snap)
+    assert isinstance(action, UpdatePartition)
+    assert (action.after.replicas, action.after.leader, action.reason) == (
+        (2,),
+        2,
+        "reassignment completed",
+    )
