@@ -27,10 +27,20 @@ from yak.clients.admin import AdminClient
 from yak.clients.broker import BrokerClient
 from yak.errors import YakError
 from yak.etcd_server import EmbeddedEtcd, free_ports
+from yak.metadata.cache import ClusterSnapshot, MetadataCache
+from yak.metadata.etcd_store import EtcdMetadataStore
+from yak.metadata.keyspace import Keyspace, ParsedKey
 from yak.record import RecordInput, encode_batch, iter_records
 from yak.supervisor import ManagedProcess, ProcessSpec, Supervisor
 
-__all__ = ["Ack", "IdempotentProducer", "LocalCluster", "local_cluster", "read_partition"]
+__all__ = [
+    "Ack",
+    "IdempotentProducer",
+    "LocalCluster",
+    "RegistrationWatch",
+    "local_cluster",
+    "read_partition",
+]
 
 HOST = "127.0.0.1"
 
@@ -159,6 +169,36 @@ async def wait_for(
         if time.monotonic() > deadline:
             raise AssertionError(f"{topic}: not {predicate} within {timeout_s} s")
         await asyncio.sleep(0.1)  # another process's state: nothing local to wait on
+
+
+class RegistrationWatch:
+    """Follows the cluster's metadata and records when each broker's registration vanished
+    (its lease expired, or it deregistered) — the start of a failover as the controller sees
+    it. ``expired_after(broker_id, t)``: the first such moment after ``t``."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self._store = EtcdMetadataStore.from_url(cluster.etcd.endpoint)
+        self._cache = MetadataCache(self._store, Keyspace(cluster.cluster_id), on_change=self._seen)
+        self._present: set[int] = set()
+        self.vanished: list[tuple[int, float]] = []
+
+    def _seen(self, snapshot: ClusterSnapshot, _parsed: ParsedKey) -> None:
+        now = time.monotonic()
+        for broker_id in self._present - set(snapshot.brokers):
+            self.vanished.append((broker_id, now))
+        self._present = set(snapshot.brokers)
+
+    async def __aenter__(self) -> RegistrationWatch:
+        await self._cache.start()
+        self._present = set(self._cache.snapshot.brokers)
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self._cache.stop()
+        await self._store.aclose()
+
+    def expired_after(self, broker_id: int, since: float) -> float | None:
+        return next((t for b, t in self.vanished if b == broker_id and t >= since), None)
 
 
 @dataclass(frozen=True)
