@@ -157,6 +157,7 @@ class MetadataCache:
             try:
                 watch = self._store.watch_prefix(self._keyspace.root, self._revision + 1)
                 async with watch:
+                    _raise_if_cancelling(None)  # a cancel may have been lost inside the open
                     self.connected = True
                     delay = _RETRY_MIN_S
                     async for event in watch:
@@ -165,6 +166,7 @@ class MetadataCache:
                 log.warning("metadata watch fell behind compaction; reloading")
                 await self._reload_with_retry()
             except MetadataStoreError as exc:
+                _raise_if_cancelling(exc)
                 self.connected = False
                 log.warning("metadata watch failed (%s); retrying in %.1f s", exc, delay)
                 await self._clock.sleep(delay)
@@ -177,6 +179,7 @@ class MetadataCache:
                 await self._load()
                 return
             except MetadataStoreError as exc:
+                _raise_if_cancelling(exc)
                 self.connected = False
                 log.warning("metadata reload failed (%s); retrying in %.1f s", exc, delay)
                 await self._clock.sleep(delay)
@@ -239,3 +242,10 @@ class MetadataCache:
         changed.set()
         if parsed is not None and self._on_change is not None:
             self._on_change(self.snapshot, parsed)
+
+
+def _raise_if_cancelling(exc: BaseException | None) -> None:
+    """A retry loop must not outlive a cancel that surfaced as a store error."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError from exc

@@ -15,6 +15,7 @@ watch cancels both. Every unary call has a deadline of ``timeout_s``. gRPC failu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -97,9 +98,14 @@ def _store_error(operation: str, exc: BaseException) -> MetadataStoreError:
 def _translated(operation: str) -> Iterator[None]:
     try:
         yield
-    except TimeoutError as exc:
-        raise MetadataStoreError(f"etcd {operation} timed out") from exc
-    except (rpc.AioRpcError, aetcd.exceptions.ClientError, OSError) as exc:
+    except (TimeoutError, rpc.AioRpcError, aetcd.exceptions.ClientError, OSError) as exc:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            # grpc turns a cancellation that lands inside a call into an RPC error; passing
+            # that on as a MetadataStoreError would let a retry loop swallow the cancel.
+            raise asyncio.CancelledError from exc
+        if isinstance(exc, TimeoutError):
+            raise MetadataStoreError(f"etcd {operation} timed out") from exc
         raise _store_error(operation, exc) from exc
 
 
@@ -158,7 +164,10 @@ class _EtcdWatch(Watch):
             self._call = rpc.WatchStub(client.channel).Watch(metadata=client.metadata)
             try:
                 await self._call.write(rpc.WatchRequest(create_request=create))
-                created = await asyncio.wait_for(self._call.read(), self._store.timeout_s)
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that
+                # arrives as the read completes, leaving the caller running after stop().
+                async with asyncio.timeout(self._store.timeout_s):
+                    created = await self._call.read()
             except BaseException:
                 self._call.cancel()
                 raise
@@ -168,12 +177,15 @@ class _EtcdWatch(Watch):
 
     async def _stop(self) -> None:
         self._store._watches.discard(self)
+        # Cancel the gRPC call first: it ends the reader's pending read(). Cancelling only the
+        # reader task could leave it parked inside grpc's read for good (seen as a CLI that
+        # never exits), so its end is awaited with a bound.
+        if self._call is not None:
+            self._call.cancel()
         reader, self._reader = self._reader, None
         if reader is not None:
             reader.cancel()
-            await asyncio.wait([reader])
-        if self._call is not None:
-            self._call.cancel()
+            await asyncio.wait([reader], timeout=self._store.timeout_s)
 
     async def abort(self, error: MetadataStoreError) -> None:
         """End the stream with ``error`` and release it (the store is closing)."""
@@ -332,7 +344,8 @@ class EtcdMetadataStore:
         self._closed = True
         for watch in list(self._watches):
             await watch.abort(MetadataStoreError("the metadata store was closed"))
-        await self._client.close()
+        with contextlib.suppress(TimeoutError):  # a stuck channel must not keep a process alive
+            await asyncio.wait_for(self._client.close(), self.timeout_s)
 
     async def _connected(self) -> Any:
         if self._closed:
