@@ -29,6 +29,7 @@ __all__ = [
     "LeaderNotAvailableError",
     "MessageTooLargeError",
     "MetadataStoreError",
+    "NetworkError",
     "NotControllerError",
     "NotEnoughReplicasError",
     "NotLeaderOrFollowerError",
@@ -174,6 +175,15 @@ class NotEnoughReplicasError(YakError):
 
     code = "NOT_ENOUGH_REPLICAS"
     kafka_code = 19
+    retriable = True
+    http_status = 503
+
+
+class NetworkError(YakError):
+    """A server could not be reached (connection refused, reset, DNS ...)."""
+
+    code = "NETWORK_EXCEPTION"
+    kafka_code = 13
     retriable = True
     http_status = 503
 

@@ -20,8 +20,8 @@ from rich.console import Console
 from rich.table import Table
 
 from yak.api.admin import ClusterInfo, PartitionHealthList
-from yak.clients.admin import AdminClient, NetworkError
-from yak.errors import YakError
+from yak.clients.admin import AdminClient
+from yak.errors import NetworkError, YakError
 
 __all__ = ["CoordinatorOption", "DataDirOption", "app", "call_admin", "coordinator_urls"]
 

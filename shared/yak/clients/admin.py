@@ -32,35 +32,12 @@ from yak.api.admin import (
     TopicDescription,
     TopicList,
 )
-from yak.errors import KafkaTimeoutError, UnknownServerError, YakError, error_for_code
+from yak.clients._http import error_from_response
+from yak.errors import KafkaTimeoutError, NetworkError
 
-__all__ = ["AdminClient", "NetworkError"]
+__all__ = ["AdminClient"]
 
 _M = TypeVar("_M", bound=BaseModel)
-
-
-class NetworkError(YakError):
-    """The server could not be reached (connection refused, reset, DNS ...)."""
-
-    code = "NETWORK_EXCEPTION"
-    kafka_code = 13
-    retriable = True
-    http_status = 503
-
-
-def _error_from(response: httpx.Response) -> YakError:
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if isinstance(body, dict) and isinstance(body.get("code"), str):
-        details = body.get("details")
-        if not isinstance(details, dict):
-            details = {}
-        return error_for_code(body["code"], str(body.get("message", "")), **details)
-    return UnknownServerError(
-        f"HTTP {response.status_code} from {response.request.url}: {response.text[:200]}"
-    )
 
 
 class AdminClient:
@@ -168,5 +145,5 @@ class AdminClient:
                 f"cannot reach the coordinator at {self.base_url}: {exc or type(exc).__name__}"
             ) from exc
         if response.is_error:
-            raise _error_from(response)
+            raise error_from_response(response)
         return model.model_validate_json(response.content)

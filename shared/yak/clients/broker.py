@@ -30,8 +30,8 @@ import httpcore
 import httpx
 import orjson
 
-from yak.clients.admin import NetworkError
-from yak.errors import KafkaTimeoutError, UnknownServerError, YakError, error_for_code
+from yak.clients._http import error_from_response
+from yak.errors import KafkaTimeoutError, NetworkError, YakError
 from yak.protocol.broker_models import (
     DeleteRecordsPartition,
     DeleteRecordsRequest,
@@ -244,7 +244,7 @@ class BrokerClient:
             content=reply.content,
             request=httpx.Request("POST", self.base_url + path),
         )
-        return _error_from(response)
+        return error_from_response(response)
 
     async def _send(
         self,
@@ -286,22 +286,5 @@ def _reply_has_results(reply: _Reply) -> bool:
 
 def _ok(response: httpx.Response) -> httpx.Response:
     if response.is_error:
-        raise _error_from(response)
+        raise error_from_response(response)
     return response
-
-
-def _error_from(response: httpx.Response) -> YakError:
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if isinstance(body, dict) and isinstance(body.get("code"), str):
-        details = body.get("details")
-        return error_for_code(
-            body["code"],
-            str(body.get("message", "")),
-            **(details if isinstance(details, dict) else {}),
-        )
-    return UnknownServerError(
-        f"HTTP {response.status_code} from {response.request.url}: {response.text[:200]}"
-    )
