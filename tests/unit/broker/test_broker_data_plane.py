@@ -87,7 +87,7 @@ async def test_a_bad_crc_is_refused_and_nothing_is_written(broker: BrokerHarness
     ("body", "fragment"),
     [
         (b"", "shorter than its 8-byte prefix"),
-        (b"XXXX\x00\x00\x00\x02{}", "bad frame magic"),
+        (b"QQQQ\x00\x00\x00\x02{}", "bad frame magic"),
         (b"YKF1\x00\x00\x10\x00{}", "does not fit"),
         (b"YKF1\x00\x00\x00\x02[]", "must be a JSON object"),
         (b'YKF1\x00\x00\x00\x0b{"acks": 2}', "acks must be 0, 1 or -1"),

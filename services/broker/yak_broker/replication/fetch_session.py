@@ -7,8 +7,11 @@ machine that asked. ``on_epoch_answers`` / ``on_fetch_answers`` apply the answer
 to the same machines — an answer for a partition removed or replaced (a new leader epoch) since
 the round was built is dropped, so a stale answer never touches a newer machine's log.
 
+Owns only the map partition → current ``FollowerPartition``; the machines own their logs.
 Pure and synchronous; the driver (``replica_fetcher``) does the HTTP between ``build`` and the
-answers. Not thread-safe.
+answers, and may keep one round in flight or several (answers to an older round of the same
+machine are harmless: a fetch answer whose position is no longer the log end is ignored).
+Crash: nothing persists; a restarted broker builds new sessions and machines. Not thread-safe.
 """
 
 from __future__ import annotations

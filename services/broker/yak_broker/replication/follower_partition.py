@@ -1,28 +1,32 @@
-"""``FollowerPartition``: one partition on a follower of one leader epoch.
+"""``FollowerPartition``: one partition on a follower, for one leader and leader epoch.
 
-States::
+Owns the follower's replication state (``status``) and, through the ``ReplicaLog`` it is given,
+the follower's log: truncation, appends of the leader's batches, its high watermark. States::
 
-    TRUNCATING --epoch answer (complete)--> FETCHING
-    FETCHING --OFFSET_OUT_OF_RANGE (our LEO above the leader's start)--> TRUNCATING
-    any --FENCED_LEADER_EPOCH--> FENCED (until the broker creates a machine for the new epoch)
+    TRUNCATING --epoch answer, divergence found--> FETCHING
+    FETCHING --OFFSET_OUT_OF_RANGE, our LEO not below the leader's start--> TRUNCATING
+    any --FENCED_LEADER_EPOCH--> FENCED (idle: the broker creates a machine for the new epoch)
 
 - ``TRUNCATING`` asks the leader where our latest epoch ends (``EpochQuery``) and truncates to
   the divergence point, as Kafka's fetcher does since KIP-279: the leader answers with the
   largest epoch it knows up to ours and where it ends; if we know that epoch too we truncate to
   the smaller of both ends (done); if we don't, we truncate to the end of our largest epoch
-  below it and ask again; if we know no epoch at all, we truncate to the leader's answer.
-  An undefined answer (the leader knows no such epoch) falls back to our high watermark
-  (KIP-101's behaviour before epochs).
+  below it and ask again; if we know no epoch at all, we truncate to the leader's end. An
+  undefined answer (the leader knows no such epoch) falls back to our high watermark (KIP-101's
+  behaviour before epochs).
 - ``FETCHING`` asks for batches from our LEO (``FetchPosition``) and appends what comes with the
   leader's offsets and epochs (``append_as_follower``), then sets our high watermark to
-  ``min(leader's HW, our LEO)``.
+  ``min(leader's HW, our LEO)``. ``OFFSET_OUT_OF_RANGE`` below the leader's log start restarts
+  the log empty at that start.
 
-The broker creates a new machine on every new leader or leader epoch, so a follower always
-truncates before fetching from a leader it did not fetch from in this epoch: no divergent
-history survives a failover. A crash is harmless: the next machine starts in ``TRUNCATING``.
-Retriable errors (``NOT_LEADER_OR_FOLLOWER`` while the leader's metadata lags,
-``UNKNOWN_LEADER_EPOCH``, network errors) leave the state as is; the driver backs off.
-Not thread-safe; one event loop drives it.
+Invariant: once ``FETCHING``, our log is a prefix of the leader's (it was cut at the divergence
+point, then fed only by this leader in this epoch) — so the LEO we report may count for the
+leader's high watermark. The broker creates a new machine on every new leader or leader epoch,
+so no divergent history survives a failover. Crash: the next machine starts in ``TRUNCATING``
+(the log, its epoch cache and HW checkpoint are all that persist). Retriable errors
+(``NOT_LEADER_OR_FOLLOWER`` or ``UNKNOWN_LEADER_EPOCH`` while the leader's metadata lags) leave
+the state as is and are kept in ``last_error``; the driver backs off before the next round. Not
+thread-safe; one event loop drives it.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from __future__ import annotations
 import enum
 import logging
 
-from yak.errors import CorruptRecordError, InvalidRecordError
+from yak.errors import YakError
 from yak.metadata.models import PartitionState
 from yak_broker.replication.messages import (
     FENCED_LEADER_EPOCH,
@@ -130,6 +134,8 @@ class FollowerPartition:
             self.last_error = answer.error
             if 0 <= log.log_end_offset < answer.log_start_offset:
                 log.truncate_fully_and_start_at(answer.log_start_offset)
+                # The HW may have stayed below the new start (Log keeps min(HW, LEO)).
+                log.update_high_watermark(answer.log_start_offset)
             else:
                 self.status = FollowerStatus.TRUNCATING
             return 0
@@ -139,7 +145,7 @@ class FollowerPartition:
         if size:
             try:
                 log.append_as_follower(answer.records)
-            except (CorruptRecordError, InvalidRecordError) as exc:
+            except YakError as exc:  # corrupt, invalid or too large: retried next round
                 self.last_error = exc.code
                 _log.warning("%s-%d: refused a fetched batch: %s", self.topic, self.partition, exc)
                 return 0

@@ -1,39 +1,60 @@
 """``LeaderPartition``: one partition on its leader — follower progress, ISR, high watermark.
 
-State: the ``PartitionState`` of the leader epoch this machine was created for, and per
-follower its log end offset (LEO; -1 = unknown until it fetches in this epoch), the last time it
-was caught up, and the leader's LEO and the time at its previous fetch.
+Owns, for the leader epoch it was created for: the last ``PartitionState`` seen, the one ISR
+proposal in flight, and per follower its log end offset (LEO; -1 = unknown until it fetches in
+this epoch), the last time it was caught up, and the leader's LEO and the time at its previous
+fetch. It writes one thing to the log: the high watermark (and the epoch stamp at creation).
 
 Rules (Kafka's ``Partition``/``Replica``):
 
 - **Caught up**: a fetch at or past the leader's LEO makes the follower caught up *now*; a fetch
   at or past the leader's LEO *at its previous fetch* makes it caught up as of that previous
-  fetch. A fetch beyond the leader's LEO (a follower that has not truncated) counts for
-  nothing.
-- **High watermark** = min LEO over the ISR, with the ISR taken as the union of the committed
-  ISR and an in-flight proposal (KIP-497's maximal ISR: a follower being added already counts,
-  one being removed still counts). It never goes back and never passes the leader's LEO.
+  fetch. A fetch beyond the leader's LEO (a follower that has not truncated) counts for nothing.
+- **High watermark** = min LEO over the ISR, the ISR taken as the union of the committed ISR
+  and the proposal in flight (KIP-497's maximal ISR: a follower being added already counts, one
+  being removed still counts). It never goes back and never passes the leader's LEO (nor, in
+  ``flush.mode=sync``, the leader's fsynced end).
 - **ISR shrink**: ``tick`` proposes removing every follower not caught up for longer than
-  ``replica.lag.time.max.ms``. **Expand**: a follower outside the ISR whose LEO reached the
-  high watermark and the start of the current leader epoch is proposed for addition.
+  ``replica.lag.time.max.ms``. **Expand**: a follower outside the ISR whose LEO reached the high
+  watermark and the start of the current leader epoch is proposed for addition.
 - One proposal in flight at a time; it ends when a state with a higher partition epoch arrives
-  (``on_state``) or the compare-and-swap fails (``on_proposal_failed``).
-- Fencing: requests carrying another ``current_leader_epoch`` are refused (older:
-  ``FENCED_LEADER_EPOCH``, newer: ``UNKNOWN_LEADER_EPOCH``; -1 is not checked).
+  (``on_state``) or its compare-and-swap fails (``on_proposal_failed``).
+- **Fencing**: a request carrying another ``current_leader_epoch`` is refused (older:
+  ``FENCED_LEADER_EPOCH``, newer: ``UNKNOWN_LEADER_EPOCH``; -1 is not checked). Once a state
+  names another leader or leader epoch the machine is **retired**: inert, and it refuses every
+  request with ``NOT_LEADER_OR_FOLLOWER``.
 
 Creating the machine is Kafka's ``becomeLeader``: the leader epoch is stamped into the log's
 epoch cache at the LEO, so followers asking about the previous epoch learn where it ended.
-A crash loses nothing here: all of it is rebuilt from the log and the next state.
-Not thread-safe; one event loop drives it.
+Crash: nothing here is persisted except through the log (HW checkpoint, epoch cache); a
+restarted broker builds a new machine from the log and the current state, with every follower
+position unknown again. Not thread-safe: one event loop (or the simulation) drives it, and
+every method returns before the next input is applied.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import overload
 
-from yak.errors import FencedLeaderEpochError, NotEnoughReplicasError, UnknownLeaderEpochError
+from yak.errors import (
+    FencedLeaderEpochError,
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+    UnknownLeaderEpochError,
+    YakError,
+)
 from yak.metadata.models import PartitionState
-from yak_broker.replication.messages import AlterIsr, HighWatermarkAdvanced, LeaderOutput
+from yak_broker.replication.messages import (
+    FENCED_LEADER_EPOCH,
+    NOT_LEADER_OR_FOLLOWER,
+    UNKNOWN_LEADER_EPOCH,
+    AlterIsr,
+    EpochAnswer,
+    EpochQuery,
+    HighWatermarkAdvanced,
+    LeaderOutput,
+)
 from yak_broker.replication.replica_log import ReplicaLog
 
 __all__ = ["FollowerProgress", "LeaderPartition"]
@@ -68,12 +89,13 @@ class LeaderPartition:
         self.partition = state.partition
         self.leader_epoch = state.leader_epoch
         self.state = state
+        self.retired = False
         self._log = log
         self._lag_max_ms = replica_lag_time_max_ms
         latest = log.latest_epoch
         if latest is None or latest < state.leader_epoch:
             log.assign_epoch(state.leader_epoch, log.log_end_offset)
-        #: Where this leader epoch starts: a follower must reach it to join the ISR.
+        #: Where this leader epoch starts (at the latest): a follower must reach it to join.
         self.epoch_start_offset = log.log_end_offset
         self.followers: dict[int, FollowerProgress] = {}
         self._add_followers(state, now_ms)
@@ -92,23 +114,35 @@ class LeaderPartition:
         return self.state.isr
 
     def maximal_isr(self) -> set[int]:
+        """The committed ISR plus the replicas of the proposal in flight (KIP-497)."""
         isr = set(self.state.isr)
         if self.pending is not None:
             isr |= set(self.pending.new_isr)
         return isr
 
-    def check_epoch(self, current_leader_epoch: int) -> None:
-        """Refuse a request made for another leader epoch (-1: unchecked)."""
+    def check_fetch_epoch(self, current_leader_epoch: int) -> str | None:
+        """The error code for a request made in another leader epoch, or None (-1: unchecked)."""
+        if self.retired:
+            return NOT_LEADER_OR_FOLLOWER
         if current_leader_epoch == -1 or current_leader_epoch == self.leader_epoch:
+            return None
+        if current_leader_epoch < self.leader_epoch:
+            return FENCED_LEADER_EPOCH
+        return UNKNOWN_LEADER_EPOCH
+
+    def check_epoch(self, current_leader_epoch: int) -> None:
+        """``check_fetch_epoch`` raising the error (for the HTTP handlers)."""
+        code = self.check_fetch_epoch(current_leader_epoch)
+        if code is None:
             return
         where = f"{self.topic}-{self.partition}"
-        if current_leader_epoch < self.leader_epoch:
-            raise FencedLeaderEpochError(
-                f"{where}: leader epoch {current_leader_epoch} is older than {self.leader_epoch}",
-                leader_epoch=self.leader_epoch,
-            )
-        raise UnknownLeaderEpochError(
-            f"{where}: leader epoch {current_leader_epoch} is newer than {self.leader_epoch}",
+        error: type[YakError] = {
+            FENCED_LEADER_EPOCH: FencedLeaderEpochError,
+            UNKNOWN_LEADER_EPOCH: UnknownLeaderEpochError,
+        }.get(code, NotLeaderOrFollowerError)
+        raise error(
+            f"{where}: request for leader epoch {current_leader_epoch}, this broker leads "
+            f"epoch {self.leader_epoch}{' (retired)' if self.retired else ''}",
             leader_epoch=self.leader_epoch,
         )
 
@@ -122,9 +156,32 @@ class LeaderPartition:
                 min_insync_replicas=min_insync_replicas,
             )
 
-    def answer_epoch_query(self, current_leader_epoch: int, leader_epoch: int) -> tuple[int, int]:
-        """OffsetsForLeaderEpoch: ``(epoch, end_offset)`` of ``leader_epoch`` here (KIP-279)."""
-        self.check_epoch(current_leader_epoch)
+    @overload
+    def answer_epoch_query(self, query: EpochQuery, /) -> EpochAnswer: ...
+
+    @overload
+    def answer_epoch_query(
+        self, current_leader_epoch: int, leader_epoch: int, /
+    ) -> tuple[int, int]: ...
+
+    def answer_epoch_query(
+        self, query: EpochQuery | int, leader_epoch: int | None = None, /
+    ) -> EpochAnswer | tuple[int, int]:
+        """OffsetsForLeaderEpoch (KIP-279): where ``leader_epoch`` ends in this log.
+
+        With an ``EpochQuery``: an ``EpochAnswer`` (fencing errors as its ``error``). With two
+        ints (``current_leader_epoch, leader_epoch``): ``(epoch, end_offset)``, raising the
+        fencing error — the form the HTTP handler uses.
+        """
+        if isinstance(query, EpochQuery):
+            error = self.check_fetch_epoch(query.current_leader_epoch)
+            if error is not None:
+                return EpochAnswer(query.topic, query.partition, error=error)
+            epoch, end = self._log.end_offset_for_epoch(query.leader_epoch)
+            return EpochAnswer(query.topic, query.partition, epoch, end)
+        if leader_epoch is None:
+            raise TypeError("answer_epoch_query(current_leader_epoch, leader_epoch)")
+        self.check_epoch(query)
         return self._log.end_offset_for_epoch(leader_epoch)
 
     # --- inputs --------------------------------------------------------------------------
@@ -136,6 +193,8 @@ class LeaderPartition:
         ``flush.mode=sync`` the end of what an fsync covers.
         """
         del now_ms  # the caught-up clock is driven by fetches only
+        if self.retired:
+            return []
         if local_end is None:
             self._local_end = self._log.log_end_offset
         else:  # fsyncs complete in offset order, but their callbacks may not
@@ -148,7 +207,7 @@ class LeaderPartition:
         """A follower fetches from ``fetch_offset``, its LEO (before the leader reads)."""
         progress = self.followers.get(replica_id)
         leader_leo = self._log.log_end_offset
-        if progress is None or fetch_offset > leader_leo:
+        if self.retired or progress is None or fetch_offset > leader_leo:
             return []
         if fetch_offset >= leader_leo:
             progress.last_caught_up_ms = max(progress.last_caught_up_ms, now_ms)
@@ -163,21 +222,25 @@ class LeaderPartition:
 
     def tick(self, now_ms: int) -> list[LeaderOutput]:
         """Propose dropping the followers that lag longer than ``replica.lag.time.max.ms``."""
-        if self.pending is not None:
+        if self.retired or self.pending is not None:
             return []
-        lagging = [
-            replica
-            for replica in self.state.isr
-            if replica != self.broker_id
-            and now_ms - self.followers[replica].last_caught_up_ms > self._lag_max_ms
-        ]
+        lagging = set()
+        for replica in self.state.isr:
+            progress = self.followers.get(replica)
+            if progress is not None and now_ms - progress.last_caught_up_ms > self._lag_max_ms:
+                lagging.add(replica)
         if not lagging:
             return []
         return self._propose(tuple(r for r in self.state.isr if r not in lagging))
 
     def on_state(self, state: PartitionState, now_ms: int) -> list[LeaderOutput]:
-        """New metadata for this partition; returns [] once the machine is retired."""
+        """New metadata for this partition (our proposal committed, or the controller's
+        change). Another leader or leader epoch retires the machine; returns [] then."""
+        if self.retired:
+            return []
         if state.leader != self.broker_id or state.leader_epoch != self.leader_epoch:
+            self.retired = True
+            self.pending = None
             return []
         if state.partition_epoch < self.state.partition_epoch:
             return []  # an older state delivered late
@@ -188,9 +251,15 @@ class LeaderPartition:
         self._add_followers(state, now_ms)
         return self._advance_high_watermark()
 
-    def on_proposal_failed(self) -> None:
-        """The compare-and-swap lost (the controller changed the partition): wait for its state."""
-        self.pending = None
+    def on_proposal_failed(self, proposal: AlterIsr | None = None) -> None:
+        """The compare-and-swap of ``proposal`` lost: wait for the state that beat it.
+
+        Pass the proposal: a failure reported after ``on_state`` already ended it must not end
+        a newer proposal (whose replicas the high watermark may be counting). None: whatever is
+        in flight.
+        """
+        if proposal is None or proposal == self.pending:
+            self.pending = None
 
     # --- internals -----------------------------------------------------------------------
 
