@@ -71,18 +71,22 @@ class FollowerPartition:
         self.leader_epoch = state.leader_epoch
         self.log = log
         self.status = FollowerStatus.TRUNCATING
+        #: After a partial truncation, the epoch to ask about next: the log's latest epoch may
+        #: still be an empty one stamped at its end (``Log.truncate_to`` at or past the LEO
+        #: leaves the epoch cache alone), and asking about it again would loop forever.
+        self._next_epoch: int | None = None
         #: Last error applied (for operators and tests); None after a success.
         self.last_error: str | None = None
 
     def next_request(self) -> EpochQuery | FetchPosition | None:
         """What to ask the leader next (None: nothing until new metadata)."""
         if self.status is FollowerStatus.TRUNCATING:
-            latest = self.log.latest_epoch
+            epoch = self._next_epoch if self._next_epoch is not None else self.log.latest_epoch
             return EpochQuery(
                 self.topic,
                 self.partition,
                 self.leader_epoch,
-                UNDEFINED_EPOCH if latest is None else latest,
+                UNDEFINED_EPOCH if epoch is None else epoch,
             )
         if self.status is FollowerStatus.FETCHING:
             return FetchPosition(
@@ -96,7 +100,7 @@ class FollowerPartition:
             return
         log = self.log
         leo = log.log_end_offset
-        complete = True
+        self._next_epoch = None
         if answer.leader_epoch == UNDEFINED_EPOCH or answer.end_offset < 0:
             # The leader knows no epoch up to ours (or we know none): KIP-101's fallback.
             target = min(log.high_watermark, leo)
@@ -105,7 +109,9 @@ class FollowerPartition:
             if ours_epoch == UNDEFINED_EPOCH:
                 target = min(answer.end_offset, leo)
             elif ours_epoch != answer.leader_epoch:
-                target, complete = min(ours_end, leo), False
+                # We lack the leader's epoch: cut to the end of our largest epoch below it and
+                # ask about that one (KIP-279's extra round).
+                target, self._next_epoch = min(ours_end, leo), ours_epoch
             else:
                 target = min(ours_end, answer.end_offset, leo)
         if target < leo:
@@ -120,7 +126,7 @@ class FollowerPartition:
                 answer.end_offset,
             )
             log.truncate_to(target)
-        if complete or log.latest_epoch is None:
+        if self._next_epoch is None:
             self.status = FollowerStatus.FETCHING
 
     def on_fetch_answer(self, position: FetchPosition, answer: FetchAnswer) -> int:
@@ -137,7 +143,7 @@ class FollowerPartition:
                 # The HW may have stayed below the new start (Log keeps min(HW, LEO)).
                 log.update_high_watermark(answer.log_start_offset)
             else:
-                self.status = FollowerStatus.TRUNCATING
+                self.status, self._next_epoch = FollowerStatus.TRUNCATING, None
             return 0
         if self._failed(answer.error):
             return 0

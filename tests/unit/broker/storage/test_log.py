@@ -301,3 +301,95 @@ def test_delete_records(tmp_path: Path, clock: FakeClock) -> None:
     reopened = open_log(tmp_path, clock, segment_bytes=300)
     assert reopened.log_start_offset == 3
     reopened.close()
+
+
+def test_leader_epoch_accessors_for_replication(tmp_path: Path, clock: FakeClock) -> None:
+    log = open_log(tmp_path, clock)
+    assert log.end_offset_for_epoch(0) == (-1, -1)  # no epoch known
+    for epoch, count in ((0, 3), (2, 2)):
+        for _ in range(count):
+            log.append(make_batch(1), leader_epoch=epoch)
+    assert log.latest_epoch == 2
+    # KIP-279: the largest epoch <= the one asked, and where the next one starts (or the LEO).
+    assert log.end_offset_for_epoch(0) == (0, 3)
+    assert log.end_offset_for_epoch(1) == (0, 3)
+    assert log.end_offset_for_epoch(2) == (2, 5)
+    assert log.end_offset_for_epoch(3) == (-1, -1)
+    assert log.end_offset_for_epoch(-1) == (-1, -1)
+    log.close()
+    empty = open_log(tmp_path / "empty", clock)
+    assert empty.latest_epoch is None
+    empty.close()
+
+
+def epoch_entries(log: Log) -> list[tuple[int, int]]:
+    return [(entry.epoch, entry.start_offset) for entry in log.leader_epochs.entries]
+
+
+def test_assign_epoch_stamps_a_new_leader_epoch_before_any_append(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    log = open_log(tmp_path, clock)
+    log.append(make_batch(2), leader_epoch=0)
+    log.assign_epoch(3, log.log_end_offset)
+    assert log.latest_epoch == 3
+    assert log.end_offset_for_epoch(0) == (0, 2)  # epoch 0 ended where epoch 3 starts
+    assert log.end_offset_for_epoch(3) == (3, 2)
+    log.append(make_batch(1), leader_epoch=3)  # the stamp stands: the epoch started at 2
+    assert epoch_entries(log) == [(0, 0), (3, 2)]
+    # A follower's copy keeps the leader's epochs: the cache learns them from the batches.
+    log.append_as_follower(make_batch(1, base_offset=3, epoch=4))
+    assert epoch_entries(log) == [(0, 0), (3, 2), (4, 3)]
+    log.truncate_to(3)
+    assert log.latest_epoch == 3
+    log.close_without_marker()
+    reopened = open_log(tmp_path, clock)
+    assert epoch_entries(reopened) == [(0, 0), (3, 2)]
+    reopened.close()
+
+
+def test_a_stamp_without_records_does_not_survive_a_restart(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """As Kafka's loader: epochs starting at or past the log end are dropped on load (the new
+    leader stamps its epoch again when it leads)."""
+    log = open_log(tmp_path, clock)
+    log.append(make_batch(1), leader_epoch=0)
+    log.assign_epoch(1, 1)
+    log.close_without_marker()
+    reopened = open_log(tmp_path, clock)
+    assert reopened.latest_epoch == 0
+    reopened.close()
+
+
+@pytest.mark.xfail(
+    strict=True, reason="truncate_fully_and_start_at keeps min(HW, new end): HW < log start"
+)
+def test_truncate_fully_and_start_at_moves_the_high_watermark_to_the_new_start(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    log = open_log(tmp_path, clock)
+    log.append(make_batch(1), leader_epoch=0)
+    log.truncate_fully_and_start_at(40)
+    try:
+        assert (log.log_start_offset, log.high_watermark, log.log_end_offset) == (40, 40, 40)
+    finally:
+        log.close()
+
+
+@pytest.mark.xfail(
+    strict=True, reason="truncate_to at or past the LEO leaves an epoch stamped at the LEO"
+)
+def test_truncate_to_the_log_end_drops_an_empty_epoch_stamped_there(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """Kafka's ``truncateTo`` always truncates the epoch cache from the LEO: a broker that led an
+    epoch without appending must not keep answering for it once it follows (KIP-279)."""
+    log = open_log(tmp_path, clock)
+    log.append(make_batch(1), leader_epoch=0)
+    log.assign_epoch(5, 1)
+    log.truncate_to(1)
+    try:
+        assert log.latest_epoch == 0
+    finally:
+        log.close()
