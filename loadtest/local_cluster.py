@@ -56,6 +56,8 @@ class LocalCluster:
     broker_ports: dict[int, int] = field(default_factory=dict)
     brokers: dict[int, ManagedProcess] = field(default_factory=dict)
     coordinator_url: str = ""
+    proxy_ports: dict[int, int] = field(default_factory=dict)
+    proxies: dict[int, ManagedProcess] = field(default_factory=dict)
 
     def broker_url(self, broker_id: int) -> str:
         return f"http://{HOST}:{self.broker_ports[broker_id]}"
@@ -104,6 +106,39 @@ class LocalCluster:
         )
         self.brokers[broker_id] = process
         return process
+
+    def proxy_url(self, index: int = 0) -> str:
+        return f"http://{HOST}:{self.proxy_ports[index]}"
+
+    def start_proxy(self, index: int = 0, **env: str) -> ManagedProcess:
+        """Start (or restart, on the same port) rest-proxy ``index``; ``env`` adds ``YAK_*``
+        settings (e.g. ``YAK_CONSUMER_INSTANCE_TIMEOUT_MS``)."""
+        if index not in self.proxy_ports:
+            (self.proxy_ports[index],) = free_ports(1)
+        port = self.proxy_ports[index]
+        process = self.supervisor.start(
+            ProcessSpec(
+                name=f"rest-proxy-{index}",
+                argv=(_script("yak-rest-proxy"), "--host", HOST, "--port", str(port)),
+                log_path=self.folder / "logs" / f"rest-proxy-{index}.log",
+                health_url=f"http://{HOST}:{port}/readyz",
+                url=f"http://{HOST}:{port}",
+                env={
+                    "YAK_ETCD": self.etcd.endpoint,
+                    "YAK_CLUSTER_ID": self.cluster_id,
+                    "YAK_NODE_ID": str(index),
+                    "YAK_LOG_LEVEL": "info",
+                    **env,
+                },
+            )
+        )
+        self.proxies[index] = process
+        return process
+
+    def kill_proxy(self, index: int = 0) -> None:
+        process = self.proxies[index]
+        process.popen.send_signal(signal.SIGKILL)
+        process.popen.wait()
 
     def kill(self, broker_id: int) -> None:
         process = self.brokers[broker_id]

@@ -12,10 +12,14 @@ from typing import Any, ClassVar
 
 __all__ = [
     "ConsumerGroupError",
+    "ConsumerInstanceExistsError",
     "CorruptRecordError",
     "FencedLeaderEpochError",
+    "FencedMemberEpochError",
     "GroupIdNotFoundError",
+    "GroupNotEmptyError",
     "IllegalGenerationError",
+    "IllegalStateError",
     "InvalidConfigError",
     "InvalidGroupIdError",
     "InvalidPartitionsError",
@@ -30,6 +34,7 @@ __all__ = [
     "MessageTooLargeError",
     "MetadataStoreError",
     "NetworkError",
+    "NotAcceptableError",
     "NotControllerError",
     "NotEnoughReplicasError",
     "NotLeaderOrFollowerError",
@@ -45,6 +50,7 @@ __all__ = [
     "UnknownServerError",
     "UnknownTopicOrPartitionError",
     "UnsupportedCompressionTypeError",
+    "UnsupportedMediaTypeError",
     "YakError",
     "error_for_code",
 ]
@@ -339,6 +345,47 @@ class RebalanceInProgressError(ConsumerGroupError):
     code = "REBALANCE_IN_PROGRESS"
     kafka_code = 27
     retriable = True
+
+
+class FencedMemberEpochError(ConsumerGroupError):
+    """The member no longer owns the partition it commits or seeks (KIP-848's fencing)."""
+
+    code = "FENCED_MEMBER_EPOCH"
+    kafka_code = 110
+
+
+class GroupNotEmptyError(ConsumerGroupError):
+    """The operation needs a group without active members (delete, offset reset)."""
+
+    code = "NON_EMPTY_GROUP"
+    kafka_code = 68
+
+
+class ConsumerInstanceExistsError(ConsumerGroupError):
+    """A consumer instance with this name already exists in the group."""
+
+    code = "CONSUMER_INSTANCE_EXISTS"
+
+
+class IllegalStateError(ConsumerGroupError):
+    """The consumer instance is not in a state that allows the request (e.g. a subscription
+    and a manual assignment at once, or seeking a partition it does not own)."""
+
+    code = "ILLEGAL_STATE"
+
+
+class UnsupportedMediaTypeError(YakError):
+    """The request's Content-Type is not one this endpoint accepts."""
+
+    code = "UNSUPPORTED_MEDIA_TYPE"
+    http_status = 415
+
+
+class NotAcceptableError(YakError):
+    """No representation matches the request's Accept header (or the consumer's format)."""
+
+    code = "NOT_ACCEPTABLE"
+    http_status = 406
 
 
 class MetadataStoreError(YakError):

@@ -1,20 +1,74 @@
 """The rest-proxy service's app factory.
 
-The rest-proxy: the public REST API (Confluent v2-compatible and native).
+The rest-proxy is the public face of Yak: the Confluent REST Proxy v2-compatible API at the
+root (``/topics``, ``/consumers``, ``/brokers``) and the native API under ``/api/v1``, both
+served from one FastAPI app whose OpenAPI document covers every route. It keeps no state of its
+own (``runtime.ProxyRuntime``): anything a client relies on lives in etcd or on the brokers, so
+any proxy serves any client.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
 from fastapi import FastAPI
 
 from yak import __version__
+from yak.clients.broker import BrokerClient
+from yak.metadata.store import MetadataStore
 from yak.web.health import health_router
+from yak_rest_proxy.http.errors import install_error_handlers
+from yak_rest_proxy.http.openapi import install_openapi
+from yak_rest_proxy.http.slashes import StripTrailingSlash
+from yak_rest_proxy.native.routes import native_router
+from yak_rest_proxy.runtime import ProxyRuntime
+from yak_rest_proxy.settings import ProxySettings
+from yak_rest_proxy.v2.metadata_routes import metadata_router
+from yak_rest_proxy.v2.produce_routes import produce_router
 
 __all__ = ["create_app"]
 
 
-def create_app() -> FastAPI:
-    """Build the rest-proxy ASGI app."""
-    app = FastAPI(title="Yak rest-proxy", version=__version__)
-    app.include_router(health_router("rest-proxy"))
+def create_app(
+    settings: ProxySettings | None = None,
+    *,
+    store: MetadataStore | None = None,
+    broker_client_factory: Callable[[str], BrokerClient] | None = None,
+) -> FastAPI:
+    """Build the rest-proxy ASGI app (settings default to the ``YAK_*`` environment).
+
+    ``store`` replaces the etcd connection (tests pass a ``MemoryMetadataStore``; the caller
+    closes it); ``broker_client_factory`` replaces how broker clients are made (tests reach an
+    in-process broker).
+    """
+    runtime = ProxyRuntime(
+        settings or ProxySettings.from_env(),
+        store=store,
+        broker_client_factory=broker_client_factory,
+    )
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await runtime.start()
+        try:
+            yield
+        finally:
+            await runtime.stop()
+
+    app = FastAPI(
+        title="Yak rest-proxy",
+        version=__version__,
+        description="Confluent REST Proxy v2-compatible API and Yak's native API (/api/v1).",
+        lifespan=lifespan,
+        redirect_slashes=False,
+    )
+    app.state.runtime = runtime
+    install_error_handlers(app)
+    app.include_router(health_router("rest-proxy", runtime.readiness))
+    app.include_router(metadata_router(runtime))
+    app.include_router(produce_router(runtime))
+    app.include_router(native_router(runtime))
+    app.add_middleware(StripTrailingSlash)
+    install_openapi(app)
     return app

@@ -1,11 +1,19 @@
-"""Entry point `yak-rest-proxy`: run the rest-proxy service."""
+"""Entry point `yak-rest-proxy`: run the rest-proxy service.
+
+``--host``/``--port`` and ``--log-level`` are flags; every setting also has a ``YAK_*``
+environment variable (``yak up`` sets ``YAK_ETCD``, ``YAK_CLUSTER_ID``, ``YAK_NODE_ID``); see
+``settings`` for the defaults.
+"""
 
 from __future__ import annotations
+
+from typing import Annotated
 
 import typer
 
 from yak.web.serve import serve
 from yak_rest_proxy.app import create_app
+from yak_rest_proxy.settings import ProxySettings
 
 __all__ = ["main"]
 
@@ -17,12 +25,17 @@ cli = typer.Typer(
 
 @cli.command()
 def run(
-    host: str = typer.Option("127.0.0.1", envvar="YAK_HOST", help="Address to bind."),
-    port: int = typer.Option(8082, envvar="YAK_PORT", help="Port to bind."),
-    log_level: str = typer.Option("info", envvar="YAK_LOG_LEVEL"),
+    host: Annotated[str, typer.Option(envvar="YAK_HOST", help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(envvar="YAK_PORT", help="Port to bind.")] = 8082,
+    etcd: Annotated[str, typer.Option(envvar="YAK_ETCD", help="etcd URL.")] = (
+        "http://127.0.0.1:2379"
+    ),
+    cluster_id: Annotated[str, typer.Option(envvar="YAK_CLUSTER_ID", help="Cluster id.")] = "local",
+    log_level: Annotated[str, typer.Option(envvar="YAK_LOG_LEVEL")] = "info",
 ) -> None:
     """Serve the rest-proxy until SIGINT/SIGTERM."""
-    serve(create_app(), host=host, port=port, log_level=log_level)
+    settings = ProxySettings.from_env(host=host, port=port, etcd_url=etcd, cluster_id=cluster_id)
+    serve(create_app(settings), host=host, port=port, log_level=log_level)
 
 
 def main() -> None:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "NO_LEADER",
     "AclEntry",
+    "Assignment",
     "BrokerRegistration",
     "CommittedOffset",
     "ControllerRecord",
@@ -137,18 +138,6 @@ class PartitionState(MetadataValue):
         return tuple(r for r in self.replicas if r not in self.adding_replicas)
 
 
-class GroupMember(MetadataValue):
-    """``groups/<g>/members/<member>``: a consumer in a group, on its session lease."""
-
-    member_id: str
-    client_id: str = ""
-    client_host: str = ""
-    subscription: tuple[str, ...] = ()
-    session_timeout_ms: int = Field(default=45_000, ge=1)
-    rebalance_timeout_ms: int = Field(default=300_000, ge=1)
-    joined_at_ms: int
-
-
 class TopicPartitions(MetadataValue):
     """A set of partitions of one topic."""
 
@@ -156,30 +145,102 @@ class TopicPartitions(MetadataValue):
     partitions: tuple[int, ...]
 
 
-class GroupStateName(StrEnum):
-    """The lifecycle of a consumer group (KIP-848 vocabulary)."""
+Assignment = tuple[TopicPartitions, ...]
 
+
+class GroupMember(MetadataValue):
+    """``groups/<g>/members/<member>``: a consumer instance, on its own lease.
+
+    Written by the rest-proxy (any proxy: the instance lives here, not in a proxy's memory).
+    The lease's TTL is the instance timeout (Confluent's ``consumer.instance.timeout.ms``);
+    every request for the instance refreshes it, so an idle instance vanishes from etcd and the
+    coordinator gives its partitions to the others. See ``docs/consumer-groups.md``.
+    """
+
+    member_id: str
+    client_id: str = ""
+    client_host: str = ""
+    #: Topics subscribed by name (empty: no subscription).
+    subscription: tuple[str, ...] = ()
+    #: A regex subscription, matched in full against topic names (exclusive with ``subscription``).
+    subscription_pattern: str | None = None
+    #: Partitions the instance assigned itself (v2 ``assignments``): no group assignment then.
+    manual_assignment: Assignment = ()
+    #: Server-side assignor this member asks for: ``uniform`` (sticky) or ``range``.
+    assignor: str = "uniform"
+    session_timeout_ms: int = Field(default=300_000, ge=1)
+    rebalance_timeout_ms: int = Field(default=60_000, ge=1)
+    joined_at_ms: int
+    #: The etcd lease the record is attached to (0 when none).
+    lease_id: int = 0
+    #: What the member holds now: the ``current_assignment`` it last acknowledged, and the member
+    #: epoch of that assignment. A partition leaves ``owned`` once released (positions dropped,
+    #: offsets auto-committed), and only then may the coordinator give it to another member.
+    owned: Assignment = ()
+    member_epoch: int = Field(default=0, ge=0)
+    #: REST consumer instance settings (v2 create-consumer body), kept for every proxy.
+    format: str = "binary"
+    auto_offset_reset: str = "latest"
+    auto_commit: bool = True
+    fetch_min_bytes: int = -1
+    request_timeout_ms: int = 1_000
+
+    @property
+    def subscribed(self) -> bool:
+        """Whether the member takes part in the group's assignment."""
+        return bool(self.subscription) or self.subscription_pattern is not None
+
+
+class GroupStateName(StrEnum):
+    """A consumer group's state, as Kafka's tools show it."""
+
+    #: No member (committed offsets may remain).
     EMPTY = "Empty"
-    ASSIGNING = "Assigning"
-    RECONCILING = "Reconciling"
+    #: Membership or subscriptions changed; the target assignment is not computed yet.
+    PREPARING_REBALANCE = "PreparingRebalance"
+    #: A target assignment exists but some member does not own its target yet (partitions are
+    #: being released by their old owners or adopted by their new ones).
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    #: Every member owns exactly its target.
     STABLE = "Stable"
+    #: The group was deleted.
     DEAD = "Dead"
 
 
 class GroupState(MetadataValue):
-    """``groups/<g>/state``: the group epoch and the target assignment per member."""
+    """``groups/<g>/state``: written by the active controller only.
+
+    ``group_epoch`` increases whenever the member set, a subscription or a subscribed topic's
+    partition count changes; ``assignment_epoch`` is the group epoch the ``target_assignment``
+    was computed at. ``current_assignment`` is what each member may own now: its target minus
+    the partitions another member still owns (cooperative moves: a partition changes owner only
+    once its old owner released it or left). ``member_epochs[m]`` is set to the group epoch
+    whenever ``current_assignment[m]`` changes; commits and positions are fenced by it.
+    """
 
     group_id: str
     group_epoch: int = Field(default=0, ge=0)
     assignment_epoch: int = Field(default=0, ge=0)
     state: GroupStateName = GroupStateName.EMPTY
-    target_assignment: dict[str, tuple[TopicPartitions, ...]] = Field(default_factory=dict)
-    #: The epoch each member has acknowledged; a member fetches and commits with it.
+    assignor: str = "uniform"
+    target_assignment: dict[str, Assignment] = Field(default_factory=dict)
+    current_assignment: dict[str, Assignment] = Field(default_factory=dict)
     member_epochs: dict[str, int] = Field(default_factory=dict)
+    #: When each member was first asked to release a partition (ms); a member that has not
+    #: released it within its ``rebalance_timeout_ms`` is removed from the group (fenced).
+    revoking_since_ms: dict[str, int] = Field(default_factory=dict)
+    #: The subscribed topics' partition counts the target was computed from.
+    topic_partitions: dict[str, int] = Field(default_factory=dict)
+    #: The participants the target was computed from and each one's resolved topics (the
+    #: existing topics its subscription names or its pattern matches), sorted.
+    subscriptions: dict[str, tuple[str, ...]] = Field(default_factory=dict)
 
 
 class GroupPositions(MetadataValue):
-    """``groups/<g>/positions/<member>``: a member's fetch positions ("topic/p" → offset)."""
+    """``groups/<g>/positions/<member>``: a member's fetch positions ("topic/p" → next offset).
+
+    On the member's lease, so it goes with the member.
+    """
 
     member_id: str
     member_epoch: int = Field(ge=0)

@@ -14,7 +14,7 @@ def test_values_round_trip_through_their_stored_bytes() -> None:
     state = GroupState(
         group_id="g",
         group_epoch=4,
-        state=GroupStateName.RECONCILING,
+        state=GroupStateName.COMPLETING_REBALANCE,
         target_assignment={"m1": (TopicPartitions(topic="t", partitions=(0, 2)),)},
         member_epochs={"m1": 3},
     )

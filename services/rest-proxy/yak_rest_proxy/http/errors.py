@@ -1,0 +1,122 @@
+"""Typed errors to HTTP, in the two dialects the proxy speaks.
+
+* **Confluent v2** (every path outside ``/api/`` and ``/admin/``): body
+  ``{"error_code": <int>, "message": "..."}`` with Confluent's numeric codes, so existing
+  REST-proxy clients recognise them. The table below is the whole mapping; codes Confluent
+  does not have are Yak's own and listed in ``docs/rest-api.md``.
+* **Native** (``/api/v1``): Yak's ``{"code": "<KAFKA_NAME>", "message", "details"}`` with the
+  status the error class declares (``yak.web.errors``), the same as every other Yak service.
+
+Handlers raise typed ``YakError``s; nothing below the routes builds a response.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException
+
+from yak.errors import InvalidRequestError, UnknownServerError, YakError
+from yak.web.errors import error_response
+
+__all__ = ["NATIVE_PREFIXES", "install_error_handlers", "v2_error", "v2_error_response"]
+
+log = logging.getLogger(__name__)
+
+#: Paths answered in the native dialect; everything else is Confluent v2.
+NATIVE_PREFIXES = ("/api/", "/admin/", "/healthz", "/readyz", "/openapi", "/docs")
+
+_BY_CODE: dict[str, tuple[int, int]] = {
+    "UNKNOWN_MEMBER_ID": (404, 40403),
+    "GROUP_ID_NOT_FOUND": (404, 40405),
+    "LEADER_NOT_AVAILABLE": (404, 40404),
+    "NOT_ACCEPTABLE": (406, 40601),
+    "CONSUMER_INSTANCE_EXISTS": (409, 40902),
+    "ILLEGAL_STATE": (409, 40903),
+    "FENCED_MEMBER_EPOCH": (409, 40903),
+    "ILLEGAL_GENERATION": (409, 40903),
+    "NON_EMPTY_GROUP": (409, 40903),
+    "INVALID_TOPIC_EXCEPTION": (400, 40002),
+    "INVALID_GROUP_ID": (400, 40002),
+    "TOPIC_ALREADY_EXISTS": (400, 40002),
+    "INVALID_CONFIG": (422, 42204),
+    "MESSAGE_TOO_LARGE": (413, 41301),
+    "UNSUPPORTED_MEDIA_TYPE": (415, 41501),
+    "OFFSET_OUT_OF_RANGE": (416, 41601),
+}
+
+_INVALID_REQUEST: dict[str, tuple[int, int]] = {
+    "malformed_json": (400, 400),
+    "invalid_data": (422, 42205),
+    "invalid_config": (422, 42204),
+    "config_constraint": (400, 40001),
+}
+
+
+def v2_error(error: YakError) -> tuple[int, int]:
+    """(HTTP status, Confluent ``error_code``) of a typed error."""
+    if error.code == "UNKNOWN_TOPIC_OR_PARTITION":
+        return (404, 40402) if "partition" in error.details else (404, 40401)
+    if isinstance(error, InvalidRequestError):
+        return _INVALID_REQUEST.get(str(error.details.get("kind")), (422, 422))
+    found = _BY_CODE.get(error.code)
+    if found is not None:
+        return found
+    if error.http_status < 500:
+        return error.http_status, error.http_status
+    return (500, 50003) if error.retriable else (500, 50002)
+
+
+def v2_error_response(error: YakError) -> JSONResponse:
+    status, code = v2_error(error)
+    return JSONResponse({"error_code": code, "message": error.message}, status_code=status)
+
+
+def _native(request: Request) -> bool:
+    return request.url.path.startswith(NATIVE_PREFIXES)
+
+
+def _respond(request: Request, error: YakError) -> Response:
+    return error_response(error) if _native(request) else v2_error_response(error)
+
+
+def _describe(exc: RequestValidationError) -> str:
+    parts = []
+    for problem in exc.errors():
+        where = ".".join(str(item) for item in problem.get("loc", ()) if item != "body")
+        parts.append(f"{where or 'body'}: {problem.get('msg', 'invalid')}")
+    return "; ".join(parts) or "invalid request"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Typed errors, validation failures and anything unexpected, in the path's dialect."""
+
+    async def on_yak_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, YakError)
+        return _respond(request, exc)
+
+    async def on_validation_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        return _respond(request, InvalidRequestError(_describe(exc)))
+
+    async def on_unexpected(request: Request, exc: Exception) -> Response:
+        log.exception("unhandled error serving %s %s", request.method, request.url.path)
+        return _respond(request, UnknownServerError(f"internal error: {type(exc).__name__}"))
+
+    async def on_http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        message = f"{request.method} {request.url.path}: {exc.detail}"
+        if _native(request):
+            code = "NOT_FOUND" if exc.status_code == 404 else "METHOD_NOT_ALLOWED"
+            body: dict[str, object] = {"code": code, "message": message}
+        else:
+            body = {"error_code": exc.status_code, "message": message}
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+    app.add_exception_handler(HTTPException, on_http_error)
+    app.add_exception_handler(YakError, on_yak_error)
+    app.add_exception_handler(RequestValidationError, on_validation_error)
+    app.add_exception_handler(Exception, on_unexpected)

@@ -1,0 +1,183 @@
+"""The native record API (``/api/v1``): produce with headers and timestamps, stateless reads.
+
+* ``POST /api/v1/topics/{topic}/records?acks=all|1|0`` — records with key, value, headers,
+  timestamp and optional partition (``yak.api.records``); the answer has one result per record,
+  status 200 when at least one record was written and the first error's status when none was.
+  The request is checked whole before anything is sent.
+* ``GET /api/v1/topics/{topic}/partitions/{p}/records?offset=&max_bytes=&timeout_ms=`` — read one
+  partition from an explicit offset, no consumer group: waits up to ``timeout_ms`` for a first
+  record (woken by the append, not by polling) and answers ``next_offset`` and the high
+  watermark. Only records below the high watermark are ever returned.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Request, Response
+
+from yak.api.records import (
+    API_PREFIX,
+    ConsumedRecord,
+    Encoding,
+    HeaderEncoding,
+    PartitionRecords,
+    ProduceRecordsRequest,
+    ProduceRecordsResponse,
+    RecordError,
+    RecordHeader,
+    RecordResult,
+    decode_data,
+    encode_data,
+)
+from yak.errors import YakError
+from yak.record import Record, RecordInput
+from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
+from yak_rest_proxy.http.responses import json_response
+from yak_rest_proxy.produce.publish import OutgoingRecord, publish
+from yak_rest_proxy.runtime import ProxyRuntime
+from yak_rest_proxy.v2.metadata_routes import topic_record
+
+__all__ = ["native_router", "render_record"]
+
+NATIVE_TAG = "native records"
+_ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
+_JSON = "application/json"
+
+
+def _header_bytes(value: str | None, encoding: HeaderEncoding, where: str) -> bytes | None:
+    if encoding is HeaderEncoding.STRING:
+        return None if value is None else value.encode()
+    return encode_data(value, Encoding.BASE64, where)
+
+
+def _outgoing(body: ProduceRecordsRequest) -> list[OutgoingRecord]:
+    records = []
+    for index, item in enumerate(body.records):
+        where = f"records[{index}]"
+        headers = tuple(
+            (h.key, _header_bytes(h.value, body.header_encoding, f"{where}.headers[{i}]"))
+            for i, h in enumerate(item.headers)
+        )
+        record = RecordInput(
+            key=encode_data(item.key, body.key_encoding, f"{where}.key"),
+            value=encode_data(item.value, body.value_encoding, f"{where}.value"),
+            headers=headers,
+            timestamp=item.timestamp,
+        )
+        records.append(OutgoingRecord(record, item.partition))
+    return records
+
+
+def render_record(
+    topic: str,
+    partition: int,
+    record: Record,
+    key_encoding: Encoding,
+    value_encoding: Encoding,
+    header_encoding: HeaderEncoding = HeaderEncoding.STRING,
+) -> ConsumedRecord:
+    """A stored record as the native API shows it."""
+    headers = [
+        RecordHeader(
+            key=k,
+            value=None
+            if v is None
+            else v.decode("utf-8", errors="replace")
+            if header_encoding is HeaderEncoding.STRING
+            else decode_data(v, Encoding.BASE64),
+        )
+        for k, v in record.headers
+    ]
+    return ConsumedRecord(
+        topic=topic,
+        partition=partition,
+        offset=record.offset,
+        timestamp=record.timestamp,
+        key=decode_data(record.key, key_encoding),
+        value=decode_data(record.value, value_encoding),
+        headers=headers,
+    )
+
+
+def native_router(runtime: ProxyRuntime) -> APIRouter:
+    router = APIRouter(prefix=API_PREFIX, tags=[NATIVE_TAG])
+    settings = runtime.settings
+
+    @router.post(
+        "/topics/{topic}/records",
+        response_model=ProduceRecordsResponse,
+        openapi_extra=openapi_body(ProduceRecordsRequest, _JSON),
+    )
+    async def produce(
+        request: Request,
+        topic: str,
+        acks: Annotated[Literal["all", "-1", "1", "0"], Query()] = "all",
+    ) -> Response:
+        """Produce records; per-record results in request order."""
+        topic_record(runtime.cache.snapshot, topic)
+        raw = await read_body(request, settings.max_request_bytes)
+        body = parse_model(ProduceRecordsRequest, raw)
+        results = await publish(
+            runtime.producer,
+            runtime.partitioner,
+            runtime.cache.snapshot,
+            topic,
+            _outgoing(body),
+            acks=_ACKS[acks],
+        )
+        rendered = []
+        first_error: YakError | None = None
+        for result in results:
+            if isinstance(result, YakError):
+                first_error = first_error or result
+                error = RecordError(
+                    code=result.code, message=result.message, retriable=result.retriable
+                )
+                rendered.append(RecordResult(error=error))
+            else:
+                rendered.append(
+                    RecordResult(
+                        partition=result.partition,
+                        offset=result.offset,
+                        timestamp=result.timestamp,
+                    )
+                )
+        status = 200
+        if first_error is not None and all(r.error is not None for r in rendered):
+            status = first_error.http_status
+        return json_response(ProduceRecordsResponse(results=rendered), _JSON, status)
+
+    @router.get("/topics/{topic}/partitions/{partition}/records", response_model=PartitionRecords)
+    async def read(
+        topic: str,
+        partition: int,
+        offset: Annotated[int, Query(ge=0, description="First offset to read.")] = 0,
+        max_bytes: Annotated[int, Query(ge=1, le=64 * 1024 * 1024)] = 1024 * 1024,
+        timeout_ms: Annotated[int, Query(ge=0, description="Longest wait for a record.")] = 0,
+        key_encoding: Encoding = Encoding.STRING,
+        value_encoding: Encoding = Encoding.JSON,
+        header_encoding: HeaderEncoding = HeaderEncoding.STRING,
+    ) -> Response:
+        """Read one partition from ``offset`` (no consumer group, no committed state)."""
+        topic_record(runtime.cache.snapshot, topic)
+        wait = min(timeout_ms, settings.consumer_request_max_timeout_ms)
+        (read,) = await runtime.reader.fetch(
+            [(topic, partition, offset)], max_wait_ms=wait, max_bytes=max_bytes
+        )
+        if read.error is not None:
+            raise read.error
+        body = PartitionRecords(
+            topic=topic,
+            partition=partition,
+            records=[
+                render_record(topic, partition, r, key_encoding, value_encoding, header_encoding)
+                for r in read.records
+            ],
+            next_offset=read.next_offset,
+            high_watermark=read.high_watermark,
+            log_start_offset=read.log_start_offset,
+        )
+        return json_response(body, _JSON)
+
+    return router

@@ -1,0 +1,400 @@
+"""The proxy's producer: records of concurrent requests batched per partition, sent idempotently.
+
+Every HTTP produce request hands its records to one ``Producer`` per process; they wait in a
+queue per (topic, partition, acks) and leave as one RecordBatch when the queue holds
+``batch_max_bytes`` (capped by the topic's ``max.message.bytes``) or ``linger_ms`` after its
+first record, whichever comes first. One sender task per leader broker sends every ready queue
+of that broker in one produce request; while it waits for the answer, new records pile up and
+leave together in the next round (so batches grow with load, as Kafka's producer's do).
+
+Idempotence (KIP-98): each queue writes with its own producer id (from etcd,
+``ProducerIds``), epoch 0 and consecutive sequence numbers, and has at most one batch in
+flight. A batch that failed retriably (``NOT_LEADER_OR_FOLLOWER``, no leader, a timeout, a
+dropped connection, not enough replicas) is sent again *unchanged* after the metadata names
+the new leader, so the broker's duplicate detection turns a retry of a batch that did land into
+its original offsets — never a second copy. ``OUT_OF_ORDER_SEQUENCE_NUMBER`` and unknown
+producer answers (state expired or truncated away on the broker; the batch was not appended)
+re-encode the batch under a fresh producer id. Other errors fail the batch's records and give
+its sequence numbers back. A batch not delivered within ``delivery_timeout_ms`` fails with
+``REQUEST_TIMED_OUT``, and its queue moves to a fresh producer id, since the broker may or may
+not have appended it.
+
+Single event loop; ``send`` may be called from any number of concurrent tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from yak.errors import (
+    InvalidProducerEpochError,
+    KafkaTimeoutError,
+    OutOfOrderSequenceError,
+    UnknownProducerIdError,
+    UnknownTopicOrPartitionError,
+    YakError,
+)
+from yak.metadata.cache import ClusterSnapshot, MetadataCache
+from yak.protocol.broker_wire import ProducePartition, ProduceResult
+from yak.record import CompressionType, RecordInput, encode_batch
+from yak.topic_config import effective_config
+from yak_rest_proxy.brokers import BrokerPool, leader_of
+from yak_rest_proxy.produce.producer_ids import ProducerIds
+
+__all__ = ["ProducedRecord", "Producer", "record_size"]
+
+log = logging.getLogger(__name__)
+
+_SEQUENCE_LIMIT = 2**31
+_RECORD_OVERHEAD = 24  # varint lengths, attributes, deltas: an upper bound per record
+_RETRY_BACKOFF_S = 0.1
+_NEW_PRODUCER_ERRORS = (OutOfOrderSequenceError, UnknownProducerIdError, InvalidProducerEpochError)
+
+
+class ProducedRecord(NamedTuple):
+    """Where a record landed: its partition, offset (-1 with acks=0) and timestamp."""
+
+    partition: int
+    offset: int
+    timestamp: int
+
+
+def record_size(record: RecordInput) -> int:
+    """An upper bound of the record's bytes inside a batch."""
+    size = _RECORD_OVERHEAD + len(record.key or b"") + len(record.value or b"")
+    for key, value in record.headers:
+        size += len(key) + len(value or b"") + 10
+    return size
+
+
+class _Pending(NamedTuple):
+    record: RecordInput
+    size: int
+    future: asyncio.Future[ProducedRecord]
+
+
+@dataclass(slots=True)
+class _InFlight:
+    entries: list[_Pending]
+    batch: bytes
+    base_sequence: int
+    first_sent: float
+
+
+@dataclass(eq=False, slots=True)
+class _Queue:
+    topic: str
+    partition: int
+    acks: int
+    pending: deque[_Pending] = field(default_factory=deque)
+    pending_bytes: int = 0
+    in_flight: _InFlight | None = None
+    timer: asyncio.TimerHandle | None = None
+    routing: bool = False
+    producer_id: int = -1
+    next_sequence: int = 0
+
+
+class _Sender:
+    """Sends the ready queues led by one broker, one produce request per round and acks."""
+
+    def __init__(self, producer: Producer, broker_id: int) -> None:
+        self.broker_id = broker_id
+        self.ready: dict[int, _Queue] = {}
+        self.wake = asyncio.Event()
+        self._producer = producer
+        self.task = asyncio.get_running_loop().create_task(self._run())
+
+    def enqueue(self, queue: _Queue) -> None:
+        self.ready[id(queue)] = queue
+        self.wake.set()
+
+    async def _run(self) -> None:
+        while True:
+            await self.wake.wait()
+            self.wake.clear()
+            queues = list(self.ready.values())
+            self.ready.clear()
+            by_acks: dict[int, list[_Queue]] = {}
+            for queue in queues:
+                by_acks.setdefault(queue.acks, []).append(queue)
+            for acks, group in by_acks.items():
+                await self._producer._send_round(self.broker_id, acks, group)
+
+
+class Producer:
+    """Batches, sends and retries records for one proxy process; see the module docstring."""
+
+    def __init__(
+        self,
+        cache: MetadataCache,
+        brokers: BrokerPool,
+        producer_ids: ProducerIds,
+        *,
+        linger_ms: float = 2.0,
+        batch_max_bytes: int = 1024 * 1024,
+        compression: CompressionType = CompressionType.NONE,
+        delivery_timeout_ms: int = 30_000,
+    ) -> None:
+        self._cache = cache
+        self._brokers = brokers
+        self._ids = producer_ids
+        self._linger_s = linger_ms / 1000
+        self._batch_max_bytes = batch_max_bytes
+        self._compression = compression
+        self._delivery_timeout_s = delivery_timeout_ms / 1000
+        self._queues: dict[tuple[str, int, int], _Queue] = {}
+        self._senders: dict[int, _Sender] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def aclose(self) -> None:
+        """Stop sending; records still queued fail with ``REQUEST_TIMED_OUT``."""
+        tasks = [*(s.task for s in self._senders.values()), *self._tasks]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._senders.clear()
+        error = KafkaTimeoutError("the proxy is shutting down")
+        for queue in self._queues.values():
+            if queue.timer is not None:
+                queue.timer.cancel()
+            inflight = queue.in_flight.entries if queue.in_flight else []
+            for entry in [*inflight, *queue.pending]:
+                if not entry.future.done():
+                    entry.future.set_exception(error)
+
+    def send(
+        self, topic: str, partition: int, records: Sequence[RecordInput], *, acks: int = -1
+    ) -> list[asyncio.Future[ProducedRecord]]:
+        """Queue ``records`` for one partition; each future gives where its record landed."""
+        key = (topic, partition, acks)
+        queue = self._queues.get(key)
+        if queue is None:
+            queue = self._queues[key] = _Queue(topic, partition, acks)
+        loop = asyncio.get_running_loop()
+        now_ms = int(time.time() * 1000)
+        futures = []
+        for record in records:
+            if record.timestamp is None:
+                record = record._replace(timestamp=now_ms)
+            future: asyncio.Future[ProducedRecord] = loop.create_future()
+            size = record_size(record)
+            queue.pending.append(_Pending(record, size, future))
+            queue.pending_bytes += size
+            futures.append(future)
+        self._schedule(queue)
+        return futures
+
+    # --- queue state -------------------------------------------------------------------------
+
+    def _max_batch_bytes(self, topic: str) -> int:
+        record = self._cache.snapshot.topics.get(topic)
+        if record is None:
+            return self._batch_max_bytes
+        limit = int(effective_config(record.configs)["max.message.bytes"])
+        return max(1, min(self._batch_max_bytes, limit))
+
+    def _schedule(self, queue: _Queue) -> None:
+        if queue.in_flight is not None or queue.routing or not queue.pending:
+            return
+        if self._linger_s == 0 or queue.pending_bytes >= self._max_batch_bytes(queue.topic):
+            self._route(queue)
+        elif queue.timer is None:
+            queue.timer = asyncio.get_running_loop().call_later(self._linger_s, self._route, queue)
+
+    def _route(self, queue: _Queue) -> None:
+        """Hand the queue to its leader's sender (or wait for a leader)."""
+        if queue.timer is not None:
+            queue.timer.cancel()
+            queue.timer = None
+        if queue.routing:
+            return
+        try:
+            broker = leader_of(self._cache.snapshot, queue.topic, queue.partition)
+        except UnknownTopicOrPartitionError as exc:
+            self._fail_all(queue, exc)
+            return
+        except YakError:
+            self._route_later(queue, -1)
+            return
+        sender = self._senders.get(broker.broker_id)
+        if sender is None:
+            sender = self._senders[broker.broker_id] = _Sender(self, broker.broker_id)
+        queue.routing = True
+        sender.enqueue(queue)
+
+    def _route_later(self, queue: _Queue, failed_broker: int) -> None:
+        """Route again once the metadata changes (a new leader), at most a backoff later."""
+        queue.routing = True
+        seen = self._cache.snapshot.revision
+
+        def moved(snapshot: ClusterSnapshot) -> bool:
+            return snapshot.revision > seen
+
+        async def wait() -> None:
+            with contextlib.suppress(TimeoutError, YakError):
+                await self._cache.wait_for(moved, _RETRY_BACKOFF_S)
+            queue.routing = False
+            self._route(queue)
+
+        task = asyncio.get_running_loop().create_task(wait())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _fail_all(self, queue: _Queue, error: YakError) -> None:
+        if queue.in_flight is not None:
+            self._finish(queue, error)
+        while queue.pending:
+            entry = queue.pending.popleft()
+            if not entry.future.done():
+                entry.future.set_exception(error)
+        queue.pending_bytes = 0
+
+    # --- sending -----------------------------------------------------------------------------
+
+    async def _drain(self, queue: _Queue) -> _InFlight | None:
+        if queue.in_flight is not None:
+            return queue.in_flight
+        if not queue.pending:
+            return None
+        limit = self._max_batch_bytes(queue.topic)
+        entries: list[_Pending] = []
+        size = 61
+        while queue.pending and (not entries or size + queue.pending[0].size <= limit):
+            entry = queue.pending.popleft()
+            queue.pending_bytes -= entry.size
+            size += entry.size
+            if not entry.future.done():  # a cancelled request's records are not sent
+                entries.append(entry)
+        if not entries:
+            return None
+        if queue.producer_id < 0:
+            queue.producer_id, queue.next_sequence = await self._ids.allocate(), 0
+        inflight = _InFlight(entries, b"", queue.next_sequence, time.monotonic())
+        inflight.batch = self._encode(queue, entries, queue.next_sequence)
+        queue.next_sequence = (queue.next_sequence + len(entries)) % _SEQUENCE_LIMIT
+        queue.in_flight = inflight
+        return inflight
+
+    def _encode(self, queue: _Queue, entries: list[_Pending], base_sequence: int) -> bytes:
+        return encode_batch(
+            [entry.record for entry in entries],
+            compression=self._compression,
+            producer_id=queue.producer_id,
+            producer_epoch=0,
+            base_sequence=base_sequence,
+        )
+
+    async def _send_round(self, broker_id: int, acks: int, queues: list[_Queue]) -> None:
+        sending: list[_Queue] = []
+        for queue in queues:
+            drained = await self._drain(queue)
+            queue.routing = False  # only now: until the batch is in flight, nobody else routes
+            if drained is not None:
+                sending.append(queue)
+        if not sending:
+            return
+        broker = self._cache.snapshot.brokers.get(broker_id)
+        if broker is None:
+            for queue in sending:
+                self._retry(queue, broker_id)
+            return
+        parts = [
+            ProducePartition(q.topic, q.partition, q.in_flight.batch)  # type: ignore[union-attr]
+            for q in sending
+        ]
+        timeout_ms = int(self._delivery_timeout_s * 1000)
+        try:
+            results = await self._brokers.client(broker).produce(
+                parts, acks=acks, timeout_ms=timeout_ms
+            )
+        except YakError as exc:
+            for queue in sending:
+                self._on_error(queue, exc, broker_id)
+            return
+        if acks == 0:
+            for queue in sending:
+                self._complete(queue, ProduceResult(queue.topic, queue.partition))
+            return
+        by_partition = {(r.topic, r.partition): r for r in results}
+        for queue in sending:
+            result = by_partition.get((queue.topic, queue.partition))
+            if result is None:
+                self._retry(queue, broker_id)
+            elif result.error is not None:
+                self._on_error(queue, result.error.exception(), broker_id)
+            else:
+                self._complete(queue, result)
+
+    def _complete(self, queue: _Queue, result: ProduceResult) -> None:
+        inflight = queue.in_flight
+        assert inflight is not None
+        base = result.base_offset
+        for i, entry in enumerate(inflight.entries):
+            if not entry.future.done():
+                offset = base + i if base >= 0 else -1
+                stamp = entry.record.timestamp
+                entry.future.set_result(
+                    ProducedRecord(queue.partition, offset, -1 if stamp is None else stamp)
+                )
+        queue.in_flight = None
+        if queue.pending:
+            self._route(queue)  # they waited a round trip already: no more linger
+
+    def _on_error(self, queue: _Queue, error: YakError, broker_id: int) -> None:
+        inflight = queue.in_flight
+        assert inflight is not None
+        if isinstance(error, _NEW_PRODUCER_ERRORS):
+            self._renew_producer(queue)
+            return
+        if not error.retriable:
+            queue.next_sequence = inflight.base_sequence  # not appended: reuse the numbers
+            self._finish(queue, error)
+            return
+        if time.monotonic() - inflight.first_sent > self._delivery_timeout_s:
+            queue.producer_id = -1  # the broker may hold the batch: start a fresh sequence
+            self._finish(queue, KafkaTimeoutError(f"not delivered in time: {error.message}"))
+            return
+        self._retry(queue, broker_id)
+
+    def _retry(self, queue: _Queue, broker_id: int) -> None:
+        log.debug("retrying %s-%d (leader was %d)", queue.topic, queue.partition, broker_id)
+        self._route_later(queue, broker_id)
+
+    def _renew_producer(self, queue: _Queue) -> None:
+        """The broker refused our sequence: the batch was not appended, send it as a new
+        producer's first batch."""
+        inflight = queue.in_flight
+        assert inflight is not None
+
+        async def renew() -> None:
+            queue.producer_id, queue.next_sequence = await self._ids.allocate(), 0
+            inflight.batch = self._encode(queue, inflight.entries, 0)
+            inflight.base_sequence = 0
+            queue.next_sequence = len(inflight.entries) % _SEQUENCE_LIMIT
+            queue.routing = False
+            self._route(queue)
+
+        queue.routing = True
+        task = asyncio.get_running_loop().create_task(renew())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _finish(self, queue: _Queue, error: YakError) -> None:
+        inflight = queue.in_flight
+        assert inflight is not None
+        for entry in inflight.entries:
+            if not entry.future.done():
+                entry.future.set_exception(error)
+        queue.in_flight = None
+        if queue.pending:
+            self._route(queue)

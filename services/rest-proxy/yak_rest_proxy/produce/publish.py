@@ -1,0 +1,98 @@
+"""``publish``: one produce request of either dialect, validated whole before anything is sent.
+
+Steps: the topic must exist (``UNKNOWN_TOPIC_OR_PARTITION``); every explicit partition must be
+one of its partitions; every record must fit the topic's ``max.message.bytes``
+(``MESSAGE_TOO_LARGE``, naming the record). Only when all records pass are they handed to the
+producer, so a refused request writes nothing. Then each record gets its partition — explicit,
+else Kafka's murmur2 of the key, else the sticky partitioner — and the answer is one
+``ProducedRecord`` or typed error per record, in request order (records of one request that go
+to the same partition keep their order and land in one batch unless the batch would be too big).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from yak.errors import MessageTooLargeError, UnknownTopicOrPartitionError, YakError
+from yak.metadata.cache import ClusterSnapshot
+from yak.partitioner import StickyPartitioner
+from yak.record import RecordInput
+from yak.topic_config import effective_config
+from yak_rest_proxy.produce.producer import ProducedRecord, Producer, record_size
+
+__all__ = ["OutgoingRecord", "publish"]
+
+_BATCH_OVERHEAD = 61
+
+
+class OutgoingRecord:
+    """A record as a request gave it: bytes, headers, timestamp and an optional partition."""
+
+    __slots__ = ("partition", "record")
+
+    def __init__(self, record: RecordInput, partition: int | None = None) -> None:
+        self.record = record
+        self.partition = partition
+
+
+def _partition_count(snapshot: ClusterSnapshot, topic: str) -> int:
+    record = snapshot.topics.get(topic)
+    if record is None or record.deleting:
+        raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist", topic=topic)
+    return record.partitions
+
+
+def _check(snapshot: ClusterSnapshot, topic: str, records: Sequence[OutgoingRecord]) -> int:
+    count = _partition_count(snapshot, topic)
+    limit = int(effective_config(snapshot.topics[topic].configs)["max.message.bytes"])
+    for index, outgoing in enumerate(records):
+        if outgoing.partition is not None and not 0 <= outgoing.partition < count:
+            raise UnknownTopicOrPartitionError(
+                f"records[{index}]: topic {topic!r} has no partition {outgoing.partition} "
+                f"(it has {count})",
+                topic=topic,
+                partition=outgoing.partition,
+            )
+        size = record_size(outgoing.record) + _BATCH_OVERHEAD
+        if size > limit:
+            raise MessageTooLargeError(
+                f"records[{index}] is {size:,} bytes in a batch; topic {topic!r} accepts at "
+                f"most {limit:,} (max.message.bytes)",
+                topic=topic,
+                record=index,
+            )
+    return count
+
+
+async def publish(
+    producer: Producer,
+    partitioner: StickyPartitioner,
+    snapshot: ClusterSnapshot,
+    topic: str,
+    records: Sequence[OutgoingRecord],
+    *,
+    acks: int,
+) -> list[ProducedRecord | YakError]:
+    """Send ``records`` to ``topic``; one result per record (see the module docstring)."""
+    count = _check(snapshot, topic, records)
+    by_partition: dict[int, list[int]] = {}
+    for index, outgoing in enumerate(records):
+        partition = outgoing.partition
+        if partition is None:  # murmur2 of the key, else sticky
+            size = record_size(outgoing.record)
+            partition = partitioner.partition(topic, outgoing.record.key, count, size)
+        by_partition.setdefault(partition, []).append(index)
+    futures: list[asyncio.Future[ProducedRecord] | None] = [None] * len(records)
+    for partition, indexes in by_partition.items():
+        sent = producer.send(topic, partition, [records[i].record for i in indexes], acks=acks)
+        for index, future in zip(indexes, sent, strict=True):
+            futures[index] = future
+    results: list[ProducedRecord | YakError] = []
+    for pending in futures:
+        assert pending is not None
+        try:
+            results.append(await pending)
+        except YakError as exc:
+            results.append(exc)
+    return results

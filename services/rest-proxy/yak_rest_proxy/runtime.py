@@ -1,0 +1,111 @@
+"""``ProxyRuntime``: what one rest-proxy process holds while it runs.
+
+The etcd connection, the cluster metadata cache (one prefix watch), the broker clients, the
+producer and the producer-id allocator. ``start()`` connects (retrying while etcd is
+unreachable, so ``/healthz`` answers at once and ``/readyz`` once the metadata is loaded);
+``stop()`` flushes nothing — records still queued fail with ``REQUEST_TIMED_OUT`` and their
+requests answer so — and closes everything it opened (the store only if it made it).
+
+Nothing here is durable: a proxy can be killed at any moment and another one serves its clients.
+Single event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from yak.clients.broker import BrokerClient
+from yak.errors import MetadataStoreError
+from yak.metadata.cache import MetadataCache
+from yak.metadata.etcd_store import EtcdMetadataStore
+from yak.metadata.keyspace import Keyspace
+from yak.metadata.store import MetadataStore
+from yak.partitioner import StickyPartitioner
+from yak_rest_proxy.brokers import BrokerPool
+from yak_rest_proxy.produce.producer import Producer
+from yak_rest_proxy.produce.producer_ids import ProducerIds
+from yak_rest_proxy.reader import Reader
+from yak_rest_proxy.settings import ProxySettings
+
+__all__ = ["ProxyRuntime"]
+
+log = logging.getLogger(__name__)
+
+_RETRY_MIN_S = 0.2
+_RETRY_MAX_S = 5.0
+_CONNECT_WAIT_S = 5.0
+
+
+class ProxyRuntime:
+    """One proxy process's connections and shared state; see the module docstring."""
+
+    def __init__(
+        self,
+        settings: ProxySettings,
+        *,
+        store: MetadataStore | None = None,
+        broker_client_factory: Callable[[str], BrokerClient] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.keyspace = Keyspace(settings.cluster_id)
+        self._owns_store = store is None
+        self.store: MetadataStore = (
+            store if store is not None else EtcdMetadataStore.from_url(settings.etcd_url)
+        )
+        self.cache = MetadataCache(self.store, self.keyspace)
+        self.brokers = BrokerPool(
+            self.cache,
+            timeout_s=settings.produce_timeout_ms / 1000 + 5,
+            client_factory=broker_client_factory,
+        )
+        self.producer_ids = ProducerIds(self.store, self.keyspace)
+        self.producer = Producer(
+            self.cache,
+            self.brokers,
+            self.producer_ids,
+            linger_ms=settings.linger_ms,
+            batch_max_bytes=settings.batch_max_bytes,
+            compression=settings.compression,
+            delivery_timeout_ms=settings.produce_timeout_ms,
+        )
+        self.partitioner = StickyPartitioner()
+        self.reader = Reader(self.cache, self.brokers)
+        self._connect: asyncio.Task[None] | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.cache.connected
+
+    async def start(self) -> None:
+        """Connect in the background; wait a little so a healthy etcd gives a ready proxy."""
+        self._connect = asyncio.get_running_loop().create_task(self._connect_loop())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._connect), _CONNECT_WAIT_S)
+
+    async def _connect_loop(self) -> None:
+        delay = _RETRY_MIN_S
+        while True:
+            try:
+                await self.cache.start()
+                return
+            except MetadataStoreError as exc:
+                log.warning("cannot load the cluster metadata (%s); retrying", exc)
+                await asyncio.sleep(delay)  # backoff while etcd is unreachable
+                delay = min(delay * 2, _RETRY_MAX_S)
+
+    async def stop(self) -> None:
+        if self._connect is not None:
+            self._connect.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._connect
+        await self.producer.aclose()
+        await self.cache.stop()
+        await self.brokers.aclose()
+        if self._owns_store:
+            await self.store.aclose()
+
+    async def readiness(self) -> str | None:
+        return None if self.ready else "the cluster metadata is not loaded (etcd unreachable?)"

@@ -1,0 +1,116 @@
+"""The rest-proxy's settings: one frozen value, from CLI flags and ``YAK_*`` environment.
+
+``yak up`` passes ``--host``/``--port`` and ``YAK_ETCD``, ``YAK_CLUSTER_ID``, ``YAK_NODE_ID``.
+
+==================================  ==========================  ================================
+setting                             environment                 default
+==================================  ==========================  ================================
+host / port                         YAK_HOST / YAK_PORT         127.0.0.1 / 8082
+etcd_url                            YAK_ETCD                    http://127.0.0.1:2379
+cluster_id                          YAK_CLUSTER_ID              local
+node_id                             YAK_NODE_ID                 0 (in generated instance names)
+advertised_url                      YAK_ADVERTISED_URL          http://host:port (``base_uri``)
+linger_ms                           YAK_LINGER_MS               2: how long records for one
+                                                                partition wait for company
+batch_max_bytes                     YAK_BATCH_MAX_BYTES         1 MiB (and never over the
+                                                                topic's max.message.bytes)
+compression                         YAK_COMPRESSION             none (gzip, snappy, lz4, zstd)
+acks                                YAK_ACKS                    -1 (all in-sync replicas)
+produce_timeout_ms                  —                           30000 (delivery timeout)
+max_request_bytes                   YAK_MAX_REQUEST_BYTES       64 MiB (larger bodies: 413)
+consumer_instance_timeout_ms        YAK_CONSUMER_INSTANCE_      300000: an idle consumer
+                                    TIMEOUT_MS                  instance is removed
+consumer_request_timeout_ms         —                           1000: wait of a records GET
+                                                                when the instance sets none
+consumer_request_max_timeout_ms     YAK_CONSUMER_REQUEST_       30000: the longest wait a
+                                    MAX_TIMEOUT_MS              records GET may ask for
+consumer_request_max_bytes          —                           64 MiB
+==================================  ==========================  ================================
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from yak.metadata.keyspace import validate_cluster_id, validate_member_id
+from yak.record import CompressionType
+
+__all__ = ["ProxySettings"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProxySettings:
+    """Everything a rest-proxy process needs to know at start."""
+
+    host: str = "127.0.0.1"
+    port: int = 8082
+    etcd_url: str = "http://127.0.0.1:2379"
+    cluster_id: str = "local"
+    node_id: str = "0"
+    advertised_url: str | None = None
+    linger_ms: float = 2.0
+    batch_max_bytes: int = 1024 * 1024
+    compression: CompressionType = CompressionType.NONE
+    acks: int = -1
+    produce_timeout_ms: int = 30_000
+    max_request_bytes: int = 64 * 1024 * 1024
+    consumer_instance_timeout_ms: int = 300_000
+    consumer_request_timeout_ms: int = 1_000
+    consumer_request_max_timeout_ms: int = 30_000
+    consumer_request_max_bytes: int = 64 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        validate_cluster_id(self.cluster_id)
+        validate_member_id(self.node_id)
+        if self.acks not in (-1, 0, 1):
+            raise ValueError(f"acks must be -1, 0 or 1, got {self.acks}")
+        if self.linger_ms < 0:
+            raise ValueError("linger_ms must be >= 0")
+        if self.consumer_instance_timeout_ms < 1_000:
+            raise ValueError("consumer_instance_timeout_ms must be at least 1000")
+
+    @property
+    def base_url(self) -> str:
+        """Where clients reach this proxy (consumer ``base_uri`` values start with it)."""
+        if self.advertised_url:
+            return self.advertised_url.rstrip("/")
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+        return f"http://{host}:{self.port}"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> ProxySettings:
+        """Settings from ``YAK_*`` variables (``os.environ`` by default), then ``overrides``."""
+        env = os.environ if env is None else env
+        values: dict[str, object] = {}
+        for name, variable, parse in _ENV:
+            if env.get(variable):
+                values[name] = parse(env[variable])
+        values.update(overrides)
+        return cls(**values)  # type: ignore[arg-type]
+
+
+def _compression(name: str) -> CompressionType:
+    try:
+        return CompressionType[name.upper()]
+    except KeyError:
+        choices = ", ".join(c.name.lower() for c in CompressionType)
+        raise ValueError(f"unknown compression {name!r}; use one of {choices}") from None
+
+
+_ENV: tuple[tuple[str, str, Callable[[str], object]], ...] = (
+    ("host", "YAK_HOST", str),
+    ("port", "YAK_PORT", int),
+    ("etcd_url", "YAK_ETCD", str),
+    ("cluster_id", "YAK_CLUSTER_ID", str),
+    ("node_id", "YAK_NODE_ID", str),
+    ("advertised_url", "YAK_ADVERTISED_URL", str),
+    ("linger_ms", "YAK_LINGER_MS", float),
+    ("batch_max_bytes", "YAK_BATCH_MAX_BYTES", int),
+    ("compression", "YAK_COMPRESSION", _compression),
+    ("acks", "YAK_ACKS", int),
+    ("max_request_bytes", "YAK_MAX_REQUEST_BYTES", int),
+    ("consumer_instance_timeout_ms", "YAK_CONSUMER_INSTANCE_TIMEOUT_MS", int),
+    ("consumer_request_max_timeout_ms", "YAK_CONSUMER_REQUEST_MAX_TIMEOUT_MS", int),
+)

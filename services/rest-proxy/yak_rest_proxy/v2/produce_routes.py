@@ -1,0 +1,116 @@
+"""Confluent v2 produce: ``POST /topics/{topic}`` and ``POST /topics/{topic}/partitions/{p}``.
+
+The body's embedded format comes from its Content-Type (``http.content``); the whole request is
+checked (JSON, shape, base64, partitions, sizes) before any record is sent, so a refused request
+writes nothing. As in Confluent's proxy, records that fail once sent are reported in their
+``offsets`` entry (``error_code`` 50003 when retrying may succeed, else 50002) and the status is
+still 200; ``docs/rest-api.md`` lists where Yak differs. Records are acknowledged with the
+proxy's ``acks`` setting (default all in-sync replicas).
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+
+from yak.errors import InvalidRequestError, YakError
+from yak.record import RecordInput
+from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
+from yak_rest_proxy.http.content import negotiate, request_format
+from yak_rest_proxy.http.errors import v2_error
+from yak_rest_proxy.http.responses import json_response
+from yak_rest_proxy.produce.publish import OutgoingRecord, publish
+from yak_rest_proxy.runtime import ProxyRuntime
+from yak_rest_proxy.v2.embedded import from_embedded
+from yak_rest_proxy.v2.metadata_routes import V2_TAG, topic_record
+from yak_rest_proxy.v2.models import V2ProduceRequest, V2ProduceResponse
+
+__all__ = ["produce_router"]
+
+_PRODUCE_TYPES = (
+    "application/vnd.kafka.json.v2+json",
+    "application/vnd.kafka.binary.v2+json",
+    "application/json",
+)
+
+
+def produce_router(runtime: ProxyRuntime) -> APIRouter:
+    router = APIRouter(tags=[V2_TAG])
+    settings = runtime.settings
+
+    async def produce(request: Request, topic: str, partition: int | None) -> Response:
+        media = negotiate(request.headers.get("accept"))
+        fmt = request_format(request.headers.get("content-type"))
+        topic_record(runtime.cache.snapshot, topic)
+        body = parse_model(V2ProduceRequest, await read_body(request, settings.max_request_bytes))
+        records = []
+        for index, item in enumerate(body.records):
+            where = f"records[{index}]"
+            if partition is not None and item.partition not in (None, partition):
+                raise_partition_conflict(where, item.partition, partition)
+            record = RecordInput(
+                key=from_embedded(item.key, fmt, f"{where}.key"),
+                value=from_embedded(item.value, fmt, f"{where}.value"),
+            )
+            records.append(
+                OutgoingRecord(record, partition if partition is not None else item.partition)
+            )
+        results = await publish(
+            runtime.producer,
+            runtime.partitioner,
+            runtime.cache.snapshot,
+            topic,
+            records,
+            acks=settings.acks,
+        )
+        offsets = []
+        for result in results:
+            if isinstance(result, YakError):
+                _, code = v2_error(result)
+                error_code = 50003 if result.retriable else code if code < 50000 else 50002
+                offsets.append(
+                    {
+                        "partition": None,
+                        "offset": None,
+                        "error_code": error_code,
+                        "error": result.message,
+                    }
+                )
+            else:
+                offsets.append(
+                    {
+                        "partition": result.partition,
+                        "offset": result.offset,
+                        "error_code": None,
+                        "error": None,
+                    }
+                )
+        return json_response(
+            {"offsets": offsets, "key_schema_id": None, "value_schema_id": None}, media
+        )
+
+    @router.post(
+        "/topics/{topic}",
+        response_model=V2ProduceResponse,
+        openapi_extra=openapi_body(V2ProduceRequest, *_PRODUCE_TYPES),
+    )
+    async def produce_to_topic(request: Request, topic: str) -> Response:
+        """Produce records; each goes to its ``partition``, else by key hash, else sticky."""
+        return await produce(request, topic, None)
+
+    @router.post(
+        "/topics/{topic}/partitions/{partition}",
+        response_model=V2ProduceResponse,
+        openapi_extra=openapi_body(V2ProduceRequest, *_PRODUCE_TYPES),
+    )
+    async def produce_to_partition(request: Request, topic: str, partition: int) -> Response:
+        """Produce records to one partition."""
+        return await produce(request, topic, partition)
+
+    return router
+
+
+def raise_partition_conflict(where: str, given: int | None, url_partition: int) -> None:
+    raise InvalidRequestError(
+        f"{where}.partition is {given} but the URL names partition {url_partition}",
+        kind="invalid_data",
+    )

@@ -1,0 +1,155 @@
+"""Bodies of the native record API (``/api/v1``) and how keys, values and headers are encoded.
+
+A key or value travels in one of three encodings, chosen per request:
+
+* ``string`` — a JSON string, stored as its UTF-8 bytes (the default for keys);
+* ``json`` — any JSON value, stored as its compact JSON text (the default for values); read back,
+  bytes that are not JSON come out as one string of their UTF-8 text;
+* ``base64`` — a base64 string (standard alphabet), stored as the bytes it encodes.
+
+``null`` is a null key or value (a tombstone) in every encoding. Header values are ``string`` or
+``base64`` (``header_encoding``); header keys are always strings. Timestamps are milliseconds
+since the Unix epoch.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from enum import StrEnum
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+from yak.errors import InvalidRequestError
+
+__all__ = [
+    "API_PREFIX",
+    "ConsumedRecord",
+    "Encoding",
+    "HeaderEncoding",
+    "PartitionRecords",
+    "ProduceRecord",
+    "ProduceRecordsRequest",
+    "ProduceRecordsResponse",
+    "RecordError",
+    "RecordHeader",
+    "RecordResult",
+    "decode_data",
+    "encode_data",
+]
+
+#: Path prefix of the native API.
+API_PREFIX = "/api/v1"
+
+
+class Encoding(StrEnum):
+    STRING = "string"
+    JSON = "json"
+    BASE64 = "base64"
+
+
+class HeaderEncoding(StrEnum):
+    STRING = "string"
+    BASE64 = "base64"
+
+
+def encode_data(value: Any, encoding: Encoding, where: str) -> bytes | None:
+    """The bytes ``value`` stands for; ``InvalidRequestError`` naming ``where`` if it cannot."""
+    if value is None:
+        return None
+    if encoding is Encoding.JSON:
+        return orjson.dumps(value)
+    if not isinstance(value, str):
+        raise InvalidRequestError(
+            f"{where}: {encoding.value} data must be a JSON string, not {type(value).__name__}",
+            kind="invalid_data",
+        )
+    if encoding is Encoding.STRING:
+        return value.encode()
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidRequestError(f"{where}: not valid base64", kind="invalid_data") from None
+
+
+def decode_data(data: bytes | None, encoding: Encoding) -> Any:
+    """``data`` in ``encoding`` (the inverse of ``encode_data``; see the module docstring)."""
+    if data is None:
+        return None
+    if encoding is Encoding.BASE64:
+        return base64.b64encode(data).decode("ascii")
+    if encoding is Encoding.JSON:
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
+    return data.decode("utf-8", errors="replace")
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RecordHeader(_Body):
+    key: str
+    value: str | None = None
+
+
+class ProduceRecord(_Body):
+    key: Any = None
+    value: Any = None
+    headers: list[RecordHeader] = Field(default_factory=list)
+    #: Create time in ms (default: when the proxy received it).
+    timestamp: int | None = Field(default=None, ge=0)
+    #: Explicit partition (default: murmur2 of the key, else sticky).
+    partition: int | None = Field(default=None, ge=0)
+
+
+class ProduceRecordsRequest(_Body):
+    records: list[ProduceRecord] = Field(min_length=1)
+    key_encoding: Encoding = Encoding.STRING
+    value_encoding: Encoding = Encoding.JSON
+    header_encoding: HeaderEncoding = HeaderEncoding.STRING
+
+
+class RecordError(BaseModel):
+    code: str
+    message: str
+    retriable: bool
+
+
+class RecordResult(BaseModel):
+    """Where one record landed (``offset`` -1 with acks=0), or why it did not."""
+
+    partition: int | None = None
+    offset: int | None = None
+    timestamp: int | None = None
+    error: RecordError | None = None
+
+
+class ProduceRecordsResponse(BaseModel):
+    results: list[RecordResult]
+
+
+class ConsumedRecord(BaseModel):
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: Any = None
+    value: Any = None
+    headers: list[RecordHeader] = Field(default_factory=list)
+
+
+class PartitionRecords(BaseModel):
+    """A stateless read of one partition: records from ``offset`` and where to go on."""
+
+    topic: str
+    partition: int
+    records: list[ConsumedRecord]
+    #: The offset to read next (past the last record returned; the asked offset if none).
+    next_offset: int
+    high_watermark: int
+    log_start_offset: int
