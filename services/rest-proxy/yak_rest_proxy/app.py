@@ -18,12 +18,14 @@ from yak import __version__
 from yak.clients.broker import BrokerClient
 from yak.metadata.store import MetadataStore
 from yak.web.health import health_router
+from yak_rest_proxy.consumers.consumer import Consumers
 from yak_rest_proxy.http.errors import install_error_handlers
 from yak_rest_proxy.http.openapi import install_openapi
 from yak_rest_proxy.http.slashes import StripTrailingSlash
 from yak_rest_proxy.native.routes import native_router
 from yak_rest_proxy.runtime import ProxyRuntime
 from yak_rest_proxy.settings import ProxySettings
+from yak_rest_proxy.v2.consumer_routes import consumer_router
 from yak_rest_proxy.v2.metadata_routes import metadata_router
 from yak_rest_proxy.v2.produce_routes import produce_router
 
@@ -68,6 +70,8 @@ def create_app(
     app.include_router(health_router("rest-proxy", runtime.readiness))
     app.include_router(metadata_router(runtime))
     app.include_router(produce_router(runtime))
+    consumers = Consumers(runtime.store, runtime.keyspace, runtime.cache, runtime.reader)
+    app.include_router(consumer_router(runtime, consumers))
     app.include_router(native_router(runtime))
     app.add_middleware(StripTrailingSlash)
     install_openapi(app)

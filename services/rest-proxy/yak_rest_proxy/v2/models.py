@@ -13,14 +13,26 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "V2BrokerList",
+    "V2CommitRequest",
+    "V2CommittedOffset",
+    "V2CommittedOffsets",
+    "V2ConsumerRecord",
+    "V2CreateConsumer",
+    "V2CreatedConsumer",
+    "V2OffsetEntry",
     "V2PartitionInfo",
     "V2PartitionOffset",
     "V2PartitionOffsets",
+    "V2Partitions",
+    "V2Positions",
     "V2ProduceRecord",
     "V2ProduceRequest",
     "V2ProduceResponse",
     "V2ReplicaInfo",
+    "V2Subscription",
+    "V2TimestampEntry",
     "V2TopicInfo",
+    "V2TopicPartition",
 ]
 
 
@@ -83,3 +95,94 @@ class V2TopicInfo(BaseModel):
 class V2PartitionOffsets(BaseModel):
     beginning_offset: int
     end_offset: int
+
+
+class V2CreateConsumer(_Body):
+    """``POST /consumers/{group}`` (Confluent's ``CreateConsumerInstanceRequest``)."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    name: str | None = None
+    #: Deprecated by Confluent; overrides ``name``.
+    id: str | None = None
+    format: str = "binary"
+    auto_offset_reset: str | None = Field(default=None, alias="auto.offset.reset")
+    auto_commit_enable: str | bool | None = Field(default=None, alias="auto.commit.enable")
+    fetch_min_bytes: int | str | None = Field(default=None, alias="fetch.min.bytes")
+    consumer_request_timeout_ms: int | str | None = Field(
+        default=None, alias="consumer.request.timeout.ms"
+    )
+    #: Yak: the instance's own idle timeout (default: the proxy's
+    #: ``consumer.instance.timeout.ms``).
+    consumer_instance_timeout_ms: int | str | None = Field(
+        default=None, alias="consumer.instance.timeout.ms"
+    )
+    #: Yak: the server-side assignor this member asks for (``uniform`` or ``range``).
+    partition_assignment_strategy: str | None = Field(
+        default=None, alias="partition.assignment.strategy"
+    )
+
+
+class V2CreatedConsumer(BaseModel):
+    instance_id: str
+    base_uri: str
+
+
+class V2Subscription(_Body):
+    topics: list[str] | None = None
+    topic_pattern: str | None = None
+
+
+class V2TopicPartition(_Body):
+    topic: str
+    partition: int = Field(ge=0)
+
+
+class V2Partitions(_Body):
+    partitions: list[V2TopicPartition]
+
+
+class V2OffsetEntry(_Body):
+    topic: str
+    partition: int = Field(ge=0)
+    offset: int
+    metadata: str | None = None
+
+
+class V2TimestampEntry(_Body):
+    topic: str
+    partition: int = Field(ge=0)
+    timestamp: str
+    metadata: str | None = None
+
+
+class V2Positions(_Body):
+    offsets: list[V2OffsetEntry] = Field(default_factory=list)
+    timestamps: list[V2TimestampEntry] = Field(default_factory=list)
+
+
+class V2CommitRequest(_Body):
+    offsets: list[V2OffsetEntry] | None = None
+
+
+class V2CommittedOffset(BaseModel):
+    topic: str
+    partition: int
+    offset: int
+    metadata: str
+
+
+class V2CommittedOffsets(BaseModel):
+    offsets: list[V2CommittedOffset]
+
+
+class V2ConsumerRecord(BaseModel):
+    topic: str
+    key: Any = None
+    value: Any = None
+    partition: int
+    offset: int
+    #: Yak adds the record's timestamp (ms) and headers (values base64), as Karapace and
+    #: Strimzi do; Confluent's v2 has neither.
+    timestamp: int
+    headers: list[dict[str, str | None]] = Field(default_factory=list)

@@ -1,0 +1,299 @@
+"""``Consumers``: what a REST consumer instance can do, whichever proxy serves the request.
+
+Every operation loads the instance from etcd (``members.MemberStore``), applies the member side
+of the group protocol first (``reconcile``), then acts:
+
+- **poll**: positions of owned partitions start at the committed offset, else by
+  ``auto_offset_reset`` (``earliest``/``latest``; ``none`` raises ``OFFSET_OUT_OF_RANGE``); one
+  long-polling fetch across the partitions' leaders; new positions are stored in etcd. With
+  auto-commit on, the positions reached by the *previous* poll are committed in the same
+  transaction — the client asking for more is taken as having processed what it got, as
+  Kafka's auto-commit on ``poll`` does. An instance that owns nothing waits for its group's
+  state to change (an etcd watch), up to the timeout.
+- **seek** to offsets, beginning, end or a timestamp, for partitions the instance owns.
+- **commit** offsets (or the current positions) fenced by ownership: see ``MemberStore.commit``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import time
+from collections.abc import Iterable, Sequence
+
+from yak.errors import (
+    IllegalStateError,
+    InvalidRequestError,
+    OffsetOutOfRangeError,
+    UnknownTopicOrPartitionError,
+    YakError,
+)
+from yak.metadata.cache import MetadataCache
+from yak.metadata.keyspace import Keyspace
+from yak.metadata.models import GroupMember
+from yak.metadata.store import MetadataStore
+from yak.names import validate_topic_name
+from yak.record import Record
+from yak_rest_proxy.consumers.members import (
+    Member,
+    MemberStore,
+    TopicPartition,
+    as_assignment,
+    position_key,
+    tuple_of,
+)
+from yak_rest_proxy.reader import Reader
+
+__all__ = ["Consumers", "PolledRecord"]
+
+PolledRecord = tuple[str, int, Record]
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Consumers:
+    """Consumer-instance operations over etcd and the brokers; see the module docstring."""
+
+    def __init__(
+        self, store: MetadataStore, keyspace: Keyspace, cache: MetadataCache, reader: Reader
+    ) -> None:
+        self.members = MemberStore(store, keyspace)
+        self._store = store
+        self._keyspace = keyspace
+        self._cache = cache
+        self._reader = reader
+
+    async def create(self, group: str, record: GroupMember, timeout_ms: int) -> GroupMember:
+        return await self.members.create(group, record, timeout_ms)
+
+    async def delete(self, group: str, member_id: str) -> None:
+        """Remove the instance (auto-committing its positions first, as a closing consumer)."""
+        member = await self.members.reconcile(group, member_id, _now_ms())
+        if member.record.auto_commit:
+            with contextlib.suppress(YakError):
+                await self._commit_positions(member)
+        await self.members.delete(member)
+
+    # --- subscription and assignment ---------------------------------------------------------
+
+    async def subscribe(
+        self, group: str, member_id: str, topics: Sequence[str], pattern: str | None
+    ) -> None:
+        if bool(topics) == (pattern is not None):
+            raise IllegalStateError(
+                "give either topics or topic_pattern (they are mutually exclusive)"
+            )
+        for topic in topics:
+            validate_topic_name(topic)
+        if pattern is not None:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise InvalidRequestError(
+                    f"topic_pattern {pattern!r} is not a valid regular expression: {exc}",
+                    kind="invalid_data",
+                ) from None
+
+        def change(member: Member) -> GroupMember:
+            if member.record.manual_assignment:
+                raise IllegalStateError(
+                    "the instance has a manual assignment; subscription and assignment are "
+                    "mutually exclusive (delete the assignment by creating a new instance)"
+                )
+            return member.record.model_copy(
+                update={
+                    "subscription": tuple(dict.fromkeys(topics)),
+                    "subscription_pattern": pattern,
+                }
+            )
+
+        await self.members.update(group, member_id, change)
+
+    async def unsubscribe(self, group: str, member_id: str) -> None:
+        def change(member: Member) -> GroupMember:
+            return member.record.model_copy(
+                update={"subscription": (), "subscription_pattern": None}
+            )
+
+        await self.members.update(group, member_id, change)
+        await self.members.reconcile(group, member_id, _now_ms())
+
+    async def subscription(self, group: str, member_id: str) -> GroupMember:
+        return (await self.members.load(group, member_id)).record
+
+    async def assign(
+        self, group: str, member_id: str, partitions: Iterable[TopicPartition]
+    ) -> None:
+        wanted = set(partitions)
+        snapshot = self._cache.snapshot
+        for topic, partition in sorted(wanted):
+            validate_topic_name(topic)
+            if (topic, partition) not in snapshot.partitions:
+                raise UnknownTopicOrPartitionError(
+                    f"{topic}-{partition} does not exist", topic=topic, partition=partition
+                )
+
+        def change(member: Member) -> GroupMember:
+            if member.record.subscribed:
+                raise IllegalStateError(
+                    "the instance is subscribed; subscription and assignment are mutually "
+                    "exclusive (unsubscribe first)"
+                )
+            return member.record.model_copy(update={"manual_assignment": as_assignment(wanted)})
+
+        await self.members.update(group, member_id, change)
+        await self.members.reconcile(group, member_id, _now_ms())
+
+    async def assignment(self, group: str, member_id: str) -> set[TopicPartition]:
+        member = await self.members.reconcile(group, member_id, _now_ms())
+        return member.owned
+
+    # --- positions ---------------------------------------------------------------------------
+
+    async def seek(self, group: str, member_id: str, offsets: dict[TopicPartition, int]) -> None:
+        member = await self.members.reconcile(group, member_id, _now_ms())
+        self._check_owned(member, offsets)
+        positions = dict(member.positions)
+        for (topic, partition), offset in offsets.items():
+            positions[position_key(topic, partition)] = offset
+        await self.members.save_positions(member, positions)
+
+    async def seek_to(
+        self, group: str, member_id: str, partitions: Iterable[TopicPartition], where: int | str
+    ) -> None:
+        """Seek to ``earliest``, ``latest`` or the first offset at or after a timestamp (ms)."""
+        wanted = set(partitions)
+        member = await self.members.reconcile(group, member_id, _now_ms())
+        self._check_owned(member, wanted)
+        offsets = {}
+        for topic, partition in wanted:
+            result = await self._reader.list_offsets(topic, partition, where)
+            offset = result.offset
+            if offset < 0:  # no record at or after the timestamp: the end
+                offset = (await self._reader.list_offsets(topic, partition, "latest")).offset
+            offsets[(topic, partition)] = offset
+        await self.seek(group, member_id, offsets)
+
+    def _check_owned(self, member: Member, partitions: Iterable[TopicPartition]) -> None:
+        missing = sorted(set(partitions) - member.owned)
+        if missing:
+            shown = ", ".join(f"{t}-{p}" for t, p in missing)
+            raise IllegalStateError(
+                f"consumer instance {member.record.member_id!r} is not assigned {shown}"
+            )
+
+    # --- poll --------------------------------------------------------------------------------
+
+    async def poll(
+        self, group: str, member_id: str, *, timeout_ms: int, max_bytes: int
+    ) -> list[PolledRecord]:
+        member = await self.members.reconcile(group, member_id, _now_ms())
+        deadline = time.monotonic() + timeout_ms / 1000
+        if not member.owned:
+            await self._wait_for_assignment(group, timeout_ms)
+            member = await self.members.reconcile(group, member_id, _now_ms())
+            if not member.owned:
+                return []
+        previous = dict(member.positions)
+        positions = await self._start_positions(member)
+        wait_ms = max(0, int((deadline - time.monotonic()) * 1000))
+        reads = await self._reader.fetch(
+            [(t, p, positions[position_key(t, p)]) for t, p in sorted(member.owned)],
+            max_wait_ms=wait_ms,
+            max_bytes=max_bytes,
+            min_bytes=max(1, member.record.fetch_min_bytes),
+        )
+        polled: list[PolledRecord] = []
+        size = 0
+        for read in reads:
+            key = position_key(read.topic, read.partition)
+            if isinstance(read.error, OffsetOutOfRangeError):
+                positions[key] = await self._reset(member.record, read.topic, read.partition)
+                continue
+            if read.error is not None:
+                continue  # a leader moved: this partition is read again on the next poll
+            for record in read.records:
+                size += len(record.key or b"") + len(record.value or b"")
+                if polled and size > max_bytes:
+                    break
+                polled.append((read.topic, read.partition, record))
+                positions[key] = record.offset + 1
+        await self._save(member, previous, positions)
+        return polled
+
+    async def _start_positions(self, member: Member) -> dict[str, int]:
+        positions = {k: v for k, v in member.positions.items() if tuple_of(k) in member.owned}
+        missing = [tp for tp in member.owned if position_key(*tp) not in positions]
+        committed = await self.members.committed(member.group, missing)
+        for topic, partition in missing:
+            found = committed.get((topic, partition))
+            positions[position_key(topic, partition)] = (
+                found.offset
+                if found is not None
+                else await self._reset(member.record, topic, partition)
+            )
+        return positions
+
+    async def _reset(self, record: GroupMember, topic: str, partition: int) -> int:
+        policy = record.auto_offset_reset
+        if policy == "none":
+            raise OffsetOutOfRangeError(
+                f"{topic}-{partition} has no committed offset (or it is out of range) and "
+                "auto.offset.reset is none",
+                topic=topic,
+                partition=partition,
+            )
+        return (await self._reader.list_offsets(topic, partition, policy)).offset
+
+    async def _save(
+        self, member: Member, previous: dict[str, int], positions: dict[str, int]
+    ) -> None:
+        if member.record.auto_commit:
+            committed = {
+                tuple_of(k): v
+                for k, v in previous.items()
+                if tuple_of(k) in member.owned and v >= 0
+            }
+            if committed:
+                with contextlib.suppress(YakError):
+                    await self.members.commit(member, committed, _now_ms())
+        if positions != member.positions:
+            await self.members.save_positions(member, positions)
+
+    async def _wait_for_assignment(self, group: str, timeout_ms: int) -> None:
+        """Until the group's state changes (an etcd watch) or the timeout."""
+        if timeout_ms <= 0:
+            return
+        watch = self._store.watch_prefix(self._keyspace.group_state(group))
+        with contextlib.suppress(TimeoutError, YakError):
+            async with asyncio.timeout(timeout_ms / 1000), watch:
+                async for _event in watch:
+                    return
+
+    # --- commits -----------------------------------------------------------------------------
+
+    async def commit(
+        self, group: str, member_id: str, offsets: dict[TopicPartition, int] | None
+    ) -> None:
+        """Commit ``offsets`` — the last *processed* offset per partition, stored + 1 as
+        Confluent does — or, with None, every position reached by polling."""
+        member = await self.members.reconcile(group, member_id, _now_ms())
+        if offsets is None:
+            await self._commit_positions(member)
+            return
+        for (topic, partition), offset in offsets.items():
+            if offset < 0:
+                raise InvalidRequestError(
+                    f"{topic}-{partition}: offset {offset} is negative", kind="invalid_data"
+                )
+        await self.members.commit(member, {tp: o + 1 for tp, o in offsets.items()}, _now_ms())
+
+    async def _commit_positions(self, member: Member) -> None:
+        offsets = {
+            tuple_of(k): v for k, v in member.positions.items() if tuple_of(k) in member.owned
+        }
+        if offsets:
+            await self.members.commit(member, offsets, _now_ms())
