@@ -30,9 +30,12 @@ __all__ = [
     "Encoding",
     "HeaderEncoding",
     "PartitionRecords",
+    "ProduceBatchRequest",
+    "ProduceBatchResponse",
     "ProduceRecord",
     "ProduceRecordsRequest",
     "ProduceRecordsResponse",
+    "ProducerSession",
     "RecordError",
     "RecordHeader",
     "RecordResult",
@@ -153,3 +156,35 @@ class PartitionRecords(BaseModel):
     next_offset: int
     high_watermark: int
     log_start_offset: int
+
+
+class ProducerSession(BaseModel):
+    """An idempotent producer identity handed out by ``POST /api/v1/producers``."""
+
+    producer_id: int
+    producer_epoch: int
+
+
+class ProduceBatchRequest(_Body):
+    """``POST /api/v1/topics/{t}/partitions/{p}/batches``: one idempotent batch.
+
+    Records get sequence numbers ``base_sequence``, ``base_sequence + 1`` ... for this producer
+    and partition; the next batch must start where this one ended. Sending the same batch again
+    (same producer, epoch and ``base_sequence``) — e.g. after a timeout, through any proxy —
+    returns the offsets it got the first time instead of writing it twice.
+    """
+
+    producer_id: int = Field(ge=0)
+    producer_epoch: int = Field(ge=0, le=32767)
+    base_sequence: int = Field(ge=0, le=2**31 - 1)
+    records: list[ProduceRecord] = Field(min_length=1)
+    key_encoding: Encoding = Encoding.STRING
+    value_encoding: Encoding = Encoding.JSON
+    header_encoding: HeaderEncoding = HeaderEncoding.STRING
+
+
+class ProduceBatchResponse(BaseModel):
+    partition: int
+    base_offset: int
+    #: One offset per record, in order.
+    offsets: list[int]

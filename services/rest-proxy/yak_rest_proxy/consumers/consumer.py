@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterable, Sequence
 
 from yak.errors import (
+    FencedMemberEpochError,
     IllegalStateError,
     InvalidRequestError,
     OffsetOutOfRangeError,
@@ -79,9 +80,8 @@ class Consumers:
 
     # --- subscription and assignment ---------------------------------------------------------
 
-    async def subscribe(
-        self, group: str, member_id: str, topics: Sequence[str], pattern: str | None
-    ) -> None:
+    async def validate_subscription(self, topics: Sequence[str], pattern: str | None) -> None:
+        """Topics or a pattern (one of them), legal names, a pattern that compiles."""
         if bool(topics) == (pattern is not None):
             raise IllegalStateError(
                 "give either topics or topic_pattern (they are mutually exclusive)"
@@ -96,6 +96,11 @@ class Consumers:
                     f"topic_pattern {pattern!r} is not a valid regular expression: {exc}",
                     kind="invalid_data",
                 ) from None
+
+    async def subscribe(
+        self, group: str, member_id: str, topics: Sequence[str], pattern: str | None
+    ) -> None:
+        await self.validate_subscription(topics, pattern)
 
         def change(member: Member) -> GroupMember:
             if member.record.manual_assignment:
@@ -190,13 +195,21 @@ class Consumers:
     async def poll(
         self, group: str, member_id: str, *, timeout_ms: int, max_bytes: int
     ) -> list[PolledRecord]:
+        return (
+            await self.poll_member(group, member_id, timeout_ms=timeout_ms, max_bytes=max_bytes)
+        )[1]
+
+    async def poll_member(
+        self, group: str, member_id: str, *, timeout_ms: int, max_bytes: int
+    ) -> tuple[Member, list[PolledRecord]]:
+        """Poll; also the member as it stood (epoch, assignment) when the records were read."""
         member = await self.members.reconcile(group, member_id, _now_ms())
         deadline = time.monotonic() + timeout_ms / 1000
         if not member.owned:
             await self._wait_for_assignment(group, timeout_ms)
             member = await self.members.reconcile(group, member_id, _now_ms())
             if not member.owned:
-                return []
+                return member, []
         previous = dict(member.positions)
         positions = await self._start_positions(member)
         wait_ms = max(0, int((deadline - time.monotonic()) * 1000))
@@ -222,7 +235,7 @@ class Consumers:
                 polled.append((read.topic, read.partition, record))
                 positions[key] = record.offset + 1
         await self._save(member, previous, positions)
-        return polled
+        return member, polled
 
     async def _start_positions(self, member: Member) -> dict[str, int]:
         positions = {k: v for k, v in member.positions.items() if tuple_of(k) in member.owned}
@@ -276,20 +289,36 @@ class Consumers:
     # --- commits -----------------------------------------------------------------------------
 
     async def commit(
-        self, group: str, member_id: str, offsets: dict[TopicPartition, int] | None
-    ) -> None:
-        """Commit ``offsets`` — the last *processed* offset per partition, stored + 1 as
-        Confluent does — or, with None, every position reached by polling."""
+        self,
+        group: str,
+        member_id: str,
+        offsets: dict[TopicPartition, int] | None,
+        *,
+        last_processed: bool = True,
+        member_epoch: int | None = None,
+    ) -> Member:
+        """Commit ``offsets`` — with ``last_processed`` the last processed offset per partition,
+        stored + 1 as Confluent does, else the next offset to read — or, with None, every
+        position reached by polling. ``member_epoch``, when given, must be the member's."""
         member = await self.members.reconcile(group, member_id, _now_ms())
+        if member_epoch is not None and member_epoch != member.epoch:
+            raise FencedMemberEpochError(
+                f"member epoch {member_epoch} is stale; the member is at epoch {member.epoch}",
+                group=group,
+                instance=member_id,
+                member_epoch=member.epoch,
+            )
         if offsets is None:
             await self._commit_positions(member)
-            return
+            return member
         for (topic, partition), offset in offsets.items():
             if offset < 0:
                 raise InvalidRequestError(
                     f"{topic}-{partition}: offset {offset} is negative", kind="invalid_data"
                 )
-        await self.members.commit(member, {tp: o + 1 for tp, o in offsets.items()}, _now_ms())
+        step = 1 if last_processed else 0
+        await self.members.commit(member, {tp: o + step for tp, o in offsets.items()}, _now_ms())
+        return member
 
     async def _commit_positions(self, member: Member) -> None:
         offsets = {

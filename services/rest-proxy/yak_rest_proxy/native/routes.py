@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request, Response
@@ -22,19 +23,23 @@ from yak.api.records import (
     Encoding,
     HeaderEncoding,
     PartitionRecords,
+    ProduceBatchRequest,
+    ProduceBatchResponse,
     ProduceRecordsRequest,
     ProduceRecordsResponse,
+    ProducerSession,
     RecordError,
     RecordHeader,
     RecordResult,
     decode_data,
     encode_data,
 )
-from yak.errors import YakError
-from yak.record import Record, RecordInput
+from yak.errors import InvalidRequestError, YakError
+from yak.record import Record, RecordInput, encode_batch
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
-from yak_rest_proxy.produce.publish import OutgoingRecord, publish
+from yak_rest_proxy.produce.direct import send_batch
+from yak_rest_proxy.produce.publish import OutgoingRecord, check_records, publish
 from yak_rest_proxy.runtime import ProxyRuntime
 from yak_rest_proxy.v2.metadata_routes import topic_record
 
@@ -51,7 +56,7 @@ def _header_bytes(value: str | None, encoding: HeaderEncoding, where: str) -> by
     return encode_data(value, Encoding.BASE64, where)
 
 
-def _outgoing(body: ProduceRecordsRequest) -> list[OutgoingRecord]:
+def _outgoing(body: ProduceRecordsRequest | ProduceBatchRequest) -> list[OutgoingRecord]:
     records = []
     for index, item in enumerate(body.records):
         where = f"records[{index}]"
@@ -147,6 +152,58 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
         if first_error is not None and all(r.error is not None for r in rendered):
             status = first_error.http_status
         return json_response(ProduceRecordsResponse(results=rendered), _JSON, status)
+
+    @router.post("/producers", status_code=201, response_model=ProducerSession)
+    async def new_producer() -> Response:
+        """An idempotent producer identity (a producer id from etcd, epoch 0)."""
+        producer_id = await runtime.producer_ids.allocate()
+        return json_response(ProducerSession(producer_id=producer_id, producer_epoch=0), _JSON, 201)
+
+    @router.post(
+        "/topics/{topic}/partitions/{partition}/batches",
+        response_model=ProduceBatchResponse,
+        openapi_extra=openapi_body(ProduceBatchRequest, _JSON),
+    )
+    async def produce_batch(
+        request: Request,
+        topic: str,
+        partition: int,
+        acks: Annotated[Literal["all", "-1", "1"], Query()] = "all",
+    ) -> Response:
+        """Append one idempotent batch: a retry of it returns its first offsets, never a copy."""
+        topic_record(runtime.cache.snapshot, topic)
+        raw = await read_body(request, settings.max_request_bytes)
+        body = parse_model(ProduceBatchRequest, raw)
+        records = _outgoing(body)
+        if any(r.partition is not None for r in records):
+            raise InvalidRequestError(
+                "records of a batch take no partition: the URL names it", kind="invalid_data"
+            )
+        for record in records:
+            record.partition = partition
+        check_records(runtime.cache.snapshot, topic, records)
+        now_ms = int(time.time() * 1000)
+        batch = encode_batch(
+            [r.record for r in records],
+            producer_id=body.producer_id,
+            producer_epoch=body.producer_epoch,
+            base_sequence=body.base_sequence,
+            now_ms=now_ms,
+        )
+        result = await send_batch(
+            runtime.cache,
+            runtime.brokers,
+            topic,
+            partition,
+            batch,
+            acks=_ACKS[acks],
+            timeout_s=settings.produce_timeout_ms / 1000,
+        )
+        offsets = [result.base_offset + i for i in range(len(records))]
+        answer = ProduceBatchResponse(
+            partition=partition, base_offset=result.base_offset, offsets=offsets
+        )
+        return json_response(answer, _JSON)
 
     @router.get("/topics/{topic}/partitions/{partition}/records", response_model=PartitionRecords)
     async def read(

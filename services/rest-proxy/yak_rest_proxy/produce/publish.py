@@ -21,7 +21,7 @@ from yak.record import RecordInput
 from yak.topic_config import effective_config
 from yak_rest_proxy.produce.producer import ProducedRecord, Producer, record_size
 
-__all__ = ["OutgoingRecord", "publish"]
+__all__ = ["OutgoingRecord", "check_records", "publish"]
 
 _BATCH_OVERHEAD = 61
 
@@ -43,7 +43,8 @@ def _partition_count(snapshot: ClusterSnapshot, topic: str) -> int:
     return record.partitions
 
 
-def _check(snapshot: ClusterSnapshot, topic: str, records: Sequence[OutgoingRecord]) -> int:
+def check_records(snapshot: ClusterSnapshot, topic: str, records: Sequence[OutgoingRecord]) -> int:
+    """The topic's partition count, once every record was found fit to send."""
     count = _partition_count(snapshot, topic)
     limit = int(effective_config(snapshot.topics[topic].configs)["max.message.bytes"])
     for index, outgoing in enumerate(records):
@@ -75,7 +76,7 @@ async def publish(
     acks: int,
 ) -> list[ProducedRecord | YakError]:
     """Send ``records`` to ``topic``; one result per record (see the module docstring)."""
-    count = _check(snapshot, topic, records)
+    count = check_records(snapshot, topic, records)
     by_partition: dict[int, list[int]] = {}
     for index, outgoing in enumerate(records):
         partition = outgoing.partition

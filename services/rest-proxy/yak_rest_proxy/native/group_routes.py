@@ -1,0 +1,287 @@
+"""The native consumer-group API (``/api/v1/groups/{group}/members``).
+
+Members join with a subscription and get partitions from the coordinator; every answer carries
+the member's epoch and assignment. Consumption is a long-polling ``GET .../records``, or a
+stream: Server-Sent Events (``GET .../stream``, one ``records`` event per non-empty poll and a
+comment every idle poll) or a WebSocket (``.../ws``, pull-based: the server sends one batch per
+``{"type": "poll"}`` message, so a slow client is never flooded; ``{"type": "commit", ...}``
+commits). Backpressure on SSE comes from the connection: the next poll runs only once the
+previous event was written to the socket. Commits are explicit unless the member joined with
+``auto_commit``; offsets are the next ones to read; an old ``member_epoch`` is fenced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+import orjson
+from fastapi import APIRouter, Query, Request, Response, WebSocket, WebSocketDisconnect
+from fastapi.responses import StreamingResponse
+from pydantic import ValidationError
+
+from yak.api.groups import (
+    CommitRequest,
+    GroupMemberInfo,
+    JoinGroupRequest,
+    PollResponse,
+    SeekRequest,
+    TopicPartitionList,
+)
+from yak.api.records import API_PREFIX, Encoding, HeaderEncoding
+from yak.errors import InvalidRequestError, YakError
+from yak.metadata.keyspace import validate_member_id
+from yak.metadata.models import GroupMember
+from yak.names import validate_group_id
+from yak_rest_proxy.consumers.consumer import Consumers, PolledRecord
+from yak_rest_proxy.consumers.members import Member, new_instance_id
+from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
+from yak_rest_proxy.http.responses import json_response
+from yak_rest_proxy.native.routes import render_record
+from yak_rest_proxy.runtime import ProxyRuntime
+
+__all__ = ["group_router"]
+
+GROUP_TAG = "native consumer groups"
+_JSON = "application/json"
+_BODY_LIMIT = 1024 * 1024
+_STREAM_POLL_MS = 5_000
+
+
+def _assignment(member: Member) -> list[TopicPartitionList]:
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(member.owned):
+        by_topic.setdefault(topic, []).append(partition)
+    return [TopicPartitionList(topic=t, partitions=ps) for t, ps in by_topic.items()]
+
+
+class _Encodings:
+    def __init__(self, key: Encoding, value: Encoding, header: HeaderEncoding) -> None:
+        self.key, self.value, self.header = key, value, header
+
+    def poll_body(self, member: Member, polled: list[PolledRecord]) -> PollResponse:
+        return PollResponse(
+            member_epoch=member.epoch,
+            assignment=_assignment(member),
+            records=[
+                render_record(t, p, r, self.key, self.value, self.header) for t, p, r in polled
+            ],
+        )
+
+
+def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
+    router = APIRouter(prefix=f"{API_PREFIX}/groups/{{group}}/members", tags=[GROUP_TAG])
+    settings = runtime.settings
+    member_path = "/{member}"
+
+    @router.post(
+        "",
+        status_code=201,
+        response_model=GroupMemberInfo,
+        openapi_extra=openapi_body(JoinGroupRequest, _JSON),
+    )
+    async def join(request: Request, group: str) -> Response:
+        """Join ``group`` with a subscription; partitions come from the coordinator."""
+        validate_group_id(group)
+        body = parse_model(JoinGroupRequest, await read_body(request, _BODY_LIMIT))
+        await consumers.validate_subscription(body.topics, body.topic_pattern)
+        member_id = body.member_id or new_instance_id(settings.node_id)
+        try:
+            validate_member_id(member_id)
+        except ValueError:
+            raise InvalidRequestError(
+                f"member_id {member_id!r} is not valid: use 1-249 of [a-zA-Z0-9._-]"
+            ) from None
+        record = GroupMember(
+            member_id=member_id,
+            joined_at_ms=int(time.time() * 1000),
+            subscription=tuple(dict.fromkeys(body.topics)),
+            subscription_pattern=body.topic_pattern,
+            assignor=body.assignor,
+            session_timeout_ms=body.session_timeout_ms,
+            rebalance_timeout_ms=body.rebalance_timeout_ms,
+            auto_offset_reset=body.auto_offset_reset,
+            auto_commit=body.auto_commit,
+            client_host=request.client.host if request.client else "",
+        )
+        await consumers.create(group, record, body.session_timeout_ms)
+        info = GroupMemberInfo(group_id=group, member_id=member_id, member_epoch=0, assignment=[])
+        return json_response(info, _JSON, 201)
+
+    @router.get(member_path, response_model=GroupMemberInfo)
+    async def describe(group: str, member: str) -> Response:
+        """The member's epoch and current assignment."""
+        state = await consumers.members.reconcile(group, member, int(time.time() * 1000))
+        info = GroupMemberInfo(
+            group_id=group,
+            member_id=member,
+            member_epoch=state.epoch,
+            assignment=_assignment(state),
+        )
+        return json_response(info, _JSON)
+
+    @router.delete(member_path, status_code=204)
+    async def leave(group: str, member: str) -> Response:
+        """Leave the group now (auto-committing first if the member auto-commits)."""
+        await consumers.delete(group, member)
+        return Response(status_code=204)
+
+    @router.get(member_path + "/records", response_model=PollResponse)
+    async def poll(
+        group: str,
+        member: str,
+        timeout_ms: Annotated[int, Query(ge=0)] = 1_000,
+        max_bytes: Annotated[int, Query(ge=1, le=64 * 1024 * 1024)] = 1024 * 1024,
+        key_encoding: Encoding = Encoding.STRING,
+        value_encoding: Encoding = Encoding.JSON,
+        header_encoding: HeaderEncoding = HeaderEncoding.STRING,
+    ) -> Response:
+        """Records from the member's partitions, as soon as there are any (or at the timeout)."""
+        wait = min(timeout_ms, settings.consumer_request_max_timeout_ms)
+        state, polled = await consumers.poll_member(
+            group, member, timeout_ms=wait, max_bytes=max_bytes
+        )
+        encodings = _Encodings(key_encoding, value_encoding, header_encoding)
+        return json_response(encodings.poll_body(state, polled), _JSON)
+
+    @router.post(
+        member_path + "/commit",
+        response_model=GroupMemberInfo,
+        openapi_extra=openapi_body(CommitRequest, _JSON),
+    )
+    async def commit(request: Request, group: str, member: str) -> Response:
+        """Commit next offsets (or every polled position); fenced by ownership and epoch."""
+        raw = await read_body(request, _BODY_LIMIT)
+        body = parse_model(CommitRequest, raw, empty_ok=True)
+        offsets = None
+        if body.offsets is not None:
+            offsets = {(o.topic, o.partition): o.offset for o in body.offsets}
+        state = await consumers.commit(
+            group, member, offsets, last_processed=False, member_epoch=body.member_epoch
+        )
+        info = GroupMemberInfo(
+            group_id=group,
+            member_id=member,
+            member_epoch=state.epoch,
+            assignment=_assignment(state),
+        )
+        return json_response(info, _JSON)
+
+    @router.post(
+        member_path + "/seek", status_code=204, openapi_extra=openapi_body(SeekRequest, _JSON)
+    )
+    async def seek(request: Request, group: str, member: str) -> Response:
+        """Move positions: to an offset, the earliest or latest, or a timestamp."""
+        body = parse_model(SeekRequest, await read_body(request, _BODY_LIMIT))
+        for index, entry in enumerate(body.partitions):
+            given = [entry.offset is not None, entry.to is not None, entry.timestamp is not None]
+            if sum(given) != 1:
+                raise InvalidRequestError(
+                    f"partitions[{index}]: give exactly one of offset, to, timestamp",
+                    kind="invalid_data",
+                )
+            tp = (entry.topic, entry.partition)
+            if entry.offset is not None:
+                await consumers.seek(group, member, {tp: entry.offset})
+            else:
+                target = entry.to if entry.to is not None else entry.timestamp
+                assert target is not None
+                await consumers.seek_to(group, member, [tp], target)
+        return Response(status_code=204)
+
+    @router.get(member_path + "/stream", response_class=StreamingResponse)
+    async def stream(
+        group: str,
+        member: str,
+        max_bytes: Annotated[int, Query(ge=1, le=64 * 1024 * 1024)] = 1024 * 1024,
+        key_encoding: Encoding = Encoding.STRING,
+        value_encoding: Encoding = Encoding.JSON,
+        header_encoding: HeaderEncoding = HeaderEncoding.STRING,
+    ) -> StreamingResponse:
+        """Server-Sent Events: one ``records`` event per batch; ``error`` then end on failure."""
+        await consumers.members.load(group, member)  # 404 before the stream starts
+        encodings = _Encodings(key_encoding, value_encoding, header_encoding)
+
+        async def events() -> AsyncIterator[bytes]:
+            while True:
+                try:
+                    state, polled = await consumers.poll_member(
+                        group, member, timeout_ms=_STREAM_POLL_MS, max_bytes=max_bytes
+                    )
+                except YakError as exc:
+                    yield b"event: error\ndata: " + orjson.dumps(exc.to_dict()) + b"\n\n"
+                    return
+                if not polled:
+                    yield b": idle\n\n"
+                    continue
+                body = encodings.poll_body(state, polled).model_dump(mode="json")
+                yield b"event: records\ndata: " + orjson.dumps(body) + b"\n\n"
+
+        headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+        return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+
+    @router.websocket(member_path + "/ws")
+    async def websocket(
+        socket: WebSocket,
+        group: str,
+        member: str,
+        key_encoding: Encoding = Encoding.STRING,
+        value_encoding: Encoding = Encoding.JSON,
+        header_encoding: HeaderEncoding = HeaderEncoding.STRING,
+    ) -> None:
+        """Pull-based stream: ``{"type": "poll", "timeout_ms"?, "max_bytes"?}`` answers one
+        ``{"type": "records", ...}``; ``{"type": "commit", "offsets"?: [...]}`` answers
+        ``{"type": "committed"}``; failures answer ``{"type": "error", "code", "message"}``."""
+        await socket.accept()
+        encodings = _Encodings(key_encoding, value_encoding, header_encoding)
+        with contextlib.suppress(WebSocketDisconnect):
+            while True:
+                message: Any = await socket.receive_json()
+                try:
+                    reply = await _ws_reply(
+                        consumers,
+                        group,
+                        member,
+                        message,
+                        encodings,
+                        settings.consumer_request_max_timeout_ms,
+                    )
+                except YakError as exc:
+                    reply = {"type": "error", **exc.to_dict()}
+                await socket.send_json(reply)
+
+    return router
+
+
+async def _ws_reply(
+    consumers: Consumers,
+    group: str,
+    member: str,
+    message: Any,
+    encodings: _Encodings,
+    max_timeout_ms: int,
+) -> dict[str, Any]:
+    kind = message.get("type") if isinstance(message, dict) else None
+    if kind == "poll":
+        timeout = min(int(message.get("timeout_ms", 1_000)), max_timeout_ms)
+        max_bytes = int(message.get("max_bytes", 1024 * 1024))
+        state, polled = await consumers.poll_member(
+            group, member, timeout_ms=max(0, timeout), max_bytes=max(1, max_bytes)
+        )
+        return {"type": "records", **encodings.poll_body(state, polled).model_dump(mode="json")}
+    if kind == "commit":
+        fields = {k: v for k, v in message.items() if k != "type"}
+        try:
+            body = CommitRequest.model_validate(fields)
+        except ValidationError as exc:
+            raise InvalidRequestError(f"invalid commit message: {exc.errors()[0]['msg']}") from None
+        offsets = None
+        if body.offsets is not None:
+            offsets = {(o.topic, o.partition): o.offset for o in body.offsets}
+        state = await consumers.commit(
+            group, member, offsets, last_processed=False, member_epoch=body.member_epoch
+        )
+        return {"type": "committed", "member_epoch": state.epoch}
+    raise InvalidRequestError(f"unknown message type {kind!r}: use poll or commit")

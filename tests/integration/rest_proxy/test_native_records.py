@@ -1,0 +1,137 @@
+"""The native record API against a real cluster: headers and timestamps round-trip, the stateless
+read long-polls and wakes on append, and an idempotent batch sent twice (through two proxies)
+is written once."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+import pytest
+
+from loadtest.local_cluster import LocalCluster
+from tests.integration.rest_proxy.conftest import create_topic, unique
+
+pytestmark = pytest.mark.integration
+
+
+async def test_records_with_headers_and_timestamps_round_trip(cluster: LocalCluster) -> None:
+    topic = unique("native")
+    await create_topic(cluster, topic, partitions=2)
+    async with httpx.AsyncClient(base_url=cluster.proxy_url(0), timeout=30) as proxy:
+        body = {
+            "records": [
+                {
+                    "key": "k1",
+                    "value": {"a": 1},
+                    "headers": [{"key": "trace", "value": "abc"}, {"key": "null", "value": None}],
+                    "timestamp": 1_700_000_000_000,
+                    "partition": 1,
+                },
+                {"key": "aGVsbG8=", "value": "d29ybGQ=", "partition": 1},
+            ],
+        }
+        answer = await proxy.post(f"/api/v1/topics/{topic}/records", json=body)
+        assert answer.status_code == 200, answer.text
+        first, second = answer.json()["results"]
+        assert (first["partition"], first["offset"], first["timestamp"]) == (
+            1,
+            0,
+            1_700_000_000_000,
+        )
+        assert first["error"] is None
+        assert second["offset"] == 1
+
+        read = await proxy.get(f"/api/v1/topics/{topic}/partitions/1/records", params={"offset": 0})
+        assert read.status_code == 200, read.text
+        records = read.json()["records"]
+        assert records[0]["key"] == "k1"
+        assert records[0]["value"] == {"a": 1}
+        assert records[0]["timestamp"] == 1_700_000_000_000
+        assert records[0]["headers"] == [
+            {"key": "trace", "value": "abc"},
+            {"key": "null", "value": None},
+        ]
+        assert read.json()["next_offset"] == 2
+        assert read.json()["high_watermark"] == 2
+        # The second record's key was a string "aGVsbG8=", not base64: it reads back the same.
+        raw = await proxy.get(
+            f"/api/v1/topics/{topic}/partitions/1/records",
+            params={"offset": 1, "key_encoding": "base64", "value_encoding": "string"},
+        )
+        assert raw.json()["records"][0]["key"] == "YUdWc2JHOD0="
+        assert raw.json()["records"][0]["value"] == '"d29ybGQ="'
+
+        binary = await proxy.post(
+            f"/api/v1/topics/{topic}/records",
+            json={"records": [{"value": "not base64!"}], "value_encoding": "base64"},
+        )
+        assert (binary.status_code, binary.json()["code"]) == (400, "INVALID_REQUEST")
+        negative = await proxy.get(
+            f"/api/v1/topics/{topic}/partitions/0/records", params={"offset": -1}
+        )
+        assert (negative.status_code, negative.json()["code"]) == (400, "INVALID_REQUEST")
+        beyond = await proxy.get(
+            f"/api/v1/topics/{topic}/partitions/0/records", params={"offset": 50}
+        )
+        assert (beyond.status_code, beyond.json()["code"]) == (416, "OFFSET_OUT_OF_RANGE")
+
+
+async def test_stateless_read_wakes_on_append(cluster: LocalCluster) -> None:
+    topic = unique("wake")
+    await create_topic(cluster, topic, partitions=1)
+    async with (
+        httpx.AsyncClient(base_url=cluster.proxy_url(0), timeout=30) as reader,
+        httpx.AsyncClient(base_url=cluster.proxy_url(1), timeout=30) as writer,
+    ):
+        started = time.monotonic()
+        waiting = asyncio.ensure_future(
+            reader.get(
+                f"/api/v1/topics/{topic}/partitions/0/records",
+                params={"offset": 0, "timeout_ms": 10_000},
+            )
+        )
+        await asyncio.sleep(0.5)  # let the read park at the broker before the append
+        assert not waiting.done()
+        produced = await writer.post(
+            f"/api/v1/topics/{topic}/records", json={"records": [{"value": "wake up"}]}
+        )
+        assert produced.status_code == 200, produced.text
+        answer = await waiting
+        elapsed = time.monotonic() - started
+        assert [r["value"] for r in answer.json()["records"]] == ["wake up"]
+        assert elapsed < 5, f"the read waited {elapsed:.1f} s for an append"
+
+
+async def test_idempotent_batches_are_written_once(cluster: LocalCluster) -> None:
+    topic = unique("idem")
+    await create_topic(cluster, topic, partitions=1)
+    async with (
+        httpx.AsyncClient(base_url=cluster.proxy_url(0), timeout=30) as first,
+        httpx.AsyncClient(base_url=cluster.proxy_url(1), timeout=30) as second,
+    ):
+        session = (await first.post("/api/v1/producers")).json()
+        other = (await second.post("/api/v1/producers")).json()
+        assert session["producer_id"] != other["producer_id"]
+        url = f"/api/v1/topics/{topic}/partitions/0/batches"
+
+        def batch(sequence: int, values: list[str]) -> dict[str, object]:
+            return {
+                "producer_id": session["producer_id"],
+                "producer_epoch": session["producer_epoch"],
+                "base_sequence": sequence,
+                "records": [{"value": v} for v in values],
+            }
+
+        one = await first.post(url, json=batch(0, ["a", "b"]))
+        assert one.status_code == 200, one.text
+        assert one.json()["offsets"] == [0, 1]
+        retried = await second.post(url, json=batch(0, ["a", "b"]))  # the same batch again
+        assert retried.json()["offsets"] == [0, 1]
+        two = await second.post(url, json=batch(2, ["c"]))
+        assert two.json()["offsets"] == [2]
+        gap = await first.post(url, json=batch(7, ["d"]))
+        assert (gap.status_code, gap.json()["code"]) == (409, "OUT_OF_ORDER_SEQUENCE_NUMBER")
+        read = await first.get(f"/api/v1/topics/{topic}/partitions/0/records")
+        assert [r["value"] for r in read.json()["records"]] == ["a", "b", "c"]
