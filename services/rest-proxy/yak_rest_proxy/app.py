@@ -22,6 +22,7 @@ from yak_rest_proxy.consumers.consumer import Consumers
 from yak_rest_proxy.http.errors import install_error_handlers
 from yak_rest_proxy.http.openapi import install_openapi
 from yak_rest_proxy.http.slashes import StripTrailingSlash
+from yak_rest_proxy.native.admin_routes import admin_router
 from yak_rest_proxy.native.group_routes import group_router
 from yak_rest_proxy.native.routes import native_router
 from yak_rest_proxy.runtime import ProxyRuntime
@@ -74,6 +75,7 @@ def create_app(
     consumers = Consumers(runtime.store, runtime.keyspace, runtime.cache, runtime.reader)
     app.include_router(consumer_router(runtime, consumers))
     app.include_router(group_router(runtime, consumers))
+    app.include_router(admin_router(runtime))
     app.include_router(native_router(runtime))
     app.add_middleware(StripTrailingSlash)
     install_openapi(app)

@@ -17,8 +17,9 @@ import contextlib
 import logging
 from collections.abc import Callable
 
+from yak.clients.admin import AdminClient
 from yak.clients.broker import BrokerClient
-from yak.errors import MetadataStoreError
+from yak.errors import MetadataStoreError, NotControllerError
 from yak.metadata.cache import MetadataCache
 from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace
@@ -74,6 +75,19 @@ class ProxyRuntime:
         self.partitioner = StickyPartitioner()
         self.reader = Reader(self.cache, self.brokers)
         self._connect: asyncio.Task[None] | None = None
+        self._admin: AdminClient | None = None
+        self._retired_admins: list[AdminClient] = []
+
+    def coordinator(self) -> AdminClient:
+        """A client of the active controller's admin API (``NOT_CONTROLLER`` while none)."""
+        controller = self.cache.snapshot.controller
+        if controller is None:
+            raise NotControllerError("no coordinator is the active controller right now")
+        if self._admin is None or self._admin.base_url != controller.url:
+            if self._admin is not None:
+                self._retired_admins.append(self._admin)
+            self._admin = AdminClient(controller.url)
+        return self._admin
 
     @property
     def ready(self) -> bool:
@@ -104,6 +118,8 @@ class ProxyRuntime:
         await self.producer.aclose()
         await self.cache.stop()
         await self.brokers.aclose()
+        for admin in [*self._retired_admins, *([self._admin] if self._admin else [])]:
+            await admin.aclose()
         if self._owns_store:
             await self.store.aclose()
 

@@ -1,0 +1,99 @@
+"""The native admin API (``/api/v1``): cluster, brokers, topics and their configs.
+
+Topic changes go to the active controller's admin API (found in the metadata: any proxy reaches
+it; while none is elected the answer is 503 ``NOT_CONTROLLER``); reads that the metadata cache
+can answer are served from it. Bodies and answers are the admin API's models
+(``yak.api.admin``), so a client of either speaks both.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+
+from yak.api.admin import (
+    AlterConfigsRequest,
+    ClusterInfo,
+    CreatePartitionsRequest,
+    CreateTopicRequest,
+    TopicDeleted,
+    TopicDescription,
+    TopicList,
+)
+from yak.api.records import API_PREFIX
+from yak.names import validate_topic_name
+from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
+from yak_rest_proxy.http.responses import json_response
+from yak_rest_proxy.runtime import ProxyRuntime
+
+__all__ = ["admin_router"]
+
+ADMIN_TAG = "native admin"
+_JSON = "application/json"
+_LIMIT = 1024 * 1024
+
+
+def admin_router(runtime: ProxyRuntime) -> APIRouter:
+    router = APIRouter(prefix=API_PREFIX, tags=[ADMIN_TAG])
+
+    @router.get("/cluster", response_model=ClusterInfo)
+    async def cluster() -> Response:
+        """Brokers, the active controller and partition health counts."""
+        return json_response(await runtime.coordinator().cluster(), _JSON)
+
+    @router.get("/topics", response_model=TopicList)
+    async def list_topics() -> Response:
+        return json_response(await runtime.coordinator().list_topics(), _JSON)
+
+    @router.post(
+        "/topics",
+        status_code=201,
+        response_model=TopicDescription,
+        openapi_extra=openapi_body(CreateTopicRequest, _JSON),
+    )
+    async def create_topic(request: Request) -> Response:
+        body = parse_model(CreateTopicRequest, await read_body(request, _LIMIT))
+        validate_topic_name(body.name)
+        created = await runtime.coordinator().create_topic(
+            body.name,
+            partitions=body.partitions,
+            replication_factor=body.replication_factor,
+            configs=body.configs,
+        )
+        return json_response(created, _JSON, 201)
+
+    @router.get("/topics/{topic}", response_model=TopicDescription)
+    async def describe_topic(topic: str) -> Response:
+        validate_topic_name(topic)
+        return json_response(await runtime.coordinator().describe_topic(topic), _JSON)
+
+    @router.delete("/topics/{topic}", response_model=TopicDeleted)
+    async def delete_topic(topic: str) -> Response:
+        validate_topic_name(topic)
+        return json_response(await runtime.coordinator().delete_topic(topic), _JSON)
+
+    @router.patch(
+        "/topics/{topic}/configs",
+        response_model=TopicDescription,
+        openapi_extra=openapi_body(AlterConfigsRequest, _JSON),
+    )
+    async def alter_configs(request: Request, topic: str) -> Response:
+        validate_topic_name(topic)
+        body = parse_model(AlterConfigsRequest, await read_body(request, _LIMIT))
+        altered = await runtime.coordinator().alter_topic_configs(
+            topic, set_configs=body.set, delete_configs=body.delete
+        )
+        return json_response(altered, _JSON)
+
+    @router.post(
+        "/topics/{topic}/partitions",
+        response_model=TopicDescription,
+        openapi_extra=openapi_body(CreatePartitionsRequest, _JSON),
+    )
+    async def create_partitions(request: Request, topic: str) -> Response:
+        validate_topic_name(topic)
+        body = parse_model(CreatePartitionsRequest, await read_body(request, _LIMIT))
+        return json_response(
+            await runtime.coordinator().create_partitions(topic, body.count), _JSON
+        )
+
+    return router
