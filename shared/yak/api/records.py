@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
@@ -178,6 +178,8 @@ class ProduceBatchRequest(_Body):
     producer_epoch: int = Field(ge=0, le=32767)
     base_sequence: int = Field(ge=0, le=2**31 - 1)
     records: list[ProduceRecord] = Field(min_length=1)
+    #: Codec of the stored batch.
+    compression: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "none"
     key_encoding: Encoding = Encoding.STRING
     value_encoding: Encoding = Encoding.JSON
     header_encoding: HeaderEncoding = HeaderEncoding.STRING

@@ -200,9 +200,16 @@ class Consumers:
         )[1]
 
     async def poll_member(
-        self, group: str, member_id: str, *, timeout_ms: int, max_bytes: int
+        self,
+        group: str,
+        member_id: str,
+        *,
+        timeout_ms: int,
+        max_bytes: int,
+        paused: frozenset[TopicPartition] = frozenset(),
     ) -> tuple[Member, list[PolledRecord]]:
-        """Poll; also the member as it stood (epoch, assignment) when the records were read."""
+        """Poll; also the member as it stood (epoch, assignment) when the records were read.
+        ``paused`` partitions are not read (their positions stay)."""
         member = await self.members.reconcile(group, member_id, _now_ms())
         deadline = time.monotonic() + timeout_ms / 1000
         if not member.owned:
@@ -213,8 +220,11 @@ class Consumers:
         previous = dict(member.positions)
         positions = await self._start_positions(member)
         wait_ms = max(0, int((deadline - time.monotonic()) * 1000))
+        reading = sorted(member.owned - paused)
+        if not reading:
+            return member, []
         reads = await self._reader.fetch(
-            [(t, p, positions[position_key(t, p)]) for t, p in sorted(member.owned)],
+            [(t, p, positions[position_key(t, p)]) for t, p in reading],
             max_wait_ms=wait_ms,
             max_bytes=max_bytes,
             min_bytes=max(1, member.record.fetch_min_bytes),

@@ -71,6 +71,16 @@ class _Encodings:
         )
 
 
+def _paused(values: list[str]) -> frozenset[tuple[str, int]]:
+    found = set()
+    for value in values:
+        topic, _, partition = value.rpartition(":")
+        if not topic or not partition.isdigit():
+            raise InvalidRequestError(f"paused={value!r}: use topic:partition")
+        found.add((topic, int(partition)))
+    return frozenset(found)
+
+
 def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
     router = APIRouter(prefix=f"{API_PREFIX}/groups/{{group}}/members", tags=[GROUP_TAG])
     settings = runtime.settings
@@ -137,11 +147,15 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
         key_encoding: Encoding = Encoding.STRING,
         value_encoding: Encoding = Encoding.JSON,
         header_encoding: HeaderEncoding = HeaderEncoding.STRING,
+        paused: Annotated[
+            list[str] | None,
+            Query(description="Partitions not to read now, as topic:partition (repeatable)."),
+        ] = None,
     ) -> Response:
         """Records from the member's partitions, as soon as there are any (or at the timeout)."""
         wait = min(timeout_ms, settings.consumer_request_max_timeout_ms)
         state, polled = await consumers.poll_member(
-            group, member, timeout_ms=wait, max_bytes=max_bytes
+            group, member, timeout_ms=wait, max_bytes=max_bytes, paused=_paused(paused or [])
         )
         encodings = _Encodings(key_encoding, value_encoding, header_encoding)
         return json_response(encodings.poll_body(state, polled), _JSON)

@@ -35,7 +35,7 @@ from yak.api.records import (
     encode_data,
 )
 from yak.errors import InvalidRequestError, YakError
-from yak.record import Record, RecordInput, encode_batch
+from yak.record import CompressionType, Record, RecordInput, encode_batch
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.produce.direct import send_batch
@@ -188,6 +188,7 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
             producer_id=body.producer_id,
             producer_epoch=body.producer_epoch,
             base_sequence=body.base_sequence,
+            compression=CompressionType[body.compression.upper()],
             now_ms=now_ms,
         )
         result = await send_batch(
