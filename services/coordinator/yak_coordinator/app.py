@@ -20,6 +20,7 @@ from yak.metadata.store import MetadataStore
 from yak.web.errors import install_error_handlers
 from yak.web.health import health_router
 from yak_coordinator.forwarding import ControllerForwarding
+from yak_coordinator.groups_routes import groups_router
 from yak_coordinator.routes import admin_router
 from yak_coordinator.service import Coordinator
 from yak_coordinator.settings import CoordinatorSettings
@@ -57,5 +58,6 @@ def create_app(
     install_error_handlers(app)
     app.include_router(health_router("coordinator", ready))
     app.include_router(admin_router(coordinator))
+    app.include_router(groups_router(coordinator))
     app.add_middleware(ControllerForwarding, coordinator=coordinator)
     return app

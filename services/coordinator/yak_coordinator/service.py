@@ -1,11 +1,12 @@
-"""The coordinator process's runtime: metadata cache, election, reconciler and topic admin.
+"""The coordinator process's runtime: metadata cache, election, reconciler, group coordinator
+and topic admin.
 
 ``start()`` returns at once and connects in the background, retrying while etcd is unreachable,
 so the HTTP server answers ``/healthz`` from the first moment and ``/readyz`` once the cache
-has loaded. Then the election campaigns; during each term as active controller one reconciler
-task runs, and it is cancelled when the term ends. ``stop()`` resigns (revokes the election
-lease, so a standby takes over at once), then closes everything it opened — the store only if
-it created it.
+has loaded. Then the election campaigns; during each term as active controller a reconciler
+task and a group coordinator task run, and they are cancelled when the term ends. ``stop()``
+resigns (revokes the election lease, so a standby takes over at once), then closes everything
+it opened — the store only if it created it.
 
 Single event loop. ``admin`` and ``controller_url`` may be called from request handlers at any
 time; before the cache is connected they raise ``MetadataStoreError``.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 
 import httpx
 
@@ -26,6 +28,8 @@ from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.store import MetadataStore
 from yak_coordinator.election import Candidate, Election, Term
+from yak_coordinator.groups.group_admin import GroupAdmin
+from yak_coordinator.groups.group_coordinator import GroupCoordinator
 from yak_coordinator.reconciler import Reconciler
 from yak_coordinator.settings import CoordinatorSettings
 from yak_coordinator.topic_admin import TopicAdmin
@@ -56,6 +60,8 @@ class _Parts:
             auto_leader_rebalance=settings.auto_leader_rebalance,
             resync_interval_s=settings.resync_interval_s,
         )
+        self.groups = GroupCoordinator(store, keyspace, self.cache, clock=clock)
+        self.group_admin = GroupAdmin(store, keyspace, self.cache)
         self.admin = TopicAdmin(
             store,
             keyspace,
@@ -93,6 +99,10 @@ class Coordinator:
     @property
     def admin(self) -> TopicAdmin:
         return self._connected().admin
+
+    @property
+    def group_admin(self) -> GroupAdmin:
+        return self._connected().group_admin
 
     @property
     def cache(self) -> MetadataCache:
@@ -155,21 +165,19 @@ class Coordinator:
         parts.election.start()
         while True:
             term = await parts.election.wait_elected()
-            task = asyncio.get_running_loop().create_task(self._reconcile(parts, term))
+            loop = asyncio.get_running_loop()
+            tasks = [
+                loop.create_task(_term_task("the reconciler", parts.reconciler.run, term)),
+                loop.create_task(_term_task("the group coordinator", parts.groups.run, term)),
+            ]
             try:
                 await term.wait_ended()
             finally:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-
-    @staticmethod
-    async def _reconcile(parts: _Parts, term: Term) -> None:
-        try:
-            await parts.reconciler.run(term)
-        except Exception:  # a bug must not leave an active controller that does nothing
-            log.exception("the reconciler failed")
-            term.end("the reconciler failed")
+                for task in tasks:
+                    task.cancel()
+                for task in tasks:
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
 
     async def _connect(self) -> _Parts:
         delay = _RETRY_MIN_S
@@ -187,3 +195,12 @@ class Coordinator:
             self._parts = parts
             self._parts_ready.set()
             return parts
+
+
+async def _term_task(name: str, work: Callable[[Term], Awaitable[None]], term: Term) -> None:
+    """Run one of a term's tasks; its failure ends the term."""
+    try:
+        await work(term)
+    except Exception:  # a bug must not leave an active controller that does nothing
+        log.exception("%s failed", name)
+        term.end(f"{name} failed")

@@ -17,11 +17,16 @@ __all__ = [
     "ADMIN_PREFIX",
     "MAX_PARTITIONS",
     "AlterConfigsRequest",
+    "AssignedPartitions",
     "BrokerInfo",
     "ClusterInfo",
     "ControllerInfo",
     "CreatePartitionsRequest",
     "CreateTopicRequest",
+    "GroupDescription",
+    "GroupList",
+    "GroupMemberDescription",
+    "GroupSummary",
     "PartitionHealth",
     "PartitionHealthList",
     "PartitionInfo",
@@ -193,3 +198,64 @@ class ClusterInfo(_Body):
     offline_partition_count: int
     under_replicated_partition_count: int = 0
     under_min_isr_partition_count: int = 0
+
+
+class AssignedPartitions(_Body):
+    """Some partitions of one topic."""
+
+    topic: str
+    partitions: list[int]
+
+
+class GroupSummary(_Body):
+    """One line of ``GET /groups``: ``state`` is Kafka's name (``Empty``, ``Stable``, ...)."""
+
+    group_id: str
+    state: str
+    member_count: int
+
+
+class GroupList(_Body):
+    """``GET /groups``: every consumer group, by id."""
+
+    groups: list[GroupSummary]
+
+
+class GroupMemberDescription(_Body):
+    """A member of a group (``docs/consumer-groups.md``).
+
+    ``target`` is what the assignor gives it, ``current`` what it may own now (its target
+    minus partitions another member has not released yet), ``owned`` what it acknowledged.
+    ``member_epoch`` is the epoch of ``current`` (-1: takes no part in the assignment),
+    ``acknowledged_epoch`` the epoch of ``owned``. ``revoking_since_ms``: since when it has been
+    asked to release partitions (it is removed after its rebalance timeout).
+    """
+
+    member_id: str
+    client_id: str = ""
+    client_host: str = ""
+    subscription: list[str] = []
+    subscription_pattern: str | None = None
+    manual_assignment: list[AssignedPartitions] = []
+    assignor: str
+    owned: list[AssignedPartitions] = []
+    target: list[AssignedPartitions] = []
+    current: list[AssignedPartitions] = []
+    member_epoch: int = -1
+    acknowledged_epoch: int = 0
+    revoking_since_ms: int | None = None
+
+
+class GroupDescription(_Body):
+    """``GET /groups/{group}``: the group's state, epochs, assignor and members by id.
+
+    ``state`` is ``PreparingRebalance`` while the live members differ from what the stored
+    assignment was computed from.
+    """
+
+    group_id: str
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    members: list[GroupMemberDescription]

@@ -24,6 +24,8 @@ from yak.api.admin import (
     ClusterInfo,
     CreatePartitionsRequest,
     CreateTopicRequest,
+    GroupDescription,
+    GroupList,
     PartitionHealthList,
     PartitionInfo,
     ReassignmentList,
@@ -129,6 +131,14 @@ class AdminClient:
     async def create_partitions(self, name: str, count: int) -> TopicDescription:
         body = CreatePartitionsRequest(count=count)
         return await self._call("POST", f"/topics/{name}/partitions", TopicDescription, body)
+
+    async def list_groups(self) -> GroupList:
+        """Every consumer group with its state and member count."""
+        return await self._call("GET", "/groups", GroupList)
+
+    async def describe_group(self, group_id: str) -> GroupDescription:
+        """A group's state, epochs and members (``GroupIdNotFoundError`` if none exists)."""
+        return await self._call("GET", f"/groups/{group_id}", GroupDescription)
 
     async def _call(
         self, method: str, path: str, model: type[_M], body: BaseModel | None = None
