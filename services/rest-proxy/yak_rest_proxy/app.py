@@ -19,10 +19,12 @@ from yak.clients.broker import BrokerClient
 from yak.metadata.store import MetadataStore
 from yak.web.health import health_router
 from yak_rest_proxy.consumers.consumer import Consumers
+from yak_rest_proxy.consumers.group_admin import GroupAdmin
 from yak_rest_proxy.http.errors import install_error_handlers
 from yak_rest_proxy.http.openapi import install_openapi
 from yak_rest_proxy.http.slashes import StripTrailingSlash
 from yak_rest_proxy.native.admin_routes import admin_router
+from yak_rest_proxy.native.group_admin_routes import group_admin_router
 from yak_rest_proxy.native.group_routes import group_router
 from yak_rest_proxy.native.routes import native_router
 from yak_rest_proxy.runtime import ProxyRuntime
@@ -76,6 +78,8 @@ def create_app(
     app.include_router(consumer_router(runtime, consumers))
     app.include_router(group_router(runtime, consumers))
     app.include_router(admin_router(runtime))
+    group_admin = GroupAdmin(runtime.store, runtime.keyspace, runtime.cache, runtime.reader)
+    app.include_router(group_admin_router(runtime, group_admin))
     app.include_router(native_router(runtime))
     app.add_middleware(StripTrailingSlash)
     install_openapi(app)
