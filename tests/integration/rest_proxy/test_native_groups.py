@@ -31,7 +31,7 @@ async def join(http: httpx.AsyncClient, group: str, topic: str, **extra: Any) ->
 async def assigned(http: httpx.AsyncClient, group: str, member: str, count: int) -> dict[str, Any]:
     deadline = time.monotonic() + 20
     while True:
-        info = (await http.get(f"/api/v1/groups/{group}/members/{member}")).json()
+        info: dict[str, Any] = (await http.get(f"/api/v1/groups/{group}/members/{member}")).json()
         if sum(len(a["partitions"]) for a in info["assignment"]) == count:
             return info
         assert time.monotonic() < deadline, info
