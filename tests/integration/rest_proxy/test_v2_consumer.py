@@ -222,6 +222,10 @@ async def test_consumer_errors(proxies: Alternating, cluster: LocalCluster) -> N
         "POST", f"{uri}/subscription", content=b"{", headers={"content-type": V2}
     )
     assert (malformed.status_code, malformed.json()["error_code"]) == (400, 400)
+    wrong_type = await proxies.request(
+        "POST", f"{uri}/subscription", content=b"topics", headers={"content-type": "text/plain"}
+    )
+    assert (wrong_type.status_code, wrong_type.json()["error_code"]) == (415, 41501)
 
 
 async def test_idle_instance_expires(proxies: Alternating) -> None:

@@ -21,7 +21,7 @@ from yak.names import validate_group_id
 from yak_rest_proxy.consumers.consumer import Consumers
 from yak_rest_proxy.consumers.members import new_instance_id
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
-from yak_rest_proxy.http.content import EmbeddedFormat, negotiate
+from yak_rest_proxy.http.content import EmbeddedFormat, negotiate, request_format
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.runtime import ProxyRuntime
 from yak_rest_proxy.settings import ProxySettings
@@ -133,6 +133,7 @@ def consumer_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
     instance = "/instances/{instance}"
 
     async def body_of(request: Request) -> bytes:
+        request_format(request.headers.get("content-type"))  # 415 for a type we do not take
         return await read_body(request, _BODY_LIMIT)
 
     def accept(request: Request) -> str:

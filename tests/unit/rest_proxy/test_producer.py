@@ -1,0 +1,204 @@
+"""The proxy's batching producer against scripted brokers (httpx mock transports) and an
+in-memory metadata store: retries resend the same bytes to the new leader, failures give their
+sequence numbers back, refused sequences move to a fresh producer id, lingering batches."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+import httpx
+import pytest
+
+from yak.clients.broker import BrokerClient
+from yak.errors import (
+    MessageTooLargeError,
+    NotLeaderOrFollowerError,
+    OutOfOrderSequenceError,
+    YakError,
+)
+from yak.metadata.cache import MetadataCache
+from yak.metadata.keyspace import Keyspace
+from yak.metadata.memory_store import MemoryMetadataStore
+from yak.metadata.models import BrokerRegistration, PartitionState, TopicRecord
+from yak.protocol.broker_wire import (
+    PartitionError,
+    ProduceResult,
+    decode_produce_request,
+    encode_produce_response,
+)
+from yak.record import RecordInput, decode_batch
+from yak_rest_proxy.brokers import BrokerPool
+from yak_rest_proxy.produce.producer import Producer
+from yak_rest_proxy.produce.producer_ids import ProducerIds
+
+KS = Keyspace("unit")
+Answer = Callable[[int, bytes], ProduceResult]
+
+
+@dataclass
+class FakeBrokers:
+    """Each broker answers produce requests with ``answer(broker_id, batch)``."""
+
+    answer: Answer
+    seen: list[tuple[int, bytes]] = field(default_factory=list)
+
+    def factory(self, url: str) -> BrokerClient:
+        broker_id = int(url.rsplit(":", 1)[1]) - 9000
+
+        def handle(request: httpx.Request) -> httpx.Response:
+            produce = decode_produce_request(request.content)
+            results = []
+            for part in produce.partitions:
+                batch = bytes(part.records)
+                self.seen.append((broker_id, batch))
+                results.append(self.answer(broker_id, batch))
+            return httpx.Response(
+                200,
+                content=encode_produce_response(results),
+                headers={"content-type": "application/json"},
+            )
+
+        return BrokerClient(url, transport=httpx.MockTransport(handle))
+
+
+async def set_leader(store: MemoryMetadataStore, leader: int) -> None:
+    state = PartitionState(
+        topic="t", partition=0, leader=leader, leader_epoch=leader, replicas=(0, 1), isr=(0, 1)
+    )
+    await store.put(KS.partition("t", 0), state.encode())
+
+
+@pytest.fixture
+async def store() -> AsyncIterator[MemoryMetadataStore]:
+    store = MemoryMetadataStore()
+    for broker_id in (0, 1):
+        registration = BrokerRegistration(
+            broker_id=broker_id, host="127.0.0.1", port=9000 + broker_id, started_at_ms=0
+        )
+        await store.put(KS.broker(broker_id), registration.encode())
+    topic = TopicRecord(name="t", topic_id="x", partitions=1, replication_factor=2, created_at_ms=0)
+    await store.put(KS.topic("t"), topic.encode())
+    await set_leader(store, 0)
+    yield store
+    await store.aclose()
+
+
+async def make_producer(
+    store: MemoryMetadataStore, brokers: FakeBrokers, linger_ms: float = 0, timeout_ms: int = 5_000
+) -> tuple[Producer, MetadataCache, BrokerPool]:
+    cache = MetadataCache(store, KS)
+    await cache.start()
+    pool = BrokerPool(cache, client_factory=brokers.factory)
+    producer = Producer(
+        cache, pool, ProducerIds(store, KS), linger_ms=linger_ms, delivery_timeout_ms=timeout_ms
+    )
+    return producer, cache, pool
+
+
+async def close(producer: Producer, cache: MetadataCache, pool: BrokerPool) -> None:
+    await producer.aclose()
+    await cache.stop()
+    await pool.aclose()
+
+
+def ok(base: int) -> Answer:
+    def answer(_broker: int, _batch: bytes) -> ProduceResult:
+        return ProduceResult("t", 0, base_offset=base)
+
+    return answer
+
+
+def values(n: int) -> list[RecordInput]:
+    return [RecordInput(value=f"v{i}".encode()) for i in range(n)]
+
+
+async def test_a_new_leader_gets_the_same_bytes(store: MemoryMetadataStore) -> None:
+    def answer(broker_id: int, _batch: bytes) -> ProduceResult:
+        if broker_id == 0:
+            error = PartitionError.of(NotLeaderOrFollowerError("moved"))
+            asyncio.get_running_loop().create_task(set_leader(store, 1))
+            return ProduceResult("t", 0, error=error)
+        return ProduceResult("t", 0, base_offset=40)
+
+    brokers = FakeBrokers(answer)
+    producer, cache, pool = await make_producer(store, brokers)
+    try:
+        results = await asyncio.gather(*producer.send("t", 0, values(3)))
+    finally:
+        await close(producer, cache, pool)
+    assert [r.offset for r in results] == [40, 41, 42]
+    assert brokers.seen[0][0] == 0
+    assert brokers.seen[-1][0] == 1
+    assert len({batch for _, batch in brokers.seen}) == 1  # every retry: the same bytes
+    header = decode_batch(brokers.seen[0][1]).header
+    assert header.producer_id >= 0
+    assert header.base_sequence == 0
+
+
+async def test_sequences_continue_and_are_given_back_after_a_refusal(
+    store: MemoryMetadataStore,
+) -> None:
+    refuse = [False, True, False]
+
+    def answer(_broker: int, _batch: bytes) -> ProduceResult:
+        if refuse.pop(0):
+            return ProduceResult("t", 0, error=PartitionError.of(MessageTooLargeError("big")))
+        return ProduceResult("t", 0, base_offset=0)
+
+    brokers = FakeBrokers(answer)
+    producer, cache, pool = await make_producer(store, brokers)
+    try:
+        await asyncio.gather(*producer.send("t", 0, values(2)))
+        with pytest.raises(MessageTooLargeError):
+            await asyncio.gather(*producer.send("t", 0, values(3)))
+        await asyncio.gather(*producer.send("t", 0, values(1)))
+    finally:
+        await close(producer, cache, pool)
+    sequences = [decode_batch(batch).header.base_sequence for _, batch in brokers.seen]
+    assert sequences == [0, 2, 2]  # the refused batch's numbers were reused
+
+
+async def test_a_refused_sequence_moves_to_a_fresh_producer_id(store: MemoryMetadataStore) -> None:
+    first = [True]
+
+    def answer(_broker: int, _batch: bytes) -> ProduceResult:
+        if first and first.pop():
+            return ProduceResult("t", 0, error=PartitionError.of(OutOfOrderSequenceError("gap")))
+        return ProduceResult("t", 0, base_offset=7)
+
+    brokers = FakeBrokers(answer)
+    producer, cache, pool = await make_producer(store, brokers)
+    try:
+        results = await asyncio.gather(*producer.send("t", 0, values(2)))
+    finally:
+        await close(producer, cache, pool)
+    assert [r.offset for r in results] == [7, 8]
+    headers = [decode_batch(batch).header for _, batch in brokers.seen]
+    assert headers[0].producer_id != headers[1].producer_id
+    assert headers[1].base_sequence == 0
+
+
+async def test_linger_gathers_concurrent_sends_into_one_batch(store: MemoryMetadataStore) -> None:
+    brokers = FakeBrokers(ok(0))
+    producer, cache, pool = await make_producer(store, brokers, linger_ms=20)
+    try:
+        futures = [f for _ in range(5) for f in producer.send("t", 0, values(2))]
+        await asyncio.gather(*futures)
+    finally:
+        await close(producer, cache, pool)
+    assert len(brokers.seen) == 1
+    assert len(decode_batch(brokers.seen[0][1]).records) == 10
+
+
+async def test_undeliverable_records_time_out(store: MemoryMetadataStore) -> None:
+    def answer(_broker: int, _batch: bytes) -> ProduceResult:
+        return ProduceResult("t", 0, error=PartitionError.of(NotLeaderOrFollowerError("nobody")))
+
+    producer, cache, pool = await make_producer(store, FakeBrokers(answer), timeout_ms=300)
+    try:
+        with pytest.raises(YakError, match="not delivered in time"):
+            await asyncio.gather(*producer.send("t", 0, values(1)))
+    finally:
+        await close(producer, cache, pool)
