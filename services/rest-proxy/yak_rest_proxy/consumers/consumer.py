@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from yak.errors import (
     FencedMemberEpochError,
@@ -204,13 +204,23 @@ class Consumers:
         group: str,
         member_id: str,
         *,
-        timeout_ms: int,
+        timeout_ms: int | None,
         max_bytes: int,
         paused: frozenset[TopicPartition] = frozenset(),
+        before_fetch: Callable[[GroupMember], None] | None = None,
+        max_timeout_ms: int = 30_000,
     ) -> tuple[Member, list[PolledRecord]]:
         """Poll; also the member as it stood (epoch, assignment) when the records were read.
-        ``paused`` partitions are not read (their positions stay)."""
+        ``paused`` partitions are not read (their positions stay); ``before_fetch`` may refuse
+        the poll (raise) once the instance is loaded, before any position moves. A None
+        ``timeout_ms`` is the instance's own ``request_timeout_ms``; waits are capped at
+        ``max_timeout_ms``."""
         member = await self.members.reconcile(group, member_id, _now_ms())
+        if before_fetch is not None:
+            before_fetch(member.record)
+        if timeout_ms is None:
+            timeout_ms = member.record.request_timeout_ms
+        timeout_ms = max(0, min(timeout_ms, max_timeout_ms))
         deadline = time.monotonic() + timeout_ms / 1000
         if not member.owned:
             await self._wait_for_assignment(group, timeout_ms)
@@ -274,17 +284,12 @@ class Consumers:
     async def _save(
         self, member: Member, previous: dict[str, int], positions: dict[str, int]
     ) -> None:
+        """New positions and the auto-commit of the previous ones, in one etcd transaction."""
+        commit = {}
         if member.record.auto_commit:
-            committed = {
-                tuple_of(k): v
-                for k, v in previous.items()
-                if tuple_of(k) in member.owned and v >= 0
-            }
-            if committed:
-                with contextlib.suppress(YakError):
-                    await self.members.commit(member, committed, _now_ms())
-        if positions != member.positions:
-            await self.members.save_positions(member, positions)
+            commit = {tuple_of(k): v for k, v in previous.items() if v >= 0}
+        if commit or positions != member.positions:
+            await self.members.save_poll(member, positions, commit)
 
     async def _wait_for_assignment(self, group: str, timeout_ms: int) -> None:
         """Until the group's state changes (an etcd watch) or the timeout."""

@@ -304,7 +304,7 @@ class MemberStore:
             fresh = await self.reconcile(group, member_id, now_ms)
             if set(offsets) - (fresh.owned & fresh.granted):
                 raise _fenced(fresh, "a partition that moved meanwhile")
-            await self._store.txn(
+            retried = await self._store.txn(
                 [
                     Compare.mod_revision(member_key, fresh.revision),
                     *(
@@ -315,6 +315,33 @@ class MemberStore:
                 ],
                 ops,
             )
+            if not retried.succeeded:
+                raise _fenced(fresh, "its partitions while the group was changing")
+
+    async def save_poll(
+        self, member: Member, positions: dict[str, int], commit: dict[TopicPartition, int]
+    ) -> None:
+        """Store new positions and, in the same transaction, auto-commit ``commit`` (fenced as
+        ``commit`` is; if the fence fails only the positions are stored)."""
+        group, member_id = member.group, member.record.member_id
+        exists = Compare.version(
+            self._keyspace.group_member(group, member_id), 0, CompareOp.GREATER
+        )
+        put = self._put_positions(group, member.record, positions)
+        allowed = member.owned & member.granted
+        commits: list[Op] = [
+            self.commit_op(group, t, p, o, member.epoch, int(time.time() * 1000))
+            for (t, p), o in commit.items()
+            if (t, p) in allowed
+        ]
+        if commits:
+            compares = [exists]
+            if member.record.subscribed:
+                compares.append(self._state_guard(group, member.state_revision))
+            if (await self._store.txn(compares, [put, *commits])).succeeded:
+                return
+        if not (await self._store.txn([exists], [put])).succeeded:
+            raise self._missing(group, member_id)
 
     async def committed(
         self, group: str, partitions: Iterable[TopicPartition]

@@ -257,15 +257,25 @@ def consumer_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
         max_bytes: Annotated[int | None, Query(ge=1)] = None,
     ) -> Response:
         """Records from the instance's partitions; answers as soon as there are any."""
-        record = await consumers.subscription(group, instance)
-        fmt = EmbeddedFormat(record.format)
-        media = negotiate(request.headers.get("accept"), fmt)
-        wait = record.request_timeout_ms if wait_ms is None or wait_ms < 0 else wait_ms
-        wait = min(wait, settings.consumer_request_max_timeout_ms)
+        accept_header = request.headers.get("accept")
+        chosen: list[tuple[EmbeddedFormat, str]] = []
+
+        def check(record: GroupMember) -> None:  # 406 before any position moves
+            fmt = EmbeddedFormat(record.format)
+            chosen.append((fmt, negotiate(accept_header, fmt)))
+
         limit = min(
             max_bytes or settings.consumer_request_max_bytes, settings.consumer_request_max_bytes
         )
-        polled = await consumers.poll(group, instance, timeout_ms=wait, max_bytes=limit)
+        _, polled = await consumers.poll_member(
+            group,
+            instance,
+            timeout_ms=wait_ms if wait_ms is not None and wait_ms >= 0 else None,
+            max_bytes=limit,
+            before_fetch=check,
+            max_timeout_ms=settings.consumer_request_max_timeout_ms,
+        )
+        fmt, media = chosen[0]
         body = [
             {
                 "topic": topic,
