@@ -1,0 +1,113 @@
+"""The one HTTP client every SDK object sends its native-API (``/api/v1``) requests through.
+
+A non-2xx answer with the native error body ``{"code", "message", "details"}`` is raised as the
+typed ``YakError`` of its code (``yak.errors.error_for_code``); a proxy that cannot be reached
+raises ``NetworkError`` and a request that outlives its timeout ``KafkaTimeoutError`` — both
+retriable, so callers decide retries from ``YakError.retriable`` alone. One instance may serve
+concurrent tasks of one event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TypeVar
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from yak.api.records import API_PREFIX
+from yak.clients._http import error_from_response
+from yak.errors import KafkaTimeoutError, NetworkError, UnknownServerError
+
+__all__ = ["ApiClient", "Params"]
+
+_M = TypeVar("_M", bound=BaseModel)
+_JSON = {"content-type": "application/json"}
+
+#: Query parameters; a sequence value repeats the parameter.
+Params = Mapping[str, str | int | Sequence[str]]
+
+
+class ApiClient:
+    """Requests to one rest-proxy at ``url`` (e.g. ``http://127.0.0.1:9430``)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout_s: float,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self._timeout_s = timeout_s
+        self._http = httpx.AsyncClient(
+            base_url=f"{self.url}{API_PREFIX}", timeout=timeout_s, transport=transport
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def send(
+        self,
+        method: str,
+        path: str,
+        body: BaseModel | None = None,
+        *,
+        params: Params | None = None,
+        timeout_s: float | None = None,
+    ) -> httpx.Response:
+        """The answer, whatever its status; transport failures as typed, retriable errors."""
+        content = None if body is None else body.model_dump_json(exclude_none=True)
+        timeout = self._timeout_s if timeout_s is None else timeout_s
+        try:
+            return await self._http.request(
+                method,
+                path,
+                content=content,
+                headers=_JSON if content is not None else None,
+                params=params,
+                timeout=timeout,
+            )
+        except httpx.TimeoutException as exc:
+            raise KafkaTimeoutError(
+                f"{method} {self.url}{API_PREFIX}{path}: no answer within {timeout:g} s"
+            ) from exc
+        except httpx.TransportError as exc:
+            raise NetworkError(
+                f"cannot reach the rest-proxy at {self.url}: {exc or type(exc).__name__}"
+            ) from exc
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        model: type[_M],
+        body: BaseModel | None = None,
+        *,
+        params: Params | None = None,
+        timeout_s: float | None = None,
+    ) -> _M:
+        """Send, raise the typed error of a non-2xx answer, else parse the answer as ``model``."""
+        response = await self.send(method, path, body, params=params, timeout_s=timeout_s)
+        if response.is_error:
+            raise error_from_response(response)
+        try:
+            return model.model_validate_json(response.content)
+        except ValidationError as exc:
+            raise UnknownServerError(
+                f"{method} {self.url}{API_PREFIX}{path}: unexpected answer "
+                f"({exc.error_count()} problem(s), first: {exc.errors()[0]['msg']})"
+            ) from exc
+
+    async def call_empty(
+        self,
+        method: str,
+        path: str,
+        body: BaseModel | None = None,
+        *,
+        params: Params | None = None,
+    ) -> None:
+        """Like ``call`` for answers without a body (204)."""
+        response = await self.send(method, path, body, params=params)
+        if response.is_error:
+            raise error_from_response(response)

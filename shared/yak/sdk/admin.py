@@ -1,0 +1,147 @@
+"""``AsyncAdmin``: topics, the cluster and consumer groups through a rest-proxy's native API.
+
+Every method is one request and returns the wire model of ``yak.api.admin`` (topics, cluster)
+or ``yak.api.groups`` (groups). Topic changes are forwarded by the proxy to the active
+controller; errors come back as typed ``YakError``s (``TopicAlreadyExistsError``,
+``GroupNotEmptyError`` ...). One instance may serve concurrent tasks of one event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Literal, Self
+
+import httpx
+
+from yak.api.admin import (
+    AlterConfigsRequest,
+    ClusterInfo,
+    CreatePartitionsRequest,
+    CreateTopicRequest,
+    TopicDeleted,
+    TopicDescription,
+    TopicList,
+)
+from yak.api.groups import GroupDescription, GroupList, OffsetResetRequest, OffsetResetResult
+from yak.sdk._client import ApiClient
+
+__all__ = ["AsyncAdmin", "ResetTarget"]
+
+#: Where ``reset_offsets`` moves committed offsets.
+ResetTarget = Literal["earliest", "latest", "timestamp", "offset"]
+
+
+class AsyncAdmin:
+    """Administers the cluster behind the rest-proxy at ``url``."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        request_timeout_ms: int = 30_000,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._api = ApiClient(url, timeout_s=request_timeout_ms / 1000, transport=transport)
+
+    async def aclose(self) -> None:
+        await self._api.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # --- cluster and topics ---------------------------------------------------------------
+
+    async def cluster(self) -> ClusterInfo:
+        """Brokers, the active controller and partition health counts."""
+        return await self._api.call("GET", "/cluster", ClusterInfo)
+
+    async def list_topics(self) -> TopicList:
+        return await self._api.call("GET", "/topics", TopicList)
+
+    async def create_topic(
+        self,
+        name: str,
+        *,
+        partitions: int = 1,
+        replication_factor: int | None = None,
+        configs: Mapping[str, str] | None = None,
+    ) -> TopicDescription:
+        body = CreateTopicRequest(
+            name=name,
+            partitions=partitions,
+            replication_factor=replication_factor,
+            configs=dict(configs or {}),
+        )
+        return await self._api.call("POST", "/topics", TopicDescription, body)
+
+    async def describe_topic(self, name: str) -> TopicDescription:
+        """The topic's configs and each partition's leader, epochs, replicas and ISR."""
+        return await self._api.call("GET", f"/topics/{name}", TopicDescription)
+
+    async def delete_topic(self, name: str) -> TopicDeleted:
+        return await self._api.call("DELETE", f"/topics/{name}", TopicDeleted)
+
+    async def alter_topic_configs(
+        self,
+        name: str,
+        *,
+        set_configs: Mapping[str, str] | None = None,
+        delete_configs: Sequence[str] = (),
+    ) -> TopicDescription:
+        """Set some config overrides and reset others to their defaults."""
+        body = AlterConfigsRequest(set=dict(set_configs or {}), delete=list(delete_configs))
+        return await self._api.call("PATCH", f"/topics/{name}/configs", TopicDescription, body)
+
+    async def create_partitions(self, name: str, count: int) -> TopicDescription:
+        """Raise the topic's partition count to ``count`` (it can only grow)."""
+        body = CreatePartitionsRequest(count=count)
+        return await self._api.call("POST", f"/topics/{name}/partitions", TopicDescription, body)
+
+    # --- consumer groups ------------------------------------------------------------------
+
+    async def list_groups(self) -> GroupList:
+        return await self._api.call("GET", "/groups", GroupList)
+
+    async def describe_group(self, group: str) -> GroupDescription:
+        """State, members and, per partition, committed offset, end offset, lag and owner."""
+        return await self._api.call("GET", f"/groups/{group}", GroupDescription)
+
+    async def delete_group(self, group: str) -> None:
+        """Delete an empty group and its committed offsets (``GroupNotEmptyError`` if not)."""
+        await self._api.call_empty("DELETE", f"/groups/{group}")
+
+    async def reset_offsets(
+        self,
+        group: str,
+        to: ResetTarget,
+        *,
+        timestamp: int | None = None,
+        offset: int | None = None,
+        topics: Sequence[str] | None = None,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> OffsetResetResult:
+        """Move the group's committed offsets (of ``topics``, default every topic it has
+        offsets for) to the earliest or latest offset, the first at or after ``timestamp``
+        (ms) or ``offset``. Refused while the group has members unless ``force``; ``dry_run``
+        only reports what would change."""
+        body = OffsetResetRequest(
+            to=to,
+            timestamp=timestamp,
+            offset=offset,
+            topics=None if topics is None else list(topics),
+            force=force,
+            dry_run=dry_run,
+        )
+        return await self._api.call(
+            "POST", f"/groups/{group}/offsets/reset", OffsetResetResult, body
+        )

@@ -1,0 +1,292 @@
+"""``AsyncConsumer``: a member of a consumer group, through a rest-proxy's native API.
+
+``start`` (or ``async with``) joins the group (``POST /api/v1/groups/{g}/members``); the
+coordinator assigns partitions and every answer carries the member's epoch and assignment,
+which ``assignment()`` and ``member_epoch`` report. ``poll`` long-polls records of the
+assigned, not paused partitions as bytes (base64 on the wire). Fetch positions live in the
+proxy (any proxy serves the member); where a partition starts without one is
+``auto_offset_reset`` of the committed offset.
+
+Commits are explicit unless ``auto_commit`` (the proxy then commits at each poll what the
+previous poll returned). ``commit()`` commits the *next* offset of the last record this
+consumer handed out per assigned partition (or a ``seek`` target) — records ``poll`` returned,
+or that iteration (``async for record in consumer``) reached; ``commit(offsets)`` commits given
+next offsets. A partition the member no longer owns is refused with
+``FencedMemberEpochError``. ``pause``/``resume`` keep partitions assigned but unread.
+
+The member stays in the group while it sends a request at least every ``session_timeout_ms``
+(polling does); a member that expired is re-joined by ``poll`` under the same member id, its
+uncommitted positions lost, as a Kafka consumer re-joins after a session timeout. ``aclose``
+leaves the group. One event loop; use ``yak.sdk.Consumer`` from threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Literal, Self
+
+import httpx
+
+from yak.api.groups import (
+    CommitOffset,
+    CommitRequest,
+    GroupMemberInfo,
+    JoinGroupRequest,
+    PollResponse,
+    SeekPosition,
+    SeekRequest,
+    TopicPartitionList,
+)
+from yak.errors import IllegalStateError, UnknownMemberIdError
+from yak.sdk._client import ApiClient
+from yak.sdk.records import ConsumerRecord, TopicPartition, consumer_record
+
+__all__ = ["AsyncConsumer", "OffsetReset"]
+
+#: Where a partition without a committed offset starts.
+OffsetReset = Literal["earliest", "latest", "none"]
+_BASE64 = "base64"
+
+
+def _as_set(assignment: Iterable[TopicPartitionList]) -> set[TopicPartition]:
+    return {TopicPartition(a.topic, p) for a in assignment for p in a.partitions}
+
+
+class AsyncConsumer:
+    """A consumer-group member (see the module docstring)."""
+
+    def __init__(
+        self,
+        url: str,
+        group: str,
+        topics: Sequence[str] | str = (),
+        topic_pattern: str | None = None,
+        *,
+        auto_offset_reset: OffsetReset = "latest",
+        auto_commit: bool = False,
+        session_timeout_ms: int = 30_000,
+        rebalance_timeout_ms: int = 60_000,
+        assignor: Literal["uniform", "range"] = "uniform",
+        member_id: str | None = None,
+        max_bytes: int = 1024 * 1024,
+        request_timeout_ms: int = 30_000,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.group = group
+        self._join = JoinGroupRequest(
+            member_id=member_id,
+            topics=[topics] if isinstance(topics, str) else list(topics),
+            topic_pattern=topic_pattern,
+            assignor=assignor,
+            session_timeout_ms=session_timeout_ms,
+            rebalance_timeout_ms=rebalance_timeout_ms,
+            auto_offset_reset=auto_offset_reset,
+            auto_commit=auto_commit,
+        )
+        self._api = ApiClient(url, timeout_s=request_timeout_ms / 1000, transport=transport)
+        self._max_bytes = max_bytes
+        self._request_timeout_s = request_timeout_ms / 1000
+        self._member_id: str | None = None
+        self._epoch = 0
+        self._assignment: set[TopicPartition] = set()
+        self._positions: dict[TopicPartition, int] = {}
+        self._paused: set[TopicPartition] = set()
+        self._resumed = asyncio.Event()
+        self._closed = False
+
+    # --- membership -----------------------------------------------------------------------
+
+    @property
+    def member_id(self) -> str | None:
+        return self._member_id
+
+    @property
+    def member_epoch(self) -> int:
+        return self._epoch
+
+    async def start(self) -> None:
+        """Join the group (a no-op once joined)."""
+        if self._closed:
+            raise IllegalStateError("the consumer is closed")
+        if self._member_id is None:
+            await self._join_group()
+
+    async def _join_group(self) -> None:
+        info = await self._api.call(
+            "POST", f"/groups/{self.group}/members", GroupMemberInfo, self._join
+        )
+        self._member_id = info.member_id
+        # Re-joining under the same id keeps the id the caller chose or was given.
+        self._join = self._join.model_copy(update={"member_id": info.member_id})
+        self._positions.clear()
+        self._update(info.member_epoch, info.assignment)
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Leave the group and release the connections (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._member_id is not None:
+                with contextlib.suppress(UnknownMemberIdError):
+                    await self._api.call_empty("DELETE", self._path())
+        finally:
+            await self._api.aclose()
+
+    def assignment(self) -> set[TopicPartition]:
+        """The partitions the member owned at its last answer from the proxy."""
+        return set(self._assignment)
+
+    def _path(self, suffix: str = "") -> str:
+        if self._member_id is None:
+            raise IllegalStateError("the consumer has not joined its group: call start() first")
+        return f"/groups/{self.group}/members/{self._member_id}{suffix}"
+
+    def _update(self, epoch: int, assignment: Iterable[TopicPartitionList]) -> None:
+        self._epoch = epoch
+        self._assignment = _as_set(assignment)
+        for tp in list(self._positions):
+            if tp not in self._assignment:
+                del self._positions[tp]
+        self._paused &= self._assignment
+
+    # --- reading --------------------------------------------------------------------------
+
+    async def poll(
+        self, timeout_ms: int = 1_000, max_bytes: int | None = None
+    ) -> list[ConsumerRecord]:
+        """Records of the assigned, not paused partitions: as soon as there are any, else
+        an empty list after ``timeout_ms``. They count as consumed for ``commit()``."""
+        records = await self._fetch(timeout_ms, max_bytes)
+        for record in records:
+            self._positions[TopicPartition(record.topic, record.partition)] = record.offset + 1
+        return records
+
+    async def __aiter__(self) -> AsyncGenerator[ConsumerRecord, None]:
+        """Every record, one by one, polling as needed, until the consumer is closed."""
+        while not self._closed:
+            for record in await self._fetch(1_000, None):
+                self._positions[TopicPartition(record.topic, record.partition)] = record.offset + 1
+                yield record
+
+    async def _fetch(self, timeout_ms: int, max_bytes: int | None) -> list[ConsumerRecord]:
+        await self.start()
+        started = time.monotonic()
+        params: dict[str, str | int | list[str]] = {
+            "timeout_ms": timeout_ms,
+            "max_bytes": max_bytes or self._max_bytes,
+            "key_encoding": _BASE64,
+            "value_encoding": _BASE64,
+            "header_encoding": _BASE64,
+        }
+        if self._paused:
+            params["paused"] = [f"{t}:{p}" for t, p in sorted(self._paused)]
+        try:
+            answer = await self._api.call(
+                "GET",
+                self._path("/records"),
+                PollResponse,
+                params=params,
+                timeout_s=timeout_ms / 1000 + self._request_timeout_s,
+            )
+        except UnknownMemberIdError:
+            await self._join_group()  # expired: join again, from the committed offsets
+            return []
+        self._update(answer.member_epoch, answer.assignment)
+        records = [consumer_record(r) for r in answer.records]
+        if not records and self._assignment and self._assignment <= self._paused:
+            # Nothing to read until a resume: wait out the poll as Kafka's poll does.
+            left = timeout_ms / 1000 - (time.monotonic() - started)
+            self._resumed.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(max(0.0, left)):
+                    await self._resumed.wait()
+        return records
+
+    # --- positions and commits ------------------------------------------------------------
+
+    def position(self, tp: TopicPartition) -> int | None:
+        """The next offset after the last record handed out (or the seek target), if known."""
+        return self._positions.get(tp)
+
+    async def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
+        """Commit next offsets: ``offsets``, or the consumed positions of assigned partitions."""
+        if offsets is None:
+            offsets = {tp: o for tp, o in self._positions.items() if tp in self._assignment}
+        if not offsets:
+            return
+        body = CommitRequest(
+            offsets=[
+                CommitOffset(topic=tp.topic, partition=tp.partition, offset=offset)
+                for tp, offset in sorted(offsets.items())
+            ]
+        )
+        info = await self._api.call("POST", self._path("/commit"), GroupMemberInfo, body)
+        self._update(info.member_epoch, info.assignment)
+
+    async def seek(self, topic: str, partition: int, offset: int) -> None:
+        """Read ``topic``-``partition`` (assigned to this member) from ``offset`` next."""
+        await self._seek([SeekPosition(topic=topic, partition=partition, offset=offset)])
+        self._positions[TopicPartition(topic, partition)] = offset
+
+    async def seek_to_beginning(self, *tps: TopicPartition) -> None:
+        """Read the given partitions (default: every assigned one) from their first record."""
+        await self._seek_to(tps, "earliest")
+
+    async def seek_to_end(self, *tps: TopicPartition) -> None:
+        """Read only records written from now on (default: every assigned partition)."""
+        await self._seek_to(tps, "latest")
+
+    async def seek_to_timestamp(self, timestamp_ms: int, *tps: TopicPartition) -> None:
+        """Read from the first record at or after ``timestamp_ms`` (else from the end)."""
+        await self._seek_to(tps, timestamp_ms)
+
+    async def _seek_to(self, tps: Sequence[TopicPartition], where: str | int) -> None:
+        chosen = sorted(tps or self._assignment)
+        if not chosen:
+            return
+        if isinstance(where, int):
+            positions = [SeekPosition(topic=t, partition=p, timestamp=where) for t, p in chosen]
+        else:
+            to: Literal["earliest", "latest"] = "earliest" if where == "earliest" else "latest"
+            positions = [SeekPosition(topic=t, partition=p, to=to) for t, p in chosen]
+        await self._seek(positions)
+        for tp in chosen:  # the offset is the proxy's to find; nothing to commit until a read
+            self._positions.pop(TopicPartition(*tp), None)
+
+    async def _seek(self, positions: list[SeekPosition]) -> None:
+        await self.start()
+        await self._api.call_empty("POST", self._path("/seek"), SeekRequest(partitions=positions))
+
+    # --- flow control ---------------------------------------------------------------------
+
+    def pause(self, *tps: TopicPartition) -> None:
+        """Stop reading these assigned partitions until ``resume`` (they stay assigned)."""
+        missing = sorted(set(tps) - self._assignment)
+        if missing:
+            shown = ", ".join(str(TopicPartition(*tp)) for tp in missing)
+            raise IllegalStateError(f"cannot pause {shown}: not assigned to this consumer")
+        self._paused.update(TopicPartition(*tp) for tp in tps)
+
+    def resume(self, *tps: TopicPartition) -> None:
+        self._paused.difference_update(tps)
+        self._resumed.set()
+
+    def paused(self) -> set[TopicPartition]:
+        return set(self._paused)

@@ -1,0 +1,262 @@
+"""``AsyncProducer``: writes records to topics through a rest-proxy's native API.
+
+``await producer.send(topic, value, key=...)`` picks the partition and queues the record; it
+returns a future that resolves to the record's ``RecordMetadata`` once the batch holding it was
+written (or to its typed ``YakError``). Partitions are chosen here, exactly as Kafka's Java
+client does (``yak.partitioner``): murmur2 of the key bytes over the topic's partition count,
+keyless records sticky to one partition per batch; the count comes from
+``GET /api/v1/topics/{t}`` and is looked up again after an ``UNKNOWN_TOPIC_OR_PARTITION``.
+Batching, linger, retries and idempotence are the ``Sender``'s (``yak.sdk.sender``).
+
+``send`` waits only for the topic's metadata and for buffer space (``buffer_max_bytes`` of
+records not yet delivered), each for at most ``max_block_ms``. ``flush`` sends everything now
+and waits for it; ``aclose`` (or leaving ``async with``) flushes and closes. One event loop;
+use ``yak.sdk.Producer`` from threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from types import TracebackType
+from typing import Literal, Self
+
+import httpx
+
+from yak.errors import InvalidConfigError, KafkaTimeoutError, UnknownTopicOrPartitionError
+from yak.partitioner import StickyPartitioner
+from yak.sdk._client import ApiClient
+from yak.sdk.metadata import TopicMetadata
+from yak.sdk.records import (
+    Data,
+    Headers,
+    RecordMetadata,
+    TopicPartition,
+    as_bytes,
+    header_list,
+    produce_record,
+)
+from yak.sdk.sender import Compression, PendingRecord, Sender, SenderConfig
+
+__all__ = ["Acks", "AsyncProducer"]
+
+#: Acknowledgement asked of the brokers: every in-sync replica, the leader, or none.
+Acks = Literal["all", "1", "0", -1, 0, 1]
+_ACKS: dict[object, Literal["all", "1", "0"]] = {
+    "all": "all",
+    "-1": "all",
+    -1: "all",
+    "1": "1",
+    1: "1",
+    "0": "0",
+    0: "0",
+}
+_RECORD_OVERHEAD = 16  # bytes a record takes in a batch beyond its key, value and headers
+
+
+def _record_size(
+    key: bytes | None, value: bytes | None, headers: tuple[tuple[str, bytes | None], ...]
+) -> int:
+    """Roughly the bytes a record takes in a batch (what ``batch_max_bytes`` counts)."""
+    size = _RECORD_OVERHEAD + len(key or b"") + len(value or b"")
+    return size + sum(len(k) + len(v or b"") + 2 for k, v in headers)
+
+
+class _Buffer:
+    """Bytes of records queued and not yet delivered; ``reserve`` waits while over the limit."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._used = 0
+        self._freed = asyncio.Event()
+
+    def _fits(self, size: int) -> bool:
+        # A record larger than the whole buffer still goes once the buffer is empty.
+        return not self._used or self._used + size <= self._limit
+
+    async def reserve(self, size: int, timeout_s: float) -> None:
+        if not self._fits(size):
+            try:
+                async with asyncio.timeout(timeout_s):
+                    while not self._fits(size):
+                        self._freed.clear()
+                        await self._freed.wait()
+            except TimeoutError:
+                raise KafkaTimeoutError(
+                    f"no buffer space for a {size:,}-byte record within {timeout_s:g} s "
+                    f"({self._used:,} bytes of {self._limit:,} wait for delivery)"
+                ) from None
+        self._used += size
+
+    def release(self, size: int) -> None:
+        self._used -= size
+        self._freed.set()
+
+
+class AsyncProducer:
+    """Sends records to the rest-proxy at ``url`` (see the module docstring).
+
+    ``idempotent`` (default): one producer session, per-partition sequence numbers and
+    resends of the same batch, so retries never write a record twice; needs ``acks="all"``.
+    ``compression`` is the codec of each stored batch (idempotent mode; without it the
+    proxy's own setting applies). ``retries`` None: retry until ``delivery_timeout_ms``.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        linger_ms: int = 5,
+        batch_max_records: int = 10_000,
+        batch_max_bytes: int = 512 * 1024,
+        compression: Compression = "none",
+        acks: Acks = "all",
+        idempotent: bool = True,
+        retries: int | None = None,
+        delivery_timeout_ms: int = 120_000,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1_000,
+        request_timeout_ms: int = 45_000,
+        max_block_ms: int = 60_000,
+        buffer_max_bytes: int = 32 * 1024 * 1024,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        wire_acks = _ACKS.get(acks)
+        if wire_acks is None:
+            raise InvalidConfigError(f"acks must be all, -1, 1 or 0, not {acks!r}")
+        if idempotent and wire_acks != "all":
+            raise InvalidConfigError("an idempotent producer needs acks=all (as in Kafka)")
+        if not idempotent and compression != "none":
+            raise InvalidConfigError(
+                "compression is chosen per batch in idempotent mode only; without it the "
+                "proxy compresses as configured (YAK_COMPRESSION)"
+            )
+        if linger_ms < 0 or delivery_timeout_ms <= 0 or max_block_ms < 0:
+            raise InvalidConfigError("linger_ms, delivery_timeout_ms, max_block_ms out of range")
+        if batch_max_records < 1 or batch_max_bytes < 1 or buffer_max_bytes < 1:
+            raise InvalidConfigError("batch and buffer sizes must be positive")
+        self._api = ApiClient(url, timeout_s=request_timeout_ms / 1000, transport=transport)
+        self._metadata = TopicMetadata(self._api, max_block_ms)
+        self._sender = Sender(
+            self._api,
+            self._metadata,
+            SenderConfig(
+                linger_ms=linger_ms,
+                batch_max_records=batch_max_records,
+                batch_max_bytes=batch_max_bytes,
+                compression=compression,
+                acks=wire_acks,
+                idempotent=idempotent,
+                retries=retries,
+                delivery_timeout_ms=delivery_timeout_ms,
+                retry_backoff_ms=retry_backoff_ms,
+                retry_backoff_max_ms=retry_backoff_max_ms,
+            ),
+        )
+        self._partitioner = StickyPartitioner(batch_bytes=batch_max_bytes)
+        self._buffer = _Buffer(buffer_max_bytes)
+        self._max_block_s = max_block_ms / 1000
+        self._undelivered: set[asyncio.Future[RecordMetadata]] = set()
+        self._closed = False
+
+    @property
+    def url(self) -> str:
+        return self._api.url
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def partitions_for(self, topic: str) -> int:
+        """The topic's partition count (``UnknownTopicOrPartitionError`` if it has none)."""
+        return await self._metadata.partition_count(topic)
+
+    async def send(
+        self,
+        topic: str,
+        value: Data | None,
+        *,
+        key: Data | None = None,
+        headers: Headers | None = None,
+        partition: int | None = None,
+        timestamp: int | None = None,
+    ) -> asyncio.Future[RecordMetadata]:
+        """Queue one record; the future resolves once it was written (see the class doc).
+
+        ``timestamp`` (ms) defaults to now, as Kafka's producer stamps a record's create time.
+        Raises at once for an unknown topic or partition and when out of buffer space.
+        """
+        if self._closed:
+            raise RuntimeError("the producer is closed")
+        key_bytes, value_bytes = as_bytes(key), as_bytes(value)
+        header_pairs = header_list(headers)
+        count = await self._metadata.partition_count(topic)
+        size = _record_size(key_bytes, value_bytes, header_pairs)
+        if partition is None:
+            partition = self._partitioner.partition(topic, key_bytes, count, size)
+        elif not 0 <= partition < count:
+            raise UnknownTopicOrPartitionError(
+                f"topic {topic!r} has no partition {partition} (it has {count})",
+                topic=topic,
+                partition=partition,
+            )
+        if timestamp is None:
+            timestamp = time.time_ns() // 1_000_000
+        await self._buffer.reserve(size, self._max_block_s)
+        future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        self._undelivered.add(future)
+        future.add_done_callback(lambda f: self._delivered(f, size))
+        record = produce_record(key_bytes, value_bytes, header_pairs, timestamp)
+        self._sender.append(
+            TopicPartition(topic, partition), PendingRecord(record, timestamp, future), size
+        )
+        return future
+
+    async def send_and_wait(
+        self,
+        topic: str,
+        value: Data | None,
+        *,
+        key: Data | None = None,
+        headers: Headers | None = None,
+        partition: int | None = None,
+        timestamp: int | None = None,
+    ) -> RecordMetadata:
+        """``send`` and wait for the record to be written."""
+        future = await self.send(
+            topic, value, key=key, headers=headers, partition=partition, timestamp=timestamp
+        )
+        return await future
+
+    def _delivered(self, future: asyncio.Future[RecordMetadata], size: int) -> None:
+        self._undelivered.discard(future)
+        self._buffer.release(size)
+
+    async def flush(self) -> None:
+        """Send every queued record now and wait until each was written or failed."""
+        waiting = list(self._undelivered)
+        if not waiting:
+            return
+        self._sender.begin_flush()
+        try:
+            await asyncio.wait(waiting)
+        finally:
+            self._sender.end_flush()
+
+    async def aclose(self) -> None:
+        """Deliver what is queued, then release the connections (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._sender.close()
+        finally:
+            await self._metadata.aclose()
+            await self._api.aclose()

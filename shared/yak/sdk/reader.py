@@ -1,0 +1,107 @@
+"""``AsyncPartitionReader``: stateless reads of one partition from an offset, no group.
+
+``GET /api/v1/topics/{t}/partitions/{p}/records`` with base64 encodings: records as bytes from
+``offset`` on, where to read next, and the partition's log start offset and high watermark.
+``timeout_ms`` makes the read a long poll, woken by the append. Nothing is stored anywhere:
+the caller keeps its own position (``PartitionRead.next_offset``).
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import NamedTuple, Self
+
+import httpx
+
+from yak.api.admin import TopicDescription
+from yak.api.records import PartitionRecords
+from yak.errors import OffsetOutOfRangeError
+from yak.sdk._client import ApiClient
+from yak.sdk.records import ConsumerRecord, consumer_record
+
+__all__ = ["AsyncPartitionReader", "PartitionRead"]
+
+_BASE64 = "base64"
+
+
+class PartitionRead(NamedTuple):
+    records: list[ConsumerRecord]
+    #: The offset to read next (the asked one when nothing came back).
+    next_offset: int
+    high_watermark: int
+    log_start_offset: int
+
+
+class AsyncPartitionReader:
+    """Reads partitions through the rest-proxy at ``url``."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        request_timeout_ms: int = 30_000,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._request_timeout_s = request_timeout_ms / 1000
+        self._api = ApiClient(url, timeout_s=self._request_timeout_s, transport=transport)
+
+    async def aclose(self) -> None:
+        await self._api.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def partition_count(self, topic: str) -> int:
+        """How many partitions ``topic`` has (``UnknownTopicOrPartitionError`` if none)."""
+        return (await self._api.call("GET", f"/topics/{topic}", TopicDescription)).partition_count
+
+    async def read(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        *,
+        max_bytes: int = 1024 * 1024,
+        timeout_ms: int = 0,
+    ) -> PartitionRead:
+        """Records from ``offset`` (``OffsetOutOfRangeError`` outside the log)."""
+        params: dict[str, str | int] = {
+            "offset": offset,
+            "max_bytes": max_bytes,
+            "timeout_ms": timeout_ms,
+            "key_encoding": _BASE64,
+            "value_encoding": _BASE64,
+            "header_encoding": _BASE64,
+        }
+        answer = await self._api.call(
+            "GET",
+            f"/topics/{topic}/partitions/{partition}/records",
+            PartitionRecords,
+            params=params,
+            timeout_s=timeout_ms / 1000 + self._request_timeout_s,
+        )
+        return PartitionRead(
+            [consumer_record(r) for r in answer.records],
+            answer.next_offset,
+            answer.high_watermark,
+            answer.log_start_offset,
+        )
+
+    async def offsets(self, topic: str, partition: int) -> tuple[int, int]:
+        """The partition's log start offset and high watermark."""
+        try:
+            read = await self.read(topic, partition, 0, max_bytes=1)
+        except OffsetOutOfRangeError as exc:  # records below the log start were deleted
+            start = exc.details.get("log_start_offset")
+            if not isinstance(start, int):
+                raise
+            read = await self.read(topic, partition, start, max_bytes=1)
+        return read.log_start_offset, read.high_watermark

@@ -1,0 +1,320 @@
+"""``Sender``: delivers each partition's batches to the rest-proxy, with retries.
+
+One task per partition drains its ``BatchQueue``: it waits — woken by an event, never by
+polling — until the head batch is ready (full, lingered ``linger_ms``, or a flush or close
+asked), sends it, and sends the next only once the answer is in: one batch in flight per
+partition, so records of a partition are written in the order they were sent.
+
+Idempotent mode (``POST /api/v1/topics/{t}/partitions/{p}/batches``): the batch is stamped
+once with the session's producer id, epoch and base sequence (``SequenceNumbers``); a
+retriable failure (``YakError.retriable``: a moved leader, a timeout, an unreachable proxy)
+resends the *same* stamped batch, through which the broker recognises a batch it already wrote.
+Otherwise (``POST /api/v1/topics/{t}/records``) records that failed retriably are sent again
+and may be written twice, as in Kafka without idempotence.
+
+Retries back off exponentially (``retry_backoff_ms`` doubling to ``retry_backoff_max_ms``,
+with jitter) and stop after ``retries`` resends or ``delivery_timeout_ms`` after the batch was
+started; the records then fail with ``KafkaTimeoutError``. A batch the broker finds too large
+(``MESSAGE_TOO_LARGE``) is split in two and both halves are sent instead; an unknown producer
+id starts a new session and the batch is sent again under it. Every record's future gets its
+``RecordMetadata`` or its typed error; nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from dataclasses import dataclass
+from typing import Literal
+
+from yak.api.records import (
+    Encoding,
+    HeaderEncoding,
+    ProduceBatchRequest,
+    ProduceBatchResponse,
+    ProduceRecord,
+    ProduceRecordsRequest,
+    ProduceRecordsResponse,
+    ProducerSession,
+)
+from yak.clients._http import error_from_response
+from yak.errors import (
+    InvalidProducerEpochError,
+    KafkaTimeoutError,
+    MessageTooLargeError,
+    OutOfOrderSequenceError,
+    UnknownProducerIdError,
+    UnknownTopicOrPartitionError,
+    YakError,
+    error_for_code,
+)
+from yak.sdk._client import ApiClient
+from yak.sdk.accumulator import BatchQueue, ProducerBatch
+from yak.sdk.idempotence import SequenceNumbers
+from yak.sdk.metadata import TopicMetadata
+from yak.sdk.records import RecordMetadata, TopicPartition
+
+__all__ = ["Compression", "PendingRecord", "Sender", "SenderConfig"]
+
+Compression = Literal["none", "gzip", "snappy", "lz4", "zstd"]
+_FENCING = (OutOfOrderSequenceError, InvalidProducerEpochError, UnknownProducerIdError)
+
+
+@dataclass(slots=True)
+class PendingRecord:
+    """A record waiting for delivery: its wire form and the future its sender awaits."""
+
+    record: ProduceRecord
+    timestamp: int
+    future: asyncio.Future[RecordMetadata]
+
+
+@dataclass(frozen=True, slots=True)
+class SenderConfig:
+    linger_ms: int
+    batch_max_records: int
+    batch_max_bytes: int
+    compression: Compression
+    acks: Literal["all", "1", "0"]
+    idempotent: bool
+    retries: int | None
+    delivery_timeout_ms: int
+    retry_backoff_ms: int
+    retry_backoff_max_ms: int
+
+
+def _now_ms() -> float:
+    return time.monotonic() * 1000
+
+
+class _Partition:
+    __slots__ = ("queue", "task", "wake")
+
+    def __init__(self, queue: BatchQueue[PendingRecord]) -> None:
+        self.queue = queue
+        self.wake = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+
+
+class Sender:
+    """Per-partition delivery tasks (see the module docstring). One event loop."""
+
+    def __init__(self, api: ApiClient, metadata: TopicMetadata, config: SenderConfig) -> None:
+        self._api = api
+        self._metadata = metadata
+        self._config = config
+        self._sequences = SequenceNumbers()
+        self._session_lock = asyncio.Lock()
+        self._partitions: dict[TopicPartition, _Partition] = {}
+        self._flushing = 0
+        self._closing = False
+
+    def append(self, tp: TopicPartition, pending: PendingRecord, size: int) -> None:
+        """Queue a record for ``tp``; its delivery task starts with the partition's first."""
+        if self._closing:
+            raise RuntimeError("the producer is closed")
+        state = self._partitions.get(tp)
+        if state is None:
+            queue: BatchQueue[PendingRecord] = BatchQueue(
+                self._config.batch_max_records, self._config.batch_max_bytes
+            )
+            state = self._partitions[tp] = _Partition(queue)
+            state.task = asyncio.create_task(self._run(tp, state), name=f"yak-sender-{tp}")
+        state.queue.append(pending, size, _now_ms())
+        state.wake.set()
+
+    def begin_flush(self) -> None:
+        """Send every waiting batch without lingering, until ``end_flush``."""
+        self._flushing += 1
+        self._wake_all()
+
+    def end_flush(self) -> None:
+        self._flushing -= 1
+
+    async def close(self) -> None:
+        """Deliver what is queued (each batch within its delivery timeout), then stop."""
+        self._closing = True
+        self._wake_all()
+        tasks = [p.task for p in self._partitions.values() if p.task is not None]
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _wake_all(self) -> None:
+        for state in self._partitions.values():
+            state.wake.set()
+
+    # --- the per-partition loop -----------------------------------------------------------
+
+    async def _run(self, tp: TopicPartition, state: _Partition) -> None:
+        config = self._config
+        while True:
+            ready_at = state.queue.ready_at(config.linger_ms, self._flushing > 0 or self._closing)
+            if ready_at is None:
+                if self._closing:
+                    return
+                state.wake.clear()
+                await state.wake.wait()
+                continue
+            delay_ms = ready_at - _now_ms()
+            if delay_ms > 0:
+                state.wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(delay_ms / 1000):
+                        await state.wake.wait()
+                continue
+            batch = state.queue.pop()
+            try:
+                await self._deliver(tp, state.queue, batch)
+            except Exception as exc:  # a bug must fail the records, not stop the partition
+                self._give_up(tp, batch, ambiguous=True)
+                self._fail(batch, exc)
+
+    async def _deliver(
+        self,
+        tp: TopicPartition,
+        queue: BatchQueue[PendingRecord],
+        batch: ProducerBatch[PendingRecord],
+    ) -> None:
+        deadline = batch.created_ms + self._config.delivery_timeout_ms
+        while True:
+            batch.attempts += 1
+            try:
+                if self._config.idempotent:
+                    await self._send_batch(tp, batch)
+                else:
+                    await self._send_records(tp, batch)
+                return
+            except YakError as exc:
+                error = exc
+            if isinstance(error, UnknownTopicOrPartitionError):
+                self._metadata.invalidate(tp.topic)
+            backoff_ms = self._backoff_ms(batch.attempts)
+            may_retry = self._may_retry(batch, deadline, backoff_ms)
+            lost_producer = batch.stamp is not None and isinstance(error, UnknownProducerIdError)
+            if may_retry and (error.retriable or lost_producer):
+                if lost_producer:
+                    # The broker lost (or never had) this producer: the batch was not written;
+                    # it goes again, stamped in a new session.
+                    self._give_up(tp, batch, ambiguous=True)
+                await asyncio.sleep(backoff_ms / 1000)
+                continue
+            # Written or not, nobody knows after a retriable error, a fencing error or a
+            # server failure: only a refusal (4xx) surely left the log untouched.
+            ambiguous = error.retriable or isinstance(error, _FENCING) or error.http_status >= 500
+            self._give_up(tp, batch, ambiguous=ambiguous)
+            if isinstance(error, MessageTooLargeError) and len(batch.items) > 1:
+                queue.push_front(batch.split())
+                return
+            if error.retriable:
+                error = KafkaTimeoutError(
+                    f"{len(batch.items)} record(s) for {tp} not delivered after "
+                    f"{batch.attempts} attempt(s) in {_now_ms() - batch.created_ms:,.0f} ms: "
+                    f"{error.code}: {error.message}",
+                    topic=tp.topic,
+                    partition=tp.partition,
+                )
+            self._fail(batch, error)
+            return
+
+    def _give_up(
+        self, tp: TopicPartition, batch: ProducerBatch[PendingRecord], *, ambiguous: bool
+    ) -> None:
+        """Take a failed batch out of flight; a batch whose fate is unknown ends its session
+        (its sequence numbers can be neither reused nor skipped)."""
+        if batch.stamp is None:
+            return
+        if ambiguous:
+            self._sequences.end_session(batch.stamp)
+        self._sequences.release(tp)
+        batch.stamp = None
+
+    def _may_retry(
+        self, batch: ProducerBatch[PendingRecord], deadline: float, backoff: float
+    ) -> bool:
+        retries = self._config.retries
+        if retries is not None and batch.attempts > retries:
+            return False
+        return _now_ms() + backoff < deadline
+
+    def _backoff_ms(self, attempts: int) -> float:
+        config = self._config
+        doubled: int = config.retry_backoff_ms << min(attempts - 1, 16)
+        base = min(doubled, config.retry_backoff_max_ms)
+        return base * random.uniform(0.8, 1.2)  # jitter, as Kafka's clients
+
+    # --- one attempt ----------------------------------------------------------------------
+
+    async def _session(self) -> None:
+        async with self._session_lock:
+            if self._sequences.session is None:
+                session = await self._api.call("POST", "/producers", ProducerSession)
+                self._sequences.start_session(session.producer_id, session.producer_epoch)
+
+    async def _send_batch(self, tp: TopicPartition, batch: ProducerBatch[PendingRecord]) -> None:
+        if batch.stamp is None:
+            await self._session()
+            batch.stamp = self._sequences.stamp(tp)
+        stamp = batch.stamp
+        body = ProduceBatchRequest(
+            producer_id=stamp.producer_id,
+            producer_epoch=stamp.producer_epoch,
+            base_sequence=stamp.base_sequence,
+            records=[p.record for p in batch.items],
+            compression=self._config.compression,
+            key_encoding=Encoding.BASE64,
+            value_encoding=Encoding.BASE64,
+            header_encoding=HeaderEncoding.BASE64,
+        )
+        path = f"/topics/{tp.topic}/partitions/{tp.partition}/batches"
+        answer = await self._api.call(
+            "POST", path, ProduceBatchResponse, body, params={"acks": "all"}
+        )
+        self._sequences.acknowledge(tp, stamp, len(batch.items))
+        for item, offset in zip(batch.items, answer.offsets, strict=True):
+            _resolve(item, RecordMetadata(tp.topic, tp.partition, offset, item.timestamp))
+        batch.items = []
+
+    async def _send_records(self, tp: TopicPartition, batch: ProducerBatch[PendingRecord]) -> None:
+        body = ProduceRecordsRequest(
+            records=[p.record.model_copy(update={"partition": tp.partition}) for p in batch.items],
+            key_encoding=Encoding.BASE64,
+            value_encoding=Encoding.BASE64,
+            header_encoding=HeaderEncoding.BASE64,
+        )
+        path = f"/topics/{tp.topic}/records"
+        response = await self._api.send("POST", path, body, params={"acks": self._config.acks})
+        try:
+            answer = ProduceRecordsResponse.model_validate_json(response.content)
+        except ValueError:
+            raise error_from_response(response) from None
+        retry: list[PendingRecord] = []
+        sizes: list[int] = []
+        first: YakError | None = None
+        for item, size, result in zip(batch.items, batch.sizes, answer.results, strict=True):
+            if result.error is None:
+                offset = -1 if result.offset is None else result.offset
+                stamp = item.timestamp if result.timestamp is None else result.timestamp
+                _resolve(item, RecordMetadata(tp.topic, tp.partition, offset, stamp))
+                continue
+            error = error_for_code(result.error.code, result.error.message)
+            if error.retriable:
+                retry.append(item)
+                sizes.append(size)
+                first = first or error
+            elif not item.future.done():
+                item.future.set_exception(error)
+        batch.items, batch.sizes, batch.size = retry, sizes, sum(sizes)
+        if first is not None:
+            raise first
+
+    def _fail(self, batch: ProducerBatch[PendingRecord], error: BaseException) -> None:
+        for item in batch.items:
+            if not item.future.done():
+                item.future.set_exception(error)
+        batch.items = []
+
+
+def _resolve(item: PendingRecord, metadata: RecordMetadata) -> None:
+    if not item.future.done():
+        item.future.set_result(metadata)

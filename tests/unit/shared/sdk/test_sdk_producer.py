@@ -1,0 +1,184 @@
+"""``AsyncProducer`` against an in-process fake proxy: partitioning, batching, idempotent
+retries that never duplicate, session renewal, splitting, timeouts and config checks."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from tests.unit.shared.sdk.fake_proxy import FakeProxy
+from yak.errors import (
+    InvalidConfigError,
+    InvalidRequestError,
+    KafkaTimeoutError,
+    NotEnoughReplicasError,
+    UnknownProducerIdError,
+    UnknownTopicOrPartitionError,
+)
+from yak.partitioner import partition_for_key
+from yak.sdk import AsyncProducer
+
+URL = "http://proxy.test"
+
+
+def producer(proxy: FakeProxy, **options: Any) -> AsyncProducer:
+    options.setdefault("retry_backoff_ms", 1)
+    options.setdefault("linger_ms", 0)
+    return AsyncProducer(URL, transport=proxy.transport(), **options)
+
+
+async def test_keyed_records_use_kafkas_partition_and_one_session() -> None:
+    proxy = FakeProxy(partitions={"t": 5})
+    async with producer(proxy, linger_ms=50) as p:
+        futures = [await p.send("t", f"v{i}", key=f"k{i}") for i in range(50)]
+        await p.flush()
+        placed = [f.result() for f in futures]
+    for i, metadata in enumerate(placed):
+        assert metadata.partition == partition_for_key(f"k{i}".encode(), 5)
+        assert proxy.logs[("t", metadata.partition)][metadata.offset].value == f"v{i}".encode()
+    sessions = [r for r in proxy.requests if r.url.path.endswith("/producers")]
+    assert len(sessions) == 1
+    lookups = [r for r in proxy.requests if r.url.path == "/api/v1/topics/t"]
+    assert len(lookups) == 1  # cached
+    # linger: records of a partition went out together, sequences contiguous per partition.
+    assert len(proxy.batches) <= 5
+    for (_topic, _p), log in proxy.logs.items():
+        assert [w.sequence for w in log] == list(range(len(log)))
+
+
+async def test_keyless_records_stick_to_a_partition_per_batch() -> None:
+    proxy = FakeProxy(partitions={"t": 4})
+    async with producer(proxy, batch_max_bytes=200) as p:
+        for _ in range(40):
+            await p.send("t", b"x" * 10)  # 26 bytes each with overhead: ~7 per batch
+    assert sum(len(log) for log in proxy.logs.values()) == 40
+    assert len(proxy.logs) > 1  # moved on after a batch's worth of bytes
+
+
+async def test_a_lost_answer_is_resent_with_the_same_sequence_and_written_once() -> None:
+    proxy = FakeProxy(partitions={"t": 1})
+    proxy.fail("batches", "lose")
+    proxy.fail("batches", "before", NotEnoughReplicasError("ISR too small"))
+    async with producer(proxy) as p:
+        metadata = await p.send_and_wait("t", "once")
+        second = await p.send_and_wait("t", "twice")
+    assert proxy.values("t", 0) == [b"once", b"twice"]
+    assert (metadata.offset, second.offset) == (0, 1)
+    sent = [(b["producer_id"], b["base_sequence"]) for b in proxy.batches]
+    assert sent[:3] == [sent[0]] * 3  # written, lost, refused, resent: the same stamp
+    assert sent[3] == (sent[0][0], 1)
+
+
+async def test_an_unknown_producer_id_starts_a_new_session() -> None:
+    proxy = FakeProxy(partitions={"t": 1})
+    proxy.fail("batches", "before", UnknownProducerIdError("no state"))
+    async with producer(proxy) as p:
+        await p.send_and_wait("t", "a")
+    first, second = proxy.batches
+    assert second["producer_id"] == first["producer_id"] + 1
+    assert second["base_sequence"] == 0
+    assert proxy.values("t", 0) == [b"a"]
+
+
+async def test_a_batch_too_large_is_split_until_it_fits() -> None:
+    proxy = FakeProxy(partitions={"t": 1}, max_batch_records=3)
+    async with producer(proxy, linger_ms=1_000) as p:
+        futures = [await p.send("t", f"{i}") for i in range(10)]
+        await p.flush()
+    assert [f.result().offset for f in futures] == list(range(10))
+    assert proxy.values("t", 0) == [f"{i}".encode() for i in range(10)]
+    assert [w.sequence for w in proxy.logs[("t", 0)]] == list(range(10))
+
+
+async def test_out_of_time_fails_with_a_timeout_and_ends_the_session() -> None:
+    proxy = FakeProxy(partitions={"t": 1})
+    for _ in range(1_000):
+        proxy.fail("batches", "lose")
+    async with producer(proxy, delivery_timeout_ms=50) as p:
+        future = await p.send("t", "lost")
+        with pytest.raises(KafkaTimeoutError, match="not delivered"):
+            await future
+        proxy.faults.clear()
+        await p.send_and_wait("t", "next")
+    # The lost batch may or may not have been written: the next one used a new session.
+    assert proxy.batches[-1]["producer_id"] != proxy.batches[0]["producer_id"]
+    assert proxy.batches[-1]["base_sequence"] == 0
+
+
+async def test_retries_bound_the_attempts() -> None:
+    proxy = FakeProxy(partitions={"t": 1})
+    for _ in range(5):
+        proxy.fail("batches", "before", NotEnoughReplicasError("ISR too small"))
+    async with producer(proxy, retries=2) as p:
+        with pytest.raises(KafkaTimeoutError, match="after 3 attempt"):
+            await p.send_and_wait("t", "x")
+    assert len(proxy.batches) == 3
+
+
+async def test_a_refused_batch_fails_its_records_and_gives_back_its_numbers() -> None:
+    proxy = FakeProxy(partitions={"t": 1})
+    proxy.fail("batches", "before", InvalidRequestError("bad record"))
+    async with producer(proxy) as p:
+        with pytest.raises(InvalidRequestError, match="bad record"):
+            await p.send_and_wait("t", "bad")
+        await p.send_and_wait("t", "good")
+    assert [b["base_sequence"] for b in proxy.batches] == [0, 0]
+    assert proxy.values("t", 0) == [b"good"]
+
+
+async def test_unknown_topic_and_partition_raise_at_send() -> None:
+    proxy = FakeProxy(partitions={"t": 2})
+    async with producer(proxy) as p:
+        with pytest.raises(UnknownTopicOrPartitionError):
+            await p.send("missing", "x")
+        with pytest.raises(UnknownTopicOrPartitionError, match="no partition 2"):
+            await p.send("t", "x", partition=2)
+
+
+async def test_without_idempotence_plain_records_with_acks() -> None:
+    proxy = FakeProxy(partitions={"t": 2})
+    async with producer(proxy, idempotent=False, acks=1) as p:
+        metadata = await p.send_and_wait("t", "v", partition=1, headers=[("h", "x")])
+    assert (metadata.partition, metadata.offset, metadata.timestamp) == (1, 0, 5)
+    (request,) = [r for r in proxy.requests if r.url.path.endswith("/records")]
+    assert request.url.params["acks"] == "1"
+    assert proxy.values("t", 1) == [b"v"]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"acks": 1},  # idempotence needs acks=all
+        {"acks": "some"},
+        {"idempotent": False, "compression": "zstd"},
+        {"batch_max_records": 0},
+    ],
+)
+def test_bad_configs_are_refused(options: dict[str, Any]) -> None:
+    with pytest.raises(InvalidConfigError):
+        AsyncProducer(URL, **options)
+
+
+async def test_send_after_close_is_an_error() -> None:
+    proxy = FakeProxy(partitions={"t": 1})
+    p = producer(proxy)
+    await p.aclose()
+    await p.aclose()  # twice is fine
+    with pytest.raises(RuntimeError, match="closed"):
+        await p.send("t", "x")
+
+
+async def test_a_full_buffer_blocks_send_until_delivery() -> None:
+    proxy = FakeProxy(partitions={"t": 1})
+    async with producer(proxy, buffer_max_bytes=100, linger_ms=10_000) as p:
+        first = await p.send("t", b"a" * 60)
+        blocked = asyncio.create_task(p.send("t", b"b" * 60))
+        await asyncio.sleep(0)
+        assert not blocked.done()  # waits for the first record's delivery
+        await p.flush()
+        await first
+        second = await asyncio.wait_for(blocked, 5)
+        await p.flush()
+        assert (await second).offset == 1
