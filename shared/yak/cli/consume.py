@@ -1,50 +1,68 @@
-"""``yak consume TOPIC``: read records of one partition (like kafka-console-consumer).
+"""``yak consume TOPIC``: print records (like kafka-console-consumer and kcat).
 
-``--offset`` is ``earliest``, ``latest`` or an offset; ``--max N`` stops after N records.
-Without ``--follow`` it reads up to the high watermark seen at the start and exits; with it,
-it long-polls for new records until Ctrl-C (or ``--max``). Each record prints as its value
-(UTF-8, undecodable bytes replaced); ``--print-offset`` and ``--print-key`` prefix offset and
-key, tab-separated. The partition's leader is found in etcd like ``yak produce`` does, and
-found again when leadership moves.
+Two ways to read, both through the rest-proxy (``yak.cli.proxy``) and the SDK:
+
+* **stateless** (no ``--group``): every partition of the topic, or only ``--partition``, from
+  ``--offset`` (``earliest`` — the default, also ``--from-beginning`` — ``latest`` or an
+  offset). Without ``--follow`` it stops at the high watermarks seen at the start; with it, it
+  long-polls for new records until Ctrl-C.
+* **group** (``--group G``): a member of consumer group G; the coordinator assigns the
+  partitions, reading starts at the group's committed offsets (else at the end, or at the
+  beginning with ``--from-beginning``) and what is printed is committed after each batch.
+  Without ``--follow`` it stops at the first poll that finds nothing new once it has
+  partitions (or after ``--timeout-ms`` without any); it leaves the group on exit.
+
+``--max-messages N`` stops after N records. Each record prints as its value, prefixed by
+offset, key and headers with ``--print-offset``/``--print-key``/``--print-headers``
+(tab-separated), or as ``-f/--format`` says (kcat's ``%t %p %o %k %v %h %T`` placeholders,
+``\\n`` and ``\\t``: ``yak.cli.record_format``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from yak.cli.produce import (
-    ClusterIdOption,
-    ClusterOptions,
-    DataDirOption,
-    EtcdOption,
-    cluster_metadata,
-    leader_url,
-    run_or_exit,
+from yak.cli.cluster import DataDirOption
+from yak.cli.proxy import UrlOption, proxy_url, run_or_exit
+from yak.cli.record_format import RecordFormat, default_format
+from yak.errors import InvalidRequestError
+from yak.sdk import (
+    AsyncConsumer,
+    AsyncPartitionReader,
+    ConsumerRecord,
+    OffsetReset,
+    TopicPartition,
 )
-from yak.clients.broker import BrokerClient
-from yak.errors import InvalidRequestError, LeaderNotAvailableError, NotLeaderOrFollowerError
-from yak.metadata.cache import MetadataCache
-from yak.record import Record, iter_records
 
 __all__ = ["consume"]
 
 _POLL_MS = 1_000
 
 
-class _Position:
-    """Where reading goes on, and when it stops."""
+class _Printer:
+    """Prints records in a format and counts them down to ``--max-messages``."""
 
-    def __init__(self, offset: int, stop_at: int | None, remaining: int | None) -> None:
-        self.offset = offset
-        self.stop_at = stop_at  # the high watermark to stop at (None: follow)
-        self.remaining = remaining
+    def __init__(self, record_format: RecordFormat, limit: int | None) -> None:
+        self._format = record_format
+        self.remaining = limit
+        self.done = asyncio.Event()
 
-    def done(self) -> bool:
-        at_end = self.stop_at is not None and self.offset >= self.stop_at
-        return at_end or self.remaining == 0
+    def print(self, records: Sequence[ConsumerRecord]) -> list[ConsumerRecord]:
+        """Print records until the limit; the ones printed."""
+        if self.remaining is not None:
+            records = records[: self.remaining]
+            self.remaining -= len(records)
+            if self.remaining == 0:
+                self.done.set()
+        if records:
+            typer.echo("".join(self._format.render(r) for r in records), nl=False)
+        return list(records)
 
 
 def _start_offset(text: str) -> int | str:
@@ -55,99 +73,148 @@ def _start_offset(text: str) -> int | str:
     raise InvalidRequestError(f"--offset must be earliest, latest or a number, got {text!r}")
 
 
-def _print(record: Record, print_offset: bool, print_key: bool) -> None:
-    parts = []
-    if print_offset:
-        parts.append(str(record.offset))
-    if print_key:
-        parts.append((record.key or b"").decode(errors="replace"))
-    parts.append((record.value or b"").decode(errors="replace"))
-    typer.echo("\t".join(parts))
+# --- stateless reads ------------------------------------------------------------------------
 
 
-async def _offsets(client: BrokerClient, topic: str, partition: int) -> tuple[int, int]:
-    """The partition's log start offset and high watermark."""
-    found = []
-    for stamp in ("earliest", "latest"):
-        (result,) = await client.list_offsets([(topic, partition)], stamp)
-        if result.error is not None:
-            raise result.error.exception()
-        found.append(result.offset)
-    return found[0], found[1]
-
-
-async def _consume(
-    options: ClusterOptions,
+async def _read_partition(
+    reader: AsyncPartitionReader,
     topic: str,
     partition: int,
-    start: str,
+    start: int | str,
     follow: bool,
-    limit: int | None,
-    flags: tuple[bool, bool],
+    printer: _Printer,
 ) -> None:
-    async with cluster_metadata(options) as cache:
-        clients: dict[str, BrokerClient] = {}
+    earliest, latest = await reader.offsets(topic, partition)
+    offset = {"earliest": earliest, "latest": latest}[start] if isinstance(start, str) else start
+    while not printer.done.is_set() and (follow or offset < latest):
+        read = await reader.read(topic, partition, offset, timeout_ms=_POLL_MS if follow else 0)
+        if not follow:
+            read = read._replace(records=[r for r in read.records if r.offset < latest])
+            if not read.records:
+                return  # nothing more below the high watermark seen at the start
+        printer.print(read.records)
+        offset = read.next_offset
+
+
+async def _read_stateless(
+    url: str,
+    topic: str,
+    partition: int | None,
+    start: int | str,
+    follow: bool,
+    printer: _Printer,
+) -> None:
+    async with AsyncPartitionReader(url) as reader:
+        count = await reader.partition_count(topic)
+        if partition is not None and not 0 <= partition < count:
+            raise InvalidRequestError(f"topic {topic!r} has no partition {partition}")
+        partitions = range(count) if partition is None else [partition]
+        reading = asyncio.gather(
+            *(_read_partition(reader, topic, p, start, follow, printer) for p in partitions)
+        )
+        stop = asyncio.ensure_future(printer.done.wait())
+        waiters: list[asyncio.Future[Any]] = [reading, stop]
         try:
-            await _read(cache, clients, topic, partition, start, follow, limit, flags)
+            done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+            if reading in done:
+                reading.result()  # the first partition's error, if any
         finally:
-            for client in clients.values():
-                await client.aclose()
+            for waiter in waiters:
+                waiter.cancel()
+            await asyncio.gather(*waiters, return_exceptions=True)
 
 
-async def _read(
-    cache: MetadataCache,
-    clients: dict[str, BrokerClient],
+# --- group reads ----------------------------------------------------------------------------
+
+
+async def _read_group(
+    url: str,
     topic: str,
-    partition: int,
-    start: str,
+    group: str,
+    from_beginning: bool,
     follow: bool,
-    limit: int | None,
-    flags: tuple[bool, bool],
+    timeout_ms: int,
+    printer: _Printer,
 ) -> None:
-    def leader() -> BrokerClient:
-        url = leader_url(cache.snapshot, topic, partition)
-        return clients.get(url) or clients.setdefault(url, BrokerClient(url))
-
-    earliest, latest = await _offsets(leader(), topic, partition)
-    named = _start_offset(start)
-    offset = {"earliest": earliest, "latest": latest}[named] if isinstance(named, str) else named
-    position = _Position(offset, None if follow else latest, limit)
-    while not position.done():
-        try:
-            fetched = await leader().fetch_one(
-                topic, partition, position.offset, max_wait_ms=_POLL_MS if follow else 0
-            )
-        except (NotLeaderOrFollowerError, LeaderNotAvailableError):
-            await cache.wait_for(lambda s: s.revision > cache.revision, timeout_s=5)
-            continue
-        for record in iter_records(fetched.records):
-            if record.offset < position.offset:
-                continue  # a batch starts before the position: skip its earlier records
-            _print(record, *flags)
-            position.offset = record.offset + 1
-            if position.remaining is not None:
-                position.remaining -= 1
-            if position.done():
+    reset: OffsetReset = "earliest" if from_beginning else "latest"
+    async with AsyncConsumer(url, group, [topic], auto_offset_reset=reset) as consumer:
+        idle_since = time.monotonic()
+        while not printer.done.is_set():
+            records = await consumer.poll(_POLL_MS)
+            printed = printer.print(records)
+            if printed:
+                idle_since = time.monotonic()
+                await consumer.commit(
+                    {TopicPartition(r.topic, r.partition): r.offset + 1 for r in printed}
+                )
+            elif not follow and consumer.assignment():
+                return  # caught up on every assigned partition
+            elif not follow and time.monotonic() - idle_since > timeout_ms / 1000:
+                typer.echo(
+                    f"no partition of {topic} was assigned to this member of {group} "
+                    f"within {timeout_ms} ms",
+                    err=True,
+                )
                 return
-        if not follow and not len(fetched.records):
-            return  # nothing more below the high watermark seen at the start (e.g. trimmed)
 
 
 def consume(
     topic: Annotated[str, typer.Argument(help="Topic to read.")],
-    partition: Annotated[int, typer.Option(help="Partition to read.")] = 0,
-    offset: Annotated[str, typer.Option(help="earliest, latest or an offset.")] = "earliest",
-    max_records: Annotated[
-        int | None, typer.Option("--max", min=1, help="Stop after this many records.")
+    group: Annotated[
+        str | None, typer.Option("--group", "-g", help="Read as a member of this group.")
     ] = None,
-    follow: Annotated[bool, typer.Option("--follow", "-f", help="Wait for new records.")] = False,
+    partition: Annotated[
+        int | None, typer.Option(help="Read only this partition (default: all; no --group).")
+    ] = None,
+    offset: Annotated[
+        str | None, typer.Option(help="earliest (default), latest or an offset (no --group).")
+    ] = None,
+    from_beginning: Annotated[
+        bool, typer.Option("--from-beginning", help="Start at the earliest offset.")
+    ] = False,
+    follow: Annotated[bool, typer.Option("--follow", help="Wait for new records.")] = False,
+    max_messages: Annotated[
+        int | None,
+        typer.Option("--max-messages", "--max", "-c", min=1, help="Stop after N records."),
+    ] = None,
     print_offset: Annotated[bool, typer.Option(help="Print each record's offset.")] = False,
     print_key: Annotated[bool, typer.Option(help="Print each record's key.")] = False,
-    etcd: EtcdOption = None,
-    cluster_id: ClusterIdOption = None,
+    print_headers: Annotated[bool, typer.Option(help="Print each record's headers.")] = False,
+    record_format: Annotated[
+        str | None,
+        typer.Option("--format", "-f", help="kcat-like format, e.g. '%k=%v (%p@%o)\\n'."),
+    ] = None,
+    timeout_ms: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="With --group and without --follow: give up after this long without partitions.",
+        ),
+    ] = 10_000,
+    url: UrlOption = None,
     data_dir: DataDirOption = Path(".yak"),
 ) -> None:
-    """Print the records of one partition of TOPIC."""
-    options = ClusterOptions(etcd, cluster_id, data_dir)
-    flags = (print_offset, print_key)
-    run_or_exit(_consume(options, topic, partition, offset, follow, max_records, flags))
+    """Print the records of TOPIC: statelessly, or as a member of a consumer group."""
+    if group is not None and (partition is not None or offset is not None):
+        raise typer.BadParameter("--partition and --offset read without a group: drop --group")
+    if from_beginning and offset not in (None, "earliest"):
+        raise typer.BadParameter("--from-beginning and --offset say different things")
+    try:
+        printer_format = RecordFormat(
+            record_format
+            if record_format is not None
+            else default_format(print_offset, print_key, print_headers)
+        )
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--format") from None
+    target = proxy_url(url, data_dir)
+
+    async def run() -> None:
+        printer = _Printer(printer_format, max_messages)
+        if group is not None:
+            await _read_group(target, topic, group, from_beginning, follow, timeout_ms, printer)
+        else:
+            start = _start_offset(offset or "earliest")
+            await _read_stateless(target, topic, partition, start, follow, printer)
+
+    run_or_exit(run())

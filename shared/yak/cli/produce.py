@@ -1,191 +1,114 @@
-"""``yak produce TOPIC``: write records to a topic (like kafka-console-producer).
+"""``yak produce TOPIC``: write records through the rest-proxy (like kafka-console-producer).
 
-Values come from ``--value`` or, one record per line, from stdin. ``--key`` keys every record
-(Kafka's murmur2 partitioner picks the partition, as the Java client would); ``--partition``
-pins one; keyless records go to one partition per batch, round robin over the partitions.
-Records are sent in batches of up to ``--batch-records`` to each partition's leader, found in
-etcd: ``--etcd``/``YAK_ETCD``, else ``<data-dir>/cluster.json`` of ``yak up`` (which also gives
-the cluster id). A partition whose leader moved is retried after the metadata catches up.
-``--verbose`` prints ``topic-partition@first..last`` per batch. Errors print one line
-``error: CODE: message`` and exit with status 1.
-
-``cluster_metadata`` (the etcd connection both ``produce`` and ``consume`` use) lives here.
+Values come from ``--value`` or, one record per line, from stdin (read in a thread, so records
+typed by hand go out after ``--linger-ms`` without waiting for the next line). ``--key`` keys
+every record; ``-K SEP`` takes each line's key from before the first ``SEP`` instead. Kafka's
+murmur2 partitioner picks a keyed record's partition, as the Java client would; ``--partition``
+pins one; keyless records stick to a partition per batch. Records go through the SDK's
+``AsyncProducer``: batched (``--batch-records``, ``--linger-ms``), idempotent with
+``--acks all`` (the default), retried without duplicates. ``--verbose`` prints
+``topic-partition@offset`` per record. Errors print one line ``error: CODE: message`` and exit
+with status 1 (see ``yak.cli.proxy`` for how the proxy is found).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
-from collections.abc import AsyncIterator, Iterable, Iterator
-from contextlib import asynccontextmanager
+import threading
+from collections import deque
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from yak.clients.broker import BrokerClient
-from yak.errors import (
-    LeaderNotAvailableError,
-    NotLeaderOrFollowerError,
-    UnknownTopicOrPartitionError,
-    YakError,
-)
-from yak.metadata.cache import ClusterSnapshot, MetadataCache
-from yak.metadata.etcd_store import EtcdMetadataStore
-from yak.metadata.keyspace import Keyspace
-from yak.partitioner import partition_for_key
-from yak.protocol.broker_wire import ProduceResult
-from yak.record import RecordInput, encode_batch
+from yak.cli.cluster import DataDirOption
+from yak.cli.proxy import UrlOption, proxy_url, run_or_exit
+from yak.sdk import Acks, AsyncProducer, Compression, RecordMetadata
 
-__all__ = [
-    "ClusterOptions",
-    "cluster_metadata",
-    "leader_url",
-    "produce",
-    "run_or_exit",
-]
+__all__ = ["parse_headers", "produce"]
 
-_RETRIES = 5
-
-EtcdOption = Annotated[
-    str | None,
-    typer.Option("--etcd", envvar="YAK_ETCD", help="etcd URL (default: from cluster.json)."),
-]
-ClusterIdOption = Annotated[
-    str | None,
-    typer.Option("--cluster-id", envvar="YAK_CLUSTER_ID", help="Cluster id (default: local)."),
-]
-DataDirOption = Annotated[
-    Path, typer.Option("--data-dir", help="Data folder of `yak up` holding cluster.json.")
-]
+_READ_AHEAD = 10_000  # stdin lines read ahead of the producer
+_ACKS: dict[str, Acks] = {"all": "all", "-1": "all", "1": "1", "0": "0"}
+_CODECS: dict[str, Compression] = {name: name for name in ("none", "gzip", "snappy", "lz4", "zstd")}
 
 
-class ClusterOptions:
-    """Where the cluster's etcd is: flags first, then ``<data-dir>/cluster.json``."""
-
-    def __init__(self, etcd: str | None, cluster_id: str | None, data_dir: Path) -> None:
-        document: dict[str, object] = {}
-        path = data_dir / "cluster.json"
-        if etcd is None or cluster_id is None:
-            try:
-                document = json.loads(path.read_text())
-            except (OSError, ValueError):
-                document = {}
-        etcd_doc = document.get("etcd")
-        found_url = etcd_doc.get("url") if isinstance(etcd_doc, dict) else None
-        self.etcd_url = etcd or (str(found_url) if found_url else "http://127.0.0.1:9400")
-        self.cluster_id = cluster_id or str(document.get("cluster_id") or "local")
+def parse_headers(pairs: list[str] | None) -> list[tuple[str, bytes]]:
+    """``["k=v", ...]`` as header pairs; a pair without ``=`` is a usage error."""
+    headers = []
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"expected key=value, got {pair!r}", param_hint="--header")
+        headers.append((key, value.encode()))
+    return headers
 
 
-@asynccontextmanager
-async def cluster_metadata(options: ClusterOptions) -> AsyncIterator[MetadataCache]:
-    """A running metadata cache of the cluster (closed on exit)."""
-    store = EtcdMetadataStore.from_url(options.etcd_url)
-    cache = MetadataCache(store, Keyspace(options.cluster_id))
-    try:
-        await cache.start()
-        yield cache
-    finally:
-        await cache.stop()
-        await store.aclose()
+async def _stdin_lines() -> AsyncIterator[bytes]:
+    """Lines of stdin without their line end, read by a thread (at most ``_READ_AHEAD`` ahead)."""
+    loop = asyncio.get_running_loop()
+    lines: asyncio.Queue[bytes | None] = asyncio.Queue()
+    slots = threading.Semaphore(_READ_AHEAD)
 
+    def pump() -> None:
+        try:
+            for line in sys.stdin.buffer:
+                slots.acquire()
+                loop.call_soon_threadsafe(lines.put_nowait, line)
+            loop.call_soon_threadsafe(lines.put_nowait, None)
+        except RuntimeError:  # the loop closed: the command is over
+            return
 
-def leader_url(snapshot: ClusterSnapshot, topic: str, partition: int) -> str:
-    """The URL of the live leader of a partition; typed errors when there is none."""
-    record = snapshot.topics.get(topic)
-    if record is None or record.deleting or (topic, partition) not in snapshot.partitions:
-        raise UnknownTopicOrPartitionError(f"unknown topic or partition {topic}-{partition}")
-    leader = snapshot.leader_of(topic, partition)
-    if leader is None:
-        raise LeaderNotAvailableError(f"{topic}-{partition} has no live leader")
-    return leader.url
-
-
-def run_or_exit(coroutine: object) -> None:
-    """Run a CLI coroutine; a YakError prints one line and exits with status 1."""
-    try:
-        asyncio.run(coroutine)  # type: ignore[arg-type]
-    except YakError as exc:
-        typer.echo(f"error: {exc.code}: {exc.message}", err=True)
-        raise typer.Exit(1) from None
-    except KeyboardInterrupt:
-        raise typer.Exit(130) from None
-
-
-def _values(value: str | None) -> Iterator[bytes]:
-    if value is not None:
-        yield value.encode()
-        return
-    for line in sys.stdin.buffer:
+    threading.Thread(target=pump, name="yak-stdin", daemon=True).start()
+    while (line := await lines.get()) is not None:
+        slots.release()
         yield line.rstrip(b"\r\n")
 
 
-def _batches(
-    values: Iterable[bytes], key: bytes | None, fixed: int | None, count: int, size: int
-) -> Iterator[tuple[int, list[RecordInput]]]:
-    """(partition, records) batches of up to ``size`` records, in input order per partition."""
-    pending: list[RecordInput] = []
-    target = fixed if fixed is not None else (partition_for_key(key, count) if key else 0)
-    turn = 0
-    for value in values:
-        pending.append(RecordInput(key=key, value=value))
-        if len(pending) >= size:
-            yield target, pending
-            pending = []
-            if fixed is None and key is None:
-                turn += 1
-                target = turn % count
-    if pending:
-        yield target, pending
+async def _values(value: str | None) -> AsyncIterator[bytes]:
+    if value is not None:
+        yield value.encode()
+        return
+    async for line in _stdin_lines():
+        yield line
 
 
-async def _send(
-    cache: MetadataCache,
-    clients: dict[str, BrokerClient],
-    topic: str,
-    p: int,
-    batch: bytes,
-    acks: int,
-) -> ProduceResult:
-    for attempt in range(_RETRIES):
-        url = leader_url(cache.snapshot, topic, p)
-        client = clients.get(url) or clients.setdefault(url, BrokerClient(url))
-        try:
-            return await client.produce_one(topic, p, batch, acks=acks)
-        except (NotLeaderOrFollowerError, LeaderNotAvailableError):
-            if attempt == _RETRIES - 1:
-                raise
-            await asyncio.sleep(0.2 * (attempt + 1))  # let the metadata watch catch up
-    raise AssertionError("unreachable")
+def _print(metadata: RecordMetadata) -> None:
+    typer.echo(f"{metadata.topic}-{metadata.partition}@{metadata.offset}")
 
 
 async def _produce(
-    options: ClusterOptions,
+    producer: AsyncProducer,
     topic: str,
-    values: Iterable[bytes],
+    values: AsyncIterator[bytes],
     key: bytes | None,
+    separator: bytes | None,
     partition: int | None,
-    acks: int,
-    batch_records: int,
+    headers: list[tuple[str, bytes]],
     verbose: bool,
 ) -> None:
-    async with cluster_metadata(options) as cache:
-        record = cache.snapshot.topics.get(topic)
-        if record is None or record.deleting:
-            raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist")
-        if partition is not None and not 0 <= partition < record.partitions:
-            raise UnknownTopicOrPartitionError(f"topic {topic!r} has no partition {partition}")
-        clients: dict[str, BrokerClient] = {}
-        try:
-            for p, records in _batches(values, key, partition, record.partitions, batch_records):
-                result = await _send(cache, clients, topic, p, encode_batch(records), acks)
+    waiting: deque[asyncio.Future[RecordMetadata]] = deque()
+    async with producer:
+        async for line in values:
+            record_key, value = key, line
+            if separator is not None:
+                found, sep, rest = line.partition(separator)
+                record_key, value = (found, rest) if sep else (None, line)
+            waiting.append(
+                await producer.send(
+                    topic, value, key=record_key, partition=partition, headers=headers
+                )
+            )
+            while waiting and waiting[0].done():  # report (and fail) in input order
+                metadata = waiting.popleft().result()
                 if verbose:
-                    last = result.base_offset + len(records) - 1
-                    typer.echo(f"{topic}-{p}@{result.base_offset}..{last}")
-        finally:
-            for client in clients.values():
-                await client.aclose()
+                    _print(metadata)
+        await producer.flush()
+        while waiting:
+            metadata = await waiting.popleft()
+            if verbose:
+                _print(metadata)
 
 
 def produce(
@@ -194,17 +117,58 @@ def produce(
         str | None, typer.Option(help="One record value (default: stdin lines).")
     ] = None,
     key: Annotated[str | None, typer.Option(help="Key of every record.")] = None,
+    key_separator: Annotated[
+        str | None,
+        typer.Option("--key-separator", "-K", help="Each line is KEY<SEP>VALUE (like kcat -K)."),
+    ] = None,
     partition: Annotated[int | None, typer.Option(help="Write to this partition only.")] = None,
-    acks: Annotated[int, typer.Option(help="0, 1 or -1 (all).")] = 1,
-    batch_records: Annotated[int, typer.Option(min=1, help="Records per batch.")] = 1000,
+    header: Annotated[
+        list[str] | None, typer.Option("--header", "-H", help="A header key=value (repeatable).")
+    ] = None,
+    acks: Annotated[
+        str, typer.Option(help="all (-1): every in-sync replica, 1: the leader, 0: none.")
+    ] = "all",
+    batch_records: Annotated[int, typer.Option(min=1, help="Most records per batch.")] = 1000,
+    linger_ms: Annotated[int, typer.Option(min=0, help="Wait to fill a batch.")] = 5,
+    compression: Annotated[
+        str, typer.Option(help="none, gzip, snappy, lz4 or zstd (with acks all).")
+    ] = "none",
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Print offsets.")] = False,
-    etcd: EtcdOption = None,
-    cluster_id: ClusterIdOption = None,
+    url: UrlOption = None,
     data_dir: DataDirOption = Path(".yak"),
 ) -> None:
     """Write records (``--value`` or stdin lines) to TOPIC."""
-    options = ClusterOptions(etcd, cluster_id, data_dir)
-    key_bytes = key.encode() if key is not None else None
-    run_or_exit(
-        _produce(options, topic, _values(value), key_bytes, partition, acks, batch_records, verbose)
-    )
+    if key is not None and key_separator is not None:
+        raise typer.BadParameter("give --key or --key-separator, not both")
+    if key_separator == "":
+        raise typer.BadParameter("the key separator cannot be empty", param_hint="--key-separator")
+    headers = parse_headers(header)
+    wire_acks = _ACKS.get(acks.lower())
+    if wire_acks is None:
+        raise typer.BadParameter(f"use all, -1, 1 or 0, not {acks!r}", param_hint="--acks")
+    codec = _CODECS.get(compression.lower())
+    if codec is None:
+        raise typer.BadParameter(f"unknown codec {compression!r}", param_hint="--compression")
+    target = proxy_url(url, data_dir)
+
+    async def run() -> None:
+        producer = AsyncProducer(
+            target,
+            acks=wire_acks,
+            idempotent=wire_acks == "all",
+            batch_max_records=batch_records,
+            linger_ms=linger_ms,
+            compression=codec,
+        )
+        await _produce(
+            producer,
+            topic,
+            _values(value),
+            key.encode() if key is not None else None,
+            key_separator.encode() if key_separator is not None else None,
+            partition,
+            headers,
+            verbose,
+        )
+
+    run_or_exit(run())

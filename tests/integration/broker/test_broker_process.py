@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
 import sys
 import time
 import uuid
@@ -26,7 +25,6 @@ from yak.etcd_server import EmbeddedEtcd, free_ports
 from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.models import BrokerRegistration, PartitionState, TopicRecord
-from yak.partitioner import partition_for_key
 from yak.protocol.broker_wire import FRAME_CONTENT_TYPE, ProducePartition
 from yak.record import RecordInput, encode_batch, iter_records
 from yak.supervisor import ManagedProcess, ProcessSpec, Supervisor
@@ -219,43 +217,3 @@ async def registration(store: EtcdMetadataStore, keys: Keyspace) -> BrokerRegist
     assert kv is not None
     assert kv.lease != 0
     return BrokerRegistration.decode(kv.value)
-
-
-async def yak(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    """Run the ``yak`` CLI (off the event loop)."""
-    argv = [str(Path(sys.executable).with_name("yak")), *args]
-    return await asyncio.to_thread(
-        subprocess.run, argv, input=stdin, capture_output=True, text=True, timeout=30
-    )
-
-
-async def test_yak_produce_and_consume_cli(
-    runner: BrokerRunner, etcd: EmbeddedEtcd, etcd_store: EtcdMetadataStore, cluster_id: str
-) -> None:
-    url = runner.start()
-    await create_topic(etcd_store, Keyspace(cluster_id), "lines", leaders=[0, 0])
-    async with BrokerClient(url) as client:
-        await wait_hosted(client, "lines", 2)
-    where = ("--etcd", etcd.endpoint, "--cluster-id", cluster_id)
-    produced = await yak(
-        "produce",
-        "lines",
-        "--key",
-        "k",
-        "--batch-records",
-        "2",
-        "-v",
-        *where,
-        stdin="one\ntwo\nthree\n",
-    )
-    assert produced.returncode == 0, produced.stderr
-    partition = partition_for_key(b"k", 2)
-    assert produced.stdout.splitlines() == [f"lines-{partition}@0..1", f"lines-{partition}@2..2"]
-    consumed = await yak(
-        "consume", "lines", "--partition", str(partition), "--print-offset", *where
-    )
-    assert consumed.returncode == 0, consumed.stderr
-    assert consumed.stdout.splitlines() == ["0\tone", "1\ttwo", "2\tthree"]
-    missing = await yak("consume", "nope", *where)
-    assert missing.returncode == 1
-    assert missing.stderr.startswith("error: UNKNOWN_TOPIC_OR_PARTITION")

@@ -1,0 +1,62 @@
+"""How the record and group commands reach the cluster: a rest-proxy, and one-line errors.
+
+``yak produce``, ``yak consume`` and ``yak groups`` talk to the rest-proxy given by ``--url``
+(or ``YAK_URL``), else to the ``rest-proxy`` process listed in ``<data-dir>/cluster.json``
+written by ``yak up``, else to ``http://127.0.0.1:9430`` (``yak up``'s default port). A
+failure prints one line ``error: CODE: message`` on stderr and exits with status 1; Ctrl-C
+exits with 130.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from yak.errors import YakError
+
+__all__ = ["DEFAULT_PROXY_URL", "UrlOption", "proxy_url", "run_or_exit"]
+
+_T = TypeVar("_T")
+
+DEFAULT_PROXY_URL = "http://127.0.0.1:9430"
+
+UrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--url",
+        envvar="YAK_URL",
+        help="rest-proxy URL (default: the rest-proxy in <data-dir>/cluster.json, else "
+        f"{DEFAULT_PROXY_URL}).",
+    ),
+]
+
+
+def proxy_url(url: str | None, data_dir: Path) -> str:
+    """The rest-proxy to use (see the module docstring)."""
+    if url:
+        return url
+    try:
+        document = json.loads((data_dir / "cluster.json").read_text())
+    except (OSError, ValueError):
+        return DEFAULT_PROXY_URL
+    processes = document.get("processes") if isinstance(document, dict) else None
+    for process in processes if isinstance(processes, list) else []:
+        if isinstance(process, dict) and process.get("name") == "rest-proxy" and process.get("url"):
+            return str(process["url"])
+    return DEFAULT_PROXY_URL
+
+
+def run_or_exit(coroutine: Coroutine[Any, Any, _T]) -> _T:
+    """Run a CLI coroutine; a ``YakError`` prints one line and exits with status 1."""
+    try:
+        return asyncio.run(coroutine)
+    except YakError as exc:
+        typer.echo(f"error: {exc.code}: {exc.message}", err=True)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
