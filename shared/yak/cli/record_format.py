@@ -1,17 +1,11 @@
 """kcat-like output formats for ``yak consume -f``.
 
-A format is text with placeholders, rendered once per record:
-
-==========  ======================================================================
-``%t``      topic                      ``%p``  partition        ``%o``  offset
-``%k``      key                        ``%K``  key length (-1: null key)
-``%v``/%s   value                      ``%S``  value length (-1: null value)
-``%h``      headers as ``k1=v1,k2=v2`` ``%T``  timestamp (ms since the epoch)
-``%%``      a percent sign
-==========  ======================================================================
-
-and the escapes ``\\n``, ``\\t``, ``\\r`` and ``\\\\``. Keys, values and header values print as
-UTF-8 text (undecodable bytes replaced); a null key or value prints as nothing. Pure: no I/O.
+A format is text with placeholders, rendered once per record: ``%t`` topic, ``%p`` partition,
+``%o`` offset, ``%k`` key, ``%K`` key length, ``%v`` (or ``%s``) value, ``%S`` value length,
+``%h`` headers as ``k1=v1,k2=v2``, ``%T`` timestamp (ms since the epoch), ``%%`` a percent
+sign; and the escapes ``\\n``, ``\\t``, ``\\r`` and ``\\\\``. Keys, values and header values
+print as UTF-8 text (undecodable bytes replaced); a null key or value prints as nothing, its
+length as -1. Pure: no I/O.
 """
 
 from __future__ import annotations
