@@ -231,7 +231,10 @@ class Consumers:
         positions = await self._start_positions(member)
         wait_ms = max(0, int((deadline - time.monotonic()) * 1000))
         reading = sorted(member.owned - paused)
-        if not reading:
+        if not reading:  # everything paused: a long poll still waits (for a rebalance at most)
+            await self._wait_for_assignment(
+                group, max(0, int((deadline - time.monotonic()) * 1000))
+            )
             return member, []
         reads = await self._reader.fetch(
             [(t, p, positions[position_key(t, p)]) for t, p in reading],

@@ -15,6 +15,7 @@ from yak.api.admin import (
     ClusterInfo,
     CreatePartitionsRequest,
     CreateTopicRequest,
+    PartitionInfo,
     TopicDeleted,
     TopicDescription,
     TopicList,
@@ -24,6 +25,7 @@ from yak.names import validate_topic_name
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.runtime import ProxyRuntime
+from yak_rest_proxy.v2.metadata_routes import topic_record
 
 __all__ = ["admin_router"]
 
@@ -63,8 +65,31 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
 
     @router.get("/topics/{topic}", response_model=TopicDescription)
     async def describe_topic(topic: str) -> Response:
-        validate_topic_name(topic)
-        return json_response(await runtime.coordinator().describe_topic(topic), _JSON)
+        """Served from the proxy's metadata cache (no round trip to the controller)."""
+        snapshot = runtime.cache.snapshot
+        record = topic_record(snapshot, topic)
+        described = TopicDescription(
+            name=record.name,
+            topic_id=record.topic_id,
+            partition_count=record.partitions,
+            replication_factor=record.replication_factor,
+            configs=dict(record.configs),
+            deleting=record.deleting,
+            partitions=[
+                PartitionInfo(
+                    partition=s.partition,
+                    leader=s.leader,
+                    leader_epoch=s.leader_epoch,
+                    partition_epoch=s.partition_epoch,
+                    replicas=list(s.replicas),
+                    isr=list(s.isr),
+                    adding_replicas=list(s.adding_replicas),
+                    removing_replicas=list(s.removing_replicas),
+                )
+                for s in snapshot.partitions_of(topic)
+            ],
+        )
+        return json_response(described, _JSON)
 
     @router.delete("/topics/{topic}", response_model=TopicDeleted)
     async def delete_topic(topic: str) -> Response:
