@@ -1,0 +1,347 @@
+"""The proxy's OpenAPI document against a real cluster.
+
+* ``/openapi.json`` lists every HTTP route of the app (taken from ``create_app``'s routes, not
+  from a list kept here) with its methods, and every ``$ref`` in it resolves.
+* A bounded schemathesis run from that document: each operation gets ``MAX_EXAMPLES`` generated
+  requests, valid and invalid ones, derandomized so that a run repeats exactly. Path parameters
+  are half the time objects that exist (a topic, a v2 consumer instance with an assignment, a
+  native group member), so requests reach real state and not only 404s; offsets and timestamps
+  are now and then the edges of int64, the width they have on the wire, while JSON's integers
+  have none. One run checks that nothing answers 5xx (or fails to answer); another, on the
+  other proxy, that answers match the document (status codes, content types, bodies, invalid
+  requests refused).
+
+Operations that delete run last, so that the objects are there for the others; each run makes
+its own objects. The schemathesis pytest plugin (``from_fixture``) is not used: with pytest 9.2
+it fails on ``Function._nodeid``; operations are driven through ``as_strategy`` instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import hypothesis
+import pytest
+import requests
+import schemathesis
+from fastapi.routing import iter_route_contexts
+from hypothesis import HealthCheck, Phase
+from schemathesis import APIOperation, BaseSchema, CheckFunction, GenerationMode
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    negative_data_rejection,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from loadtest.local_cluster import LocalCluster
+from tests.integration.rest_proxy.conftest import V2, create_topic, unique
+from yak_rest_proxy.app import create_app
+from yak_rest_proxy.settings import ProxySettings
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 3
+MAX_EXAMPLES = 25
+#: How often a path or body parameter names an object that exists.
+EXISTING = 0.5
+#: How often an offset or timestamp (or an integer parameter) is one of ``INT64_EDGES``.
+EDGES = 0.2
+#: Longest wait for an answer (s): produce and metadata answer in milliseconds here.
+REQUEST_SECONDS = 5
+#: A long-poll wait in a generated request is one of these (ms), so that the run stays fast.
+WAITS = [0, 1, 50]
+#: Offsets and timestamps are int64 on the wire.
+INT64_EDGES = [2**63 - 1, 2**63, 2**64]
+#: Partition counts a generated admin request may ask for: the cluster is shared by the whole
+#: module, and a topic of thousands of partitions starves its brokers of their lease renewals.
+PARTITION_COUNTS = [1, 2, 4, 6]
+#: An SSE stream of a real member never ends; schemathesis keeps what came in this long (s).
+STREAM_SECONDS = 0.5
+STREAM_PATH = "/api/v1/groups/{group}/members/{member}/stream"
+#: Operations whatever their parameters and responses (schemathesis types them by spec).
+Operation = APIOperation[Any, Any, Any, Any]
+_HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
+
+FUZZ_SETTINGS = hypothesis.settings(
+    max_examples=MAX_EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    # No shrinking: each step would be one more request to the cluster; the first failing
+    # request is reported as it was sent.
+    phases=[Phase.explicit, Phase.generate],
+    # Building a request from a large schema can be slow or filter a lot; that is not a finding.
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    print_blob=False,
+)
+
+
+@dataclass(frozen=True)
+class Targets:
+    """Objects that exist on the cluster, for generated requests to find."""
+
+    topic: str
+    group: str
+    instance: str
+    native_group: str
+    member: str
+
+
+@pytest.fixture
+async def targets(cluster: LocalCluster) -> Targets:
+    """A topic, a v2 consumer instance assigned all of it and a native member subscribed to it.
+
+    Nothing is produced here: the proxy's producer is what a failed run may have left broken,
+    and the generated produce requests (which come first) write records enough.
+    """
+    made = Targets(
+        topic=unique("openapi"),
+        group=unique("openapi-v2"),
+        instance="fuzz-instance",
+        native_group=unique("openapi-native"),
+        member="fuzz-member",
+    )
+    await create_topic(cluster, made.topic, partitions=PARTITIONS)
+    async with httpx.AsyncClient(base_url=cluster.proxy_url(1), timeout=30) as proxy:
+        created = await proxy.post(
+            f"/consumers/{made.group}",
+            json={
+                "name": made.instance,
+                "format": "json",
+                "auto.offset.reset": "earliest",
+                "consumer.request.timeout.ms": 100,
+                "consumer.instance.timeout.ms": 600_000,
+            },
+            headers={"content-type": V2},
+        )
+        assert created.status_code == 200, created.text
+        assigned = await proxy.post(
+            f"/consumers/{made.group}/instances/{made.instance}/assignments",
+            json={"partitions": [{"topic": made.topic, "partition": p} for p in range(PARTITIONS)]},
+            headers={"content-type": V2},
+        )
+        assert assigned.status_code == 204, assigned.text
+        joined = await proxy.post(
+            f"/api/v1/groups/{made.native_group}/members",
+            json={
+                "member_id": made.member,
+                "topics": [made.topic],
+                "session_timeout_ms": 600_000,
+                "auto_offset_reset": "earliest",
+            },
+        )
+        assert joined.status_code == 201, joined.text
+    return made
+
+
+# ---------------------------------------------------------------------------------------------
+# The document covers the app
+
+
+def _app_operations() -> set[tuple[str, str]]:
+    """(path, method) of every HTTP route of the proxy app that is meant to be documented."""
+    app = create_app(ProxySettings())
+    operations: set[tuple[str, str]] = set()
+    for route in iter_route_contexts(app.routes):
+        if not getattr(route.original_route, "include_in_schema", True):
+            continue  # /openapi.json and the docs pages themselves
+        if route.methods is None:
+            continue  # a WebSocket: OpenAPI has no operation for one
+        path = route.path_format or route.path
+        assert path is not None, route
+        operations.update((path, method.lower()) for method in route.methods)
+    return operations
+
+
+def _document_operations(document: dict[str, Any]) -> set[tuple[str, str]]:
+    return {
+        (path, method)
+        for path, item in document["paths"].items()
+        for method in item
+        if method in _HTTP_METHODS
+    }
+
+
+def _refs(node: object) -> Iterator[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                yield value
+            else:
+                yield from _refs(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _refs(item)
+
+
+def _resolves(document: dict[str, Any], ref: str) -> bool:
+    """Whether a local JSON pointer (``#/components/schemas/X``) names something."""
+    if not ref.startswith("#/"):
+        return False
+    node: object = document
+    for part in ref[2:].split("/"):
+        key = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, dict) or key not in node:
+            return False
+        node = node[key]
+    return True
+
+
+async def test_document_lists_every_route_and_every_ref_resolves(cluster: LocalCluster) -> None:
+    async with httpx.AsyncClient(base_url=cluster.proxy_url(1), timeout=30) as proxy:
+        answer = await proxy.get("/openapi.json")
+    assert answer.status_code == 200, answer.text
+    document = answer.json()
+
+    routes = _app_operations()
+    assert len(routes) > 20, sorted(routes)
+    assert sorted(routes - _document_operations(document)) == []
+    refs = set(_refs(document))
+    assert refs
+    assert sorted(ref for ref in refs if not _resolves(document, ref)) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Schemathesis against the live proxy
+
+
+def _load_schema(base_url: str, targets: Targets) -> BaseSchema:
+    config = schemathesis.Config.from_dict(
+        {
+            "base-url": base_url,
+            "request-timeout": REQUEST_SECONDS,
+            # Nothing secret is sent; sanitizing would print ``key_encoding=[Filtered]`` in the
+            # requests to reproduce.
+            "output": {"sanitization": {"enabled": False}},
+            "dictionaries": {
+                "topics": {"values": [targets.topic]},
+                "partitions": {"values": list(range(PARTITIONS))},
+                "v2-groups": {"values": [targets.group]},
+                "native-groups": {"values": [targets.native_group]},
+                "instances": {"values": [targets.instance]},
+                "members": {"values": [targets.member]},
+                "waits": {"values": WAITS},
+                "int64-edges": {"values": INT64_EDGES},
+                "partition-counts": {"values": PARTITION_COUNTS},
+            },
+            "generation": {
+                "dictionaries": {"integer": {"dictionary": "int64-edges", "probability": EDGES}}
+            },
+            "parameters": {
+                "path.topic": {"dictionary": "topics", "probability": EXISTING},
+                "path.partition": {"dictionary": "partitions", "probability": EXISTING},
+                "path.instance": {"dictionary": "instances", "probability": EXISTING},
+                "path.member": {"dictionary": "members", "probability": EXISTING},
+                "query.timeout": {"dictionary": "waits", "probability": 1.0},
+                "query.timeout_ms": {"dictionary": "waits", "probability": 1.0},
+                "body.topics[*]": {"dictionary": "topics", "probability": EXISTING},
+                "body.partitions[*].topic": {"dictionary": "topics", "probability": EXISTING},
+                "body.offsets[*].topic": {"dictionary": "topics", "probability": EXISTING},
+                "body.records[*].partition": {"dictionary": "partitions", "probability": EXISTING},
+                "body.offsets[*].offset": {"dictionary": "int64-edges", "probability": EDGES},
+                "body.partitions[*].offset": {"dictionary": "int64-edges", "probability": EDGES},
+                "body.partitions[*].timestamp": {"dictionary": "int64-edges", "probability": EDGES},
+                "body.records[*].timestamp": {"dictionary": "int64-edges", "probability": EDGES},
+            },
+            # An operation takes its ``parameters`` from the first entry that matches it, and
+            # the keys of one entry select operations by any of them: one key an entry here.
+            "operations": [
+                {
+                    "include-path-regex": "^/consumers/",
+                    "parameters": {
+                        "path.group": {"dictionary": "v2-groups", "probability": EXISTING}
+                    },
+                },
+                {
+                    "include-path-regex": "^/api/v1/groups/",
+                    "parameters": {
+                        "path.group": {"dictionary": "native-groups", "probability": EXISTING}
+                    },
+                },
+                {
+                    "include-name": "POST /api/v1/topics",
+                    "parameters": {
+                        "body.partitions": {"dictionary": "partition-counts", "probability": 1.0}
+                    },
+                },
+                {
+                    "include-name": "POST /api/v1/topics/{topic}/partitions",
+                    "parameters": {
+                        "body.count": {"dictionary": "partition-counts", "probability": 1.0}
+                    },
+                },
+                {"include-name": f"GET {STREAM_PATH}", "request-timeout": STREAM_SECONDS},
+            ],
+        }
+    )
+    return schemathesis.openapi.from_url(f"{base_url}/openapi.json", config=config)
+
+
+def _operations(schema: BaseSchema) -> list[Operation]:
+    """Every operation of the document, in its order, those that delete last."""
+    operations = [schema[path][method] for path in schema for method in schema[path]]
+    return sorted(operations, key=lambda operation: operation.method.upper() == "DELETE")
+
+
+def _fuzz(operation: Operation, checks: Sequence[CheckFunction], session: requests.Session) -> None:
+    """Send generated requests for ``operation``; AssertionError with the first failure."""
+    strategy = operation.as_strategy(GenerationMode.POSITIVE) | operation.as_strategy(
+        GenerationMode.NEGATIVE
+    )
+
+    @FUZZ_SETTINGS
+    @hypothesis.given(case=strategy)
+    def send(case: schemathesis.Case[Operation]) -> None:
+        try:
+            response = case.call(session=session)
+        except requests.RequestException as exc:
+            curl = case.as_curl_command()
+            raise AssertionError(f"no answer ({exc!r}); reproduce with:\n    {curl}") from None
+        try:
+            case.validate_response(response, checks=list(checks))
+        except BaseExceptionGroup as failures:  # schemathesis's FailureGroup
+            raise AssertionError(failures.message) from None
+
+    send()
+
+
+def _run(schema: BaseSchema, checks: Sequence[CheckFunction]) -> dict[str, str]:
+    """Failures by operation label (each operation stops at its first failing request)."""
+    failures = {}
+    with requests.Session() as session:
+        for operation in _operations(schema):
+            try:
+                _fuzz(operation, checks, session)
+            except AssertionError as failure:
+                failures[operation.label] = str(failure)
+    return failures
+
+
+def _report(failures: dict[str, str]) -> str:
+    lines = [f"{len(failures)} operation(s) failed:"]
+    for label, text in failures.items():
+        lines += ["", f"=== {label}", text.strip()]
+    return "\n".join(lines)
+
+
+def test_generated_requests_get_no_server_error(cluster: LocalCluster, targets: Targets) -> None:
+    schema = _load_schema(cluster.proxy_url(0), targets)
+    failures = _run(schema, [not_a_server_error])
+    assert not failures, _report(failures)
+
+
+def test_answers_match_the_document(cluster: LocalCluster, targets: Targets) -> None:
+    schema = _load_schema(cluster.proxy_url(1), targets)
+    checks = [
+        status_code_conformance,
+        content_type_conformance,
+        response_schema_conformance,
+        negative_data_rejection,
+    ]
+    failures = _run(schema, checks)
+    assert not failures, _report(failures)
