@@ -69,11 +69,14 @@ class LoseAnswers(httpx.AsyncBaseTransport):
         self.lost: list[bytes] = []
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        # Decide before awaiting: concurrent requests must not both take the last loss.
+        lose = request.url.path.endswith(("/batches", "/records")) and self.to_lose > 0
+        if lose:
+            self.to_lose -= 1
         response = await self._real.handle_async_request(request)
-        if request.url.path.endswith(("/batches", "/records")) and self.to_lose > 0:
+        if lose:
             await response.aread()
             assert response.status_code == 200, response.content
-            self.to_lose -= 1
             self.lost.append(request.content)
             raise httpx.ReadError("connection reset after the request was written")
         return response

@@ -8,6 +8,9 @@ can answer are served from it. Bodies and answers are the admin API's models
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
+
 from fastapi import APIRouter, Request, Response
 
 from yak.api.admin import (
@@ -21,6 +24,8 @@ from yak.api.admin import (
     TopicList,
 )
 from yak.api.records import API_PREFIX
+from yak.errors import YakError
+from yak.metadata.cache import ClusterSnapshot
 from yak.names import validate_topic_name
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
@@ -28,6 +33,16 @@ from yak_rest_proxy.runtime import ProxyRuntime
 from yak_rest_proxy.v2.metadata_routes import topic_record
 
 __all__ = ["admin_router"]
+
+_CATCH_UP_S = 5.0
+
+
+async def _caught_up(runtime: ProxyRuntime, done: Callable[[ClusterSnapshot], bool]) -> None:
+    """Wait (bounded) until this proxy's metadata shows a change the controller confirmed, so
+    a client reads its own write through the same proxy."""
+    with contextlib.suppress(YakError, TimeoutError):
+        await runtime.cache.wait_for(done, _CATCH_UP_S)
+
 
 ADMIN_TAG = "native admin"
 _JSON = "application/json"
@@ -61,6 +76,7 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
             replication_factor=body.replication_factor,
             configs=body.configs,
         )
+        await _caught_up(runtime, lambda snap: _shows(snap, created))
         return json_response(created, _JSON, 201)
 
     @router.get("/topics/{topic}", response_model=TopicDescription)
@@ -94,7 +110,9 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
     @router.delete("/topics/{topic}", response_model=TopicDeleted)
     async def delete_topic(topic: str) -> Response:
         validate_topic_name(topic)
-        return json_response(await runtime.coordinator().delete_topic(topic), _JSON)
+        deleted = await runtime.coordinator().delete_topic(topic)
+        await _caught_up(runtime, lambda snap: _gone(snap, topic))
+        return json_response(deleted, _JSON)
 
     @router.patch(
         "/topics/{topic}/configs",
@@ -107,6 +125,7 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
         altered = await runtime.coordinator().alter_topic_configs(
             topic, set_configs=body.set, delete_configs=body.delete
         )
+        await _caught_up(runtime, lambda snap: _shows(snap, altered))
         return json_response(altered, _JSON)
 
     @router.post(
@@ -122,3 +141,18 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
         )
 
     return router
+
+
+def _shows(snapshot: ClusterSnapshot, described: TopicDescription) -> bool:
+    record = snapshot.topics.get(described.name)
+    return (
+        record is not None
+        and record.partitions == described.partition_count
+        and dict(record.configs) == described.configs
+        and len(snapshot.partitions_of(described.name)) == described.partition_count
+    )
+
+
+def _gone(snapshot: ClusterSnapshot, topic: str) -> bool:
+    record = snapshot.topics.get(topic)
+    return record is None or record.deleting
