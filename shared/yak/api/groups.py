@@ -8,11 +8,11 @@ assignment. Offsets in commits are the *next* offset to read (Kafka's convention
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from yak.api.records import ConsumedRecord
+from yak.api.records import INT32_MAX, INT64_MAX, ConsumedRecord
 
 __all__ = [
     "CommitOffset",
@@ -52,6 +52,12 @@ class JoinGroupRequest(_Body):
     #: Commit positions at each poll (Kafka's enable.auto.commit); off by default here.
     auto_commit: bool = False
 
+    @model_validator(mode="after")
+    def _one_subscription(self) -> Self:
+        if bool(self.topics) == (self.topic_pattern is not None):
+            raise ValueError("give either topics or topic_pattern (exactly one)")
+        return self
+
 
 class TopicPartitionList(BaseModel):
     topic: str
@@ -73,9 +79,9 @@ class PollResponse(BaseModel):
 
 class CommitOffset(_Body):
     topic: str
-    partition: int = Field(ge=0)
+    partition: int = Field(ge=0, le=INT32_MAX)
     #: The next offset to read.
-    offset: int = Field(ge=0)
+    offset: int = Field(ge=0, le=INT64_MAX)
 
 
 class CommitRequest(_Body):
@@ -87,11 +93,11 @@ class CommitRequest(_Body):
 
 class SeekPosition(_Body):
     topic: str
-    partition: int = Field(ge=0)
-    offset: int | None = Field(default=None, ge=0)
+    partition: int = Field(ge=0, le=INT32_MAX)
+    offset: int | None = Field(default=None, ge=0, le=INT64_MAX)
     to: Literal["earliest", "latest"] | None = None
     #: The first record at or after this time (ms).
-    timestamp: int | None = Field(default=None, ge=0)
+    timestamp: int | None = Field(default=None, ge=0, le=INT64_MAX)
 
 
 class SeekRequest(_Body):
@@ -139,8 +145,8 @@ class GroupDescription(BaseModel):
 
 class OffsetResetRequest(_Body):
     to: Literal["earliest", "latest", "timestamp", "offset"]
-    timestamp: int | None = Field(default=None, ge=0)
-    offset: int | None = Field(default=None, ge=0)
+    timestamp: int | None = Field(default=None, ge=0, le=INT64_MAX)
+    offset: int | None = Field(default=None, ge=0, le=INT64_MAX)
     #: Default: every topic the group has committed offsets for.
     topics: list[str] | None = None
     #: Reset even while the group has members (their positions are not changed).

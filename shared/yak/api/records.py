@@ -26,6 +26,8 @@ from yak.errors import InvalidRequestError
 
 __all__ = [
     "API_PREFIX",
+    "INT32_MAX",
+    "INT64_MAX",
     "ConsumedRecord",
     "Encoding",
     "HeaderEncoding",
@@ -45,6 +47,9 @@ __all__ = [
 
 #: Path prefix of the native API.
 API_PREFIX = "/api/v1"
+#: Bounds of Kafka's int64 offsets and timestamps and int32 partition numbers on the wire.
+INT64_MAX = 2**63 - 1
+INT32_MAX = 2**31 - 1
 
 
 class Encoding(StrEnum):
@@ -105,9 +110,9 @@ class ProduceRecord(_Body):
     value: Any = None
     headers: list[RecordHeader] = Field(default_factory=list)
     #: Create time in ms (default: when the proxy received it).
-    timestamp: int | None = Field(default=None, ge=0)
+    timestamp: int | None = Field(default=None, ge=0, le=INT64_MAX)
     #: Explicit partition (default: murmur2 of the key, else sticky).
-    partition: int | None = Field(default=None, ge=0)
+    partition: int | None = Field(default=None, ge=0, le=INT32_MAX)
 
 
 class ProduceRecordsRequest(_Body):
@@ -174,7 +179,7 @@ class ProduceBatchRequest(_Body):
     returns the offsets it got the first time instead of writing it twice.
     """
 
-    producer_id: int = Field(ge=0)
+    producer_id: int = Field(ge=0, le=INT64_MAX)
     producer_epoch: int = Field(ge=0, le=32767)
     base_sequence: int = Field(ge=0, le=2**31 - 1)
     records: list[ProduceRecord] = Field(min_length=1)

@@ -68,6 +68,15 @@ async def test_records_with_headers_and_timestamps_round_trip(cluster: LocalClus
             json={"records": [{"value": "not base64!"}], "value_encoding": "base64"},
         )
         assert (binary.status_code, binary.json()["code"]) == (400, "INVALID_REQUEST")
+        for bad_record in ({"value": 1, "timestamp": 2**63}, {"value": 1, "partition": 2**31}):
+            refused = await proxy.post(
+                f"/api/v1/topics/{topic}/records", json={"records": [bad_record]}
+            )
+            assert (refused.status_code, refused.json()["code"]) == (400, "INVALID_REQUEST")
+        still = await proxy.post(
+            f"/api/v1/topics/{topic}/records", json={"records": [{"value": 2}]}
+        )
+        assert still.status_code == 200, still.text  # the proxy's producer is unharmed
         negative = await proxy.get(
             f"/api/v1/topics/{topic}/partitions/0/records", params={"offset": -1}
         )

@@ -218,6 +218,12 @@ async def test_consumer_errors(proxies: Alternating, cluster: LocalCluster) -> N
         json={"offsets": [{"topic": topic, "partition": 0, "offset": -1}]},
     )
     assert (negative.status_code, negative.json()["error_code"]) == (422, 42205)
+    huge = await proxies.request(
+        "POST",
+        f"{uri}/positions",
+        json={"offsets": [{"topic": topic, "partition": 0, "offset": 2**64}]},
+    )
+    assert (huge.status_code, huge.json()["error_code"]) == (422, 422)  # beyond int64: refused
     malformed = await proxies.request(
         "POST", f"{uri}/subscription", content=b"{", headers={"content-type": V2}
     )

@@ -202,3 +202,17 @@ async def test_undeliverable_records_time_out(store: MemoryMetadataStore) -> Non
             await asyncio.gather(*producer.send("t", 0, values(1)))
     finally:
         await close(producer, cache, pool)
+
+
+async def test_a_record_that_cannot_be_encoded_fails_alone(store: MemoryMetadataStore) -> None:
+    brokers = FakeBrokers(ok(3))
+    producer, cache, pool = await make_producer(store, brokers)
+    try:
+        bad = producer.send("t", 0, [RecordInput(value=b"x", timestamp=2**63)])
+        with pytest.raises(YakError):
+            await asyncio.gather(*bad)
+        good = await asyncio.gather(*producer.send("t", 0, values(1)))  # the sender lives on
+    finally:
+        await close(producer, cache, pool)
+    assert [r.offset for r in good] == [3]
+    assert decode_batch(brokers.seen[0][1]).header.base_sequence == 0  # no number was used

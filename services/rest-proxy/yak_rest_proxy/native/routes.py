@@ -19,6 +19,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from yak.api.records import (
     API_PREFIX,
+    INT64_MAX,
     ConsumedRecord,
     Encoding,
     HeaderEncoding,
@@ -210,7 +211,7 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
     async def read(
         topic: str,
         partition: int,
-        offset: Annotated[int, Query(ge=0, description="First offset to read.")] = 0,
+        offset: Annotated[int, Query(ge=0, le=INT64_MAX, description="First offset to read.")] = 0,
         max_bytes: Annotated[int, Query(ge=1, le=64 * 1024 * 1024)] = 1024 * 1024,
         timeout_ms: Annotated[int, Query(ge=0, description="Longest wait for a record.")] = 0,
         key_encoding: Encoding = Encoding.STRING,

@@ -47,7 +47,7 @@ async def send_batch(
             if time.monotonic() >= deadline:
                 raise KafkaTimeoutError(f"not delivered in time: {exc.message}") from exc
 
-        with contextlib.suppress(YakError):
+        with contextlib.suppress(YakError, TimeoutError):
             await cache.wait_for(_past(seen), _BACKOFF_S)
 
 

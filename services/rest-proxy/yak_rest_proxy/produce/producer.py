@@ -38,6 +38,7 @@ from yak.errors import (
     KafkaTimeoutError,
     OutOfOrderSequenceError,
     UnknownProducerIdError,
+    UnknownServerError,
     UnknownTopicOrPartitionError,
     YakError,
 )
@@ -126,7 +127,11 @@ class _Sender:
             for queue in queues:
                 by_acks.setdefault(queue.acks, []).append(queue)
             for acks, group in by_acks.items():
-                await self._producer._send_round(self.broker_id, acks, group)
+                try:
+                    await self._producer._send_round(self.broker_id, acks, group)
+                except Exception as exc:  # a bug must fail these records, not this sender
+                    log.exception("produce round to broker %d failed", self.broker_id)
+                    self._producer._abort(group, UnknownServerError(f"produce failed: {exc!r}"))
 
 
 class Producer:
@@ -250,6 +255,16 @@ class Producer:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def _abort(self, queues: list[_Queue], error: YakError) -> None:
+        """Fail what a broken round held and let the queues be routed again."""
+        for queue in queues:
+            queue.routing = False
+            if queue.in_flight is not None:
+                queue.producer_id = -1  # the batch's fate is unknown: a fresh sequence
+                self._finish(queue, error)
+            elif queue.pending:
+                self._route(queue)
+
     def _fail_all(self, queue: _Queue, error: YakError) -> None:
         if queue.in_flight is not None:
             self._finish(queue, error)
@@ -280,7 +295,13 @@ class Producer:
         if queue.producer_id < 0:
             queue.producer_id, queue.next_sequence = await self._ids.allocate(), 0
         inflight = _InFlight(entries, b"", queue.next_sequence, time.monotonic())
-        inflight.batch = self._encode(queue, entries, queue.next_sequence)
+        try:
+            inflight.batch = self._encode(queue, entries, queue.next_sequence)
+        except YakError as exc:  # e.g. a field out of range: these records cannot be sent
+            for entry in entries:
+                if not entry.future.done():
+                    entry.future.set_exception(exc)
+            return None
         queue.next_sequence = (queue.next_sequence + len(entries)) % _SEQUENCE_LIMIT
         queue.in_flight = inflight
         return inflight

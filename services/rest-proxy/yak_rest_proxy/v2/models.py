@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from yak.api.records import INT32_MAX, INT64_MAX
+
 __all__ = [
     "V2BrokerList",
     "V2CommitRequest",
@@ -44,7 +46,7 @@ class V2ProduceRecord(_Body):
     key: Any = None
     value: Any = None
     #: Only on ``POST /topics/{topic}``; the partition URL names it instead.
-    partition: int | None = Field(default=None, ge=0)
+    partition: int | None = Field(default=None, ge=0, le=INT32_MAX)
 
 
 class V2ProduceRequest(_Body):
@@ -135,7 +137,7 @@ class V2Subscription(_Body):
 
 class V2TopicPartition(_Body):
     topic: str
-    partition: int = Field(ge=0)
+    partition: int = Field(ge=0, le=INT32_MAX)
 
 
 class V2Partitions(_Body):
@@ -144,14 +146,14 @@ class V2Partitions(_Body):
 
 class V2OffsetEntry(_Body):
     topic: str
-    partition: int = Field(ge=0)
-    offset: int
+    partition: int = Field(ge=0, le=INT32_MAX)
+    offset: int = Field(le=INT64_MAX)
     metadata: str | None = None
 
 
 class V2TimestampEntry(_Body):
     topic: str
-    partition: int = Field(ge=0)
+    partition: int = Field(ge=0, le=INT32_MAX)
     timestamp: str
     metadata: str | None = None
 
