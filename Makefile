@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 YAK_ARGS ?=
 
-.PHONY: install up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication clean
+.PHONY: install up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
@@ -39,7 +39,7 @@ unit: $(STAMP)
 	$(BIN)/pytest
 
 ## Benchmarks (not part of `make test`); each writes loadtest/results/<name>.json.
-bench: bench-codec bench-storage bench-broker bench-replication
+bench: bench-codec bench-storage bench-broker bench-replication bench-proxy
 
 bench-codec: $(STAMP)
 	$(BIN)/python -m loadtest.bench_codec
@@ -52,6 +52,9 @@ bench-broker: $(STAMP)
 
 bench-replication: $(STAMP)
 	$(BIN)/python -m loadtest.bench_replication
+
+bench-proxy: $(STAMP)
+	$(BIN)/python -m loadtest.bench_proxy
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .import_linter_cache
