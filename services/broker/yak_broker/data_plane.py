@@ -18,11 +18,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from yak.errors import MessageTooLargeError
+from yak.errors import MessageTooLargeError, NetworkError
 from yak.protocol.broker_wire import (
     FRAME_CONTENT_TYPE,
     JSON_CONTENT_TYPE,
@@ -55,13 +55,16 @@ async def read_body(request: Request, limit: int) -> bytes:
         )
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise MessageTooLargeError(
-                f"request body exceeds the broker's limit of {limit} bytes", limit=limit
-            )
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise MessageTooLargeError(
+                    f"request body exceeds the broker's limit of {limit} bytes", limit=limit
+                )
+            chunks.append(chunk)
+    except ClientDisconnect:  # the client gave up (a cancelled fetch): nobody reads an answer
+        raise NetworkError("the client disconnected before sending its whole request") from None
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 

@@ -19,6 +19,11 @@ from yak.metadata.models import BrokerRegistration
 
 __all__ = ["BrokerPool", "leader_of"]
 
+#: Connections per broker: produce requests (one in flight per partition and acks) and
+#: long-polling fetches (one per waiting consumer poll).
+_PRODUCE_CONNECTIONS = 64
+_FETCH_CONNECTIONS = 512
+
 
 def leader_of(snapshot: ClusterSnapshot, topic: str, partition: int) -> BrokerRegistration:
     """The live leader of a partition, or the typed error why there is none."""
@@ -55,20 +60,40 @@ class BrokerPool:
         client_factory: Callable[[str], BrokerClient] | None = None,
     ) -> None:
         self._cache = cache
-        self._factory = client_factory or (lambda url: BrokerClient(url, timeout_s=timeout_s))
+        self._factory = client_factory or (
+            lambda url: BrokerClient(url, timeout_s=timeout_s, max_connections=_PRODUCE_CONNECTIONS)
+        )
+        self._fetch_factory = client_factory or (
+            lambda url: BrokerClient(url, timeout_s=timeout_s, max_connections=_FETCH_CONNECTIONS)
+        )
+        self._fetch_clients: dict[int, BrokerClient] = {}
         self._clients: dict[int, BrokerClient] = {}
         #: Clients of brokers that moved, closed with the pool (a request may still use one).
         self._closing: list[BrokerClient] = []
 
     def client(self, broker: BrokerRegistration) -> BrokerClient:
-        """The client of ``broker`` (made on first use, renewed if its URL changed)."""
-        client = self._clients.get(broker.broker_id)
+        """The client of ``broker`` for produce and short calls (made on first use, renewed
+        if its URL changed)."""
+        return self._get(self._clients, self._factory, broker)
+
+    def fetch_client(self, broker: BrokerRegistration) -> BrokerClient:
+        """The client of ``broker`` for long-polling fetches: a pool of its own, so parked
+        fetches never make a produce wait for a connection."""
+        return self._get(self._fetch_clients, self._fetch_factory, broker)
+
+    def _get(
+        self,
+        clients: dict[int, BrokerClient],
+        factory: Callable[[str], BrokerClient],
+        broker: BrokerRegistration,
+    ) -> BrokerClient:
+        client = clients.get(broker.broker_id)
         if client is not None and client.base_url == broker.url.rstrip("/"):
             return client
         if client is not None:
             self._retire(client)
-        client = self._factory(broker.url)
-        self._clients[broker.broker_id] = client
+        client = factory(broker.url)
+        clients[broker.broker_id] = client
         return client
 
     def leader(self, topic: str, partition: int) -> tuple[BrokerRegistration, BrokerClient]:
@@ -80,8 +105,9 @@ class BrokerPool:
         self._closing.append(client)
 
     async def aclose(self) -> None:
-        clients = [*self._clients.values(), *self._closing]
+        clients = [*self._clients.values(), *self._fetch_clients.values(), *self._closing]
         self._clients.clear()
+        self._fetch_clients.clear()
         self._closing = []
         for client in clients:
             with contextlib.suppress(Exception):

@@ -7,6 +7,7 @@ environment variable (``yak up`` sets ``YAK_ETCD``, ``YAK_CLUSTER_ID``, ``YAK_NO
 
 from __future__ import annotations
 
+import gc
 from typing import Annotated
 
 import typer
@@ -35,7 +36,13 @@ def run(
 ) -> None:
     """Serve the rest-proxy until SIGINT/SIGTERM."""
     settings = ProxySettings.from_env(host=host, port=port, etcd_url=etcd, cluster_id=cluster_id)
-    serve(create_app(settings), host=host, port=port, log_level=log_level)
+    app = create_app(settings)
+    # Every request allocates thousands of short-lived objects (one per record and field):
+    # with CPython's default threshold (700) the young-generation collector took a fifth of
+    # the proxy's CPU under load. Collect less often, and never scan what startup loaded.
+    gc.set_threshold(50_000, 50, 100)
+    gc.freeze()
+    serve(app, host=host, port=port, log_level=log_level)
 
 
 def main() -> None:

@@ -104,7 +104,10 @@ class Reader:
                 min_bytes=min_bytes,
                 max_bytes=max_bytes,
             )
-            fetched = await self._brokers.client(broker).fetch(request)
+            # Shielded: the caller cancels the fetches that lost the race, and httpcore leaks
+            # the connection of a request cancelled mid-close (encode/httpcore#1093); the
+            # fetch ends by itself at its max wait.
+            fetched = await asyncio.shield(self._brokers.fetch_client(broker).fetch(request))
         except YakError as exc:
             return [PartitionRead(t, p, [], o, error=exc) for t, p, o in group]
         reads = []

@@ -79,13 +79,18 @@ class BrokerClient:
         *,
         timeout_s: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        max_connections: int = 10,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._timeout_s = timeout_s
         self._http = httpx.AsyncClient(
             base_url=self.base_url, timeout=timeout_s, transport=transport
         )
-        self._pool = httpcore.AsyncConnectionPool() if transport is None else None
+        self._pool = (
+            httpcore.AsyncConnectionPool(max_connections=max_connections)
+            if transport is None
+            else None
+        )
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -7,17 +7,17 @@ from yak_rest_proxy.v2.embedded import from_embedded, to_embedded
 
 
 def test_binary_round_trip_and_errors() -> None:
-    assert from_embedded("aGVsbG8=", EmbeddedFormat.BINARY, "v") == b"hello"
+    assert from_embedded("aGVsbG8=", EmbeddedFormat.BINARY, 0, "value") == b"hello"
     assert to_embedded(b"hello", EmbeddedFormat.BINARY) == "aGVsbG8="
-    assert from_embedded(None, EmbeddedFormat.BINARY, "v") is None
+    assert from_embedded(None, EmbeddedFormat.BINARY, 0, "value") is None
     with pytest.raises(InvalidRequestError, match=r"records\[2\].value: not valid base64"):
-        from_embedded("aGVsbG8", EmbeddedFormat.BINARY, "records[2].value")
+        from_embedded("aGVsbG8", EmbeddedFormat.BINARY, 2, "value")
     with pytest.raises(InvalidRequestError, match="must be a base64 string"):
-        from_embedded(12, EmbeddedFormat.BINARY, "k")
+        from_embedded(12, EmbeddedFormat.BINARY, 0, "key")
 
 
 def test_json_round_trip_and_non_json_bytes() -> None:
-    assert from_embedded({"a": [1, 2]}, EmbeddedFormat.JSON, "v") == b'{"a":[1,2]}'
+    assert from_embedded({"a": [1, 2]}, EmbeddedFormat.JSON, 0, "value") == b'{"a":[1,2]}'
     assert to_embedded(b'{"a":[1,2]}', EmbeddedFormat.JSON) == {"a": [1, 2]}
     assert to_embedded(b"\xffplain", EmbeddedFormat.JSON) == "\ufffdplain"
 

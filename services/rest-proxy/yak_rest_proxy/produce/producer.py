@@ -178,9 +178,17 @@ class Producer:
                     entry.future.set_exception(error)
 
     def send(
-        self, topic: str, partition: int, records: Sequence[RecordInput], *, acks: int = -1
+        self,
+        topic: str,
+        partition: int,
+        records: Sequence[RecordInput],
+        *,
+        acks: int = -1,
+        sizes: Sequence[int] | None = None,
     ) -> list[asyncio.Future[ProducedRecord]]:
-        """Queue ``records`` for one partition; each future gives where its record landed."""
+        """Queue ``records`` for one partition; each future gives where its record landed.
+        Records without a timestamp get the current time; ``sizes`` (``record_size`` of each,
+        when the caller has them) saves computing them again."""
         key = (topic, partition, acks)
         queue = self._queues.get(key)
         if queue is None:
@@ -188,14 +196,17 @@ class Producer:
         loop = asyncio.get_running_loop()
         now_ms = int(time.time() * 1000)
         futures = []
-        for record in records:
+        pending = queue.pending
+        added = 0
+        for index, record in enumerate(records):
             if record.timestamp is None:
                 record = record._replace(timestamp=now_ms)
             future: asyncio.Future[ProducedRecord] = loop.create_future()
-            size = record_size(record)
-            queue.pending.append(_Pending(record, size, future))
-            queue.pending_bytes += size
+            size = sizes[index] if sizes is not None else record_size(record)
+            pending.append(_Pending(record, size, future))
+            added += size
             futures.append(future)
+        queue.pending_bytes += added
         self._schedule(queue)
         return futures
 

@@ -29,11 +29,12 @@ _BATCH_OVERHEAD = 61
 class OutgoingRecord:
     """A record as a request gave it: bytes, headers, timestamp and an optional partition."""
 
-    __slots__ = ("partition", "record")
+    __slots__ = ("partition", "record", "size")
 
     def __init__(self, record: RecordInput, partition: int | None = None) -> None:
         self.record = record
         self.partition = partition
+        self.size = record_size(record)
 
 
 def _partition_count(snapshot: ClusterSnapshot, topic: str) -> int:
@@ -55,7 +56,7 @@ def check_records(snapshot: ClusterSnapshot, topic: str, records: Sequence[Outgo
                 topic=topic,
                 partition=outgoing.partition,
             )
-        size = record_size(outgoing.record) + _BATCH_OVERHEAD
+        size = outgoing.size + _BATCH_OVERHEAD
         if size > limit:
             raise MessageTooLargeError(
                 f"records[{index}] is {size:,} bytes in a batch; topic {topic!r} accepts at "
@@ -81,12 +82,17 @@ async def publish(
     for index, outgoing in enumerate(records):
         partition = outgoing.partition
         if partition is None:  # murmur2 of the key, else sticky
-            size = record_size(outgoing.record)
-            partition = partitioner.partition(topic, outgoing.record.key, count, size)
+            partition = partitioner.partition(topic, outgoing.record.key, count, outgoing.size)
         by_partition.setdefault(partition, []).append(index)
     futures: list[asyncio.Future[ProducedRecord] | None] = [None] * len(records)
     for partition, indexes in by_partition.items():
-        sent = producer.send(topic, partition, [records[i].record for i in indexes], acks=acks)
+        sent = producer.send(
+            topic,
+            partition,
+            [records[i].record for i in indexes],
+            acks=acks,
+            sizes=[records[i].size for i in indexes],
+        )
         for index, future in zip(indexes, sent, strict=True):
             futures[index] = future
     results: list[ProducedRecord | YakError] = []

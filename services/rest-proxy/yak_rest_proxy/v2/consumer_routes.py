@@ -18,6 +18,7 @@ from yak.errors import InvalidConfigError, InvalidRequestError
 from yak.metadata.keyspace import validate_member_id
 from yak.metadata.models import GroupMember
 from yak.names import validate_group_id
+from yak.record import Headers
 from yak_rest_proxy.consumers.consumer import Consumers
 from yak_rest_proxy.consumers.members import new_instance_id
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
@@ -113,6 +114,13 @@ def member_record(body: V2CreateConsumer, settings: ProxySettings, now_ms: int) 
         session_timeout_ms=instance_timeout,
         assignor=assignor,
     )
+
+
+def _headers(headers: Headers) -> list[dict[str, str | None]]:
+    return [
+        {"key": k, "value": None if v is None else to_embedded(v, EmbeddedFormat.BINARY)}
+        for k, v in headers
+    ]
 
 
 def _timestamp_ms(text: str, where: str) -> int:
@@ -284,13 +292,7 @@ def consumer_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
                 "partition": partition,
                 "offset": r.offset,
                 "timestamp": r.timestamp,
-                "headers": [
-                    {
-                        "key": k,
-                        "value": None if v is None else to_embedded(v, EmbeddedFormat.BINARY),
-                    }
-                    for k, v in r.headers
-                ],
+                "headers": _headers(r.headers) if r.headers else [],
             }
             for topic, partition, r in polled
         ]

@@ -22,21 +22,25 @@ from yak_rest_proxy.http.content import EmbeddedFormat
 __all__ = ["from_embedded", "to_embedded"]
 
 
-def from_embedded(value: Any, fmt: EmbeddedFormat, where: str) -> bytes | None:
-    """The bytes of an embedded key or value; 422 (``invalid_data``) if it is not valid."""
+def from_embedded(value: Any, fmt: EmbeddedFormat, index: int, field: str) -> bytes | None:
+    """The bytes of an embedded key or value (``records[index].field``); 422
+    (``invalid_data``) if it is not valid."""
     if value is None:
         return None
     if fmt is EmbeddedFormat.JSON:
         return orjson.dumps(value)
     if not isinstance(value, str):
         raise InvalidRequestError(
-            f"{where}: binary data must be a base64 string, not {type(value).__name__}",
+            f"records[{index}].{field}: binary data must be a base64 string, "
+            f"not {type(value).__name__}",
             kind="invalid_data",
         )
     try:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
-        raise InvalidRequestError(f"{where}: not valid base64", kind="invalid_data") from None
+        raise InvalidRequestError(
+            f"records[{index}].{field}: not valid base64", kind="invalid_data"
+        ) from None
 
 
 def to_embedded(data: bytes | None, fmt: EmbeddedFormat) -> Any:

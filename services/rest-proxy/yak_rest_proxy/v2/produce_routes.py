@@ -10,11 +10,13 @@ proxy's ``acks`` setting (default all in-sync replicas).
 
 from __future__ import annotations
 
+import time
+
 from fastapi import APIRouter, Request, Response
 
 from yak.errors import InvalidRequestError, YakError
 from yak.record import RecordInput
-from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
+from yak_rest_proxy.http.body import openapi_body, read_body
 from yak_rest_proxy.http.content import negotiate, request_format
 from yak_rest_proxy.http.errors import v2_error
 from yak_rest_proxy.http.responses import json_response
@@ -23,6 +25,7 @@ from yak_rest_proxy.runtime import ProxyRuntime
 from yak_rest_proxy.v2.embedded import from_embedded
 from yak_rest_proxy.v2.metadata_routes import V2_TAG, topic_record
 from yak_rest_proxy.v2.models import V2ProduceRequest, V2ProduceResponse
+from yak_rest_proxy.v2.produce_body import parse_produce_body
 
 __all__ = ["produce_router"]
 
@@ -41,19 +44,18 @@ def produce_router(runtime: ProxyRuntime) -> APIRouter:
         media = negotiate(request.headers.get("accept"))
         fmt = request_format(request.headers.get("content-type"))
         topic_record(runtime.cache.snapshot, topic)
-        body = parse_model(V2ProduceRequest, await read_body(request, settings.max_request_bytes))
+        items = parse_produce_body(await read_body(request, settings.max_request_bytes))
+        now_ms = int(time.time() * 1000)
         records = []
-        for index, item in enumerate(body.records):
-            where = f"records[{index}]"
-            if partition is not None and item.partition not in (None, partition):
-                raise_partition_conflict(where, item.partition, partition)
+        for index, (key, value, given) in enumerate(items):
+            if partition is not None and given not in (None, partition):
+                raise_partition_conflict(f"records[{index}]", given, partition)
             record = RecordInput(
-                key=from_embedded(item.key, fmt, f"{where}.key"),
-                value=from_embedded(item.value, fmt, f"{where}.value"),
+                key=None if key is None else from_embedded(key, fmt, index, "key"),
+                value=None if value is None else from_embedded(value, fmt, index, "value"),
+                timestamp=now_ms,
             )
-            records.append(
-                OutgoingRecord(record, partition if partition is not None else item.partition)
-            )
+            records.append(OutgoingRecord(record, partition if partition is not None else given))
         results = await publish(
             runtime.producer,
             runtime.partitioner,

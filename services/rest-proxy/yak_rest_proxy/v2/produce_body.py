@@ -1,0 +1,51 @@
+"""Parsing a v2 produce body on the hot path: orjson plus the shape checks, by hand.
+
+A 500-record body parsed through pydantic was the largest cost of the proxy's produce path
+(every record became a model, then was walked again); this reads the same shape —
+``{"records": [{"key", "value", "partition"?}, ...], ...schema fields ignored}`` — with one
+``orjson.loads`` and answers the same errors: malformed JSON 400 (``malformed_json``), any other
+wrong shape 422 naming the field. ``V2ProduceRequest`` stays the documented schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from yak.api.records import INT32_MAX
+from yak.errors import InvalidRequestError
+
+__all__ = ["parse_produce_body"]
+
+
+def _shape(message: str) -> InvalidRequestError:
+    return InvalidRequestError(f"invalid request body: {message}", kind="invalid_body")
+
+
+def parse_produce_body(body: bytes) -> list[tuple[Any, Any, int | None]]:
+    """``(key, value, partition)`` of every record, keys and values still embedded."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidRequestError(
+            f"the body is not valid JSON: {exc}", kind="malformed_json"
+        ) from None
+    if not isinstance(data, dict):
+        raise _shape("the body must be a JSON object with a records list")
+    records = data.get("records")
+    if not isinstance(records, list):
+        raise _shape("records: must be a list")
+    if not records:
+        raise _shape("records: must hold at least one record")
+    parsed = []
+    for index, item in enumerate(records):
+        if not isinstance(item, dict):
+            raise _shape(f"records.{index}: must be an object")
+        partition = item.get("partition")
+        if partition is not None and (
+            type(partition) is not int or not 0 <= partition <= INT32_MAX
+        ):
+            raise _shape(f"records.{index}.partition: must be an integer in 0..{INT32_MAX}")
+        parsed.append((item.get("key"), item.get("value"), partition))
+    return parsed
