@@ -37,30 +37,12 @@ __all__ = ["admin_router", "cluster_info", "topic_description"]
 
 
 def _partition(state: PartitionState) -> PartitionInfo:
-    return PartitionInfo(
-        partition=state.partition,
-        leader=state.leader,
-        leader_epoch=state.leader_epoch,
-        partition_epoch=state.partition_epoch,
-        replicas=list(state.replicas),
-        isr=list(state.isr),
-        adding_replicas=list(state.adding_replicas),
-        removing_replicas=list(state.removing_replicas),
-    )
+    return PartitionInfo.of(state)
 
 
 def topic_description(view: TopicView) -> TopicDescription:
     """The wire form of a topic and its partitions."""
-    record = view.record
-    return TopicDescription(
-        name=record.name,
-        topic_id=record.topic_id,
-        partition_count=record.partitions,
-        replication_factor=record.replication_factor,
-        configs=dict(record.configs),
-        deleting=record.deleting,
-        partitions=[_partition(state) for state in view.partitions],
-    )
+    return TopicDescription.of(view.record, view.partitions)
 
 
 def cluster_info(snapshot: ClusterSnapshot, cluster_id: str, coordinator_id: str) -> ClusterInfo:

@@ -11,7 +11,11 @@ catalogue of accepted names and ranges is ``yak.topic_config``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel, ConfigDict, Field
+
+from yak.metadata.models import PartitionState, TopicRecord
 
 __all__ = [
     "ADMIN_PREFIX",
@@ -91,6 +95,20 @@ class PartitionInfo(_Body):
     adding_replicas: list[int] = []
     removing_replicas: list[int] = []
 
+    @classmethod
+    def of(cls, state: PartitionState) -> PartitionInfo:
+        """The wire form of a partition's state in etcd."""
+        return cls(
+            partition=state.partition,
+            leader=state.leader,
+            leader_epoch=state.leader_epoch,
+            partition_epoch=state.partition_epoch,
+            replicas=list(state.replicas),
+            isr=list(state.isr),
+            adding_replicas=list(state.adding_replicas),
+            removing_replicas=list(state.removing_replicas),
+        )
+
 
 class ReassignmentRequest(_Request):
     """``PUT /topics/{name}/partitions/{p}/reassignment``: the partition's new replica list
@@ -159,6 +177,19 @@ class TopicDescription(_Body):
     configs: dict[str, str]
     deleting: bool = False
     partitions: list[PartitionInfo]
+
+    @classmethod
+    def of(cls, record: TopicRecord, states: Sequence[PartitionState]) -> TopicDescription:
+        """The wire form of a topic record and its partitions' states."""
+        return cls(
+            name=record.name,
+            topic_id=record.topic_id,
+            partition_count=record.partitions,
+            replication_factor=record.replication_factor,
+            configs=dict(record.configs),
+            deleting=record.deleting,
+            partitions=[PartitionInfo.of(state) for state in states],
+        )
 
 
 class TopicDeleted(_Body):

@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse
 
 from yak.errors import InvalidRequestError, UnknownServerError, YakError
 
-__all__ = ["error_response", "install_error_handlers"]
+__all__ = ["describe_validation", "error_response", "install_error_handlers"]
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,8 @@ def error_response(error: YakError) -> JSONResponse:
     return JSONResponse(error.to_dict(), status_code=error.http_status)
 
 
-def _describe_validation(exc: RequestValidationError) -> str:
+def describe_validation(exc: RequestValidationError) -> str:
+    """One line naming each field a request failed validation on."""
     parts = []
     for problem in exc.errors():
         where = ".".join(str(item) for item in problem.get("loc", ()) if item != "body")
@@ -44,7 +45,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def on_validation_error(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        return error_response(InvalidRequestError(_describe_validation(exc)))
+        return error_response(InvalidRequestError(describe_validation(exc)))
 
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error serving %s %s", request.method, request.url.path)

@@ -20,7 +20,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
 from yak.errors import InvalidRequestError, UnknownServerError, YakError
-from yak.web.errors import error_response
+from yak.web.errors import describe_validation, error_response
 
 __all__ = ["NATIVE_PREFIXES", "install_error_handlers", "v2_error", "v2_error_response"]
 
@@ -83,14 +83,6 @@ def _respond(request: Request, error: YakError) -> Response:
     return error_response(error) if _native(request) else v2_error_response(error)
 
 
-def _describe(exc: RequestValidationError) -> str:
-    parts = []
-    for problem in exc.errors():
-        where = ".".join(str(item) for item in problem.get("loc", ()) if item != "body")
-        parts.append(f"{where or 'body'}: {problem.get('msg', 'invalid')}")
-    return "; ".join(parts) or "invalid request"
-
-
 def install_error_handlers(app: FastAPI) -> None:
     """Typed errors, validation failures and anything unexpected, in the path's dialect."""
 
@@ -100,7 +92,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def on_validation_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestValidationError)
-        return _respond(request, InvalidRequestError(_describe(exc)))
+        return _respond(request, InvalidRequestError(describe_validation(exc)))
 
     async def on_unexpected(request: Request, exc: Exception) -> Response:
         log.exception("unhandled error serving %s %s", request.method, request.url.path)

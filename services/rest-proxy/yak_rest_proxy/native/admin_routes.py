@@ -18,7 +18,6 @@ from yak.api.admin import (
     ClusterInfo,
     CreatePartitionsRequest,
     CreateTopicRequest,
-    PartitionInfo,
     TopicDeleted,
     TopicDescription,
     TopicList,
@@ -84,27 +83,7 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
         """Served from the proxy's metadata cache (no round trip to the controller)."""
         snapshot = runtime.cache.snapshot
         record = topic_record(snapshot, topic)
-        described = TopicDescription(
-            name=record.name,
-            topic_id=record.topic_id,
-            partition_count=record.partitions,
-            replication_factor=record.replication_factor,
-            configs=dict(record.configs),
-            deleting=record.deleting,
-            partitions=[
-                PartitionInfo(
-                    partition=s.partition,
-                    leader=s.leader,
-                    leader_epoch=s.leader_epoch,
-                    partition_epoch=s.partition_epoch,
-                    replicas=list(s.replicas),
-                    isr=list(s.isr),
-                    adding_replicas=list(s.adding_replicas),
-                    removing_replicas=list(s.removing_replicas),
-                )
-                for s in snapshot.partitions_of(topic)
-            ],
-        )
+        described = TopicDescription.of(record, snapshot.partitions_of(topic))
         return json_response(described, _JSON)
 
     @router.delete("/topics/{topic}", response_model=TopicDeleted)
