@@ -43,6 +43,8 @@ __all__ = [
     "RecordResult",
     "decode_data",
     "encode_data",
+    "json_bytes",
+    "utf8",
 ]
 
 #: Path prefix of the native API.
@@ -68,18 +70,39 @@ def encode_data(value: Any, encoding: Encoding, where: str) -> bytes | None:
     if value is None:
         return None
     if encoding is Encoding.JSON:
-        return orjson.dumps(value)
+        return json_bytes(value, where)
     if not isinstance(value, str):
         raise InvalidRequestError(
             f"{where}: {encoding.value} data must be a JSON string, not {type(value).__name__}",
             kind="invalid_data",
         )
     if encoding is Encoding.STRING:
-        return value.encode()
+        return utf8(value, where)
     try:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
         raise InvalidRequestError(f"{where}: not valid base64", kind="invalid_data") from None
+
+
+def json_bytes(value: Any, where: str) -> bytes:
+    """``value`` as compact JSON; ``InvalidRequestError`` for what JSON cannot carry on to
+    other readers (integers past 64 bits, lone surrogates in strings)."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError as exc:
+        raise InvalidRequestError(
+            f"{where}: cannot be stored as JSON: {exc}", kind="invalid_data"
+        ) from None
+
+
+def utf8(text: str, where: str) -> bytes:
+    """``text`` as UTF-8; ``InvalidRequestError`` for lone surrogates, which UTF-8 cannot hold."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        raise InvalidRequestError(
+            f"{where}: the text holds a lone surrogate and has no UTF-8 form", kind="invalid_data"
+        ) from None
 
 
 def decode_data(data: bytes | None, encoding: Encoding) -> Any:

@@ -18,6 +18,7 @@ it fails on ``Function._nodeid``; operations are driven through ``as_strategy`` 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,7 +47,7 @@ from yak_rest_proxy.settings import ProxySettings
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 3
-MAX_EXAMPLES = 25
+MAX_EXAMPLES = int(os.environ.get("YAK_FUZZ_EXAMPLES", "25"))
 #: How often a path or body parameter names an object that exists.
 EXISTING = 0.5
 #: How often an offset or timestamp (or an integer parameter) is one of ``INT64_EDGES``.

@@ -34,3 +34,19 @@ def test_native_encodings_round_trip(encoding: Encoding) -> None:
     data = encode_data(value, encoding, "v")
     assert decode_data(data, encoding) == value
     assert encode_data(None, encoding, "v") is None
+
+
+@pytest.mark.parametrize(
+    ("value", "encoding"),
+    [
+        (2**70, Encoding.JSON),  # JSON readers elsewhere cannot hold it
+        ({"nested": ["\ud800"]}, Encoding.JSON),  # a lone surrogate has no UTF-8 form
+        ("\udfff", Encoding.STRING),
+    ],
+)
+def test_values_without_a_stored_form_are_refused(value: object, encoding: Encoding) -> None:
+    with pytest.raises(InvalidRequestError, match=r"records\[1\]\.key"):
+        encode_data(value, encoding, "records[1].key")
+    if encoding is Encoding.JSON:
+        with pytest.raises(InvalidRequestError, match=r"records\[1\]\.key"):
+            from_embedded(value, EmbeddedFormat.JSON, 1, "key")

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import struct
 import time
 from typing import Annotated, Literal
 
@@ -34,6 +35,7 @@ from yak.api.records import (
     RecordResult,
     decode_data,
     encode_data,
+    utf8,
 )
 from yak.errors import InvalidRequestError, YakError
 from yak.record import CompressionType, Record, RecordInput, encode_batch
@@ -53,8 +55,13 @@ _JSON = "application/json"
 
 def _header_bytes(value: str | None, encoding: HeaderEncoding, where: str) -> bytes | None:
     if encoding is HeaderEncoding.STRING:
-        return None if value is None else value.encode()
+        return None if value is None else utf8(value, where)
     return encode_data(value, Encoding.BASE64, where)
+
+
+def _header_key(key: str, where: str) -> str:
+    utf8(key, where)  # the record encoder writes keys as UTF-8
+    return key
 
 
 def _outgoing(body: ProduceRecordsRequest | ProduceBatchRequest) -> list[OutgoingRecord]:
@@ -62,7 +69,10 @@ def _outgoing(body: ProduceRecordsRequest | ProduceBatchRequest) -> list[Outgoin
     for index, item in enumerate(body.records):
         where = f"records[{index}]"
         headers = tuple(
-            (h.key, _header_bytes(h.value, body.header_encoding, f"{where}.headers[{i}]"))
+            (
+                _header_key(h.key, f"{where}.headers[{i}].key"),
+                _header_bytes(h.value, body.header_encoding, f"{where}.headers[{i}]"),
+            )
             for i, h in enumerate(item.headers)
         )
         record = RecordInput(
@@ -184,14 +194,17 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
             record.partition = partition
         check_records(runtime.cache.snapshot, topic, records)
         now_ms = int(time.time() * 1000)
-        batch = encode_batch(
-            [r.record for r in records],
-            producer_id=body.producer_id,
-            producer_epoch=body.producer_epoch,
-            base_sequence=body.base_sequence,
-            compression=CompressionType[body.compression.upper()],
-            now_ms=now_ms,
-        )
+        try:
+            batch = encode_batch(
+                [r.record for r in records],
+                producer_id=body.producer_id,
+                producer_epoch=body.producer_epoch,
+                base_sequence=body.base_sequence,
+                compression=CompressionType[body.compression.upper()],
+                now_ms=now_ms,
+            )
+        except (ValueError, OverflowError, struct.error) as exc:
+            raise InvalidRequestError(f"the batch cannot be encoded: {exc}") from None
         result = await send_batch(
             runtime.cache,
             runtime.brokers,

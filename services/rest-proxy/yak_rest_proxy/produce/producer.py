@@ -35,6 +35,7 @@ from typing import NamedTuple
 
 from yak.errors import (
     InvalidProducerEpochError,
+    InvalidRecordError,
     KafkaTimeoutError,
     OutOfOrderSequenceError,
     UnknownProducerIdError,
@@ -308,10 +309,11 @@ class Producer:
         inflight = _InFlight(entries, b"", queue.next_sequence, time.monotonic())
         try:
             inflight.batch = self._encode(queue, entries, queue.next_sequence)
-        except YakError as exc:  # e.g. a field out of range: these records cannot be sent
+        except Exception as exc:  # a field out of range: these records (only) cannot be sent
+            error = exc if isinstance(exc, YakError) else InvalidRecordError(str(exc))
             for entry in entries:
                 if not entry.future.done():
-                    entry.future.set_exception(exc)
+                    entry.future.set_exception(error)
             return None
         queue.next_sequence = (queue.next_sequence + len(entries)) % _SEQUENCE_LIMIT
         queue.in_flight = inflight

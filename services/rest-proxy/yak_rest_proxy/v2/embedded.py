@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from yak.api.records import json_bytes
 from yak.errors import InvalidRequestError
 from yak_rest_proxy.http.content import EmbeddedFormat
 
@@ -28,7 +29,7 @@ def from_embedded(value: Any, fmt: EmbeddedFormat, index: int, field: str) -> by
     if value is None:
         return None
     if fmt is EmbeddedFormat.JSON:
-        return orjson.dumps(value)
+        return json_bytes(value, f"records[{index}].{field}")
     if not isinstance(value, str):
         raise InvalidRequestError(
             f"records[{index}].{field}: binary data must be a base64 string, "
