@@ -245,3 +245,38 @@ async def test_idle_instance_expires(proxies: Alternating) -> None:
     await asyncio.sleep(3.5)  # the lease's TTL passing is the behaviour under test
     gone = await proxies.request("GET", f"{uri}/subscription")
     assert (gone.status_code, gone.json()["error_code"]) == (404, 40403)
+
+
+async def test_commits_beyond_one_etcd_transaction(
+    proxies: Alternating, cluster: LocalCluster
+) -> None:
+    """etcd takes at most 128 operations per transaction: 150 partitions' offsets still commit."""
+    topic, group = unique("wide"), unique("g")
+    partitions = 150
+    await create_topic(cluster, topic, partitions=partitions, replication_factor=1)
+    records = [{"value": p, "partition": p} for p in range(partitions)]
+    produced = await proxies.request("POST", f"/topics/{topic}", json={"records": records})
+    assert produced.status_code == 200, produced.text
+    created = await proxies.request(
+        "POST",
+        f"/consumers/{group}",
+        json={"name": "wide", "format": "json", "auto.offset.reset": "earliest"},
+    )
+    assert created.status_code == 200, created.text
+    uri = instance_path(group, "wide")
+    every = {"partitions": [{"topic": topic, "partition": p} for p in range(partitions)]}
+    assert (await proxies.request("POST", f"{uri}/assignments", json=every)).status_code == 204
+    got = await poll_until(proxies, uri, partitions, V2_JSON)
+    assert sorted(r["value"] for r in got) == list(range(partitions))
+    assert (await proxies.request("POST", f"{uri}/offsets")).status_code == 200
+    committed = await proxies.request("GET", f"{uri}/offsets", json=every)
+    assert [o["offset"] for o in committed.json()["offsets"]] == [1] * partitions
+    reset = await proxies.request(
+        "POST",
+        f"/api/v1/groups/{group}/offsets/reset",
+        json={"to": "earliest", "topics": [topic, topic], "force": True},
+    )
+    assert reset.status_code == 200, reset.text
+    assert len(reset.json()["partitions"]) == partitions
+    committed = await proxies.request("GET", f"{uri}/offsets", json=every)
+    assert [o["offset"] for o in committed.json()["offsets"]] == [0] * partitions

@@ -33,7 +33,7 @@ from yak.metadata.keyspace import KeyKind, Keyspace
 from yak.metadata.models import CommittedOffset
 from yak.metadata.store import MetadataStore, Op, PutOp
 from yak.names import validate_group_id
-from yak_rest_proxy.consumers.members import TopicPartition
+from yak_rest_proxy.consumers.members import MAX_TXN_OPS, TopicPartition
 from yak_rest_proxy.reader import Reader
 
 __all__ = ["GroupAdmin"]
@@ -148,7 +148,11 @@ class GroupAdmin:
         validate_group_id(group)
         committed = await self.committed(group)
         snapshot = self._cache.snapshot
-        topics = request.topics if request.topics is not None else sorted({t for t, _ in committed})
+        topics = (
+            list(dict.fromkeys(request.topics))
+            if request.topics is not None
+            else sorted({t for t, _ in committed})
+        )
         partitions: list[TopicPartition] = []
         for topic in topics:
             record = snapshot.topics.get(topic)
@@ -185,7 +189,8 @@ class GroupAdmin:
                 )
                 for c in changes
             ]
-            await self._store.txn([], ops)
+            for start in range(0, len(ops), MAX_TXN_OPS):
+                await self._store.txn([], ops[start : start + MAX_TXN_OPS])
         return OffsetResetResult(dry_run=request.dry_run, partitions=changes)
 
     async def _targets(

@@ -44,10 +44,12 @@ from yak.metadata.store import (
     MetadataStore,
     Op,
     PutOp,
+    TxnResult,
 )
 from yak.names import validate_group_id
 
 __all__ = [
+    "MAX_TXN_OPS",
     "Member",
     "MemberStore",
     "TopicPartition",
@@ -61,6 +63,8 @@ __all__ = [
 TopicPartition = tuple[str, int]
 
 _ATTEMPTS = 20
+#: Operations per etcd transaction (etcd's default --max-txn-ops is 128).
+MAX_TXN_OPS = 100
 _KEEPALIVE_EVERY_S = 1.0
 
 
@@ -227,10 +231,7 @@ class MemberStore:
             record = member.record.model_copy(
                 update={"owned": as_assignment(granted), "member_epoch": member.epoch}
             )
-            ops: list[Op] = [
-                self._put_member(group, record),
-                self._put_positions(group, record, positions),
-            ]
+            ops: list[Op] = []
             if record.auto_commit:
                 for topic, partition in sorted(released):
                     offset = member.positions.get(position_key(topic, partition))
@@ -238,16 +239,29 @@ class MemberStore:
                         ops.append(
                             self.commit_op(group, topic, partition, offset, member.epoch, now_ms)
                         )
+            ops += [self._put_member(group, record), self._put_positions(group, record, positions)]
             compares = [
                 Compare.mod_revision(
                     self._keyspace.group_member(group, member_id), member.revision
                 ),
                 self._state_guard(group, member.state_revision),
             ]
-            result = await self._store.txn(compares, ops)
-            if result.succeeded:
+            result = await self._txn(compares, ops)
+            if result is not None:
                 return member._replace(record=record, revision=result.revision, positions=positions)
         raise MetadataStoreError(f"instance {member_id!r}: too many concurrent updates")
+
+    async def _txn(self, compares: list[Compare], ops: list[Op]) -> TxnResult | None:
+        """``ops`` in order, in transactions of at most ``MAX_TXN_OPS`` (etcd refuses more
+        than 128), each guarded by ``compares``; the last result, or None at the first that
+        failed (the ones before it stay: only commits come before the last chunk, and a commit
+        of real progress is never wrong)."""
+        result: TxnResult | None = None
+        for start in range(0, len(ops), MAX_TXN_OPS):
+            result = await self._store.txn(compares, ops[start : start + MAX_TXN_OPS])
+            if not result.succeeded:
+                return None
+        return result
 
     def _state_guard(self, group: str, state_revision: int) -> Compare:
         key = self._keyspace.group_state(group)
@@ -299,12 +313,11 @@ class MemberStore:
         ops: list[Op] = [
             self.commit_op(group, t, p, o, member.epoch, now_ms) for (t, p), o in offsets.items()
         ]
-        result = await self._store.txn(compares, ops)
-        if not result.succeeded:
+        if await self._txn(compares, ops) is None:
             fresh = await self.reconcile(group, member_id, now_ms)
             if set(offsets) - (fresh.owned & fresh.granted):
                 raise _fenced(fresh, "a partition that moved meanwhile")
-            retried = await self._store.txn(
+            retried = await self._txn(
                 [
                     Compare.mod_revision(member_key, fresh.revision),
                     *(
@@ -315,7 +328,7 @@ class MemberStore:
                 ],
                 ops,
             )
-            if not retried.succeeded:
+            if retried is None:
                 raise _fenced(fresh, "its partitions while the group was changing")
 
     async def save_poll(
@@ -338,7 +351,7 @@ class MemberStore:
             compares = [exists]
             if member.record.subscribed:
                 compares.append(self._state_guard(group, member.state_revision))
-            if (await self._store.txn(compares, [put, *commits])).succeeded:
+            if await self._txn(compares, [*commits, put]) is not None:
                 return
         if not (await self._store.txn([exists], [put])).succeeded:
             raise self._missing(group, member_id)
@@ -349,14 +362,16 @@ class MemberStore:
         wanted = sorted(set(partitions))
         if not wanted:
             return {}
-        read = await self._store.txn(
-            [], [GetOp(self._keyspace.committed_offset(group, t, p)) for t, p in wanted]
-        )
         found: dict[TopicPartition, CommittedOffset] = {}
-        for tp, response in zip(wanted, read.responses, strict=True):
-            kv = _first(response)
-            if kv is not None:
-                found[tp] = CommittedOffset.decode(kv.value)
+        for start in range(0, len(wanted), MAX_TXN_OPS):
+            chunk = wanted[start : start + MAX_TXN_OPS]
+            read = await self._store.txn(
+                [], [GetOp(self._keyspace.committed_offset(group, t, p)) for t, p in chunk]
+            )
+            for tp, response in zip(chunk, read.responses, strict=True):
+                kv = _first(response)
+                if kv is not None:
+                    found[tp] = CommittedOffset.decode(kv.value)
         return found
 
 
