@@ -186,6 +186,10 @@ async def test_consumer_errors(proxies: Alternating, cluster: LocalCluster) -> N
         "POST", f"/consumers/{group}", json={"name": "x", "fetch.min.bytes": -10}
     )
     assert (bad.status_code, bad.json()["error_code"]) == (400, 40001)
+    bad = await proxies.request(
+        "POST", f"/consumers/{group}", json={"name": "b", "fetch.min.bytes": False}
+    )
+    assert (bad.status_code, bad.json()["error_code"]) == (422, 422)
     bad = await proxies.request("POST", f"/consumers/{group}", json={"name": "y", "format": "avro"})
     assert (bad.status_code, bad.json()["error_code"]) == (422, 42204)
     bad = await proxies.request("POST", "/consumers/bad%24group", json={"name": "z"})

@@ -145,6 +145,7 @@ async def test_keyless_records_spread_and_keep_request_order(cluster: LocalClust
         (V2_JSON, b'{"records": [', 400, 400),
         (V2_JSON, b'{"records": "nope"}', 422, 422),
         (V2_JSON, b'{"records": []}', 422, 422),
+        (V2_JSON, b'{"records": [{"value": 1}], "value_schema": 1}', 422, 422),
         (V2_BINARY, b'{"records": [{"value": "not base64!"}]}', 422, 42205),
         (V2_BINARY, b'{"records": [{"value": "aGk="}, {"value": 5}]}', 422, 42205),
         ("application/vnd.kafka.avro.v2+json", b'{"records": [{"value": 1}]}', 415, 41501),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from yak.api.records import INT32_MAX, INT64_MAX
 
@@ -109,14 +109,14 @@ class V2CreateConsumer(_Body):
     id: str | None = None
     format: str = "binary"
     auto_offset_reset: str | None = Field(default=None, alias="auto.offset.reset")
-    auto_commit_enable: str | bool | None = Field(default=None, alias="auto.commit.enable")
-    fetch_min_bytes: int | str | None = Field(default=None, alias="fetch.min.bytes")
-    consumer_request_timeout_ms: int | str | None = Field(
+    auto_commit_enable: str | StrictBool | None = Field(default=None, alias="auto.commit.enable")
+    fetch_min_bytes: StrictInt | str | None = Field(default=None, alias="fetch.min.bytes")
+    consumer_request_timeout_ms: StrictInt | str | None = Field(
         default=None, alias="consumer.request.timeout.ms"
     )
     #: Yak: the instance's own idle timeout (default: the proxy's
     #: ``consumer.instance.timeout.ms``).
-    consumer_instance_timeout_ms: int | str | None = Field(
+    consumer_instance_timeout_ms: StrictInt | str | None = Field(
         default=None, alias="consumer.instance.timeout.ms"
     )
     #: Yak: the server-side assignor this member asks for (``uniform`` or ``range``).

@@ -33,6 +33,13 @@ def parse_produce_body(body: bytes) -> list[tuple[Any, Any, int | None]]:
         ) from None
     if not isinstance(data, dict):
         raise _shape("the body must be a JSON object with a records list")
+    for name in ("key_schema", "value_schema"):
+        if not isinstance(data.get(name), str | None):
+            raise _shape(f"{name}: must be a string or null")
+    for name in ("key_schema_id", "value_schema_id"):
+        given = data.get(name)
+        if given is not None and type(given) is not int:
+            raise _shape(f"{name}: must be an integer or null")
     records = data.get("records")
     if not isinstance(records, list):
         raise _shape("records: must be a list")
