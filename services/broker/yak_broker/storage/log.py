@@ -320,6 +320,11 @@ class Log:
         Returns False if ``offset`` >= LEO (nothing to do).
         """
         if offset >= self.log_end_offset:
+            # As Kafka's truncateTo: still drop epochs stamped at the log end. A broker that
+            # led an epoch without appending to it must not answer for that epoch once it
+            # follows (KIP-279).
+            self.leader_epochs.truncate_from_end(self.log_end_offset)
+            self._current_epoch = self.leader_epochs.latest_epoch
             return False
         if offset < self._log_start_offset:
             self.truncate_fully_and_start_at(offset)
@@ -338,6 +343,7 @@ class Log:
         self._segments = [LogSegment(self.directory, offset, self.config, self._clock.time_ms())]
         self._bases = [offset]
         self._log_start_offset = offset
+        self._high_watermark = offset  # the empty log's end; never below its start
         self.leader_epochs.clear()
         self._current_epoch = None
         self._after_truncation()

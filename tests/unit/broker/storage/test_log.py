@@ -362,9 +362,6 @@ def test_a_stamp_without_records_does_not_survive_a_restart(
     reopened.close()
 
 
-@pytest.mark.xfail(
-    strict=True, reason="truncate_fully_and_start_at keeps min(HW, new end): HW < log start"
-)
 def test_truncate_fully_and_start_at_moves_the_high_watermark_to_the_new_start(
     tmp_path: Path, clock: FakeClock
 ) -> None:
@@ -377,9 +374,6 @@ def test_truncate_fully_and_start_at_moves_the_high_watermark_to_the_new_start(
         log.close()
 
 
-@pytest.mark.xfail(
-    strict=True, reason="truncate_to at or past the LEO leaves an epoch stamped at the LEO"
-)
 def test_truncate_to_the_log_end_drops_an_empty_epoch_stamped_there(
     tmp_path: Path, clock: FakeClock
 ) -> None:
