@@ -17,6 +17,10 @@ async def test_topic_lifecycle_through_the_proxy(cluster: LocalCluster) -> None:
         info = (await proxy.get("/api/v1/cluster")).json()
         assert [b["broker_id"] for b in info["brokers"]] == [0, 1, 2]
         assert info["controller"] is not None
+        brokers = (await proxy.get("/api/v1/brokers")).json()
+        assert [(b["broker_id"], b["host"]) for b in brokers] == [
+            (i, "127.0.0.1") for i in range(3)
+        ]
 
         created = await proxy.post(
             "/api/v1/topics",

@@ -15,6 +15,7 @@ from fastapi import APIRouter, Request, Response
 
 from yak.api.admin import (
     AlterConfigsRequest,
+    BrokerInfo,
     ClusterInfo,
     CreatePartitionsRequest,
     CreateTopicRequest,
@@ -55,6 +56,22 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
     async def cluster() -> Response:
         """Brokers, the active controller and partition health counts."""
         return json_response(await runtime.coordinator().cluster(), _JSON)
+
+    @router.get("/brokers", response_model=list[BrokerInfo])
+    async def brokers() -> Response:
+        """The live brokers, from the proxy's metadata (registrations in etcd)."""
+        snapshot = runtime.cache.snapshot
+        listed = [
+            BrokerInfo(
+                broker_id=b.broker_id,
+                host=b.host,
+                port=b.port,
+                rack=b.rack,
+                shutting_down=b.shutting_down,
+            ).model_dump()
+            for _, b in sorted(snapshot.brokers.items())
+        ]
+        return json_response(listed, _JSON)
 
     @router.get("/topics", response_model=TopicList)
     async def list_topics() -> Response:
