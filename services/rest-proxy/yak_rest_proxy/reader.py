@@ -24,6 +24,12 @@ from yak_rest_proxy.brokers import BrokerPool, leader_of
 
 __all__ = ["PartitionRead", "Reader"]
 
+#: Beyond its max wait, how long a poll waits for a fetch's answer to travel back.
+_WAIT_MARGIN_S = 2.0
+#: How long an answered fetch that no poll took over is kept for its owner.
+_KEEP_ANSWER_S = 30.0
+_NONE: tuple[None, None] = (None, None)
+
 
 class PartitionRead(NamedTuple):
     """What one partition gave: records from the asked offset, the offsets, or an error."""
@@ -43,6 +49,11 @@ class Reader:
     def __init__(self, cache: MetadataCache, brokers: BrokerPool) -> None:
         self._cache = cache
         self._brokers = brokers
+        #: Per (consumer, broker): the fetch still running or answered but not handed out.
+        self._parked: dict[
+            tuple[str, int],
+            tuple[tuple[tuple[str, int, int], ...], asyncio.Future[list[PartitionRead]]],
+        ] = {}
 
     async def fetch(
         self,
@@ -51,8 +62,18 @@ class Reader:
         max_wait_ms: int,
         max_bytes: int,
         min_bytes: int = 1,
+        owner: str | None = None,
     ) -> list[PartitionRead]:
-        """Read ``(topic, partition, offset)`` triples; one ``PartitionRead`` each."""
+        """Read ``(topic, partition, offset)`` triples; one ``PartitionRead`` each (a partition
+        whose leader did not answer within the wait is left out: read it again next time).
+
+        ``owner`` (a consumer) lets a fetch outlive the poll that started it: when one leader
+        answers first, the fetches still parked at the others are kept, and the owner's next
+        poll asking the same partitions at the same offsets takes them over — their records
+        then come at once (Kafka's consumer prefetches so). Nothing is ever cancelled, so no
+        connection is torn down mid-answer, and one consumer parks at most one fetch per
+        broker.
+        """
         by_broker: dict[int, list[tuple[str, int, int]]] = {}
         failed: list[PartitionRead] = []
         snapshot = self._cache.snapshot
@@ -65,25 +86,57 @@ class Reader:
             by_broker.setdefault(broker.broker_id, []).append((topic, partition, offset))
         if not by_broker:
             return failed
-        tasks = [
-            asyncio.ensure_future(
+        tasks: dict[int, asyncio.Future[list[PartitionRead]]] = {}
+        fresh: list[asyncio.Future[list[PartitionRead]]] = []
+        for broker_id, group in by_broker.items():
+            signature = tuple(sorted(group))
+            parked = self._parked.get((owner, broker_id)) if owner is not None else None
+            if parked is not None and parked[0] == signature:
+                tasks[broker_id] = parked[1]
+                continue
+            task: asyncio.Future[list[PartitionRead]] = asyncio.ensure_future(
                 self._fetch_from(broker_id, group, max_wait_ms, max_bytes, min_bytes)
             )
-            for broker_id, group in by_broker.items()
-        ]
+            if owner is not None:
+                self._park(owner, broker_id, signature, task)
+            tasks[broker_id] = task
+            fresh.append(task)
+        # This poll waits its own wait; a fetch it started also gets the answer's way back.
+        wait_s = max_wait_ms / 1000
+        first_wait_s = wait_s + (_WAIT_MARGIN_S if fresh else 0.0)
+        done, _ = await asyncio.wait(
+            tasks.values(), timeout=first_wait_s, return_when=asyncio.FIRST_COMPLETED
+        )
+        if fresh and not any(r.records for task in done for r in task.result()):
+            await asyncio.wait(fresh, timeout=wait_s + _WAIT_MARGIN_S)  # nothing yet
         reads = list(failed)
-        try:
-            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            if not any(r.records for task in done for r in task.result()):
-                done, _ = await asyncio.wait(tasks)  # nothing yet: let the others finish
-            for task in tasks:
-                if task.done():
-                    reads.extend(task.result())
-        finally:
-            for task in tasks:
-                if not task.done():
-                    task.cancel()
+        for broker_id, task in tasks.items():
+            if task.done():
+                reads.extend(task.result())
+                if owner is not None and self._parked.get((owner, broker_id), _NONE)[1] is task:
+                    del self._parked[(owner, broker_id)]  # its records are handed out now
         return reads
+
+    def _park(
+        self,
+        owner: str,
+        broker_id: int,
+        signature: tuple[tuple[str, int, int], ...],
+        task: asyncio.Future[list[PartitionRead]],
+    ) -> None:
+        key = (owner, broker_id)
+        self._parked[key] = (signature, task)
+
+        def forget(_task: asyncio.Future[list[PartitionRead]]) -> None:
+            # A finished fetch nobody took over is dropped a while later (its owner moved on,
+            # or polls through another proxy).
+            def drop() -> None:
+                if self._parked.get(key, _NONE)[1] is task:
+                    del self._parked[key]
+
+            asyncio.get_running_loop().call_later(_KEEP_ANSWER_S, drop)
+
+        task.add_done_callback(forget)
 
     async def _fetch_from(
         self,
@@ -104,9 +157,9 @@ class Reader:
                 min_bytes=min_bytes,
                 max_bytes=max_bytes,
             )
-            # Shielded: the caller cancels the fetches that lost the race, and httpcore leaks
-            # the connection of a request cancelled mid-close (encode/httpcore#1093); the
-            # fetch ends by itself at its max wait.
+            # Shielded: a poll torn down by its client must not cancel the HTTP call, since
+            # httpcore leaks the connection of a request cancelled mid-close
+            # (encode/httpcore#1093); the fetch ends by itself at its max wait.
             fetched = await asyncio.shield(self._brokers.fetch_client(broker).fetch(request))
         except YakError as exc:
             return [PartitionRead(t, p, [], o, error=exc) for t, p, o in group]

@@ -241,6 +241,7 @@ class Consumers:
             max_wait_ms=wait_ms,
             max_bytes=max_bytes,
             min_bytes=max(1, member.record.fetch_min_bytes),
+            owner=f"{group}/{member_id}",
         )
         polled: list[PolledRecord] = []
         size = 0

@@ -1,0 +1,119 @@
+"""The reader's fetches across leaders with scripted brokers: a consumer's fetch parked at an
+idle leader is taken over by its next poll (no second request), and its records come with it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from yak.clients.broker import BrokerClient
+from yak.metadata.cache import MetadataCache
+from yak.metadata.keyspace import Keyspace
+from yak.metadata.memory_store import MemoryMetadataStore
+from yak.metadata.models import BrokerRegistration, PartitionState, TopicRecord
+from yak.protocol.broker_wire import (
+    FRAME_CONTENT_TYPE,
+    FetchedPartition,
+    decode_fetch_request,
+    encode_fetch_response,
+)
+from yak.record import RecordInput, encode_batch
+from yak_rest_proxy.brokers import BrokerPool
+from yak_rest_proxy.reader import Reader
+
+KS = Keyspace("unit")
+
+
+class Brokers:
+    """Broker 0 answers at once with one record; broker 1 answers once ``release`` is set."""
+
+    def __init__(self) -> None:
+        self.requests = {0: 0, 1: 0}
+        self.release = asyncio.Event()
+
+    def factory(self, url: str) -> BrokerClient:
+        broker_id = int(url.rsplit(":", 1)[1]) - 9000
+
+        async def handle(request: httpx.Request) -> httpx.Response:
+            fetch = decode_fetch_request(request.content)
+            self.requests[broker_id] += 1
+            if broker_id == 1:
+                await self.release.wait()
+            parts = [
+                FetchedPartition(
+                    p.topic,
+                    p.partition,
+                    high_watermark=p.offset + 1,
+                    log_start_offset=0,
+                    records=encode_batch(
+                        [RecordInput(value=f"b{broker_id}".encode())], base_offset=p.offset
+                    ),
+                )
+                for p in fetch.partitions
+            ]
+            return httpx.Response(
+                200,
+                content=encode_fetch_response(parts),
+                headers={"content-type": FRAME_CONTENT_TYPE},
+            )
+
+        return BrokerClient(url, transport=httpx.MockTransport(handle))
+
+
+@pytest.fixture
+async def cache() -> AsyncIterator[MetadataCache]:
+    store = MemoryMetadataStore()
+    for broker_id in (0, 1):
+        registration = BrokerRegistration(
+            broker_id=broker_id, host="127.0.0.1", port=9000 + broker_id, started_at_ms=0
+        )
+        await store.put(KS.broker(broker_id), registration.encode())
+    topic = TopicRecord(name="t", topic_id="x", partitions=2, replication_factor=1, created_at_ms=0)
+    await store.put(KS.topic("t"), topic.encode())
+    for partition in (0, 1):
+        state = PartitionState(
+            topic="t",
+            partition=partition,
+            leader=partition,
+            replicas=(partition,),
+            isr=(partition,),
+        )
+        await store.put(KS.partition("t", partition), state.encode())
+    cache = MetadataCache(store, KS)
+    await cache.start()
+    yield cache
+    await cache.stop()
+    await store.aclose()
+
+
+async def test_a_parked_fetch_is_taken_over_by_the_next_poll(cache: MetadataCache) -> None:
+    brokers = Brokers()
+    pool = BrokerPool(cache, client_factory=brokers.factory)
+    reader = Reader(cache, pool)
+    try:
+        first = await reader.fetch(
+            [("t", 0, 0), ("t", 1, 5)], max_wait_ms=10_000, max_bytes=1000, owner="g/m"
+        )
+        assert [(r.partition, [x.value for x in r.records]) for r in first] == [(0, [b"b0"])]
+        # Partition 0 moved on; partition 1 is asked at the same offset: its fetch is reused.
+        polling = asyncio.ensure_future(
+            reader.fetch(
+                [("t", 0, 1), ("t", 1, 5)], max_wait_ms=10_000, max_bytes=1000, owner="g/m"
+            )
+        )
+        second = await polling
+        assert brokers.requests == {0: 2, 1: 1}
+        assert [r.partition for r in second] == [0]
+        brokers.release.set()
+        await asyncio.sleep(0.01)  # the parked answer arrives in the background
+        third = await reader.fetch(
+            [("t", 0, 2), ("t", 1, 5)], max_wait_ms=0, max_bytes=1000, owner="g/m"
+        )
+        found = {r.partition: [x.value for x in r.records] for r in third}
+        assert found[1] == [b"b1"]  # the parked fetch's record, no new request for it
+        assert brokers.requests[1] == 1
+    finally:
+        await pool.aclose()
