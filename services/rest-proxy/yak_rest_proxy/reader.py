@@ -86,29 +86,45 @@ class Reader:
             by_broker.setdefault(broker.broker_id, []).append((topic, partition, offset))
         if not by_broker:
             return failed
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_wait_ms / 1000
         tasks: dict[int, asyncio.Future[list[PartitionRead]]] = {}
-        fresh: list[asyncio.Future[list[PartitionRead]]] = []
+        fresh: set[asyncio.Future[list[PartitionRead]]] = set()
         for broker_id, group in by_broker.items():
-            signature = tuple(sorted(group))
             parked = self._parked.get((owner, broker_id)) if owner is not None else None
-            if parked is not None and parked[0] == signature:
+            if parked is not None and parked[0] == tuple(sorted(group)):
                 tasks[broker_id] = parked[1]
-                continue
-            task: asyncio.Future[list[PartitionRead]] = asyncio.ensure_future(
-                self._fetch_from(broker_id, group, max_wait_ms, max_bytes, min_bytes)
+            else:
+                tasks[broker_id] = self._start(
+                    owner, broker_id, group, max_wait_ms, max_bytes, min_bytes
+                )
+                fresh.add(tasks[broker_id])
+        while True:
+            finished = [t for t in tasks.values() if t.done()]
+            if any(r.records for t in finished for r in t.result()):
+                break  # records: answer now
+            remaining = deadline - loop.time()
+            if remaining > 0.001:
+                for broker_id, task in list(tasks.items()):
+                    # A fetch that ran out empty before this poll's wait did: park a new one.
+                    if task.done() and not any(r.error for r in task.result()):
+                        wait_ms = int(remaining * 1000)
+                        group = by_broker[broker_id]
+                        tasks[broker_id] = self._start(
+                            owner, broker_id, group, wait_ms, max_bytes, min_bytes
+                        )
+                        fresh.add(tasks[broker_id])
+            pending = [t for t in tasks.values() if not t.done()]
+            started_here = [t for t in pending if t in fresh]
+            if not pending or (remaining <= 0 and not started_here):
+                break
+            # A fetch started here answers a little after its max wait at the broker.
+            margin = _WAIT_MARGIN_S if started_here else 0.0
+            await asyncio.wait(
+                pending, timeout=max(remaining, 0.0) + margin, return_when=asyncio.FIRST_COMPLETED
             )
-            if owner is not None:
-                self._park(owner, broker_id, signature, task)
-            tasks[broker_id] = task
-            fresh.append(task)
-        # This poll waits its own wait; a fetch it started also gets the answer's way back.
-        wait_s = max_wait_ms / 1000
-        first_wait_s = wait_s + (_WAIT_MARGIN_S if fresh else 0.0)
-        done, _ = await asyncio.wait(
-            tasks.values(), timeout=first_wait_s, return_when=asyncio.FIRST_COMPLETED
-        )
-        if fresh and not any(r.records for task in done for r in task.result()):
-            await asyncio.wait(fresh, timeout=wait_s + _WAIT_MARGIN_S)  # nothing yet
+            if loop.time() >= deadline + margin:
+                break
         reads = list(failed)
         for broker_id, task in tasks.items():
             if task.done():
@@ -116,6 +132,22 @@ class Reader:
                 if owner is not None and self._parked.get((owner, broker_id), _NONE)[1] is task:
                     del self._parked[(owner, broker_id)]  # its records are handed out now
         return reads
+
+    def _start(
+        self,
+        owner: str | None,
+        broker_id: int,
+        group: list[tuple[str, int, int]],
+        max_wait_ms: int,
+        max_bytes: int,
+        min_bytes: int,
+    ) -> asyncio.Future[list[PartitionRead]]:
+        task: asyncio.Future[list[PartitionRead]] = asyncio.ensure_future(
+            self._fetch_from(broker_id, group, max_wait_ms, max_bytes, min_bytes)
+        )
+        if owner is not None:
+            self._park(owner, broker_id, tuple(sorted(group)), task)
+        return task
 
     def _park(
         self,
