@@ -173,14 +173,16 @@ class Consumers:
         wanted = set(partitions)
         member = await self.members.reconcile(group, member_id, _now_ms())
         self._check_owned(member, wanted)
-        offsets = {}
-        for topic, partition in wanted:
-            result = await self._reader.list_offsets(topic, partition, where)
-            offset = result.offset
+
+        async def target(topic: str, partition: int) -> int:
+            offset = (await self._reader.list_offsets(topic, partition, where)).offset
             if offset < 0:  # no record at or after the timestamp: the end
                 offset = (await self._reader.list_offsets(topic, partition, "latest")).offset
-            offsets[(topic, partition)] = offset
-        await self.seek(group, member_id, offsets)
+            return offset
+
+        ordered = sorted(wanted)
+        found = await asyncio.gather(*(target(t, p) for t, p in ordered))
+        await self.seek(group, member_id, dict(zip(ordered, found, strict=True)))
 
     def _check_owned(self, member: Member, partitions: Iterable[TopicPartition]) -> None:
         missing = sorted(set(partitions) - member.owned)

@@ -230,17 +230,19 @@ def consumer_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
             await consumers.seek_to(group, instance, [(stamp.topic, stamp.partition)], ms)
         return Response(status_code=204)
 
+    async def seek_edge(request: Request, group: str, instance: str, where: str) -> Response:
+        body = parse_model(V2Partitions, await body_of(request))
+        partitions = [(p.topic, p.partition) for p in body.partitions]
+        await consumers.seek_to(group, instance, partitions, where)
+        return Response(status_code=204)
+
     @router.post(
         instance + "/positions/beginning",
         status_code=204,
         openapi_extra=openapi_body(V2Partitions, *_V2_TYPES),
     )
     async def seek_beginning(request: Request, group: str, instance: str) -> Response:
-        body = parse_model(V2Partitions, await body_of(request))
-        await consumers.seek_to(
-            group, instance, [(p.topic, p.partition) for p in body.partitions], "earliest"
-        )
-        return Response(status_code=204)
+        return await seek_edge(request, group, instance, "earliest")
 
     @router.post(
         instance + "/positions/end",
@@ -248,11 +250,7 @@ def consumer_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
         openapi_extra=openapi_body(V2Partitions, *_V2_TYPES),
     )
     async def seek_end(request: Request, group: str, instance: str) -> Response:
-        body = parse_model(V2Partitions, await body_of(request))
-        await consumers.seek_to(
-            group, instance, [(p.topic, p.partition) for p in body.partitions], "latest"
-        )
-        return Response(status_code=204)
+        return await seek_edge(request, group, instance, "latest")
 
     @router.get(instance + "/records", response_model=list[V2ConsumerRecord])
     async def records(
