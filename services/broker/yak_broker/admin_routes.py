@@ -8,11 +8,13 @@ table (``yak.web.errors``).
   ``earliest``, ``latest`` or milliseconds since the epoch;
 - ``POST /v1/delete-records`` — ``{"partitions": [{"topic", "partition", "offset"}]}``;
 - ``POST /v1/offsets-for-leader-epoch`` — followers find their divergence point (KIP-279);
-- ``GET /v1/partitions`` — every replica hosted here with its offsets and role.
+- ``GET /v1/partitions`` — every replica hosted here with its offsets and role, and the data
+  folder's disk usage.
 """
 
 from __future__ import annotations
 
+import shutil
 from typing import Annotated
 
 from fastapi import APIRouter, Query
@@ -84,6 +86,14 @@ def admin_router(broker: Broker) -> APIRouter:
     async def partitions() -> PartitionsResponse:
         """The partition replicas hosted on this broker."""
         hosted = offsets.hosted_partitions(broker.replicas)
-        return PartitionsResponse(broker_id=broker.settings.broker_id, partitions=hosted)
+        data_dir = broker.settings.data_dir
+        disk = shutil.disk_usage(data_dir)
+        return PartitionsResponse(
+            broker_id=broker.settings.broker_id,
+            partitions=hosted,
+            log_dir=str(data_dir.resolve()),
+            disk_total_bytes=disk.total,
+            disk_free_bytes=disk.free,
+        )
 
     return router

@@ -23,6 +23,7 @@ __all__ = [
     "AlterConfigsRequest",
     "AssignedPartitions",
     "BrokerInfo",
+    "BrokerLogDir",
     "ClusterInfo",
     "ControllerInfo",
     "CreatePartitionsRequest",
@@ -31,12 +32,15 @@ __all__ = [
     "GroupList",
     "GroupMemberDescription",
     "GroupSummary",
+    "LogDirs",
     "PartitionHealth",
     "PartitionHealthList",
     "PartitionInfo",
+    "PartitionOffset",
     "PartitionReassignment",
     "ReassignmentList",
     "ReassignmentRequest",
+    "ReplicaLog",
     "TopicDeleted",
     "TopicDescription",
     "TopicList",
@@ -207,6 +211,50 @@ class BrokerInfo(_Body):
     port: int
     rack: str | None = None
     shutting_down: bool = False
+
+
+class ReplicaLog(_Body):
+    """One partition replica's log on one broker (Kafka's DescribeLogDirs, with offsets)."""
+
+    topic: str
+    partition: int
+    is_leader: bool
+    leader_epoch: int
+    size_bytes: int
+    segments: int
+    log_start_offset: int
+    high_watermark: int
+    log_end_offset: int
+
+
+class BrokerLogDir(_Body):
+    """A broker's data folder: disk usage and the replicas it holds. ``error`` is set (and the
+    rest empty) when the broker did not answer."""
+
+    broker_id: int
+    error: str | None = None
+    log_dir: str = ""
+    disk_total_bytes: int = 0
+    disk_free_bytes: int = 0
+    size_bytes: int = Field(default=0, description="Bytes of all the replicas' logs.")
+    replicas: list[ReplicaLog] = []
+
+
+class LogDirs(_Body):
+    """Every live broker's data folder (``GET /api/v1/log-dirs``)."""
+
+    brokers: list[BrokerLogDir]
+
+
+class PartitionOffset(_Body):
+    """ListOffsets of one partition: the log start (earliest), the high watermark (latest), or
+    for a timestamp the first offset of the batch holding the first record at or after it
+    (-1 when there is none; records are not decoded, so a batch's earlier records may precede
+    it, as in Kafka's ListOffsets before v1)."""
+
+    topic: str
+    partition: int
+    offset: int
 
 
 class ControllerInfo(_Body):

@@ -150,3 +150,7 @@ class HostedPartition(_Model):
 class PartitionsResponse(_Model):
     broker_id: int
     partitions: list[HostedPartition]
+    #: The data folder and its file system's size and free space (DescribeLogDirs).
+    log_dir: str = ""
+    disk_total_bytes: int = 0
+    disk_free_bytes: int = 0

@@ -13,12 +13,16 @@ from types import TracebackType
 from typing import Literal, Self
 
 import httpx
+from pydantic import RootModel
 
 from yak.api.admin import (
     AlterConfigsRequest,
+    BrokerInfo,
     ClusterInfo,
     CreatePartitionsRequest,
     CreateTopicRequest,
+    LogDirs,
+    PartitionOffset,
     TopicDeleted,
     TopicDescription,
     TopicList,
@@ -27,6 +31,11 @@ from yak.api.groups import GroupDescription, GroupList, OffsetResetRequest, Offs
 from yak.sdk._client import ApiClient
 
 __all__ = ["AsyncAdmin", "ResetTarget"]
+
+
+class _BrokerList(RootModel[list[BrokerInfo]]):
+    pass
+
 
 #: Where ``reset_offsets`` moves committed offsets.
 ResetTarget = Literal["earliest", "latest", "timestamp", "offset"]
@@ -63,6 +72,28 @@ class AsyncAdmin:
     async def cluster(self) -> ClusterInfo:
         """Brokers, the active controller and partition health counts."""
         return await self._api.call("GET", "/cluster", ClusterInfo)
+
+    async def brokers(self) -> list[BrokerInfo]:
+        """The live brokers (registered in etcd)."""
+        return (await self._api.call("GET", "/brokers", _BrokerList)).root
+
+    async def log_dirs(self, topics: Sequence[str] | None = None) -> LogDirs:
+        """Every live broker's disk usage and each replica's size and offsets (of ``topics``
+        only, when given)."""
+        params = {"topic": list(topics)} if topics else None
+        return await self._api.call("GET", "/log-dirs", LogDirs, params=params)
+
+    async def partition_offset(
+        self, topic: str, partition: int, timestamp: int | Literal["earliest", "latest"]
+    ) -> PartitionOffset:
+        """The log start (``earliest``), the high watermark (``latest``) or the first offset
+        whose timestamp is at or after ``timestamp`` ms (-1 if none)."""
+        return await self._api.call(
+            "GET",
+            f"/topics/{topic}/partitions/{partition}/offsets",
+            PartitionOffset,
+            params={"timestamp": str(timestamp)},
+        )
 
     async def list_topics(self) -> TopicList:
         return await self._api.call("GET", "/topics", TopicList)

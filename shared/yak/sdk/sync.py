@@ -13,11 +13,19 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Literal, Self, TypeVar
 
-from yak.api.admin import ClusterInfo, TopicDeleted, TopicDescription, TopicList
+from yak.api.admin import (
+    BrokerInfo,
+    ClusterInfo,
+    LogDirs,
+    PartitionOffset,
+    TopicDeleted,
+    TopicDescription,
+    TopicList,
+)
 from yak.api.groups import GroupDescription, GroupList, OffsetResetResult
 from yak.sdk.admin import AsyncAdmin, ResetTarget
 from yak.sdk.consumer import AsyncConsumer
@@ -250,6 +258,17 @@ class Admin(_Twin):
 
     def cluster(self) -> ClusterInfo:
         return self._runner.run(self._admin.cluster())
+
+    def brokers(self) -> list[BrokerInfo]:
+        return self._runner.run(self._admin.brokers())
+
+    def log_dirs(self, topics: Sequence[str] | None = None) -> LogDirs:
+        return self._runner.run(self._admin.log_dirs(topics))
+
+    def partition_offset(
+        self, topic: str, partition: int, timestamp: int | Literal["earliest", "latest"]
+    ) -> PartitionOffset:
+        return self._runner.run(self._admin.partition_offset(topic, partition, timestamp))
 
     def list_topics(self) -> TopicList:
         return self._runner.run(self._admin.list_topics())

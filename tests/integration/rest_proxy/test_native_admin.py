@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from loadtest.local_cluster import LocalCluster
-from tests.integration.rest_proxy.conftest import unique
+from tests.integration.rest_proxy.conftest import create_topic, unique
 
 pytestmark = pytest.mark.integration
 
@@ -65,3 +65,46 @@ async def test_topic_lifecycle_through_the_proxy(cluster: LocalCluster) -> None:
         assert deleted.status_code == 200, deleted.text
         missing = await proxy.get(f"/api/v1/topics/{topic}")
         assert (missing.status_code, missing.json()["code"]) == (404, "UNKNOWN_TOPIC_OR_PARTITION")
+
+
+async def test_log_dirs_and_offsets_by_timestamp(cluster: LocalCluster) -> None:
+    topic = unique("logdirs")
+    await create_topic(cluster, topic, partitions=2, replication_factor=2)
+    async with httpx.AsyncClient(base_url=cluster.proxy_url(0), timeout=30) as proxy:
+        before = int(time.time() * 1000)
+        for i in range(3):
+            sent = await proxy.post(
+                f"/api/v1/topics/{topic}/records",
+                json={"records": [{"value": i, "partition": 0, "timestamp": before + i * 1000}]},
+            )
+            assert sent.status_code == 200, sent.text
+
+        dirs = (await proxy.get("/api/v1/log-dirs", params={"topic": topic})).json()["brokers"]
+        assert sorted(d["broker_id"] for d in dirs) == [0, 1, 2]
+        replicas = [(d["broker_id"], r) for d in dirs for r in d["replicas"]]
+        assert {r["topic"] for _, r in replicas} == {topic}
+        assert sorted((r["partition"], r["is_leader"]) for _, r in replicas) == [
+            (0, False),
+            (0, True),
+            (1, False),
+            (1, True),
+        ]
+        (leader0,) = [r for _, r in replicas if r["partition"] == 0 and r["is_leader"]]
+        assert (leader0["log_start_offset"], leader0["high_watermark"]) == (0, 3)
+        assert leader0["size_bytes"] > 0
+        for d in dirs:
+            assert d["error"] is None
+            assert 0 < d["disk_free_bytes"] <= d["disk_total_bytes"]
+            assert d["size_bytes"] >= sum(r["size_bytes"] for r in d["replicas"])
+
+        path = f"/api/v1/topics/{topic}/partitions/0/offsets"
+        found = (await proxy.get(path, params={"timestamp": str(before + 1500)})).json()
+        assert found["offset"] == 2
+        assert (await proxy.get(path, params={"timestamp": "earliest"})).json()["offset"] == 0
+        assert (await proxy.get(path, params={"timestamp": "latest"})).json()["offset"] == 3
+        late = await proxy.get(path, params={"timestamp": str(before + 60_000)})
+        assert late.json()["offset"] == -1
+        bad = await proxy.get(path, params={"timestamp": "yesterday"})
+        assert (bad.status_code, bad.json()["code"]) == (400, "INVALID_REQUEST")
+        gone = await proxy.get(f"/api/v1/topics/{topic}/partitions/7/offsets")
+        assert (gone.status_code, gone.json()["code"]) == (404, "UNKNOWN_TOPIC_OR_PARTITION")

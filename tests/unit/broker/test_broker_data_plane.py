@@ -256,6 +256,9 @@ async def test_list_offsets_delete_records_and_partitions(broker: BrokerHarness)
     (hosted,) = [p for p in listing.partitions if p.topic == "offs"]
     assert (hosted.is_leader, hosted.log_start_offset, hosted.high_watermark) == (True, 2, 3)
     assert hosted.log_end_offset == 3
+    assert hosted.size_bytes > 0
+    assert listing.log_dir
+    assert 0 < listing.disk_free_bytes <= listing.disk_total_bytes
 
 
 async def test_offsets_request_validation(broker: BrokerHarness) -> None:

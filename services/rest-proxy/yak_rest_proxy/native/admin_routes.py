@@ -8,24 +8,31 @@ can answer are served from it. Bodies and answers are the admin API's models
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Callable
+from typing import Annotated
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from yak.api.admin import (
     AlterConfigsRequest,
     BrokerInfo,
+    BrokerLogDir,
     ClusterInfo,
     CreatePartitionsRequest,
     CreateTopicRequest,
+    LogDirs,
+    PartitionOffset,
+    ReplicaLog,
     TopicDeleted,
     TopicDescription,
     TopicList,
 )
 from yak.api.records import API_PREFIX
-from yak.errors import YakError
+from yak.errors import InvalidRequestError, YakError
 from yak.metadata.cache import ClusterSnapshot
+from yak.metadata.models import BrokerRegistration
 from yak.names import validate_topic_name
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
@@ -47,6 +54,8 @@ async def _caught_up(runtime: ProxyRuntime, done: Callable[[ClusterSnapshot], bo
 ADMIN_TAG = "native admin"
 _JSON = "application/json"
 _LIMIT = 1024 * 1024
+#: How long ``/log-dirs`` waits for a broker before listing it with an error.
+_LOG_DIR_TIMEOUT_S = 5.0
 
 
 def admin_router(runtime: ProxyRuntime) -> APIRouter:
@@ -72,6 +81,40 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
             for _, b in sorted(snapshot.brokers.items())
         ]
         return json_response(listed, _JSON)
+
+    @router.get("/log-dirs", response_model=LogDirs)
+    async def log_dirs(
+        topic: Annotated[
+            list[str], Query(description="Only these topics' replicas (repeatable).")
+        ] = [],  # noqa: B006 (FastAPI copies defaults)
+    ) -> Response:
+        """Every live broker's data folder: disk usage and each replica's size and offsets
+        (Kafka's DescribeLogDirs). A broker that does not answer is listed with ``error``."""
+        brokers = [b for _, b in sorted(runtime.cache.snapshot.brokers.items())]
+        for name in topic:
+            validate_topic_name(name)
+        wanted = set(topic) if topic else None
+        dirs = await asyncio.gather(*(_log_dir(runtime, b, wanted) for b in brokers))
+        return json_response(LogDirs(brokers=list(dirs)), _JSON)
+
+    @router.get("/topics/{topic}/partitions/{partition}/offsets", response_model=PartitionOffset)
+    async def partition_offset(
+        topic: str,
+        partition: int,
+        timestamp: Annotated[
+            str,
+            Query(
+                description="``earliest`` (the log start), ``latest`` (the high watermark) "
+                "or milliseconds since the epoch: the first offset at or after it.",
+            ),
+        ] = "latest",
+    ) -> Response:
+        """ListOffsets of one partition, at its leader."""
+        topic_record(runtime.cache.snapshot, topic)
+        where = _timestamp(timestamp)
+        found = await runtime.reader.list_offsets(topic, partition, where)
+        answer = PartitionOffset(topic=topic, partition=partition, offset=found.offset)
+        return json_response(answer, _JSON)
 
     @router.get("/topics", response_model=TopicList)
     async def list_topics() -> Response:
@@ -137,6 +180,49 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
         )
 
     return router
+
+
+def _timestamp(text: str) -> int | str:
+    if text in ("earliest", "latest"):
+        return text
+    if text.isdigit() and len(text) <= 18:
+        return int(text)
+    raise InvalidRequestError(
+        f"timestamp must be 'earliest', 'latest' or milliseconds >= 0, got {text[:40]!r}"
+    )
+
+
+async def _log_dir(
+    runtime: ProxyRuntime, broker: BrokerRegistration, topics: set[str] | None
+) -> BrokerLogDir:
+    try:
+        async with asyncio.timeout(_LOG_DIR_TIMEOUT_S):
+            listing = await runtime.brokers.client(broker).partitions()
+    except (YakError, OSError, TimeoutError) as exc:
+        return BrokerLogDir(broker_id=broker.broker_id, error=str(exc) or type(exc).__name__)
+    replicas = [
+        ReplicaLog(
+            topic=p.topic,
+            partition=p.partition,
+            is_leader=p.is_leader,
+            leader_epoch=p.leader_epoch,
+            size_bytes=p.size_bytes,
+            segments=p.segments,
+            log_start_offset=p.log_start_offset,
+            high_watermark=p.high_watermark,
+            log_end_offset=p.log_end_offset,
+        )
+        for p in listing.partitions
+        if topics is None or p.topic in topics
+    ]
+    return BrokerLogDir(
+        broker_id=broker.broker_id,
+        log_dir=listing.log_dir,
+        disk_total_bytes=listing.disk_total_bytes,
+        disk_free_bytes=listing.disk_free_bytes,
+        size_bytes=sum(p.size_bytes for p in listing.partitions),
+        replicas=replicas,
+    )
 
 
 def _shows(snapshot: ClusterSnapshot, described: TopicDescription) -> bool:
