@@ -58,6 +58,8 @@ class LocalCluster:
     coordinator_url: str = ""
     proxy_ports: dict[int, int] = field(default_factory=dict)
     proxies: dict[int, ManagedProcess] = field(default_factory=dict)
+    console_port: int = 0
+    console: ManagedProcess | None = None
 
     def broker_url(self, broker_id: int) -> str:
         return f"http://{HOST}:{self.broker_ports[broker_id]}"
@@ -134,6 +136,32 @@ class LocalCluster:
         )
         self.proxies[index] = process
         return process
+
+    def start_console(self, proxy_index: int = 0, **env: str) -> ManagedProcess:
+        """Start the console against rest-proxy ``proxy_index``; ``env`` adds ``YAK_*``
+        settings (e.g. ``YAK_CONSOLE_SAMPLE_INTERVAL_MS``)."""
+        if not self.console_port:
+            (self.console_port,) = free_ports(1)
+        port = self.console_port
+        self.console = self.supervisor.start(
+            ProcessSpec(
+                name="console",
+                argv=(_script("yak-console"), "--host", HOST, "--port", str(port)),
+                log_path=self.folder / "logs" / "console.log",
+                health_url=f"http://{HOST}:{port}/healthz",
+                url=f"http://{HOST}:{port}",
+                env={
+                    "YAK_API_URL": self.proxy_url(proxy_index),
+                    "YAK_LOG_LEVEL": "info",
+                    **env,
+                },
+            )
+        )
+        return self.console
+
+    @property
+    def console_url(self) -> str:
+        return f"http://{HOST}:{self.console_port}"
 
     def kill_proxy(self, index: int = 0) -> None:
         process = self.proxies[index]

@@ -1,20 +1,98 @@
-"""The console service's app factory.
+"""The console's app factory: server-rendered pages (Jinja2 + htmx), live updates over SSE.
 
-The console: the web console.
+The console is a client of the public API like any user (``ConsoleRuntime``): it holds no
+state of its own beyond the sampler's recent history. Pages live in ``pages/`` (one router
+module each); static files, with the front-end libraries vendored from npm, in ``static/``.
+Errors of the public API (``YakError``) become an error page with the API's status and code,
+or for an htmx request a fragment that the page shows in place.
 """
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from yak import __version__
+from yak.errors import YakError
+from yak.web.errors import describe_validation
 from yak.web.health import health_router
+from yak_console.pages import brokers, browse, events, groups, overview, produce, topics
+from yak_console.pages.common import Pages
+from yak_console.runtime import ConsoleRuntime
+from yak_console.settings import ConsoleSettings
 
 __all__ = ["create_app"]
 
+_STATIC = Path(__file__).resolve().parent / "static"
 
-def create_app() -> FastAPI:
-    """Build the console ASGI app."""
-    app = FastAPI(title="Yak console", version=__version__)
+
+def create_app(
+    settings: ConsoleSettings | None = None,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> FastAPI:
+    """Build the console ASGI app (``transport`` reaches the public API in tests)."""
+    settings = settings or ConsoleSettings.from_env()
+    runtime = ConsoleRuntime(settings, transport=transport)
+    pages = Pages(runtime)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await runtime.start()
+        try:
+            yield
+        finally:
+            await runtime.stop()
+
+    app = FastAPI(
+        title="Yak console",
+        version=__version__,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    app.state.runtime = runtime
     app.include_router(health_router("console"))
+    app.mount("/static", StaticFiles(directory=_STATIC), name="static")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> Response:
+        return Response((_STATIC / "favicon.svg").read_bytes(), media_type="image/svg+xml")
+
+    for module in (overview, topics, browse, produce, groups, brokers, events):
+        app.include_router(module.router(pages))
+
+    @app.exception_handler(YakError)
+    async def on_yak_error(request: Request, exc: Exception) -> HTMLResponse:
+        assert isinstance(exc, YakError)
+        return _error(pages, request, exc.http_status, exc.code, exc.message)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http_error(request: Request, exc: Exception) -> HTMLResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        code = "NOT_FOUND" if exc.status_code == 404 else f"HTTP_{exc.status_code}"
+        return _error(pages, request, exc.status_code, code, str(exc.detail))
+
+    @app.exception_handler(RequestValidationError)
+    async def on_validation_error(request: Request, exc: Exception) -> HTMLResponse:
+        assert isinstance(exc, RequestValidationError)
+        return _error(pages, request, 400, "INVALID_REQUEST", describe_validation(exc))
+
     return app
+
+
+def _error(pages: Pages, request: Request, status: int, code: str, message: str) -> HTMLResponse:
+    if request.headers.get("hx-request"):
+        return pages.render(request, "_error.html", status_code=status, code=code, message=message)
+    return pages.render(
+        request, "error.html", status_code=status, code=code, message=message, title="Error"
+    )

@@ -21,7 +21,7 @@ import os
 import signal
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 from typing import Annotated, Any
@@ -91,7 +91,9 @@ def plan_cluster(
         _service(f"broker-{i}", "yak-broker", base_port + 20 + i, *common) for i in range(brokers)
     ]
     specs.append(_service("rest-proxy", "yak-rest-proxy", base_port + 30, *common))
-    specs.append(_service("console", "yak-console", base_port + 40, *common))
+    console = _service("console", "yak-console", base_port + 40, *common)
+    proxy_url = f"http://{HOST}:{base_port + 30}"
+    specs.append(replace(console, env={**console.env, "YAK_API_URL": proxy_url}))
     return ClusterPlan(data_dir, cluster_id, base_port, base_port + 1, tuple(specs))
 
 

@@ -1,0 +1,1 @@
+"""The console's pages: one router module per page, sharing ``common``'s renderer."""

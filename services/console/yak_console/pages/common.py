@@ -1,0 +1,110 @@
+"""What every page shares: the template renderer, its filters, the read-only guard.
+
+``Pages`` is built once per app and handed to each page's router factory. ``render`` adds
+the context the base layout needs (settings, the latest sample for the health banner, the
+active navigation entry). Pages render from the sampler's latest sample where they can, so
+rendering costs no API round trip.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+
+from yak import __version__
+from yak.errors import YakError
+from yak_console.runtime import ConsoleRuntime
+
+__all__ = [
+    "ConsoleReadOnlyError",
+    "Pages",
+    "format_bytes",
+    "format_number",
+    "format_rate",
+    "format_timestamp",
+]
+
+_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+
+
+class ConsoleReadOnlyError(YakError):
+    """A change was asked of a console configured read-only."""
+
+    code = "CONSOLE_READ_ONLY"
+    http_status = 403
+
+
+def format_bytes(value: float | int | None) -> str:
+    """``1536`` → ``1.5 KiB``."""
+    if value is None:
+        return "-"
+    size = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(size) < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+def format_number(value: float | int | None) -> str:
+    """``1234567`` → ``1,234,567``."""
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if isinstance(value, float) else f"{value:,}"
+
+
+def format_rate(value: float | None) -> str:
+    """Records per second, short: ``0``, ``12.5/s``, ``3.4k/s``."""
+    if value is None or math.isnan(value):
+        return "-"
+    if value >= 1000:
+        return f"{value / 1000:.1f}k/s"
+    return f"{value:.1f}/s" if value else "0/s"
+
+
+def format_timestamp(ms: int | None) -> str:
+    """Milliseconds since the epoch as UTC ISO-8601 (``-`` for none or negative)."""
+    if ms is None or ms < 0:
+        return "-"
+    moment = dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Pages:
+    """The renderer every page uses."""
+
+    def __init__(self, runtime: ConsoleRuntime) -> None:
+        self.runtime = runtime
+        self.settings = runtime.settings
+        self.templates = Jinja2Templates(directory=str(_TEMPLATES))
+        env = self.templates.env
+        env.filters["bytes"] = format_bytes
+        env.filters["number"] = format_number
+        env.filters["rate"] = format_rate
+        env.filters["timestamp"] = format_timestamp
+        env.globals["version"] = __version__
+
+    def require_writable(self) -> None:
+        """Raise ``ConsoleReadOnlyError`` when the console is configured read-only."""
+        if self.settings.read_only:
+            raise ConsoleReadOnlyError("this console is read-only (YAK_CONSOLE_READ_ONLY)")
+
+    def render(
+        self,
+        request: Request,
+        template: str,
+        *,
+        nav: str = "",
+        status_code: int = 200,
+        **context: Any,
+    ) -> HTMLResponse:
+        """Render ``template`` with the layout's context (``sample``, ``settings``, ``nav``)."""
+        context.setdefault("sample", self.runtime.sampler.latest)
+        context.update(settings=self.settings, nav=nav, read_only=self.settings.read_only)
+        return self.templates.TemplateResponse(request, template, context, status_code=status_code)

@@ -1,0 +1,280 @@
+"""``Sampler``: the console's periodic picture of the cluster, and its history.
+
+Every ``sample_interval_ms`` the sampler asks the public API for the cluster (brokers,
+controller, partition health), every broker's log dirs (replica sizes and offsets) and every
+consumer group's description (committed offsets, lag), and derives from consecutive samples
+what no single call answers: produce rates (growth of the partitions' high watermarks) and
+consume rates (growth of the groups' committed offsets), per topic and overall. Pages render
+from the latest sample, so a page with 100 topics x 16 partitions costs no API round trip;
+charts and the under-replicated banner are fed from the history over Server-Sent Events
+(``wait_next`` wakes every subscriber when a sample lands — no polling).
+
+A failed call keeps the last good part and records the error in the sample (shown on the
+pages); the loop never dies of one. ``refresh()`` samples at once (after a change made through
+the console, so the next page shows it). Single event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from yak.api.admin import ClusterInfo, LogDirs, ReplicaLog
+from yak.api.groups import GroupDescription
+from yak.errors import YakError
+from yak.sdk import AsyncAdmin
+
+__all__ = ["PartitionLog", "Sample", "Sampler", "derive"]
+
+_log = logging.getLogger(__name__)
+_K = TypeVar("_K")
+_T = TypeVar("_T")
+#: Group descriptions fetched at once.
+_GROUP_CONCURRENCY = 8
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLog:
+    """A partition's log as its leader reports it (``size_bytes`` summed over replicas in
+    ``replica_bytes``)."""
+
+    log_start_offset: int
+    high_watermark: int
+    log_end_offset: int
+    size_bytes: int
+    replica_bytes: int
+
+    @property
+    def records(self) -> int:
+        """Records between the log start and the high watermark (an upper bound after
+        compaction, as Kafka tools report it)."""
+        return max(0, self.high_watermark - self.log_start_offset)
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One look at the cluster. ``errors`` names the calls that failed (their part is the
+    previous sample's)."""
+
+    seq: int
+    at: float
+    cluster: ClusterInfo | None
+    log_dirs: LogDirs | None
+    groups: Mapping[str, GroupDescription]
+    errors: tuple[str, ...] = ()
+    #: (topic, partition) → the leader's log.
+    partitions: Mapping[tuple[str, int], PartitionLog] = field(default_factory=dict)
+    #: Records per second since the previous sample.
+    produce_rate: float = 0.0
+    consume_rate: float = 0.0
+    topic_produce_rates: Mapping[str, float] = field(default_factory=dict)
+    topic_consume_rates: Mapping[str, float] = field(default_factory=dict)
+
+    def topic_logs(self, topic: str) -> dict[int, PartitionLog]:
+        return {p: log for (t, p), log in self.partitions.items() if t == topic}
+
+    @property
+    def under_replicated(self) -> int:
+        return self.cluster.under_replicated_partition_count if self.cluster else 0
+
+    @property
+    def offline(self) -> int:
+        return self.cluster.offline_partition_count if self.cluster else 0
+
+
+def _leader_logs(log_dirs: LogDirs | None) -> dict[tuple[str, int], PartitionLog]:
+    replicas: dict[tuple[str, int], list[ReplicaLog]] = {}
+    for broker in log_dirs.brokers if log_dirs else ():
+        for replica in broker.replicas:
+            replicas.setdefault((replica.topic, replica.partition), []).append(replica)
+    logs = {}
+    for key, found in replicas.items():
+        leaders = [r for r in found if r.is_leader]
+        # Without a leader answering, the most advanced replica is the best guess.
+        best = max(leaders or found, key=lambda r: (r.leader_epoch, r.high_watermark))
+        logs[key] = PartitionLog(
+            log_start_offset=best.log_start_offset,
+            high_watermark=best.high_watermark,
+            log_end_offset=best.log_end_offset,
+            size_bytes=best.size_bytes,
+            replica_bytes=sum(r.size_bytes for r in found),
+        )
+    return logs
+
+
+def _per_topic(pairs: Iterable[tuple[str, int]]) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for topic, value in pairs:
+        totals[topic] = totals.get(topic, 0) + value
+    return totals
+
+
+def _committed(groups: Mapping[str, GroupDescription]) -> dict[tuple[str, str, int], int]:
+    return {
+        (g.group_id, p.topic, p.partition): p.committed_offset
+        for g in groups.values()
+        for p in g.partitions
+        if p.committed_offset is not None
+    }
+
+
+def _rates(
+    now: Mapping[_K, int], before: Mapping[_K, int], topic_of: Callable[[_K], str]
+) -> dict[str, int]:
+    """Growth per topic of counters present in both (a counter that went down — a
+    truncation, an offset reset — counts as 0)."""
+    grown = ((topic_of(k), max(0, v - before[k])) for k, v in now.items() if k in before)
+    return _per_topic(grown)
+
+
+def derive(
+    previous: Sample | None,
+    seq: int,
+    at: float,
+    cluster: ClusterInfo | None,
+    log_dirs: LogDirs | None,
+    groups: Mapping[str, GroupDescription],
+    errors: tuple[str, ...] = (),
+) -> Sample:
+    """The sample of these answers, with rates against ``previous`` (pure)."""
+    partitions = _leader_logs(log_dirs)
+    if previous is None or at <= previous.at:
+        return Sample(seq, at, cluster, log_dirs, groups, errors, partitions)
+    elapsed = at - previous.at
+    produced = _rates(
+        {k: v.high_watermark for k, v in partitions.items()},
+        {k: v.high_watermark for k, v in previous.partitions.items()},
+        lambda k: k[0],
+    )
+    consumed = _rates(
+        _committed(groups),
+        _committed(previous.groups),
+        lambda k: k[1],
+    )
+    return Sample(
+        seq,
+        at,
+        cluster,
+        log_dirs,
+        groups,
+        errors,
+        partitions,
+        produce_rate=sum(produced.values()) / elapsed,
+        consume_rate=sum(consumed.values()) / elapsed,
+        topic_produce_rates={t: n / elapsed for t, n in produced.items()},
+        topic_consume_rates={t: n / elapsed for t, n in consumed.items()},
+    )
+
+
+class Sampler:
+    """Samples the cluster through ``admin`` every ``interval_s`` and keeps ``history``."""
+
+    def __init__(
+        self,
+        admin: AsyncAdmin,
+        *,
+        interval_s: float = 2.0,
+        history: int = 300,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._admin = admin
+        self._interval_s = interval_s
+        self._clock = clock
+        self.history: deque[Sample] = deque(maxlen=history)
+        self._changed = asyncio.Condition()
+        self._task: asyncio.Task[None] | None = None
+        self._kick = asyncio.Event()
+        self._lock = asyncio.Lock()
+
+    @property
+    def latest(self) -> Sample | None:
+        return self.history[-1] if self.history else None
+
+    async def current(self) -> Sample:
+        """The latest sample, taking the first one if there is none yet."""
+        latest = self.latest
+        return latest if latest is not None else await self.refresh()
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="console-sampler")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def wait_next(self, after_seq: int, timeout_s: float) -> Sample | None:
+        """The first sample newer than ``after_seq``, or None after ``timeout_s``."""
+        async with self._changed:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    self._changed.wait_for(
+                        lambda: self.latest is not None and self.latest.seq > after_seq
+                    ),
+                    timeout_s,
+                )
+        latest = self.latest
+        return latest if latest is not None and latest.seq > after_seq else None
+
+    async def refresh(self) -> Sample:
+        """Sample now (one sampling at a time; a caller that waited gets the fresh one)."""
+        async with self._lock:
+            previous = self.latest
+            sample = await self._take(previous)
+            self.history.append(sample)
+        async with self._changed:
+            self._changed.notify_all()
+        return sample
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.refresh()
+            except Exception:  # the loop must outlive any one bad answer
+                _log.exception("sampling the cluster failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._kick.wait(), self._interval_s)
+            self._kick.clear()
+
+    async def _take(self, previous: Sample | None) -> Sample:
+        errors: list[str] = []
+        cluster_call = _attempt(self._admin.cluster(), "cluster", errors)
+        dirs_call = _attempt(self._admin.log_dirs(), "log dirs", errors)
+        groups_call = _attempt(self._groups(), "groups", errors)
+        cluster, log_dirs, found = await asyncio.gather(cluster_call, dirs_call, groups_call)
+        groups: Mapping[str, GroupDescription] = found or {}
+        if previous is not None:
+            cluster = cluster if cluster is not None else previous.cluster
+            log_dirs = log_dirs if log_dirs is not None else previous.log_dirs
+            groups = found if found is not None else previous.groups
+        seq = previous.seq + 1 if previous else 1
+        return derive(previous, seq, self._clock(), cluster, log_dirs, groups, tuple(errors))
+
+    async def _groups(self) -> dict[str, GroupDescription]:
+        listed = await self._admin.list_groups()
+        limit = asyncio.Semaphore(_GROUP_CONCURRENCY)
+
+        async def describe(group: str) -> GroupDescription | None:
+            async with limit:
+                with contextlib.suppress(YakError):  # deleted between list and describe
+                    return await self._admin.describe_group(group)
+                return None
+
+        found = await asyncio.gather(*(describe(g.group_id) for g in listed.groups))
+        return {d.group_id: d for d in found if d is not None}
+
+
+async def _attempt(call: Awaitable[_T], what: str, errors: list[str]) -> _T | None:
+    try:
+        return await call
+    except (YakError, OSError) as exc:
+        errors.append(f"{what}: {exc}")
+        return None

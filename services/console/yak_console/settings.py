@@ -1,0 +1,87 @@
+"""The console's settings: one frozen value, from CLI flags and ``YAK_*`` environment.
+
+The console is a client of the public API like any user: it needs only a rest-proxy's URL
+(``yak up`` passes its own proxy's).
+
+=====================  ============================  ==========================================
+setting                environment                   default
+=====================  ============================  ==========================================
+host / port            YAK_HOST / YAK_PORT           127.0.0.1 / 8080
+api_url                YAK_API_URL                   http://127.0.0.1:8082 (a rest-proxy)
+read_only              YAK_CONSOLE_READ_ONLY         false: no create, delete, edit, produce
+                                                     or offset reset (forms hidden, 403)
+allow_export           YAK_CONSOLE_EXPORT            true: the message browser's JSON/CSV export
+sample_interval_ms     YAK_CONSOLE_SAMPLE_           2000: how often the cluster is sampled
+                       INTERVAL_MS                   for rates, lag history and the banner
+history                YAK_CONSOLE_HISTORY           300 samples kept (10 min at 2 s)
+browse_max_scan        YAK_CONSOLE_BROWSE_MAX_SCAN   10000: records one browser page may scan
+                                                     looking for matches
+request_timeout_ms     —                             10000: one call to the public API
+=====================  ============================  ==========================================
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+__all__ = ["ConsoleSettings"]
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _flag(name: str, text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ValueError(f"{name} must be true or false, got {text!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleSettings:
+    """Everything a console process needs to know at start."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    api_url: str = "http://127.0.0.1:8082"
+    read_only: bool = False
+    allow_export: bool = True
+    sample_interval_ms: int = 2_000
+    history: int = 300
+    browse_max_scan: int = 10_000
+    request_timeout_ms: int = 10_000
+
+    def __post_init__(self) -> None:
+        if not self.api_url.startswith(("http://", "https://")):
+            raise ValueError(f"api_url must be an http(s) URL, got {self.api_url!r}")
+        if self.sample_interval_ms < 100:
+            raise ValueError("sample_interval_ms must be at least 100")
+        if self.history < 2:
+            raise ValueError("history must keep at least 2 samples")
+        if self.browse_max_scan < 1:
+            raise ValueError("browse_max_scan must be positive")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> ConsoleSettings:
+        """Defaults, then ``YAK_*`` variables, then ``overrides`` (CLI flags)."""
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        if "YAK_API_URL" in env:
+            values["api_url"] = env["YAK_API_URL"].rstrip("/")
+        if "YAK_CONSOLE_READ_ONLY" in env:
+            values["read_only"] = _flag("YAK_CONSOLE_READ_ONLY", env["YAK_CONSOLE_READ_ONLY"])
+        if "YAK_CONSOLE_EXPORT" in env:
+            values["allow_export"] = _flag("YAK_CONSOLE_EXPORT", env["YAK_CONSOLE_EXPORT"])
+        for name, var in (
+            ("sample_interval_ms", "YAK_CONSOLE_SAMPLE_INTERVAL_MS"),
+            ("history", "YAK_CONSOLE_HISTORY"),
+            ("browse_max_scan", "YAK_CONSOLE_BROWSE_MAX_SCAN"),
+        ):
+            if var in env:
+                values[name] = int(env[var])
+        return replace(cls(**values), **overrides)

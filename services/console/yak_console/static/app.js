@@ -1,0 +1,55 @@
+// Yak console: theme toggle, the live event stream, live counters. No framework, no build.
+(function () {
+  "use strict";
+
+  function setTheme(dark) {
+    document.documentElement.setAttribute("data-theme", dark ? "dark" : "light");
+    try { localStorage.setItem("yak-theme", dark ? "dark" : "light"); } catch (e) { /* private mode */ }
+    var toggle = document.getElementById("theme-toggle");
+    if (toggle) toggle.setAttribute("aria-pressed", dark ? "true" : "false");
+    document.dispatchEvent(new CustomEvent("yak:theme", { detail: { dark: dark } }));
+  }
+
+  function formatRate(value) {
+    if (value >= 1000) return (value / 1000).toFixed(1) + "k/s";
+    return value ? value.toFixed(1) + "/s" : "0/s";
+  }
+
+  function applyMetrics(metrics) {
+    document.querySelectorAll("[data-live]").forEach(function (el) {
+      var value = metrics[el.getAttribute("data-live")];
+      if (typeof value !== "number") return;
+      el.textContent = el.getAttribute("data-format") === "rate" ? formatRate(value) : value.toLocaleString("en-US");
+    });
+  }
+
+  function connect() {
+    if (!window.EventSource) return;
+    var source = new EventSource("/events");
+    source.addEventListener("health", function (event) {
+      var banner = document.getElementById("health-banner");
+      if (banner) banner.innerHTML = event.data;
+    });
+    source.addEventListener("metrics", function (event) {
+      var metrics = JSON.parse(event.data);
+      applyMetrics(metrics);
+      document.dispatchEvent(new CustomEvent("yak:metrics", { detail: metrics }));
+    });
+    // Closing on unload keeps the browser from logging an interrupted stream.
+    window.addEventListener("pagehide", function () { source.close(); });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var toggle = document.getElementById("theme-toggle");
+    var dark = document.documentElement.getAttribute("data-theme") === "dark";
+    if (toggle) {
+      toggle.setAttribute("aria-pressed", dark ? "true" : "false");
+      toggle.addEventListener("click", function () {
+        setTheme(document.documentElement.getAttribute("data-theme") !== "dark");
+      });
+    }
+    connect();
+  });
+
+  window.YakConsole = { setTheme: setTheme, formatRate: formatRate };
+})();

@@ -1,0 +1,67 @@
+"""The layout every page shares: overview, dark mode, phone width, keyboard, favicon."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from playwright.sync_api import Page, expect
+
+from loadtest.local_cluster import LocalCluster
+
+pytestmark = pytest.mark.integration
+
+
+def test_overview_shows_the_cluster(page: Page, console_cluster: LocalCluster) -> None:
+    page.goto("/")
+    expect(page.get_by_role("heading", name="Overview")).to_be_visible()
+    expect(page.get_by_test_id("broker-count")).to_have_text("3")
+    expect(page.get_by_test_id("controller")).to_contain_text("epoch")
+    # The live chart is drawn by uPlot from the history and the event stream.
+    expect(page.locator('[data-chart="cluster-rates"] canvas')).to_have_count(1)
+
+
+def test_dark_mode_toggle_is_remembered(page: Page) -> None:
+    page.goto("/")
+    html = page.locator("html")
+    page.emulate_media(color_scheme="light")
+    page.reload()
+    expect(html).to_have_attribute("data-theme", "light")
+    toggle = page.get_by_role("button", name="Dark mode")
+    toggle.click()
+    expect(html).to_have_attribute("data-theme", "dark")
+    expect(toggle).to_have_attribute("aria-pressed", "true")
+    page.goto("/topics")
+    expect(html).to_have_attribute("data-theme", "dark")
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(18, 21, 28)"
+
+
+def test_keyboard_reaches_navigation_and_content(page: Page) -> None:
+    page.goto("/")
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("link", name="Overview")).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("link", name="Topics")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(f"{page.url.split('/topics')[0]}/topics")
+
+
+def test_phone_width_has_no_horizontal_scroll(page: Page) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    for path in ("/", "/topics", "/groups", "/brokers"):
+        page.goto(path)
+        overflow = page.evaluate(
+            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        assert overflow <= 0, f"{path} scrolls sideways by {overflow} px at 390 px"
+
+
+def test_favicon_and_vendored_assets_are_served(console_cluster: LocalCluster) -> None:
+    with httpx.Client(base_url=console_cluster.console_url) as client:
+        icon = client.get("/favicon.ico")
+        assert (icon.status_code, icon.headers["content-type"]) == (200, "image/svg+xml")
+        for asset in ("vendor/htmx.min.js", "vendor/uPlot.iife.min.js", "app.js", "app.css"):
+            assert client.get(f"/static/{asset}").status_code == 200, asset
