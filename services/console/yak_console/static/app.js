@@ -39,6 +39,16 @@
     window.addEventListener("pagehide", function () { source.close(); });
   }
 
+  // htmx 2 swaps only 2xx answers by default; the console answers a refused form or a failed
+  // lookup with a 4xx fragment that explains why, so swap those too (without logging them).
+  if (window.htmx) {
+    htmx.config.responseHandling = [
+      { code: "204", swap: false },
+      { code: "[23]..", swap: true },
+      { code: "[45]..", swap: true, error: false },
+    ];
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     var toggle = document.getElementById("theme-toggle");
     var dark = document.documentElement.getAttribute("data-theme") === "dark";
