@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 YAK_ARGS ?=
 
-.PHONY: install up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy clean
+.PHONY: install chromium up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
@@ -18,12 +18,20 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+## Debian's chromium for the console's browser tests: Playwright drives it through
+## executable_path and never downloads a browser of its own.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
 ## Start the local cluster in the foreground (Ctrl-C stops it).
 up: $(STAMP)
 	$(BIN)/yak up $(YAK_ARGS)
 
 ## Every check and test: lint, format, types, import contracts, pytest.
-test: $(STAMP) lint typecheck imports unit
+test: $(STAMP) chromium lint typecheck imports unit
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -35,11 +43,11 @@ typecheck: $(STAMP)
 imports: $(STAMP)
 	$(BIN)/lint-imports
 
-unit: $(STAMP)
+unit: $(STAMP) chromium
 	$(BIN)/pytest
 
 ## Benchmarks (not part of `make test`); each writes loadtest/results/<name>.json.
-bench: bench-codec bench-storage bench-broker bench-replication bench-proxy
+bench: bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console
 
 bench-codec: $(STAMP)
 	$(BIN)/python -m loadtest.bench_codec
@@ -55,6 +63,9 @@ bench-replication: $(STAMP)
 
 bench-proxy: $(STAMP)
 	$(BIN)/python -m loadtest.bench_proxy
+
+bench-console: $(STAMP)
+	$(BIN)/python -m loadtest.bench_console
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .import_linter_cache
