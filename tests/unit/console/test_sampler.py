@@ -1,0 +1,162 @@
+"""The sampler's derivations (pure) and its loop against an in-process fake admin."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from yak.api.admin import BrokerLogDir, ClusterInfo, LogDirs, ReplicaLog
+from yak.api.groups import GroupDescription, GroupList, PartitionLag
+from yak.errors import NetworkError
+from yak_console.sampler import Sampler, derive
+
+
+def replica(topic: str, partition: int, hw: int, *, leader: bool, size: int = 100) -> ReplicaLog:
+    return ReplicaLog(
+        topic=topic,
+        partition=partition,
+        is_leader=leader,
+        leader_epoch=1,
+        size_bytes=size,
+        segments=1,
+        log_start_offset=0,
+        high_watermark=hw,
+        log_end_offset=hw,
+    )
+
+
+def dirs(*replicas: tuple[int, ReplicaLog]) -> LogDirs:
+    by_broker: dict[int, list[ReplicaLog]] = {}
+    for broker_id, r in replicas:
+        by_broker.setdefault(broker_id, []).append(r)
+    return LogDirs(
+        brokers=[BrokerLogDir(broker_id=b, replicas=rs) for b, rs in sorted(by_broker.items())]
+    )
+
+
+def group(name: str, *committed: tuple[str, int, int | None]) -> GroupDescription:
+    return GroupDescription(
+        group_id=name,
+        state="Stable",
+        group_epoch=1,
+        assignor="uniform",
+        members=[],
+        partitions=[
+            PartitionLag(
+                topic=t, partition=p, committed_offset=c, end_offset=100, lag=0, owner=None
+            )
+            for t, p, c in committed
+        ],
+        total_lag=0,
+    )
+
+
+def test_partition_logs_come_from_the_leader_and_sum_replica_bytes() -> None:
+    sample = derive(
+        None,
+        1,
+        10.0,
+        None,
+        dirs(
+            (0, replica("a", 0, 7, leader=True, size=70)),
+            (1, replica("a", 0, 5, leader=False, size=50)),
+        ),
+        {},
+    )
+    log = sample.partitions[("a", 0)]
+    assert (log.high_watermark, log.size_bytes, log.replica_bytes, log.records) == (7, 70, 120, 7)
+    assert sample.topic_logs("a") == {0: log}
+    assert (sample.produce_rate, sample.consume_rate) == (0.0, 0.0)
+
+
+def test_rates_are_growth_per_second_per_topic() -> None:
+    first = derive(
+        None,
+        1,
+        10.0,
+        None,
+        dirs((0, replica("a", 0, 100, leader=True)), (0, replica("b", 0, 10, leader=True))),
+        {"g": group("g", ("a", 0, 50))},
+    )
+    second = derive(
+        first,
+        2,
+        12.0,
+        None,
+        dirs((0, replica("a", 0, 300, leader=True)), (0, replica("b", 0, 10, leader=True))),
+        {"g": group("g", ("a", 0, 90))},
+    )
+    assert second.produce_rate == pytest.approx(100.0)
+    assert second.topic_produce_rates == {"a": pytest.approx(100.0), "b": 0.0}
+    assert second.consume_rate == pytest.approx(20.0)
+    assert second.topic_consume_rates == {"a": pytest.approx(20.0)}
+
+
+def test_a_counter_that_went_down_counts_as_no_growth() -> None:
+    first = derive(None, 1, 1.0, None, None, {"g": group("g", ("a", 0, 90))})
+    reset = derive(first, 2, 2.0, None, None, {"g": group("g", ("a", 0, 0))})
+    assert reset.consume_rate == 0.0
+    uncommitted = derive(reset, 3, 3.0, None, None, {"g": group("g", ("a", 0, None))})
+    assert uncommitted.topic_consume_rates == {}
+
+
+class FakeAdmin:
+    """Answers like AsyncAdmin; ``fail`` makes the named calls raise."""
+
+    def __init__(self) -> None:
+        self.hw = 0
+        self.fail: set[str] = set()
+
+    async def cluster(self) -> ClusterInfo:
+        if "cluster" in self.fail:
+            raise NetworkError("proxy down")
+        return ClusterInfo(
+            cluster_id="c",
+            coordinator_id="0",
+            controller=None,
+            brokers=[],
+            topic_count=1,
+            partition_count=1,
+            offline_partition_count=0,
+            under_replicated_partition_count=1,
+        )
+
+    async def log_dirs(self) -> LogDirs:
+        return dirs((0, replica("a", 0, self.hw, leader=True)))
+
+    async def list_groups(self) -> GroupList:
+        return GroupList(groups=[])
+
+    async def describe_group(self, name: str) -> GroupDescription:
+        raise AssertionError(name)
+
+
+async def test_refresh_wakes_waiters_and_keeps_the_last_good_part() -> None:
+    admin = FakeAdmin()
+    sampler = Sampler(admin, interval_s=60, history=3)  # type: ignore[arg-type]
+    waiter = asyncio.create_task(sampler.wait_next(0, timeout_s=5))
+    await asyncio.sleep(0)
+    first = await sampler.refresh()
+    assert await waiter is first
+    assert first.under_replicated == 1
+
+    admin.fail.add("cluster")
+    admin.hw = 10
+    second = await sampler.refresh()
+    assert second.cluster == first.cluster  # the last good answer stays on the page
+    assert second.errors == ("cluster: proxy down",)
+    assert second.partitions[("a", 0)].high_watermark == 10
+
+    for _ in range(3):
+        await sampler.refresh()
+    assert [s.seq for s in sampler.history] == [3, 4, 5]
+    assert await sampler.wait_next(5, timeout_s=0.01) is None
+
+
+async def test_the_loop_samples_and_stops() -> None:
+    sampler = Sampler(FakeAdmin(), interval_s=0.01, history=10)  # type: ignore[arg-type]
+    sampler.start()
+    assert await sampler.wait_next(2, timeout_s=5) is not None
+    await sampler.stop()
+    assert sampler.latest is not None
