@@ -1,0 +1,188 @@
+"""The consumer-group pages in a real browser: lag appearing and falling live, members and
+their partitions, an offset reset's preview and its refusal, deletion, an unknown group."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, ConsoleMessage, Dialog, Page, expect
+
+from loadtest.local_cluster import LocalCluster
+from tests.integration.console.conftest import unique
+from yak.sdk import Admin, Consumer, Producer, TopicPartition
+
+pytestmark = pytest.mark.integration
+
+#: Live numbers follow samples taken every 500 ms; a loaded machine gets some slack.
+LIVE_MS = 20_000
+#: How the browser reports a 4xx answer the test asks for (a refusal, a missing group).
+_REFUSED = re.compile(r"^Failed to load resource: the server responded with a status of 4\d\d ")
+
+
+def _produce(url: str, topic: str, count: int) -> None:
+    with Producer(url) as producer:
+        for i in range(count):
+            producer.send_and_wait(topic, f"value-{i}".encode(), key=f"k{i}".encode())
+        producer.flush()
+
+
+def _consume_all(consumer: Consumer, count: int) -> None:
+    seen = 0
+    deadline = time.monotonic() + 30
+    while seen < count:
+        assert time.monotonic() < deadline, f"consumed {seen} of {count} records"
+        seen += len(consumer.poll(1_000))
+
+
+def _topic_with_records(url: str, count: int = 100) -> str:
+    topic = unique("lag")
+    with Admin(url) as admin:
+        admin.create_topic(topic, partitions=1)
+    _produce(url, topic, count)
+    return topic
+
+
+def _committed(url: str, group: str) -> list[int | None]:
+    with Admin(url) as admin:
+        return [p.committed_offset for p in admin.describe_group(group).partitions]
+
+
+def _accept(dialog: Dialog) -> None:
+    dialog.accept()
+
+
+@pytest.fixture
+def refusing_page(
+    browser: Browser, console_cluster: LocalCluster, request: pytest.FixtureRequest
+) -> Iterator[Page]:
+    """Like ``page`` for a test that expects 4xx answers: the browser logs each one as a
+    console error, so those (and only those) do not fail the test."""
+    context = browser.new_context(
+        base_url=console_cluster.console_url, viewport={"width": 1280, "height": 800}
+    )
+    context.set_default_timeout(15_000)
+    opened = context.new_page()
+    problems: list[str] = []
+
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type == "error" and not _REFUSED.match(message.text):
+            problems.append(f"console error: {message.text}")
+
+    opened.on("console", on_console)
+    opened.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    try:
+        yield opened
+    finally:
+        context.close()
+    assert not problems, "\n".join(problems)
+
+
+def test_lag_appears_and_falls_to_zero_live(page: Page, console_cluster: LocalCluster) -> None:
+    url = console_cluster.proxy_url(0)
+    topic, group = _topic_with_records(url), unique("group")
+    page.goto("/groups")
+    expect(page.get_by_role("heading", name="Consumer groups")).to_be_visible()
+    consumer = Consumer(url, group, [topic], auto_offset_reset="earliest")
+    detail = page.context.new_page()
+    errors: list[str] = []
+    detail.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    try:
+        _consume_all(consumer, 100)
+        consumer.commit({TopicPartition(topic, 0): 40})
+        # The open list page learns of the group and its lag without a reload.
+        row = page.locator(f'tr[data-group="{group}"]')
+        expect(row.get_by_test_id("group-lag")).to_have_text("60", timeout=LIVE_MS)
+        expect(row.get_by_test_id("group-members")).to_have_text("1")
+
+        detail.goto(f"/groups/{group}")
+        expect(detail.get_by_test_id("total-lag")).to_have_text("60")
+        member = detail.get_by_test_id("members").locator(f'tr[data-member="{consumer.member_id}"]')
+        expect(member.get_by_test_id("member-assignment")).to_have_text(f"{topic}: 0")
+        partition = detail.locator(f'[data-testid="partitions"] tr[data-partition="{topic}-0"]')
+        expect(partition.get_by_test_id("committed")).to_have_text("40")
+        expect(partition.get_by_test_id("partition-lag")).to_have_text("60")
+        expect(partition).to_contain_text(consumer.member_id or "")
+        expect(detail.locator('[data-chart="group-lag"] canvas')).to_have_count(1)
+
+        consumer.commit()  # the rest: every record polled
+        expect(detail.get_by_test_id("total-lag")).to_have_text("0", timeout=LIVE_MS)
+        expect(partition.get_by_test_id("partition-lag")).to_have_text("0", timeout=LIVE_MS)
+        expect(partition.get_by_test_id("committed")).to_have_text("100")
+        expect(row.get_by_test_id("group-lag")).to_have_text("0", timeout=LIVE_MS)
+    finally:
+        consumer.close()
+        detail.close()
+    assert not errors, errors
+
+
+def test_reset_preview_changes_nothing_then_apply_and_delete(
+    page: Page, console_cluster: LocalCluster
+) -> None:
+    url = console_cluster.proxy_url(0)
+    topic, group = _topic_with_records(url), unique("group")
+    with Consumer(url, group, [topic], auto_offset_reset="earliest") as consumer:
+        _consume_all(consumer, 100)
+        consumer.commit()
+    page.goto(f"/groups/{group}")
+    expect(page.get_by_test_id("no-members")).to_be_visible(timeout=LIVE_MS)
+    expect(page.get_by_test_id("total-lag")).to_have_text("0")
+
+    page.get_by_label("Reset to").select_option("earliest")
+    page.get_by_role("button", name="Preview").click()
+    preview = page.get_by_test_id("reset-preview")
+    change = preview.locator(f'tr[data-partition="{topic}-0"]')
+    expect(change.get_by_test_id("reset-previous")).to_have_text("100")
+    expect(change.get_by_test_id("reset-new")).to_have_text("0")
+    expect(change.get_by_test_id("reset-lag-after")).to_have_text("100")
+    assert _committed(url, group) == [100]
+    expect(page.get_by_test_id("total-lag")).to_have_text("0")
+
+    page.once("dialog", _accept)
+    page.get_by_role("button", name="Apply").click()
+    expect(page.get_by_test_id("reset-applied")).to_contain_text("Offsets reset")
+    expect(page.get_by_test_id("total-lag")).to_have_text("100", timeout=LIVE_MS)
+    expect(page.get_by_test_id("committed")).to_have_text("0", timeout=LIVE_MS)
+    assert _committed(url, group) == [0]
+
+    page.once("dialog", _accept)
+    page.get_by_role("button", name="Delete group").click()
+    expect(page).to_have_url(re.compile(r"/groups\?deleted="))
+    expect(page.get_by_test_id("group-deleted")).to_contain_text(group)
+    expect(page.locator(f'tr[data-group="{group}"]')).to_have_count(0)
+
+
+def test_reset_and_delete_of_an_active_group_are_refused(
+    refusing_page: Page, console_cluster: LocalCluster
+) -> None:
+    page = refusing_page
+    url = console_cluster.proxy_url(0)
+    topic, group = _topic_with_records(url), unique("group")
+    with Consumer(url, group, [topic], auto_offset_reset="earliest") as consumer:
+        _consume_all(consumer, 100)
+        consumer.commit()
+        page.goto(f"/groups/{group}")
+        page.get_by_label("Reset to").select_option("earliest")
+        page.once("dialog", _accept)
+        page.get_by_role("button", name="Apply").click()
+        refusal = page.get_by_test_id("reset-error")
+        expect(refusal).to_contain_text("NON_EMPTY_GROUP")
+        expect(refusal).to_contain_text("active member")
+        expect(refusal).to_contain_text("Nothing was changed")
+        assert _committed(url, group) == [100]
+
+        page.once("dialog", _accept)
+        page.get_by_role("button", name="Delete group").click()
+        expect(page.locator("#delete-result")).to_contain_text("NON_EMPTY_GROUP")
+        expect(page).to_have_url(re.compile(rf"/groups/{group}$"))
+    assert _committed(url, group) == [100]
+
+
+def test_an_unknown_group_is_a_404_page(refusing_page: Page) -> None:
+    group = unique("no-such-group")
+    response = refusing_page.goto(f"/groups/{group}")
+    assert response is not None
+    assert response.status == 404
+    expect(refusing_page.get_by_test_id("error")).to_contain_text("GROUP_ID_NOT_FOUND")
