@@ -1,0 +1,93 @@
+"""``TopicDirectory``: recent topic descriptions (configs, replicas, ISR) for list pages.
+
+The sampler's picture holds the logs' sizes and offsets but not each topic's configs or ISR,
+and the public API answers those one topic at a time. A list page cannot afford a request per
+topic, so it reads them from here: a description is fetched once, kept, and served while it
+is younger than ``max_age_s``; an older one is still served while one background task fetches
+it again (stale-while-revalidate). Changes made through the console store the API's answer at
+once (``remember``), so the console's own edits show without waiting. ``describe_all(...,
+fresh=True)`` asks for every topic now (the health filter, where stale is wrong).
+
+Single event loop; concurrent callers may fetch the same missing topic twice (harmless).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Collection, Iterable
+
+from yak.api.admin import TopicDescription
+from yak.errors import UnknownTopicOrPartitionError, YakError
+from yak.sdk import AsyncAdmin
+
+__all__ = ["TopicDirectory"]
+
+_log = logging.getLogger(__name__)
+
+
+class TopicDirectory:
+    """Topic descriptions by name, each with the time it was fetched."""
+
+    def __init__(
+        self,
+        admin: AsyncAdmin,
+        *,
+        max_age_s: float = 10.0,
+        concurrency: int = 16,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._admin = admin
+        self._max_age_s = max_age_s
+        self._clock = clock
+        self._limit = asyncio.Semaphore(concurrency)
+        self._known: dict[str, tuple[float, TopicDescription]] = {}
+        self._refreshing: asyncio.Task[None] | None = None
+
+    def remember(self, topic: TopicDescription) -> None:
+        self._known[topic.name] = (self._clock(), topic)
+
+    def forget(self, name: str) -> None:
+        self._known.pop(name, None)
+
+    def retain(self, names: Collection[str]) -> None:
+        """Drop topics that no longer exist."""
+        for name in [n for n in self._known if n not in names]:
+            del self._known[name]
+
+    async def describe(self, name: str) -> TopicDescription:
+        """One topic, asked now (raises the API's error, e.g. for an unknown topic)."""
+        found = await self._admin.describe_topic(name)
+        self.remember(found)
+        return found
+
+    async def describe_all(
+        self, names: Iterable[str], *, fresh: bool = False
+    ) -> dict[str, TopicDescription]:
+        """The descriptions of ``names`` that exist: kept ones unless ``fresh``, the missing
+        ones fetched now; kept ones past their age are fetched again in the background."""
+        wanted = list(dict.fromkeys(names))
+        missing = wanted if fresh else [n for n in wanted if n not in self._known]
+        await asyncio.gather(*(self._fetch(n) for n in missing))
+        now = self._clock()
+        stale = [
+            n for n in wanted if n in self._known and now - self._known[n][0] > self._max_age_s
+        ]
+        if stale and (self._refreshing is None or self._refreshing.done()):
+            self._refreshing = asyncio.get_running_loop().create_task(
+                self._refetch(stale), name="console-topic-directory"
+            )
+        return {n: self._known[n][1] for n in wanted if n in self._known}
+
+    async def _fetch(self, name: str) -> None:
+        async with self._limit:
+            try:
+                self.remember(await self._admin.describe_topic(name))
+            except UnknownTopicOrPartitionError:
+                self.forget(name)
+            except (YakError, OSError) as exc:  # keep what we had; the page shows the rest
+                _log.warning("describing topic %s failed: %s", name, exc)
+
+    async def _refetch(self, names: list[str]) -> None:
+        await asyncio.gather(*(self._fetch(n) for n in names))
