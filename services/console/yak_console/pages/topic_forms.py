@@ -20,7 +20,7 @@ from yak.errors import (
     YakError,
 )
 from yak.names import validate_topic_name
-from yak.topic_config import CATALOGUE, validate_min_insync_replicas
+from yak.topic_config import CATALOGUE, INT_MAX, validate_min_insync_replicas
 
 __all__ = [
     "FormErrors",
@@ -123,7 +123,7 @@ def new_topic(form: Mapping[str, str], *, live_brokers: int) -> NewTopic | FormE
     partitions = _count(
         form.get("partitions", ""), "Partitions", 1, MAX_PARTITIONS, errors, "partitions"
     )
-    most = max(live_brokers, 1)
+    most = live_brokers or INT_MAX  # no broker count known: the API is the judge
     replication = _count(
         form.get("replication_factor", ""),
         "Replication factor",
