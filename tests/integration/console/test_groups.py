@@ -7,11 +7,12 @@ import re
 import time
 from collections.abc import Iterator
 
+import httpx
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Dialog, Page, expect
 
 from loadtest.local_cluster import LocalCluster
-from tests.integration.console.conftest import unique
+from tests.integration.console.conftest import ARTIFACTS, unique
 from yak.sdk import Admin, Consumer, Producer, TopicPartition
 
 pytestmark = pytest.mark.integration
@@ -76,6 +77,9 @@ def refusing_page(
     try:
         yield opened
     finally:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shot = ARTIFACTS / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', request.node.name)}.png"
+        opened.screenshot(path=str(shot), full_page=True)
         context.close()
     assert not problems, "\n".join(problems)
 
@@ -139,6 +143,8 @@ def test_reset_preview_changes_nothing_then_apply_and_delete(
     expect(change.get_by_test_id("reset-lag-after")).to_have_text("100")
     assert _committed(url, group) == [100]
     expect(page.get_by_test_id("total-lag")).to_have_text("0")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "group_reset_preview.png"), full_page=True)
 
     page.once("dialog", _accept)
     page.get_by_role("button", name="Apply").click()
@@ -186,3 +192,58 @@ def test_an_unknown_group_is_a_404_page(refusing_page: Page) -> None:
     assert response is not None
     assert response.status == 404
     expect(refusing_page.get_by_test_id("error")).to_contain_text("GROUP_ID_NOT_FOUND")
+
+
+def _sideways_overflow(page: Page) -> int:
+    overflow = page.evaluate(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    assert isinstance(overflow, int)
+    return overflow
+
+
+def test_group_pages_fit_a_phone(refusing_page: Page, console_cluster: LocalCluster) -> None:
+    page = refusing_page
+    url = console_cluster.proxy_url(0)
+    topic, group = _topic_with_records(url, 10), unique("a-rather-long-consumer-group-name")
+    with Consumer(url, group, [topic], auto_offset_reset="earliest") as consumer:
+        _consume_all(consumer, 10)
+        consumer.commit()
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.goto(f"/groups/{group}")
+        expect(page.get_by_test_id("members")).to_be_visible()
+        page.get_by_role("button", name="Preview").click()
+        expect(page.get_by_test_id("reset-error")).to_contain_text("NON_EMPTY_GROUP")
+        page.get_by_label("Force").check()
+        page.get_by_role("button", name="Preview").click()
+        expect(page.get_by_test_id("reset-preview")).to_be_visible()
+        assert _sideways_overflow(page) <= 0
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "group_page_phone.png"), full_page=True)
+        page.goto("/groups")
+        expect(page.locator(f'tr[data-group="{group}"]')).to_be_visible()
+        assert _sideways_overflow(page) <= 0
+
+
+def test_reset_and_delete_work_without_javascript(console_cluster: LocalCluster) -> None:
+    url = console_cluster.proxy_url(0)
+    topic, group = _topic_with_records(url, 10), unique("group")
+    with Consumer(url, group, [topic], auto_offset_reset="earliest") as consumer:
+        _consume_all(consumer, 10)
+        consumer.commit()
+    with httpx.Client(base_url=console_cluster.console_url) as client:
+        form = {"to": "offset", "offset": "3", "topic": topic, "action": "preview"}
+        preview = client.post(f"/groups/{group}/reset", data=form)
+        assert preview.status_code == 200
+        assert 'data-testid="reset-preview"' in preview.text
+        assert "<html" in preview.text
+        bad = client.post(f"/groups/{group}/reset", data={"to": "offset", "offset": "x"})
+        assert bad.status_code == 400
+        assert "INVALID_REQUEST" in bad.text
+        assert _committed(url, group) == [10]
+        deleted = client.post(f"/groups/{group}/delete")
+        assert (deleted.status_code, deleted.headers["location"]) == (
+            303,
+            f"/groups?deleted={group}",
+        )
+        assert client.get(f"/groups/{group}").status_code == 404

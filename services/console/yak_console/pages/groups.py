@@ -27,7 +27,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from yak.api.groups import GroupDescription, OffsetResetResult
 from yak.api.records import INT64_MAX
-from yak.errors import InvalidRequestError, YakError
+from yak.errors import GroupIdNotFoundError, InvalidRequestError, YakError
 from yak_console.pages.common import Pages
 from yak_console.sampler import Sample
 
@@ -177,13 +177,17 @@ def router(pages: Pages) -> APIRouter:
 
     @routes.get("/groups/{group}", response_class=HTMLResponse, include_in_schema=False)
     async def group_page(request: Request, group: str, since: str | None = None) -> Response:
-        found = await describe(group)
+        if since is None:
+            found = await describe(group)
+            return _group_page(request, found, _digest([found.model_dump_json()]))
+        try:
+            found = await describe(group)
+        except GroupIdNotFoundError:  # deleted while the page was open: say so in place
+            return pages.render(request, "_group_gone.html", group_id=group)
         digest = _digest([found.model_dump_json()])
-        if since is not None:
-            if since == digest:
-                return Response(status_code=204)
-            return pages.render(request, "_group_live.html", group=found, digest=digest)
-        return _group_page(request, found, digest)
+        if since == digest:
+            return Response(status_code=204)
+        return pages.render(request, "_group_live.html", group=found, digest=digest)
 
     def _group_page(
         request: Request,
