@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from loadtest.local_cluster import LocalCluster
-from tests.integration.console.conftest import unique
+from tests.integration.console.conftest import ARTIFACTS, unique
 from yak.sdk import Admin
 
 pytestmark = pytest.mark.integration
@@ -48,6 +48,9 @@ def test_brokers_show_led_and_followed_partitions_and_disk(
         expect(row.get_by_test_id("status")).to_have_text("up")
         expect(row.get_by_test_id("disk")).to_contain_text(re.compile(r"free of .* used"))
         expect(row.locator("meter")).to_have_attribute("aria-label", re.compile("Disk used"))
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "brokers_list.png"), full_page=True)
 
     page.get_by_role("link", name="0", exact=True).click()
     expect(page).to_have_url(re.compile(r"/brokers/0$"))
