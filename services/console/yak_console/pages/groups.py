@@ -166,7 +166,9 @@ def router(pages: Pages) -> APIRouter:
         sample = await sampler.current()
         listed = sorted(sample.groups.values(), key=lambda g: g.group_id)
         # The lag cells follow the events by themselves; the table changes with the rest.
-        digest = _digest(f"{g.group_id}/{g.state}/{len(g.members)}" for g in listed)
+        digest = _digest(
+            f"{g.group_id}/{g.state}/{len(g.members)}/{len(g.partitions)}" for g in listed
+        )
         if since is not None:
             if since == digest:
                 return Response(status_code=204)
