@@ -307,9 +307,9 @@ class Rendered:
 
     @property
     def preview(self) -> str:
-        """The first line, up to 80 characters."""
-        first = self.text.split("\n", 1)[0]
-        return first[:80] + "…" if len(first) > 80 else first
+        """One line of up to 80 characters (runs of white space shown as one space)."""
+        line = " ".join(self.text[:400].split())
+        return line[:80] + "…" if len(line) > 80 else line
 
     @property
     def long(self) -> bool:
@@ -320,11 +320,12 @@ class Rendered:
 def hex_dump(data: bytes) -> str:
     """16 bytes a line: offset, hex bytes and the printable ASCII."""
     lines = []
+    width = 47 if len(data) > 16 else 0  # columns line up when there are several lines
     for at in range(0, len(data), 16):
         chunk = data[at : at + 16]
         hexes = " ".join(f"{b:02x}" for b in chunk)
         printable = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
-        lines.append(f"{at:08x}  {hexes:<47}  |{printable}|")
+        lines.append(f"{at:08x}  {hexes:<{width}}  |{printable}|")
     return "\n".join(lines)
 
 

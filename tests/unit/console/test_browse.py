@@ -10,12 +10,14 @@ import json
 from collections.abc import Coroutine
 from typing import Any, Literal, TypeVar
 
+import httpx
 import pytest
 
 from yak.api.admin import PartitionInfo, PartitionOffset, TopicDescription
 from yak.errors import InvalidRequestError, OffsetOutOfRangeError
 from yak.sdk.reader import PartitionRead
 from yak.sdk.records import ConsumerRecord
+from yak_console.app import create_app
 from yak_console.browse import (
     BrowsePage,
     Filters,
@@ -33,6 +35,7 @@ from yak_console.browse import (
 )
 from yak_console.pages.browse import parse_request, parse_timestamp
 from yak_console.pages.produce import MAX_RECORD_BYTES, ProduceForm, parse_headers
+from yak_console.settings import ConsoleSettings
 
 TOPIC = "orders"
 
@@ -316,8 +319,15 @@ def test_render_text_json_hex_and_auto() -> None:
     assert render(b"42", Format.AUTO).kind == "text"  # a bare scalar stays as typed
     assert render(b"hello", Format.AUTO) == render(b"hello", Format.TEXT)
     assert render(b"\x00\xff", Format.AUTO).kind == "hex"
-    assert render(b"AB", Format.HEX).text == "00000000  41 42" + " " * 42 + "  |AB|"
+    assert render(b"AB", Format.HEX).text == "00000000  41 42  |AB|"
     assert render(None, Format.AUTO).kind == "null"
+
+
+def test_a_preview_is_one_short_line() -> None:
+    shown = render(b'{"a": 1, "b": [2]}', Format.JSON)
+    assert shown.long
+    assert shown.preview == '{ "a": 1, "b": [ 2 ] }'
+    assert not render(b"short", Format.TEXT).long
 
 
 def test_hex_dump_lines() -> None:
@@ -326,7 +336,7 @@ def test_hex_dump_lines() -> None:
     assert (
         lines[0] == "00000000  3e 3f 40 41 42 43 44 45 46 47 48 49 4a 4b 4c 4d  |>?@ABCDEFGHIJKLM|"
     )
-    assert lines[1].startswith("00000010  4e 4f ")
+    assert lines[1].startswith("00000010  4e 4f" + " " * 42 + "  |NO|")
     assert lines[1].endswith("|NO|")
     assert hex_dump(b"") == ""
     assert hex_dump(b"\n")[-3:] == "|.|"
@@ -482,3 +492,75 @@ def test_produce_form_validation() -> None:
     assert form.validate(3) == (2, [("h", b"1")])
     assert not form.errors
     assert ProduceForm().validate(1) == (None, [])
+
+
+# The pages, in process, on a mock public API ---------------------------------------------
+
+
+def _api(request: httpx.Request) -> httpx.Response:
+    """The public API's answers the browse and produce pages need for ``TOPIC``."""
+    if request.url.path == f"/api/v1/topics/{TOPIC}":
+        return httpx.Response(200, json=topic(1).model_dump(mode="json"))
+    if request.url.path.endswith("/offsets"):
+        return httpx.Response(200, json={"topic": TOPIC, "partition": 0, "offset": 0})
+    if request.url.path.endswith("/records"):
+        body = {
+            "topic": TOPIC,
+            "partition": 0,
+            "records": [],
+            "next_offset": 0,
+            "high_watermark": 0,
+            "log_start_offset": 0,
+        }
+        return httpx.Response(200, json=body)
+    return httpx.Response(404, json={"code": "UNKNOWN_TOPIC_OR_PARTITION", "message": "no topic"})
+
+
+def _client(**settings: Any) -> httpx.AsyncClient:
+    """The console in process (no lifespan: the sampler stays off) on the mock API."""
+    app = create_app(ConsoleSettings(**settings), transport=httpx.MockTransport(_api))
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://console")
+
+
+async def test_export_switched_off_is_refused_and_its_buttons_hidden() -> None:
+    async with _client(allow_export=False) as client:
+        for suffix in ("json", "csv"):
+            refused = await client.get(f"/topics/{TOPIC}/messages/export.{suffix}")
+            assert refused.status_code == 403
+            assert "message export is switched off" in refused.text
+        page = await client.get(f"/topics/{TOPIC}/messages")
+    assert page.status_code == 200
+    assert "Scanned 0 records" in page.text
+    assert "Export JSON" not in page.text
+
+
+async def test_a_read_only_console_hides_the_produce_form_and_refuses_a_post() -> None:
+    async with _client(read_only=True) as client:
+        page = await client.get(f"/topics/{TOPIC}/produce")
+        assert page.status_code == 200
+        assert "read-only" in page.text
+        assert "<form" not in page.text.split("<main", 1)[1]
+        browser = await client.get(f"/topics/{TOPIC}/messages")
+        assert "Produce a message" not in browser.text
+        refused = await client.post(f"/topics/{TOPIC}/produce", data={"value": "x"})
+        assert refused.status_code == 403
+
+
+async def test_pages_answer_404_for_an_unknown_topic_and_400_for_bad_input() -> None:
+    htmx = {"HX-Request": "true"}
+    async with _client() as client:
+        assert (await client.get("/topics/absent/messages")).status_code == 404
+        bad = await client.get(f"/topics/{TOPIC}/messages?limit=0")
+        fragment = await client.get(f"/topics/{TOPIC}/messages/results?partition=1", headers=htmx)
+        refused = await client.post(
+            f"/topics/{TOPIC}/produce", data={"headers": ": v"}, headers=htmx
+        )
+    assert bad.status_code == 400
+    assert "page size must be a whole number between 1 and 500" in bad.text
+    assert 'id="browse-form"' in bad.text  # the form stays, to correct the input
+    assert fragment.status_code == 400
+    assert "has no partition 1" in fragment.text
+    assert "<html" not in fragment.text
+    assert refused.status_code == 400
+    assert "line 1: the header has no name" in refused.text
+    assert 'id="produce-region"' in refused.text
