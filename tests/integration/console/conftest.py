@@ -5,6 +5,11 @@ The browser is the system's ``chromium`` (``make test`` installs it with apt-get
 never downloads one. Every test gets a fresh browser context; its page fails the test on any
 error in the browser console or an uncaught page error, and leaves a full-page screenshot in
 ``.artifacts/console/`` (``YAK_TEST_ARTIFACTS`` overrides the folder) — pass or fail.
+
+Chromium itself logs every 4xx answer ("Failed to load resource: the server responded with a
+status of 400") as a console error, for a page load and for an htmx request alike. A test
+that provokes refusals on purpose marks itself ``@pytest.mark.expects_http_errors``: those
+messages, and only those, are then let through.
 """
 
 from __future__ import annotations
@@ -77,13 +82,19 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
         launched.close()
 
 
+_HTTP_4XX = re.compile(r"Failed to load resource: the server responded with a status of 4\d\d")
+
+
 class PageProblems:
     """Errors the browser reported while a test ran."""
 
-    def __init__(self) -> None:
+    def __init__(self, allow_4xx: bool) -> None:
         self.messages: list[str] = []
+        self._allow_4xx = allow_4xx
 
     def on_console(self, message: ConsoleMessage) -> None:
+        if self._allow_4xx and _HTTP_4XX.match(message.text):
+            return
         if message.type == "error":
             self.messages.append(f"console error: {message.text} ({message.location})")
 
@@ -105,7 +116,7 @@ def page(
     )
     context.set_default_timeout(15_000)
     opened = context.new_page()
-    problems = PageProblems()
+    problems = PageProblems(request.node.get_closest_marker("expects_http_errors") is not None)
     opened.on("console", problems.on_console)
     opened.on("pageerror", problems.on_page_error)
     try:

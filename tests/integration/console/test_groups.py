@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Dialog, Page, expect
+from playwright.sync_api import Dialog, Page, expect
 
 from loadtest.local_cluster import LocalCluster
 from tests.integration.console.conftest import ARTIFACTS, unique
@@ -19,8 +18,6 @@ pytestmark = pytest.mark.integration
 
 #: Live numbers follow samples taken every 500 ms; a loaded machine gets some slack.
 LIVE_MS = 20_000
-#: How the browser reports a 4xx answer the test asks for (a refusal, a missing group).
-_REFUSED = re.compile(r"^Failed to load resource: the server responded with a status of 4\d\d ")
 
 
 def _produce(url: str, topic: str, count: int) -> None:
@@ -53,35 +50,6 @@ def _committed(url: str, group: str) -> list[int | None]:
 
 def _accept(dialog: Dialog) -> None:
     dialog.accept()
-
-
-@pytest.fixture
-def refusing_page(
-    browser: Browser, console_cluster: LocalCluster, request: pytest.FixtureRequest
-) -> Iterator[Page]:
-    """Like ``page`` for a test that expects 4xx answers: the browser logs each one as a
-    console error, so those (and only those) do not fail the test."""
-    context = browser.new_context(
-        base_url=console_cluster.console_url, viewport={"width": 1280, "height": 800}
-    )
-    context.set_default_timeout(15_000)
-    opened = context.new_page()
-    problems: list[str] = []
-
-    def on_console(message: ConsoleMessage) -> None:
-        if message.type == "error" and not _REFUSED.match(message.text):
-            problems.append(f"console error: {message.text}")
-
-    opened.on("console", on_console)
-    opened.on("pageerror", lambda error: problems.append(f"page error: {error}"))
-    try:
-        yield opened
-    finally:
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        shot = ARTIFACTS / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', request.node.name)}.png"
-        opened.screenshot(path=str(shot), full_page=True)
-        context.close()
-    assert not problems, "\n".join(problems)
 
 
 def test_lag_appears_and_falls_to_zero_live(page: Page, console_cluster: LocalCluster) -> None:
@@ -160,10 +128,10 @@ def test_reset_preview_changes_nothing_then_apply_and_delete(
     expect(page.locator(f'tr[data-group="{group}"]')).to_have_count(0)
 
 
+@pytest.mark.expects_http_errors
 def test_reset_and_delete_of_an_active_group_are_refused(
-    refusing_page: Page, console_cluster: LocalCluster
+    page: Page, console_cluster: LocalCluster
 ) -> None:
-    page = refusing_page
     url = console_cluster.proxy_url(0)
     topic, group = _topic_with_records(url), unique("group")
     with Consumer(url, group, [topic], auto_offset_reset="earliest") as consumer:
@@ -186,12 +154,13 @@ def test_reset_and_delete_of_an_active_group_are_refused(
     assert _committed(url, group) == [100]
 
 
-def test_an_unknown_group_is_a_404_page(refusing_page: Page) -> None:
+@pytest.mark.expects_http_errors
+def test_an_unknown_group_is_a_404_page(page: Page) -> None:
     group = unique("no-such-group")
-    response = refusing_page.goto(f"/groups/{group}")
+    response = page.goto(f"/groups/{group}")
     assert response is not None
     assert response.status == 404
-    expect(refusing_page.get_by_test_id("error")).to_contain_text("GROUP_ID_NOT_FOUND")
+    expect(page.get_by_test_id("error")).to_contain_text("GROUP_ID_NOT_FOUND")
 
 
 def _sideways_overflow(page: Page) -> int:
@@ -202,8 +171,8 @@ def _sideways_overflow(page: Page) -> int:
     return overflow
 
 
-def test_group_pages_fit_a_phone(refusing_page: Page, console_cluster: LocalCluster) -> None:
-    page = refusing_page
+@pytest.mark.expects_http_errors
+def test_group_pages_fit_a_phone(page: Page, console_cluster: LocalCluster) -> None:
     url = console_cluster.proxy_url(0)
     topic, group = _topic_with_records(url, 10), unique("a-rather-long-consumer-group-name")
     with Consumer(url, group, [topic], auto_offset_reset="earliest") as consumer:

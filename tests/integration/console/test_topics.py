@@ -4,48 +4,15 @@ edit retention.ms, delete with a typed confirmation, and the list at phone width
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, expect
+from playwright.sync_api import Page, expect
 
 from loadtest.local_cluster import LocalCluster
 from tests.integration.console.conftest import ARTIFACTS, unique
 from yak.sdk import Admin
 
 pytestmark = pytest.mark.integration
-
-#: How the browser reports a 4xx answer the test asks for (a refused form).
-_REFUSED = re.compile(r"^Failed to load resource: the server responded with a status of 4\d\d ")
-
-
-@pytest.fixture
-def refusing_page(
-    browser: Browser, console_cluster: LocalCluster, request: pytest.FixtureRequest
-) -> Iterator[Page]:
-    """Like ``page`` for a test that submits bad forms: the browser logs each 4xx answer as
-    a console error, so those (and only those) do not fail the test."""
-    context = browser.new_context(
-        base_url=console_cluster.console_url, viewport={"width": 1280, "height": 800}
-    )
-    context.set_default_timeout(15_000)
-    opened = context.new_page()
-    problems: list[str] = []
-
-    def on_console(message: ConsoleMessage) -> None:
-        if message.type == "error" and not _REFUSED.match(message.text):
-            problems.append(f"console error: {message.text}")
-
-    opened.on("console", on_console)
-    opened.on("pageerror", lambda error: problems.append(f"page error: {error}"))
-    try:
-        yield opened
-    finally:
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        shot = ARTIFACTS / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', request.node.name)}.png"
-        opened.screenshot(path=str(shot), full_page=True)
-        context.close()
-    assert not problems, "\n".join(problems)
 
 
 def _topics(console_cluster: LocalCluster) -> set[str]:
@@ -88,10 +55,8 @@ def test_create_a_topic_through_the_form(page: Page, console_cluster: LocalClust
     assert name in _topics(console_cluster)
 
 
-def test_a_bad_name_is_refused_on_its_field(
-    refusing_page: Page, console_cluster: LocalCluster
-) -> None:
-    page = refusing_page
+@pytest.mark.expects_http_errors
+def test_a_bad_name_is_refused_on_its_field(page: Page, console_cluster: LocalCluster) -> None:
     before = _topics(console_cluster)
     page.goto("/topics/new")
     page.get_by_label("Name", exact=True).fill("no spaces allowed!")
@@ -106,8 +71,8 @@ def test_a_bad_name_is_refused_on_its_field(
     assert _topics(console_cluster) == before
 
 
-def test_an_existing_name_is_refused(refusing_page: Page, console_cluster: LocalCluster) -> None:
-    page = refusing_page
+@pytest.mark.expects_http_errors
+def test_an_existing_name_is_refused(page: Page, console_cluster: LocalCluster) -> None:
     name = unique("ui-taken")
     _create(console_cluster, name)
     page.goto("/topics/new")
@@ -138,8 +103,8 @@ def test_search_filters_the_list(page: Page, console_cluster: LocalCluster) -> N
     expect(page.locator(f'tr[data-topic="{beta}"]')).to_be_visible()
 
 
-def test_edit_retention(refusing_page: Page, console_cluster: LocalCluster) -> None:
-    page = refusing_page
+@pytest.mark.expects_http_errors
+def test_edit_retention(page: Page, console_cluster: LocalCluster) -> None:
     name = unique("ui-retention")
     _create(console_cluster, name)
     page.goto(f"/topics/{name}")
@@ -166,8 +131,8 @@ def test_edit_retention(refusing_page: Page, console_cluster: LocalCluster) -> N
     expect(page.get_by_test_id("retention")).to_have_text("7 d")
 
 
-def test_delete_with_confirmation(refusing_page: Page, console_cluster: LocalCluster) -> None:
-    page = refusing_page
+@pytest.mark.expects_http_errors
+def test_delete_with_confirmation(page: Page, console_cluster: LocalCluster) -> None:
     name = unique("ui-doomed")
     _create(console_cluster, name)
     page.goto(f"/topics/{name}")
