@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -29,7 +29,7 @@ from yak_console.pages.common import Pages
 from yak_console.runtime import ConsoleRuntime
 from yak_console.settings import ConsoleSettings
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "page_routers"]
 
 _STATIC = Path(__file__).resolve().parent / "static"
 
@@ -68,8 +68,8 @@ def create_app(
     async def favicon() -> Response:
         return Response((_STATIC / "favicon.svg").read_bytes(), media_type="image/svg+xml")
 
-    for module in (overview, topics, browse, produce, groups, brokers, events):
-        app.include_router(module.router(pages))
+    for router in page_routers(pages):
+        app.include_router(router)
 
     @app.exception_handler(YakError)
     async def on_yak_error(request: Request, exc: Exception) -> HTMLResponse:
@@ -88,6 +88,12 @@ def create_app(
         return _error(pages, request, 400, "INVALID_REQUEST", describe_validation(exc))
 
     return app
+
+
+def page_routers(pages: Pages) -> list[APIRouter]:
+    """Every page's router (the tests walk their routes)."""
+    modules = (overview, topics, browse, produce, groups, brokers, events)
+    return [module.router(pages) for module in modules]
 
 
 def _error(pages: Pages, request: Request, status: int, code: str, message: str) -> HTMLResponse:
