@@ -161,10 +161,21 @@ async def start_offsets(
     start: Start,
     limit: int,
     max_scan: int,
+    known: Mapping[int, tuple[int, int]] | None = None,
 ) -> dict[int, int]:
-    """Each partition's first offset to examine for ``start``."""
+    """Each partition's first offset to examine for ``start``.
+
+    ``known`` (partition → (log start, high watermark), e.g. from the console's latest
+    sample) spares the two lookups per partition for ``newest``: a high watermark that is a
+    sample old only widens the window, and the scan runs on to the real end. Offsets and
+    timestamps are always looked up, since a stale bound would move the start.
+    """
 
     async def one(partition: int) -> int:
+        bounds = (known or {}).get(partition)
+        if start.kind is StartKind.NEWEST and bounds is not None:
+            low, high = bounds
+            return max(low, high - _window(limit, max_scan, len(partitions)))
         earliest, latest = await asyncio.gather(
             admin.partition_offset(topic, partition, "earliest"),
             admin.partition_offset(topic, partition, "latest"),
@@ -175,11 +186,15 @@ async def start_offsets(
         if start.kind is StartKind.TIMESTAMP:
             found = (await admin.partition_offset(topic, partition, start.value)).offset
             return high if found < 0 else min(max(found, low), high)
-        window = max(1, min(limit, max_scan // max(1, len(partitions))))
-        return max(low, high - window)
+        return max(low, high - _window(limit, max_scan, len(partitions)))
 
     offsets = await asyncio.gather(*(one(p) for p in partitions))
     return dict(zip(partitions, offsets, strict=True))
+
+
+def _window(limit: int, max_scan: int, partitions: int) -> int:
+    """How many of each partition's newest records a ``newest`` start reads."""
+    return max(1, min(limit, max_scan // max(1, partitions)))
 
 
 @dataclass(slots=True)

@@ -239,6 +239,19 @@ def test_start_offsets_for_each_start() -> None:
     assert start(StartKind.TIMESTAMP, 10**12) == {0: 40, 1: 40}
 
 
+def test_known_bounds_spare_the_lookups_for_newest_only() -> None:
+    log = interleaved(2, 40)
+    known = {0: (5, 20), 1: (0, 40)}
+
+    def start(kind: StartKind, value: int = 0) -> Any:
+        return run(start_offsets(log, TOPIC, [0, 1], Start(kind, value), 10, 10_000, known))
+
+    # Partition 0's (stale) bounds are used as they are; no lookup was needed for it.
+    assert start(StartKind.NEWEST) == {0: 10, 1: 30}
+    # An explicit offset is clamped to the live log, never to bounds a sample old.
+    assert start(StartKind.OFFSET, 30) == {0: 30, 1: 30}
+
+
 def test_a_timestamp_start_drops_the_earlier_records_of_its_batch() -> None:
     log = interleaved(1, 20)
     positions = run(start_offsets(log, TOPIC, [0], Start(StartKind.TIMESTAMP, 1010), 50, 100))

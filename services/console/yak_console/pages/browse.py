@@ -181,6 +181,8 @@ def router(pages: Pages) -> APIRouter:
         settings = runtime.settings
         positions = query.cursor
         if positions is None:
+            sample = runtime.sampler.latest
+            logs = sample.topic_logs(topic.name) if sample is not None else {}
             positions = await browse.start_offsets(
                 runtime.admin,
                 topic.name,
@@ -188,6 +190,7 @@ def router(pages: Pages) -> APIRouter:
                 query.start,
                 query.limit,
                 settings.browse_max_scan,
+                known={p: (log.log_start_offset, log.high_watermark) for p, log in logs.items()},
             )
         return await browse.scan(
             runtime.reader,
