@@ -4,9 +4,8 @@
 partition of the ``subscribe`` topics (an unknown topic is an error naming the option), of the
 topics whose whole name matches ``subscribePattern`` (none yet is fine), or exactly the
 ``assign``ed ones. ``resolve`` turns an ``OffsetSpec`` into numbers with the partitions'
-current log start offsets and high watermarks; ``by_timestamp`` uses ListOffsets (the first
-offset of the batch holding the first record at or after the timestamp, the high watermark if
-there is none).
+current log start offsets and high watermarks; ``by_timestamp`` finds the first record at or
+after a timestamp (the high watermark if there is none).
 """
 
 from __future__ import annotations
@@ -78,9 +77,19 @@ def resolve(spec: OffsetSpec, option: str, partition_bounds: Bounds) -> dict[Top
 def by_timestamp(
     http: YakHttp, timestamp_ms: int, partition_bounds: Mapping[TopicPartition, tuple[int, int]]
 ) -> dict[TopicPartition, int]:
-    """Per partition, the first offset at or after ``timestamp_ms`` (else its high watermark)."""
+    """Per partition, the offset of the first record whose timestamp is at or after
+    ``timestamp_ms`` (else the high watermark), as Kafka's offsetsForTimes: ListOffsets finds
+    its batch, then the batch's earlier records are skipped."""
     offsets = {}
     for tp, (_, high_watermark) in partition_bounds.items():
         found = http.offset_for(tp.topic, tp.partition, timestamp_ms)
-        offsets[tp] = high_watermark if found < 0 else found
+        offset = high_watermark if found < 0 else found
+        while offset < high_watermark:
+            page = http.read(tp.topic, tp.partition, offset, 1024 * 1024)
+            later = [r.offset for r in page.records if r.timestamp >= timestamp_ms]
+            if later or page.next_offset <= offset:
+                offset = later[0] if later else page.next_offset
+                break
+            offset = page.next_offset
+        offsets[tp] = offset
     return offsets
