@@ -5,7 +5,8 @@ micro-batches under maxOffsetsPerTrigger, and a rerun from its checkpoint reads 
 since, including partitions added meanwhile. A topic → lowercase → topic query stopped in the
 middle, then "crashed" after writing a micro-batch but before Spark logged its commit, and
 restarted from its checkpoint leaves every input record exactly once in the output topic. A
-query whose position was deleted fails unless failOnDataLoss is off.
+query whose position was deleted fails unless failOnDataLoss is off. The ``lowercase``
+pipeline with availableNow processes exactly the N records there are.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pyspark.sql import functions as F  # noqa: N812  # Spark's own convention
 from pyspark.sql.streaming.query import StreamingQuery
 
 from loadtest.local_cluster import LocalCluster
+from pipelines import lowercase
 from tests.integration.spark.conftest import Record, create_topic, produce, read_all, unique
 from yak.clients.broker import BrokerClient
 from yak.protocol.broker_models import DeleteRecordsPartition
@@ -171,3 +173,39 @@ def _drop_commit_and_later_plans(checkpoint: Path) -> int:
                 entry.unlink()
                 (checkpoint / log / f".{entry.name}.crc").unlink(missing_ok=True)
     return last
+
+
+def test_the_lowercase_pipeline_processes_exactly_n_records(spark, url, tmp_path):
+    source, target = unique("Words"), unique("words")
+    create_topic(url, source, 2)
+    create_topic(url, target, 2)
+    sent = {
+        p: [
+            (f"k{p}-{i}".encode(), f"MiXeD Case {p}/{i}".encode(), [("h", b"1")], 1)
+            for i in range(25)
+        ]
+        for p in range(2)
+    }
+    for p, records in sent.items():
+        produce(url, source, p, records)
+    query = lowercase.start(
+        spark,
+        url=url,
+        source=source,
+        target=target,
+        checkpoint=str(tmp_path / "ck"),
+        available_now=True,
+        max_offsets_per_trigger=20,
+    )
+    query.awaitTermination(90)
+    assert query.exception() is None
+    assert sum(p["numInputRows"] for p in query.recentProgress) == 50
+
+    out = [r for p in range(2) for r in read_all(url, target, p)]
+    assert len(out) == 50
+    written = {
+        base64.b64decode(r["key"]): (base64.b64decode(r["value"]), r["headers"]) for r in out
+    }
+    header = [{"key": "h", "value": base64.b64encode(b"1").decode()}]
+    expected = {k: (v.lower(), header) for records in sent.values() for k, v, _, _ in records}
+    assert written == expected
