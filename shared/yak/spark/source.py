@@ -50,6 +50,8 @@ class YakDataSource(DataSource):
 
     @override
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        if overwrite:
+            raise ValueError("yak sink: a topic can only be appended to: use mode('append')")
         options = parse_write_options(self.options)
         check_schema(schema, options)
         return YakBatchWriter(options)

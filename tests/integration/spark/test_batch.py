@@ -180,6 +180,10 @@ def test_a_written_dataframe_reads_back(spark, url):
     assert written[None][1:] == (b"round robin", [])
     assert len(written) == 4
 
+    with pytest.raises(PySparkException, match=r"mode\('append'\)"):
+        spark.createDataFrame([("x",)], "value string").write.format("yak").option(
+            "url", url
+        ).option("topic", topic).mode("overwrite").save()
     with pytest.raises(PySparkException, match="'value' column"):
         spark.createDataFrame([("x",)], "key string").write.format("yak").option("url", url).option(
             "topic", topic
