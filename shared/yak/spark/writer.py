@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type hints
+import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.datasource import (
     DataSourceArrowWriter,
