@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 YAK_ARGS ?=
 
-.PHONY: install chromium up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console clean
+.PHONY: install chromium up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
@@ -47,7 +47,7 @@ unit: $(STAMP) chromium
 	$(BIN)/pytest
 
 ## Benchmarks (not part of `make test`); each writes loadtest/results/<name>.json.
-bench: bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console
+bench: bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark
 
 bench-codec: $(STAMP)
 	$(BIN)/python -m loadtest.bench_codec
@@ -66,6 +66,9 @@ bench-proxy: $(STAMP)
 
 bench-console: $(STAMP)
 	$(BIN)/python -m loadtest.bench_console
+
+bench-spark: $(STAMP)
+	$(BIN)/python -m loadtest.bench_spark
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .import_linter_cache
