@@ -175,9 +175,9 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
     async def create_partitions(request: Request, topic: str) -> Response:
         validate_topic_name(topic)
         body = parse_model(CreatePartitionsRequest, await read_body(request, _LIMIT))
-        return json_response(
-            await runtime.coordinator().create_partitions(topic, body.count), _JSON
-        )
+        grown = await runtime.coordinator().create_partitions(topic, body.count)
+        await _caught_up(runtime, lambda snap: _shows(snap, grown))
+        return json_response(grown, _JSON)
 
     return router
 
