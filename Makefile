@@ -7,13 +7,13 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 YAK_ARGS ?=
 
-.PHONY: install chromium up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark clean
+.PHONY: install chromium peers up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,spark,bench]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -26,12 +26,19 @@ chromium:
 	  $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
+## Debian's redis-server and nats-server: the peers the benchmarks compare Yak with (the
+## harness starts them itself, on 127.0.0.1; the test run smoke-tests their drivers).
+peers:
+	@{ command -v redis-server && command -v nats-server; } >/dev/null 2>&1 || { \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server nats-server; }
+
 ## Start the local cluster in the foreground (Ctrl-C stops it).
 up: $(STAMP)
 	$(BIN)/yak up $(YAK_ARGS)
 
 ## Every check and test: lint, format, types, import contracts, pytest.
-test: $(STAMP) chromium lint typecheck imports unit
+test: $(STAMP) chromium peers lint typecheck imports unit
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -43,7 +50,7 @@ typecheck: $(STAMP)
 imports: $(STAMP)
 	$(BIN)/lint-imports
 
-unit: $(STAMP) chromium
+unit: $(STAMP) chromium peers
 	$(BIN)/pytest
 
 ## Benchmarks (not part of `make test`); each writes loadtest/results/<name>.json.
@@ -69,6 +76,10 @@ bench-console: $(STAMP)
 
 bench-spark: $(STAMP)
 	$(BIN)/python -m loadtest.bench_spark
+
+## Yak against Redis Streams and NATS JetStream: docs/benchmarks.md, loadtest/results/peers.json.
+bench-peers: $(STAMP) peers
+	$(BIN)/python -m loadtest.peers
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .import_linter_cache
