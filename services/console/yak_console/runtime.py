@@ -12,6 +12,7 @@ from yak.sdk import AsyncAdmin, AsyncProducer
 from yak.sdk.reader import AsyncPartitionReader
 from yak_console.sampler import Sampler
 from yak_console.settings import ConsoleSettings
+from yak_console.topic_directory import TopicDirectory
 
 __all__ = ["ConsoleRuntime"]
 
@@ -36,6 +37,7 @@ class ConsoleRuntime:
             interval_s=settings.sample_interval_ms / 1000,
             history=settings.history,
         )
+        self.topics = TopicDirectory(self.admin)
         self._producer: AsyncProducer | None = None
 
     def producer(self) -> AsyncProducer:
@@ -57,6 +59,7 @@ class ConsoleRuntime:
 
     async def stop(self) -> None:
         await self.sampler.stop()
+        await self.topics.aclose()
         if self._producer is not None:
             await self._producer.aclose()
         await self.reader.aclose()

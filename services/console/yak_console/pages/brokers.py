@@ -16,7 +16,6 @@ from starlette.exceptions import HTTPException
 
 from yak.api.admin import BrokerInfo, BrokerLogDir, ReplicaLog
 from yak_console.pages.common import Pages
-from yak_console.pages.topic_directory import TopicDirectory
 from yak_console.sampler import Sample
 
 __all__ = ["BrokerRow", "ReplicaRow", "broker_rows", "router"]
@@ -95,7 +94,7 @@ def broker_rows(sample: Sample) -> list[BrokerRow]:
 def router(pages: Pages) -> APIRouter:
     routes = APIRouter()
     sampler = pages.runtime.sampler
-    directory = TopicDirectory(pages.runtime.admin)
+    directory = pages.runtime.topics
 
     @routes.get("/brokers", response_class=HTMLResponse, include_in_schema=False)
     async def brokers(request: Request) -> HTMLResponse:

@@ -18,7 +18,6 @@ from yak.api.admin import TopicDescription, TopicSummary
 from yak.errors import InvalidConfigError, TopicAlreadyExistsError, YakError
 from yak.topic_config import CATALOGUE, validate_min_insync_replicas
 from yak_console.pages.common import Pages
-from yak_console.pages.topic_directory import TopicDirectory
 from yak_console.pages.topic_forms import (
     FormErrors,
     TopicHealth,
@@ -107,7 +106,7 @@ def router(pages: Pages) -> APIRouter:
     routes = APIRouter()
     admin = pages.runtime.admin
     sampler = pages.runtime.sampler
-    directory = TopicDirectory(admin)
+    directory = pages.runtime.topics
 
     @routes.get("/topics", response_class=HTMLResponse, include_in_schema=False)
     async def topic_list(

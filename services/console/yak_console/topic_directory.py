@@ -8,12 +8,15 @@ it again (stale-while-revalidate). Changes made through the console store the AP
 once (``remember``), so the console's own edits show without waiting. ``describe_all(...,
 fresh=True)`` asks for every topic now (the health filter, where stale is wrong).
 
-Single event loop; concurrent callers may fetch the same missing topic twice (harmless).
+Owned by the ``ConsoleRuntime`` (one per console, shared by the pages); ``aclose`` stops a
+background refresh. Single event loop; concurrent callers may fetch the same missing topic
+twice (harmless).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Collection, Iterable
@@ -44,6 +47,13 @@ class TopicDirectory:
         self._limit = asyncio.Semaphore(concurrency)
         self._known: dict[str, tuple[float, TopicDescription]] = {}
         self._refreshing: asyncio.Task[None] | None = None
+
+    async def aclose(self) -> None:
+        task, self._refreshing = self._refreshing, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     def remember(self, topic: TopicDescription) -> None:
         self._known[topic.name] = (self._clock(), topic)
