@@ -24,8 +24,8 @@ partition, offset), which identifies a record.
 Retention. ``archived_offsets`` reads the dataset with Spark and returns, per topic and
 partition, ``archived_to`` = max(offset) + 1: every record below it has been archived (each
 micro-batch reads a contiguous offset range per partition and commits its files atomically),
-so ``delete-records`` or time retention may drop segments ending below it. ``--watermarks
-PATH`` writes them (JSON lines) after an ``--available-now`` run.
+so records below it may be deleted (the broker's DeleteRecords) or left to time retention.
+``--watermarks PATH`` writes them (a folder with one JSON-lines file) after the query ends.
 
     spark-submit pipelines/archive.py --url http://127.0.0.1:9430 --topics orders,payments \\
         --output /data/archive --checkpoint /data/ck/archive --available-now \\
