@@ -3,9 +3,10 @@
 ``archive`` with availableNow writes every record of a topic into Parquet folders
 ``topic=…/date=…`` (UTC dates, here on both sides of a midnight) that pyarrow reads back
 equal to the topic; a second run archives only the records produced since, and the archived
-offsets per partition say how far retention may go. ``lag_report`` writes the lag of a group
-that committed part of a topic, appends a snapshot per run, and counts records per minute
-(summing to what was produced), as Parquet or CSV.
+offsets per partition say how far retention may go; ``committed_files`` follows the file
+sink's log across a compaction. ``lag_report`` writes the lag of a group that committed part
+of a topic, appends a snapshot per run, and counts records per minute (summing to what was
+produced), as Parquet or CSV.
 """
 
 from __future__ import annotations
@@ -178,3 +179,23 @@ def test_lag_report_writes_csv(spark, url, tmp_path):
         "2",
     )
     assert [(r["topic"], r["records"]) for r in rows("throughput")] == [(topic, "6")]
+
+
+def test_committed_files_reads_the_sink_log_from_its_last_compaction(tmp_path):
+    log = tmp_path / "_spark_metadata"
+    log.mkdir()
+
+    def entries(*actions: tuple[str, str]) -> str:
+        lines = [
+            f'{{"path":"file://{tmp_path}/{name}","size":1,"isDir":false,'
+            f'"modificationTime":1,"blockReplication":1,"blockSize":1,"action":"{action}"}}'
+            for name, action in actions
+        ]
+        return "\n".join(["v1", *lines])
+
+    (log / "8").write_text(entries(("stale.parquet", "add")))  # superseded by 9.compact
+    (log / "9.compact").write_text(entries(("a.parquet", "add"), ("b%20c.parquet", "add")))
+    (log / "10").write_text(entries(("d.parquet", "add"), ("a.parquet", "delete")))
+    (log / ".10.crc").write_text("")
+    (log / ".11.tmp").write_text(entries(("uncommitted.parquet", "add")))
+    assert archive.committed_files(tmp_path) == [tmp_path / "b c.parquet", tmp_path / "d.parquet"]
