@@ -11,11 +11,16 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 __all__ = [
+    "AuthenticationError",
+    "AuthorizationError",
+    "ClusterAuthorizationError",
     "ConsumerGroupError",
     "ConsumerInstanceExistsError",
     "CorruptRecordError",
+    "DuplicateResourceError",
     "FencedLeaderEpochError",
     "FencedMemberEpochError",
+    "GroupAuthorizationError",
     "GroupIdNotFoundError",
     "GroupNotEmptyError",
     "IllegalGenerationError",
@@ -42,8 +47,10 @@ __all__ = [
     "OutOfOrderSequenceError",
     "PolicyViolationError",
     "RebalanceInProgressError",
+    "ResourceNotFoundError",
     "RevisionCompactedError",
     "TopicAlreadyExistsError",
+    "TopicAuthorizationError",
     "UnknownLeaderEpochError",
     "UnknownMemberIdError",
     "UnknownProducerIdError",
@@ -401,6 +408,62 @@ class RevisionCompactedError(MetadataStoreError):
 
     code = "REVISION_COMPACTED"
     retriable = False
+
+
+class AuthenticationError(YakError):
+    """The request carries no credential, or one that is unknown, revoked or wrong.
+
+    Kafka answers a failed login with ``SASL_AUTHENTICATION_FAILED`` (58); over HTTP the name
+    says what the client must do: authenticate.
+    """
+
+    code = "UNAUTHENTICATED"
+    kafka_code = 58
+    http_status = 401
+
+
+class AuthorizationError(YakError):
+    """The authenticated principal may not perform the operation (base of the three kinds)."""
+
+    code = "AUTHORIZATION_FAILED"
+    http_status = 403
+
+
+class TopicAuthorizationError(AuthorizationError):
+    """No ACL allows the principal this operation on the topic (or one denies it)."""
+
+    code = "TOPIC_AUTHORIZATION_FAILED"
+    kafka_code = 29
+
+
+class GroupAuthorizationError(AuthorizationError):
+    """No ACL allows the principal this operation on the consumer group."""
+
+    code = "GROUP_AUTHORIZATION_FAILED"
+    kafka_code = 30
+
+
+class ClusterAuthorizationError(AuthorizationError):
+    """No ACL allows the principal this operation on the cluster."""
+
+    code = "CLUSTER_AUTHORIZATION_FAILED"
+    kafka_code = 31
+
+
+class ResourceNotFoundError(YakError):
+    """The named resource (a user, an API key) does not exist."""
+
+    code = "RESOURCE_NOT_FOUND"
+    kafka_code = 91
+    http_status = 404
+
+
+class DuplicateResourceError(YakError):
+    """A resource with this name exists already (a user)."""
+
+    code = "DUPLICATE_RESOURCE"
+    kafka_code = 92
+    http_status = 409
 
 
 def _all_error_classes() -> dict[str, type[YakError]]:

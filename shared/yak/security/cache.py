@@ -1,0 +1,249 @@
+"""``SecurityCache``: the users and ACLs of one cluster, kept current by one etcd watch.
+
+Loads ``security/`` with a range read and follows it with a watch from the read's revision + 1
+(as ``yak.metadata.cache.MetadataCache`` does for the cluster metadata), so a new ACL, a revoked
+key or a deleted user takes effect on every proxy as soon as etcd delivers the event —
+milliseconds. If the watch falls behind compaction it reloads; while etcd is unreachable it
+retries and keeps answering from what it has.
+
+Authentication: an API key is found by its key id (O(1)) and its secret checked against the
+argon2id hash in a thread (tens of ms, memory-hard). A success is remembered for
+``verified_ttl_s`` under the SHA-256 of the credential, and every later hit is checked against
+the current record (the same key id with the same hash, or the same password hash), so a
+revocation is never served from memory. Concurrent first uses of one credential share one
+verification. A malformed stored value is logged and ignored.
+
+Single event loop; any number of request tasks may call it at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import NamedTuple
+
+from argon2 import PasswordHasher
+
+from yak.clock import Clock, SystemClock
+from yak.errors import AuthenticationError, MetadataStoreError, RevisionCompactedError
+from yak.metadata.keyspace import KeyKind, Keyspace
+from yak.metadata.store import EventKind, MetadataStore
+from yak.security.acl import AclBinding
+from yak.security.authorizer import Authorizer
+from yak.security.credentials import UserRecord, parse_api_key, verify_secret
+
+__all__ = ["SecurityCache"]
+
+log = logging.getLogger(__name__)
+
+_RETRY_MIN_S = 0.1
+_RETRY_MAX_S = 5.0
+_MAX_VERIFIED = 10_000
+
+_Load = Callable[[], Awaitable[None]]
+
+
+class _Verified(NamedTuple):
+    user: str
+    key_id: str | None  # None: a password
+    hash: str
+    expires: float
+
+
+class SecurityCache:
+    """Follows ``security/`` of one cluster; see the module docstring."""
+
+    def __init__(
+        self,
+        store: MetadataStore,
+        keyspace: Keyspace,
+        *,
+        super_users: Iterable[str] = (),
+        hasher: PasswordHasher | None = None,
+        clock: Clock | None = None,
+        verified_ttl_s: float = 60.0,
+    ) -> None:
+        self._store = store
+        self._keyspace = keyspace
+        self._super_users = frozenset(super_users)
+        self._hasher = hasher
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._ttl_s = verified_ttl_s
+        self._users: dict[str, UserRecord] = {}
+        self._key_owner: dict[str, str] = {}
+        self._acls: dict[str, AclBinding] = {}
+        self._authorizer: Authorizer | None = None
+        self._verified: dict[bytes, _Verified] = {}
+        self._pending: dict[bytes, asyncio.Task[_Verified | None]] = {}
+        self._revision = 0
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def revision(self) -> int:
+        return self._revision
+
+    @property
+    def authorizer(self) -> Authorizer:
+        """The authorizer for the current ACLs (a new one after each change)."""
+        if self._authorizer is None:
+            self._authorizer = Authorizer(self._acls.values(), self._super_users)
+        return self._authorizer
+
+    @property
+    def users(self) -> dict[str, UserRecord]:
+        return dict(self._users)
+
+    async def start(self) -> None:
+        """Load (raises MetadataStoreError if etcd is down), then follow in the background."""
+        await self._load()
+        self._task = asyncio.get_running_loop().create_task(self._follow())
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def wait_for_revision(self, revision: int, timeout_s: float = 10.0) -> None:
+        """Wait until the cache reflects etcd ``revision`` (e.g. this proxy's own write)."""
+        async with asyncio.timeout(timeout_s):
+            while self._revision < revision:
+                await self._changed.wait()
+
+    # -- authentication ---------------------------------------------------------------------
+
+    async def authenticate_api_key(self, token: str) -> str:
+        """The principal (``User:<name>``) holding this API key, else AuthenticationError."""
+        parsed = parse_api_key(token)
+        user = None if parsed is None else self._key_owner.get(parsed.key_id)
+        record = None if user is None else self._users.get(user)
+        if parsed is None or record is None or parsed.key_id not in record.keys:
+            raise AuthenticationError("unknown or revoked API key")
+        stored_hash = record.keys[parsed.key_id].hash
+        found = await self._verify(token, record.name, parsed.key_id, stored_hash, parsed.secret)
+        if found is None:
+            raise AuthenticationError("unknown or revoked API key")
+        return record.principal
+
+    async def authenticate_password(self, user: str, password: str) -> str:
+        """The principal of ``user`` if ``password`` is its password, else AuthenticationError."""
+        record = self._users.get(user)
+        if record is None or record.password is None:
+            raise AuthenticationError("wrong user name or password")
+        credential = f"{user}\x00{password}"
+        found = await self._verify(credential, user, None, record.password, password)
+        if found is None:
+            raise AuthenticationError("wrong user name or password")
+        return record.principal
+
+    async def _verify(
+        self, credential: str, user: str, key_id: str | None, stored_hash: str, secret: str
+    ) -> _Verified | None:
+        digest = hashlib.sha256(credential.encode()).digest()
+        now = self._clock.monotonic()
+        hit = self._verified.get(digest)
+        if hit is not None and hit.hash == stored_hash and hit.user == user and now < hit.expires:
+            return hit
+        pending = self._pending.get(digest)
+        if pending is None:
+            pending = asyncio.get_running_loop().create_task(
+                self._check(digest, user, key_id, stored_hash, secret)
+            )
+            self._pending[digest] = pending
+            pending.add_done_callback(lambda _t: self._pending.pop(digest, None))
+        # The check is a task of its own: a requester that goes away does not cancel it for
+        # the others waiting on the same credential.
+        return await asyncio.shield(pending)
+
+    async def _check(
+        self, digest: bytes, user: str, key_id: str | None, stored_hash: str, secret: str
+    ) -> _Verified | None:
+        ok = await asyncio.to_thread(verify_secret, stored_hash, secret, self._hasher)
+        if not ok:
+            return None
+        verified = _Verified(user, key_id, stored_hash, self._clock.monotonic() + self._ttl_s)
+        if len(self._verified) >= _MAX_VERIFIED:
+            self._verified.clear()
+        self._verified[digest] = verified
+        return verified
+
+    # -- following etcd ---------------------------------------------------------------------
+
+    async def _load(self) -> None:
+        result = await self._store.range_prefix(self._keyspace.security_prefix)
+        self._users, self._key_owner, self._acls = {}, {}, {}
+        for kv in result.kvs:
+            self._apply(EventKind.PUT, kv.key, kv.value)
+        self._revision = result.revision
+        self._notify()
+
+    async def _follow(self) -> None:
+        delay = _RETRY_MIN_S
+        while True:
+            try:
+                prefix = self._keyspace.security_prefix
+                async with self._store.watch_prefix(prefix, self._revision + 1) as watch:
+                    delay = _RETRY_MIN_S
+                    async for event in watch:
+                        self._apply(event.kind, event.key, event.value)
+                        self._revision = max(self._revision, event.mod_revision)
+                        self._notify()
+            except RevisionCompactedError:
+                log.warning("security watch fell behind compaction; reloading")
+                await self._retry(self._load)
+            except MetadataStoreError as exc:
+                log.warning("security watch failed (%s); retrying in %.1f s", exc, delay)
+                await self._clock.sleep(delay)
+                delay = min(delay * 2, _RETRY_MAX_S)
+
+    async def _retry(self, load: _Load) -> None:
+        delay = _RETRY_MIN_S
+        while True:
+            try:
+                await load()
+                return
+            except MetadataStoreError as exc:
+                log.warning("security reload failed (%s); retrying in %.1f s", exc, delay)
+                await self._clock.sleep(delay)
+                delay = min(delay * 2, _RETRY_MAX_S)
+
+    def _apply(self, kind: EventKind, key: bytes, value: bytes) -> None:
+        parsed = self._keyspace.parse(key)
+        if parsed is None or parsed.name is None:
+            return
+        if parsed.kind is KeyKind.PRINCIPAL:
+            self._drop_user(parsed.name)
+            if kind is EventKind.PUT:
+                try:
+                    record = UserRecord.from_json(value)
+                except (ValueError, KeyError, TypeError) as exc:
+                    log.error("ignoring malformed user record at %s: %s", key.decode(), exc)
+                    return
+                self._users[parsed.name] = record
+                self._key_owner.update(dict.fromkeys(record.keys, parsed.name))
+        elif parsed.kind is KeyKind.ACL:
+            self._acls.pop(parsed.name, None)
+            self._authorizer = None
+            if kind is EventKind.PUT:
+                try:
+                    self._acls[parsed.name] = AclBinding.from_json(value)
+                except (ValueError, KeyError, TypeError) as exc:
+                    log.error("ignoring malformed ACL at %s: %s", key.decode(), exc)
+
+    def _drop_user(self, name: str) -> None:
+        old = self._users.pop(name, None)
+        if old is not None:
+            for key_id in old.keys:
+                self._key_owner.pop(key_id, None)
+        stale = [digest for digest, hit in self._verified.items() if hit.user == name]
+        for digest in stale:
+            del self._verified[digest]
+
+    def _notify(self) -> None:
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()

@@ -1,0 +1,176 @@
+"""``SecurityStore``: users, API keys, passwords and ACLs in etcd, written through one class.
+
+Keys (``yak.metadata.keyspace``): ``security/principals/<user>`` holds a ``UserRecord``,
+``security/acls/<acl-id>`` an ``AclBinding``. Every change of a user is a read-modify-write
+guarded by a compare-and-swap on the key's ``mod_revision``, retried when another writer got
+there first, so two admins adding keys to one user at once both succeed. Every method reads
+etcd directly: it serves the admin API and ``yak users create --bootstrap`` (straight to etcd,
+before any proxy runs) alike. Readers that must be fast use ``SecurityCache`` instead.
+
+Secrets never reach etcd: a new API key's token is returned once and only its argon2id hash is
+stored (hashing runs in a thread, off the event loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import replace
+from typing import NamedTuple
+
+from argon2 import PasswordHasher
+
+from yak.clock import Clock, SystemClock
+from yak.errors import DuplicateResourceError, InvalidRequestError, ResourceNotFoundError
+from yak.metadata.keyspace import Keyspace, validate_member_id
+from yak.metadata.store import Compare, CompareOp, DeleteOp, MetadataStore, PutOp
+from yak.security.acl import AclBinding, AclFilter
+from yak.security.credentials import (
+    StoredKey,
+    UserRecord,
+    hash_secret,
+    new_api_key,
+)
+
+__all__ = ["NewApiKey", "SecurityStore"]
+
+_CAS_ATTEMPTS = 20
+
+_Change = Callable[[UserRecord], UserRecord]
+
+
+class NewApiKey(NamedTuple):
+    """A key just made: the token (shown once), its id and the store revision of the write."""
+
+    user: str
+    key_id: str
+    token: str
+    revision: int
+
+
+def _user_name(name: str) -> str:
+    try:
+        return validate_member_id(name)
+    except ValueError as exc:
+        raise InvalidRequestError(str(exc).replace("id", "user name", 1)) from None
+
+
+class SecurityStore:
+    """Reads and writes the ``security/`` keys of one cluster; see the module docstring."""
+
+    def __init__(
+        self,
+        store: MetadataStore,
+        keyspace: Keyspace,
+        *,
+        hasher: PasswordHasher | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self._store = store
+        self._keyspace = keyspace
+        self._hasher = hasher
+        self._clock: Clock = clock if clock is not None else SystemClock()
+
+    async def _hash(self, secret: str) -> str:
+        return await asyncio.to_thread(hash_secret, secret, self._hasher)
+
+    # -- users ------------------------------------------------------------------------------
+
+    async def get_user(self, name: str) -> UserRecord:
+        """The user's record; ``ResourceNotFoundError`` if there is none."""
+        kv = await self._store.get(self._keyspace.principal(_user_name(name)))
+        if kv is None:
+            raise ResourceNotFoundError(f"no user {name!r}", user=name)
+        return UserRecord.from_json(kv.value)
+
+    async def list_users(self) -> list[UserRecord]:
+        result = await self._store.range_prefix(f"{self._keyspace.security_prefix}principals/")
+        return [UserRecord.from_json(kv.value) for kv in result.kvs]
+
+    async def create_user(
+        self, name: str, *, password: str | None = None, with_key: bool = False
+    ) -> tuple[UserRecord, NewApiKey | None]:
+        """Create a user (``DuplicateResourceError`` if it exists), optionally with a key."""
+        key = self._keyspace.principal(_user_name(name))
+        record = UserRecord(name=name, created_ms=self._clock.time_ms())
+        if password is not None:
+            record = replace(record, password=await self._hash(password))
+        made = None
+        if with_key:
+            token = new_api_key()
+            stored = StoredKey(await self._hash(token.secret), self._clock.time_ms(), "initial")
+            record = record.with_key(token.key_id, stored)
+            made = (token.key_id, token.token)
+        result = await self._store.txn([Compare.absent(key)], [PutOp(key, record.to_json())])
+        if not result.succeeded:
+            raise DuplicateResourceError(f"user {name!r} exists already", user=name)
+        new_key = None if made is None else NewApiKey(name, made[0], made[1], result.revision)
+        return record, new_key
+
+    async def delete_user(self, name: str) -> int:
+        """Delete the user and every credential it holds; return the store revision."""
+        key = self._keyspace.principal(_user_name(name))
+        result = await self._store.txn(
+            [Compare.create_revision(key, 0, CompareOp.GREATER)], [DeleteOp(key)]
+        )
+        if not result.succeeded:
+            raise ResourceNotFoundError(f"no user {name!r}", user=name)
+        return result.revision
+
+    async def add_key(self, name: str, description: str = "") -> NewApiKey:
+        """Make a new API key for the user; its token is in the answer and nowhere else."""
+        token = new_api_key()
+        stored = StoredKey(await self._hash(token.secret), self._clock.time_ms(), description)
+        revision = await self._update(name, lambda record: record.with_key(token.key_id, stored))
+        return NewApiKey(name, token.key_id, token.token, revision)
+
+    async def revoke_key(self, name: str, key_id: str) -> int:
+        """Remove one key of the user (``ResourceNotFoundError`` if it has no such key)."""
+
+        def revoke(record: UserRecord) -> UserRecord:
+            if key_id not in record.keys:
+                raise ResourceNotFoundError(f"user {name!r} has no key {key_id!r}", key_id=key_id)
+            return record.without_key(key_id)
+
+        return await self._update(name, revoke)
+
+    async def set_password(self, name: str, password: str | None) -> int:
+        """Set (or with None, remove) the user's HTTP Basic password."""
+        hashed = None if password is None else await self._hash(password)
+        return await self._update(name, lambda record: replace(record, password=hashed))
+
+    async def _update(self, name: str, change: _Change) -> int:
+        key = self._keyspace.principal(_user_name(name))
+        for _ in range(_CAS_ATTEMPTS):
+            kv = await self._store.get(key)
+            if kv is None:
+                raise ResourceNotFoundError(f"no user {name!r}", user=name)
+            record = change(UserRecord.from_json(kv.value))
+            result = await self._store.txn(
+                [Compare.mod_revision(key, kv.mod_revision)], [PutOp(key, record.to_json())]
+            )
+            if result.succeeded:
+                return result.revision
+        raise InvalidRequestError(f"user {name!r} kept changing; try again")
+
+    # -- ACLs -------------------------------------------------------------------------------
+
+    async def list_acls(self, selected: AclFilter | None = None) -> list[AclBinding]:
+        result = await self._store.range_prefix(f"{self._keyspace.security_prefix}acls/")
+        acls = [AclBinding.from_json(kv.value) for kv in result.kvs]
+        return [acl for acl in acls if selected is None or selected.matches(acl)]
+
+    async def add_acls(self, acls: list[AclBinding]) -> int:
+        """Store the bindings (adding one that exists is a no-op); return the revision."""
+        result = await self._store.txn(
+            [], [PutOp(self._keyspace.acl(acl.acl_id), acl.to_json()) for acl in acls]
+        )
+        return result.revision
+
+    async def remove_acls(self, selected: AclFilter) -> tuple[list[AclBinding], int]:
+        """Delete the bindings the filter selects; return them and the store revision."""
+        acls = await self.list_acls(selected)
+        if not acls:
+            return [], 0
+        result = await self._store.txn([], [DeleteOp(self._keyspace.acl(a.acl_id)) for a in acls])
+        return acls, result.revision
