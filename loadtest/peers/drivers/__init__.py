@@ -1,0 +1,1 @@
+"""Benchmark drivers: one per system, all behind the interface of ``base``."""
