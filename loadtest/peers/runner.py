@@ -43,6 +43,7 @@ BATCH_MAX = 500
 IN_FLIGHT = 8
 TICK_S = 0.005
 GRACE_S = 3.0
+STOP_S = 5.0
 DRAIN_LIMIT_S = 300.0
 SEARCH_DRAIN_LIMIT_S = 30.0
 BACKLOG_OK_S = 0.2
@@ -80,6 +81,7 @@ class Runner:
         self._rate: float | None = 0.0  # msg/s over all producers; None: unthrottled
         self._budget: int | None = None  # messages left to produce (backlog)
         self._stopping = False
+        self._consumers_stopping = False
         self._consuming = asyncio.Event()
         self._caught_up = asyncio.Event()
         self._expected: int | None = None  # deliveries that set ``_caught_up``
@@ -158,7 +160,9 @@ class Runner:
 
     async def _consume(self, consumer: Consumer) -> None:
         await self._consuming.wait()
-        while True:
+        # A flag, not cancellation, ends the loop: some clients turn a cancelled read into
+        # an ordinary error, which the loop would count and retry forever.
+        while not self._consumers_stopping:
             try:
                 stamps = await consumer.receive()
             except Exception:  # counted; the consumer tries again
@@ -310,8 +314,12 @@ class Runner:
             self._caught_up.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._caught_up.wait(), GRACE_S)
-        for task in consumer_tasks:
-            task.cancel()
+        self._consumers_stopping = True
+        self._consuming.set()  # a backlog run stopped early must not leave them waiting
+        if consumer_tasks:
+            _done, pending = await asyncio.wait(consumer_tasks, timeout=STOP_S)
+            for task in pending:
+                task.cancel()
         await asyncio.gather(*consumer_tasks, return_exceptions=True)
 
     def _result(self, drain_s: float) -> RunResult:
