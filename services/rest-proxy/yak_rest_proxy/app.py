@@ -4,7 +4,9 @@ The rest-proxy is the public face of Yak: the Confluent REST Proxy v2-compatible
 root (``/topics``, ``/consumers``, ``/brokers``) and the native API under ``/api/v1``, both
 served from one FastAPI app whose OpenAPI document covers every route. It keeps no state of its
 own (``runtime.ProxyRuntime``): anything a client relies on lives in etcd or on the brokers, so
-any proxy serves any client.
+any proxy serves any client. With ``YAK_SECURITY=on`` every route but the health checks and the
+OpenAPI docs goes through the guard (``security.guard``): a credential, then the route's ACL
+checks from ``security.route_acls``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from yak import __version__
 from yak.clients.broker import BrokerClient
@@ -28,6 +30,9 @@ from yak_rest_proxy.native.group_admin_routes import group_admin_router
 from yak_rest_proxy.native.group_routes import group_router
 from yak_rest_proxy.native.routes import native_router
 from yak_rest_proxy.runtime import ProxyRuntime
+from yak_rest_proxy.security.admin_routes import security_router
+from yak_rest_proxy.security.guard import Guard
+from yak_rest_proxy.security.route_acls import missing_routes
 from yak_rest_proxy.settings import ProxySettings
 from yak_rest_proxy.v2.consumer_routes import consumer_router
 from yak_rest_proxy.v2.metadata_routes import metadata_router
@@ -62,12 +67,14 @@ def create_app(
         finally:
             await runtime.stop()
 
+    guard = [] if runtime.security_cache is None else [Depends(Guard(runtime.security_cache))]
     app = FastAPI(
         title="Yak rest-proxy",
         version=__version__,
         description="Confluent REST Proxy v2-compatible API and Yak's native API (/api/v1).",
         lifespan=lifespan,
         redirect_slashes=False,
+        dependencies=guard,
     )
     app.state.runtime = runtime
     install_error_handlers(app)
@@ -81,6 +88,9 @@ def create_app(
     group_admin = GroupAdmin(runtime.store, runtime.keyspace, runtime.cache, runtime.reader)
     app.include_router(group_admin_router(runtime, group_admin))
     app.include_router(native_router(runtime))
+    app.include_router(security_router(runtime))
+    if guard and missing_routes(app):
+        raise RuntimeError(f"routes without an ACL rule (route_acls.py): {missing_routes(app)}")
     app.add_middleware(StripTrailingSlash)
     install_openapi(app)
     return app

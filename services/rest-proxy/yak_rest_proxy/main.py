@@ -14,6 +14,7 @@ import typer
 
 from yak.web.serve import serve
 from yak_rest_proxy.app import create_app
+from yak_rest_proxy.security.audit import install_audit_handler
 from yak_rest_proxy.settings import ProxySettings
 
 __all__ = ["main"]
@@ -37,6 +38,8 @@ def run(
     """Serve the rest-proxy until SIGINT/SIGTERM."""
     settings = ProxySettings.from_env(host=host, port=port, etcd_url=etcd, cluster_id=cluster_id)
     app = create_app(settings)
+    if settings.security:
+        install_audit_handler()
     # Every request allocates thousands of short-lived objects (one per record and field):
     # with CPython's default threshold (700) the young-generation collector took a fifth of
     # the proxy's CPU under load. Collect less often, and never scan what startup loaded.

@@ -20,7 +20,9 @@ from yak.metadata.cache import MetadataCache
 from yak.protocol.broker_models import OffsetResult
 from yak.protocol.broker_wire import Buffer, FetchPartition, FetchRequest
 from yak.record import Record, iter_records
+from yak.security.acl import Operation, ResourceType
 from yak_rest_proxy.brokers import BrokerPool, leader_of
+from yak_rest_proxy.security.access import require
 
 __all__ = ["PartitionRead", "Reader"]
 
@@ -73,7 +75,10 @@ class Reader:
         then come at once (Kafka's consumer prefetches so). Nothing is ever cancelled, so no
         connection is torn down mid-answer, and one consumer parks at most one fetch per
         broker.
+        With security on, every topic read needs READ (``TOPIC_AUTHORIZATION_FAILED`` before
+        anything is fetched): a consumer's topics are checked as it reads them, as Kafka does.
         """
+        require(ResourceType.TOPIC, (topic for topic, _, _ in positions), Operation.READ)
         by_broker: dict[int, list[tuple[str, int, int]]] = {}
         failed: list[PartitionRead] = []
         snapshot = self._cache.snapshot

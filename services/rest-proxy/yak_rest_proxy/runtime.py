@@ -1,7 +1,8 @@
 """``ProxyRuntime``: what one rest-proxy process holds while it runs.
 
 The etcd connection, the cluster metadata cache (one prefix watch), the broker clients, the
-producer and the producer-id allocator. ``start()`` connects (retrying while etcd is
+producer, the producer-id allocator, the security store and, with security on, the security
+cache (a second prefix watch, on ``security/``). ``start()`` connects (retrying while etcd is
 unreachable, so ``/healthz`` answers at once and ``/readyz`` once the metadata is loaded);
 ``stop()`` flushes nothing — records still queued fail with ``REQUEST_TIMED_OUT`` and their
 requests answer so — and closes everything it opened (the store only if it made it).
@@ -25,6 +26,8 @@ from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.store import MetadataStore
 from yak.partitioner import StickyPartitioner
+from yak.security.cache import SecurityCache
+from yak.security.store import SecurityStore
 from yak_rest_proxy.brokers import BrokerPool
 from yak_rest_proxy.produce.producer import Producer
 from yak_rest_proxy.produce.producer_ids import ProducerIds
@@ -74,6 +77,12 @@ class ProxyRuntime:
         )
         self.partitioner = StickyPartitioner()
         self.reader = Reader(self.cache, self.brokers)
+        self.security_store = SecurityStore(self.store, self.keyspace)
+        self.security_cache: SecurityCache | None = None
+        if settings.security:
+            self.security_cache = SecurityCache(
+                self.store, self.keyspace, super_users=settings.super_users
+            )
         self._connect: asyncio.Task[None] | None = None
         self._admin: AdminClient | None = None
         self._retired_admins: list[AdminClient] = []
@@ -89,6 +98,11 @@ class ProxyRuntime:
             self._admin = AdminClient(controller.url)
         return self._admin
 
+    async def wait_for_security(self, revision: int) -> None:
+        """Wait until this proxy's security cache reflects a write (no-op with security off)."""
+        if self.security_cache is not None and revision > 0:
+            await self.security_cache.wait_for_revision(revision)
+
     @property
     def ready(self) -> bool:
         return self.cache.connected
@@ -103,6 +117,8 @@ class ProxyRuntime:
         delay = _RETRY_MIN_S
         while True:
             try:
+                if self.security_cache is not None and self.security_cache.revision == 0:
+                    await self.security_cache.start()
                 await self.cache.start()
                 return
             except MetadataStoreError as exc:
@@ -117,6 +133,8 @@ class ProxyRuntime:
                 await self._connect
         await self.producer.aclose()
         await self.cache.stop()
+        if self.security_cache is not None:
+            await self.security_cache.stop()
         await self.brokers.aclose()
         for admin in [*self._retired_admins, *([self._admin] if self._admin else [])]:
             await admin.aclose()

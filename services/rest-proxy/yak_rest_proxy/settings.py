@@ -25,6 +25,12 @@ consumer_request_timeout_ms         —                           1000: wait of 
 consumer_request_max_timeout_ms     YAK_CONSUMER_REQUEST_       30000: the longest wait a
                                     MAX_TIMEOUT_MS              records GET may ask for
 consumer_request_max_bytes          —                           64 MiB
+security                            YAK_SECURITY                off; ``on``: every route but
+                                                                the health checks and the
+                                                                OpenAPI docs needs a credential
+                                                                and an ACL (docs/security.md)
+super_users                         YAK_SUPER_USERS             none; comma list of
+                                                                ``User:<name>`` that bypass ACLs
 ==================================  ==========================  ================================
 """
 
@@ -36,6 +42,7 @@ from dataclasses import dataclass
 
 from yak.metadata.keyspace import validate_cluster_id, validate_member_id
 from yak.record import CompressionType
+from yak.security.acl import user_name
 
 __all__ = ["ProxySettings"]
 
@@ -60,6 +67,8 @@ class ProxySettings:
     consumer_request_timeout_ms: int = 1_000
     consumer_request_max_timeout_ms: int = 30_000
     consumer_request_max_bytes: int = 64 * 1024 * 1024
+    security: bool = False
+    super_users: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         validate_cluster_id(self.cluster_id)
@@ -70,6 +79,8 @@ class ProxySettings:
             raise ValueError("linger_ms must be >= 0")
         if self.consumer_instance_timeout_ms < 1_000:
             raise ValueError("consumer_instance_timeout_ms must be at least 1000")
+        for principal in self.super_users:
+            user_name(principal)
 
     @property
     def base_url(self) -> str:
@@ -99,6 +110,17 @@ def _compression(name: str) -> CompressionType:
         raise ValueError(f"unknown compression {name!r}; use one of {choices}") from None
 
 
+def _switch(text: str) -> bool:
+    value = text.strip().lower()
+    if value not in ("on", "off", "true", "false", "1", "0"):
+        raise ValueError(f"YAK_SECURITY must be on or off, not {text!r}")
+    return value in ("on", "true", "1")
+
+
+def _principals(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
 _ENV: tuple[tuple[str, str, Callable[[str], object]], ...] = (
     ("host", "YAK_HOST", str),
     ("port", "YAK_PORT", int),
@@ -113,4 +135,6 @@ _ENV: tuple[tuple[str, str, Callable[[str], object]], ...] = (
     ("max_request_bytes", "YAK_MAX_REQUEST_BYTES", int),
     ("consumer_instance_timeout_ms", "YAK_CONSUMER_INSTANCE_TIMEOUT_MS", int),
     ("consumer_request_max_timeout_ms", "YAK_CONSUMER_REQUEST_MAX_TIMEOUT_MS", int),
+    ("security", "YAK_SECURITY", _switch),
+    ("super_users", "YAK_SUPER_USERS", _principals),
 )

@@ -89,8 +89,11 @@ class SecurityStore:
 
     async def create_user(
         self, name: str, *, password: str | None = None, with_key: bool = False
-    ) -> tuple[UserRecord, NewApiKey | None]:
-        """Create a user (``DuplicateResourceError`` if it exists), optionally with a key."""
+    ) -> tuple[UserRecord, NewApiKey | None, int]:
+        """Create a user (``DuplicateResourceError`` if it exists), optionally with a key.
+
+        Returns the record, the new key (if asked for) and the store revision of the write.
+        """
         key = self._keyspace.principal(_user_name(name))
         record = UserRecord(name=name, created_ms=self._clock.time_ms())
         if password is not None:
@@ -105,7 +108,7 @@ class SecurityStore:
         if not result.succeeded:
             raise DuplicateResourceError(f"user {name!r} exists already", user=name)
         new_key = None if made is None else NewApiKey(name, made[0], made[1], result.revision)
-        return record, new_key
+        return record, new_key, result.revision
 
     async def delete_user(self, name: str) -> int:
         """Delete the user and every credential it holds; return the store revision."""

@@ -19,10 +19,16 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
-from yak.errors import InvalidRequestError, UnknownServerError, YakError
+from yak.errors import AuthenticationError, InvalidRequestError, UnknownServerError, YakError
 from yak.web.errors import describe_validation, error_response
 
-__all__ = ["NATIVE_PREFIXES", "install_error_handlers", "v2_error", "v2_error_response"]
+__all__ = [
+    "NATIVE_PREFIXES",
+    "WWW_AUTHENTICATE",
+    "install_error_handlers",
+    "v2_error",
+    "v2_error_response",
+]
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +52,17 @@ _BY_CODE: dict[str, tuple[int, int]] = {
     "MESSAGE_TOO_LARGE": (413, 41301),
     "UNSUPPORTED_MEDIA_TYPE": (415, 41501),
     "OFFSET_OUT_OF_RANGE": (416, 41601),
+    # Confluent's rest-utils: 40101 for any authentication failure, 40301 for any denial.
+    "UNAUTHENTICATED": (401, 40101),
+    "TOPIC_AUTHORIZATION_FAILED": (403, 40301),
+    "GROUP_AUTHORIZATION_FAILED": (403, 40301),
+    "CLUSTER_AUTHORIZATION_FAILED": (403, 40301),
+    "RESOURCE_NOT_FOUND": (404, 404),
+    "DUPLICATE_RESOURCE": (409, 409),
 }
+
+#: The challenge a 401 carries (RFC 9110 §11.6.1): both schemes the proxy accepts.
+WWW_AUTHENTICATE = 'Bearer realm="yak", Basic realm="yak", charset="UTF-8"'
 
 _INVALID_REQUEST: dict[str, tuple[int, int]] = {
     "malformed_json": (400, 400),
@@ -80,7 +96,10 @@ def _native(request: Request) -> bool:
 
 
 def _respond(request: Request, error: YakError) -> Response:
-    return error_response(error) if _native(request) else v2_error_response(error)
+    response = error_response(error) if _native(request) else v2_error_response(error)
+    if isinstance(error, AuthenticationError):
+        response.headers["WWW-Authenticate"] = WWW_AUTHENTICATE
+    return response
 
 
 def install_error_handlers(app: FastAPI) -> None:

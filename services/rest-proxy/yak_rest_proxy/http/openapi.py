@@ -41,13 +41,15 @@ _NATIVE_ERROR = {
     },
 }
 #: Statuses each dialect answers errors with (``errors.v2_error``; ``YakError.http_status``).
-_V2_STATUSES = ("400", "404", "406", "409", "413", "415", "416", "421", "422", "500")
+_V2_STATUSES = ("400", "401", "403", "404", "406", "409", "413", "415", "416", "421", "422", "500")
 _NATIVE_STATUSES = (
-    *("400", "404", "405", "406", "409", "413", "415", "416", "421"),
+    *("400", "401", "403", "404", "405", "406", "409", "413", "415", "416", "421"),
     *("500", "503", "504"),
 )
 _V2_TYPES = ("application/vnd.kafka.v2+json",)
 _V2_RECORD_TYPES = ("application/vnd.kafka.json.v2+json", "application/vnd.kafka.binary.v2+json")
+#: Paths that need no credential even with security on (``security.route_acls``).
+_PUBLIC_PATHS = ("/healthz", "/readyz")
 _ERROR_DESCRIPTION = "Error (see docs/rest-api.md for the codes)"
 
 
@@ -78,6 +80,8 @@ def _complete(path: str, method: str, operation: dict[str, Any], schemas: dict[s
         responses.pop("422", None)  # validation failures are 400 INVALID_REQUEST here
     error = {"$ref": "#/components/schemas/" + ("NativeError" if native else "V2Error")}
     for status in _NATIVE_STATUSES if native else _V2_STATUSES:
+        if status in ("401", "403") and path in _PUBLIC_PATHS:
+            continue
         responses[status] = {
             "description": _ERROR_DESCRIPTION,
             "content": {"application/json": {"schema": error}},

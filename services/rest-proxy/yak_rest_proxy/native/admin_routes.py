@@ -34,9 +34,11 @@ from yak.errors import InvalidRequestError, YakError
 from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import BrokerRegistration
 from yak.names import validate_topic_name
+from yak.security.acl import Operation, ResourceType
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.runtime import ProxyRuntime
+from yak_rest_proxy.security.access import visible
 from yak_rest_proxy.v2.metadata_routes import topic_record
 
 __all__ = ["admin_router"]
@@ -118,7 +120,12 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
 
     @router.get("/topics", response_model=TopicList)
     async def list_topics() -> Response:
-        return json_response(await runtime.coordinator().list_topics(), _JSON)
+        listed = await runtime.coordinator().list_topics()
+        names = set(
+            visible(ResourceType.TOPIC, [t.name for t in listed.topics], Operation.DESCRIBE)
+        )
+        topics = [topic for topic in listed.topics if topic.name in names]
+        return json_response(listed.model_copy(update={"topics": topics}), _JSON)
 
     @router.post(
         "/topics",

@@ -12,11 +12,13 @@ from yak.api.groups import (
     OffsetResetResult,
 )
 from yak.api.records import API_PREFIX
+from yak.security.acl import Operation, ResourceType
 from yak_rest_proxy.consumers.group_admin import GroupAdmin
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.native.admin_routes import ADMIN_TAG
 from yak_rest_proxy.runtime import ProxyRuntime
+from yak_rest_proxy.security.access import visible
 
 __all__ = ["group_admin_router"]
 
@@ -29,10 +31,13 @@ def group_admin_router(runtime: ProxyRuntime, groups: GroupAdmin) -> APIRouter:
     @router.get("", response_model=GroupList)
     async def list_groups() -> Response:
         listed = await runtime.coordinator().list_groups()
+        ids = [g.group_id for g in listed.groups]
+        allowed = set(visible(ResourceType.GROUP, ids, Operation.DESCRIBE))
         body = GroupList(
             groups=[
                 GroupSummary(group_id=g.group_id, state=g.state, members=g.member_count)
                 for g in listed.groups
+                if g.group_id in allowed
             ]
         )
         return json_response(body, _JSON)

@@ -14,10 +14,12 @@ from yak.errors import UnknownTopicOrPartitionError
 from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import PartitionState, TopicRecord
 from yak.names import validate_topic_name
+from yak.security.acl import Operation, ResourceType
 from yak.topic_config import effective_config
 from yak_rest_proxy.http.content import negotiate
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.runtime import ProxyRuntime
+from yak_rest_proxy.security.access import visible
 from yak_rest_proxy.v2.models import (
     V2BrokerList,
     V2PartitionInfo,
@@ -87,7 +89,7 @@ def metadata_router(runtime: ProxyRuntime) -> APIRouter:
         media = negotiate(request.headers.get("accept"))
         snapshot = runtime.cache.snapshot
         names = sorted(name for name, r in snapshot.topics.items() if not r.deleting)
-        return json_response(names, media)
+        return json_response(visible(ResourceType.TOPIC, names, Operation.DESCRIBE), media)
 
     @router.get("/topics/{topic}", response_model=V2TopicInfo)
     async def topic(request: Request, topic: str) -> Response:

@@ -60,7 +60,7 @@ def admin(etcd: MemoryMetadataStore) -> SecurityStore:
 async def test_create_user_with_key_and_password(
     etcd: MemoryMetadataStore, caches: tuple[SecurityCache, SecurityCache]
 ) -> None:
-    record, key = await admin(etcd).create_user("alice", password="pw", with_key=True)
+    record, key, _ = await admin(etcd).create_user("alice", password="pw", with_key=True)
     assert key is not None
     assert key.token not in (await etcd.get(KS.principal("alice"))).value.decode()  # type: ignore[union-attr]
     for cache in caches:
@@ -77,7 +77,7 @@ async def test_create_user_with_key_and_password(
 async def test_wrong_and_malformed_keys_are_refused(
     etcd: MemoryMetadataStore, caches: tuple[SecurityCache, SecurityCache]
 ) -> None:
-    _, key = await admin(etcd).create_user("bob", with_key=True)
+    _, key, _ = await admin(etcd).create_user("bob", with_key=True)
     assert key is not None
     await caches[0].wait_for_revision(key.revision)
     wrong_secret = key.token[:-4] + ("aaaa" if not key.token.endswith("aaaa") else "bbbb")
@@ -90,7 +90,7 @@ async def test_revocation_is_seen_at_once_by_another_instance(
     etcd: MemoryMetadataStore, caches: tuple[SecurityCache, SecurityCache]
 ) -> None:
     store = admin(etcd)
-    _, old = await store.create_user("carol", with_key=True)
+    _, old, _ = await store.create_user("carol", with_key=True)
     assert old is not None
     new = await store.add_key("carol", "rotation")
     for cache in caches:
@@ -113,7 +113,7 @@ async def test_deleting_a_user_revokes_everything(
     etcd: MemoryMetadataStore, caches: tuple[SecurityCache, SecurityCache]
 ) -> None:
     store = admin(etcd)
-    _, key = await store.create_user("dave", password="pw", with_key=True)
+    _, key, _ = await store.create_user("dave", password="pw", with_key=True)
     assert key is not None
     await caches[1].wait_for_revision(key.revision)
     assert await caches[1].authenticate_api_key(key.token) == "User:dave"

@@ -1,0 +1,164 @@
+"""What every route of the proxy needs: ONE table from (method, path template) to ACL checks.
+
+Each entry lists the checks a request must pass; each check names a resource type, where the
+resource's name comes from, and the operation (Kafka's choices for the matching Kafka request:
+Produce is TOPIC WRITE, Fetch TOPIC READ, OffsetCommit GROUP READ + TOPIC READ, OffsetFetch
+GROUP DESCRIBE + TOPIC DESCRIBE, CreateTopics TOPIC CREATE or CLUSTER CREATE, DescribeConfigs
+and AlterConfigs, DescribeLogDirs CLUSTER DESCRIBE, CreateAcls CLUSTER ALTER ...). ``None``
+marks the public routes; an empty tuple routes that only need a valid credential.
+
+``missing_routes(app)`` lists the app's routes the table does not cover: the app refuses to
+start with security on while there are any, and a unit test keeps the list empty, so a new
+route cannot slip through unguarded.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import NamedTuple
+
+from fastapi import FastAPI
+from fastapi.routing import iter_route_contexts
+
+from yak.security.acl import Operation, ResourceType
+
+__all__ = ["AUDITED", "ROUTE_ACLS", "Check", "Source", "app_routes", "missing_routes"]
+
+
+class Source(Enum):
+    """Where a check finds the names of the resources it checks."""
+
+    CLUSTER = "cluster"  # the one cluster resource
+    PATH = "path"  # the path parameter ``topic`` or ``group``
+    BODY = "body"  # topic names in the JSON body: topics[], partitions[].topic, offsets[].topic,
+    #                timestamps[].topic
+    BODY_NAME = "body_name"  # the body's ``name`` (a topic to create)
+    FETCHED = "fetched"  # the topics a read fetches, checked by the reader as it reads
+    LISTED = "listed"  # a list answer keeps only the names the principal may see
+
+
+class Check(NamedTuple):
+    """One authorization a request must pass."""
+
+    resource: ResourceType
+    source: Source
+    operation: Operation
+
+
+T, G, C = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
+O = Operation  # noqa: E741
+PUBLIC = None
+AUTHENTICATED: tuple[Check, ...] = ()
+
+_CLUSTER_DESCRIBE = (Check(C, Source.CLUSTER, O.DESCRIBE),)
+_CLUSTER_ALTER = (Check(C, Source.CLUSTER, O.ALTER),)
+_TOPIC = {op: (Check(T, Source.PATH, op),) for op in O}
+_GROUP_READ = (Check(G, Source.PATH, O.READ),)
+_GROUP_READ_TOPICS = (*_GROUP_READ, Check(T, Source.BODY, O.READ))
+_GROUP_FETCH = (*_GROUP_READ, Check(T, Source.FETCHED, O.READ))
+_INSTANCE = "/consumers/{group}/instances/{instance}"
+_MEMBER = "/api/v1/groups/{group}/members/{member}"
+_SECURITY = "/api/v1/security"
+
+#: (METHOD, path template) -> the checks (None: public).
+ROUTE_ACLS: dict[tuple[str, str], tuple[Check, ...] | None] = {
+    # Liveness and readiness answer load balancers and orchestrators, which hold no key.
+    ("GET", "/healthz"): PUBLIC,
+    ("GET", "/readyz"): PUBLIC,
+    # -- Confluent v2 ---------------------------------------------------------------------
+    ("GET", "/"): AUTHENTICATED,
+    ("POST", "/"): AUTHENTICATED,
+    ("GET", "/brokers"): _CLUSTER_DESCRIBE,
+    ("GET", "/topics"): (Check(T, Source.LISTED, O.DESCRIBE),),
+    ("GET", "/topics/{topic}"): _TOPIC[O.DESCRIBE],
+    ("GET", "/topics/{topic}/partitions"): _TOPIC[O.DESCRIBE],
+    ("GET", "/topics/{topic}/partitions/{partition}"): _TOPIC[O.DESCRIBE],
+    ("GET", "/topics/{topic}/partitions/{partition}/offsets"): _TOPIC[O.DESCRIBE],
+    ("POST", "/topics/{topic}"): _TOPIC[O.WRITE],
+    ("POST", "/topics/{topic}/partitions/{partition}"): _TOPIC[O.WRITE],
+    ("POST", "/consumers/{group}"): _GROUP_READ,
+    ("DELETE", _INSTANCE): _GROUP_READ,
+    ("POST", f"{_INSTANCE}/subscription"): _GROUP_READ_TOPICS,
+    ("GET", f"{_INSTANCE}/subscription"): _GROUP_READ,
+    ("DELETE", f"{_INSTANCE}/subscription"): _GROUP_READ,
+    ("POST", f"{_INSTANCE}/assignments"): _GROUP_READ_TOPICS,
+    ("GET", f"{_INSTANCE}/assignments"): _GROUP_READ,
+    ("POST", f"{_INSTANCE}/positions"): _GROUP_READ_TOPICS,
+    ("POST", f"{_INSTANCE}/positions/beginning"): _GROUP_READ_TOPICS,
+    ("POST", f"{_INSTANCE}/positions/end"): _GROUP_READ_TOPICS,
+    ("GET", f"{_INSTANCE}/records"): _GROUP_FETCH,
+    ("POST", f"{_INSTANCE}/offsets"): _GROUP_READ_TOPICS,
+    ("GET", f"{_INSTANCE}/offsets"): (
+        Check(G, Source.PATH, O.DESCRIBE),
+        Check(T, Source.BODY, O.DESCRIBE),
+    ),
+    # -- native: records and producers ----------------------------------------------------
+    ("POST", "/api/v1/topics/{topic}/records"): _TOPIC[O.WRITE],
+    ("POST", "/api/v1/topics/{topic}/partitions/{partition}/batches"): _TOPIC[O.WRITE],
+    ("GET", "/api/v1/topics/{topic}/partitions/{partition}/records"): _TOPIC[O.READ],
+    # A producer id alone writes nothing; each batch it stamps is checked as a WRITE.
+    ("POST", "/api/v1/producers"): AUTHENTICATED,
+    # -- native: group members --------------------------------------------------------------
+    ("POST", "/api/v1/groups/{group}/members"): _GROUP_READ_TOPICS,
+    ("GET", _MEMBER): (Check(G, Source.PATH, O.DESCRIBE),),
+    ("DELETE", _MEMBER): _GROUP_READ,
+    ("GET", f"{_MEMBER}/records"): _GROUP_FETCH,
+    ("GET", f"{_MEMBER}/stream"): _GROUP_FETCH,
+    ("WEBSOCKET", f"{_MEMBER}/ws"): _GROUP_FETCH,
+    ("POST", f"{_MEMBER}/commit"): _GROUP_READ_TOPICS,
+    ("POST", f"{_MEMBER}/seek"): _GROUP_READ_TOPICS,
+    # -- native: admin ----------------------------------------------------------------------
+    ("GET", "/api/v1/cluster"): _CLUSTER_DESCRIBE,
+    ("GET", "/api/v1/brokers"): _CLUSTER_DESCRIBE,
+    ("GET", "/api/v1/log-dirs"): _CLUSTER_DESCRIBE,
+    ("GET", "/api/v1/topics/{topic}/partitions/{partition}/offsets"): _TOPIC[O.DESCRIBE],
+    ("GET", "/api/v1/topics"): (Check(T, Source.LISTED, O.DESCRIBE),),
+    # CLUSTER CREATE also allows it (the guard's one special case, as in Kafka).
+    ("POST", "/api/v1/topics"): (Check(T, Source.BODY_NAME, O.CREATE),),
+    ("GET", "/api/v1/topics/{topic}"): _TOPIC[O.DESCRIBE],
+    ("DELETE", "/api/v1/topics/{topic}"): _TOPIC[O.DELETE],
+    ("PATCH", "/api/v1/topics/{topic}/configs"): _TOPIC[O.ALTER_CONFIGS],
+    ("POST", "/api/v1/topics/{topic}/partitions"): _TOPIC[O.ALTER],
+    ("GET", "/api/v1/groups"): (Check(G, Source.LISTED, O.DESCRIBE),),
+    ("GET", "/api/v1/groups/{group}"): (Check(G, Source.PATH, O.DESCRIBE),),
+    ("DELETE", "/api/v1/groups/{group}"): (Check(G, Source.PATH, O.DELETE),),
+    ("POST", "/api/v1/groups/{group}/offsets/reset"): _GROUP_READ_TOPICS,
+    # -- native: security admin (Kafka: DescribeAcls is CLUSTER DESCRIBE, the rest ALTER) ----
+    ("GET", f"{_SECURITY}/users"): _CLUSTER_DESCRIBE,
+    ("POST", f"{_SECURITY}/users"): _CLUSTER_ALTER,
+    ("DELETE", f"{_SECURITY}/users/{{user}}"): _CLUSTER_ALTER,
+    ("POST", f"{_SECURITY}/users/{{user}}/keys"): _CLUSTER_ALTER,
+    ("DELETE", f"{_SECURITY}/users/{{user}}/keys/{{key_id}}"): _CLUSTER_ALTER,
+    ("PUT", f"{_SECURITY}/users/{{user}}/password"): _CLUSTER_ALTER,
+    ("GET", f"{_SECURITY}/acls"): _CLUSTER_DESCRIBE,
+    ("POST", f"{_SECURITY}/acls"): _CLUSTER_ALTER,
+    ("DELETE", f"{_SECURITY}/acls"): _CLUSTER_ALTER,
+}
+
+#: Administrative changes: written to the audit log when allowed (denials always are).
+AUDITED: frozenset[tuple[str, str]] = frozenset(
+    key
+    for key in ROUTE_ACLS
+    if key[0] in ("POST", "PUT", "PATCH", "DELETE")
+    and key[1].startswith(("/api/v1/topics", "/api/v1/groups/{group}", _SECURITY))
+    and not key[1].endswith(("/records", "/batches"))
+    and "/members" not in key[1]
+)
+
+
+def app_routes(app: FastAPI) -> set[tuple[str, str]]:
+    """(METHOD, path template) of every route the app serves, but FastAPI's docs pages."""
+    found: set[tuple[str, str]] = set()
+    for route in iter_route_contexts(app.routes):
+        if not getattr(route.original_route, "include_in_schema", True):
+            continue  # /openapi.json and the docs pages: public on purpose (docs/security.md)
+        path = route.path_format or route.path
+        assert path is not None
+        methods = route.methods if route.methods is not None else {"WEBSOCKET"}
+        found.update((method, path) for method in methods if method != "HEAD")
+    return found
+
+
+def missing_routes(app: FastAPI) -> list[tuple[str, str]]:
+    """The app's routes that have no entry in ``ROUTE_ACLS`` (must be none)."""
+    return sorted(app_routes(app) - ROUTE_ACLS.keys())

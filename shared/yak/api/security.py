@@ -1,0 +1,130 @@
+"""Bodies of the native security admin API (``/api/v1/security``): users, API keys, ACLs.
+
+Secrets travel one way only: a password in a request, a new API key's token in the one answer
+that creates it. No answer ever carries a hash or an old token.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from yak.security.acl import AclBinding, Operation, PatternType, Permission, ResourceType
+
+__all__ = [
+    "AclBody",
+    "AclList",
+    "ApiKeyCreated",
+    "ApiKeyInfo",
+    "CreateApiKeyRequest",
+    "CreateUserRequest",
+    "PasswordRequest",
+    "UserCreated",
+    "UserInfo",
+    "UserList",
+]
+
+_NAME = r"^[a-zA-Z0-9._-]{1,249}$"
+_PRINCIPAL = r"^User:([a-zA-Z0-9._-]{1,249}|\*)$"
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class CreateUserRequest(_Request):
+    """``POST /security/users``: a user, with a password and/or a first API key."""
+
+    name: str = Field(pattern=_NAME)
+    password: str | None = Field(default=None, min_length=1, max_length=1024)
+    api_key: bool = Field(default=True, description="Make a first API key (shown once).")
+
+
+class PasswordRequest(_Request):
+    """``PUT /security/users/{user}/password``: the new password (null removes it)."""
+
+    password: str | None = Field(min_length=1, max_length=1024)
+
+
+class CreateApiKeyRequest(_Request):
+    """``POST /security/users/{user}/keys``: what the key is for (free text)."""
+
+    description: str = Field(default="", max_length=200)
+
+
+class ApiKeyInfo(_Answer):
+    """One key of a user: its id and when it was made (never its secret)."""
+
+    key_id: str
+    created_ms: int
+    description: str = ""
+
+
+class UserInfo(_Answer):
+    """A user: principal, whether it has a password, its keys."""
+
+    name: str
+    principal: str
+    created_ms: int
+    has_password: bool
+    keys: list[ApiKeyInfo]
+
+
+class UserList(_Answer):
+    users: list[UserInfo]
+
+
+class ApiKeyCreated(_Answer):
+    """A new key: ``api_key`` is the bearer token, shown here once and stored nowhere."""
+
+    user: str
+    key_id: str
+    api_key: str
+
+
+class UserCreated(_Answer):
+    user: UserInfo
+    api_key: ApiKeyCreated | None = None
+
+
+class AclBody(BaseModel):
+    """One ACL binding (``kafka-acls`` fields)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    principal: str = Field(pattern=_PRINCIPAL, examples=["User:alice", "User:*"])
+    resource_type: ResourceType
+    resource_name: str = Field(min_length=1, max_length=249)
+    pattern_type: PatternType = PatternType.LITERAL
+    operation: Operation
+    permission: Permission = Permission.ALLOW
+
+    def to_binding(self) -> AclBinding:
+        return AclBinding(
+            principal=self.principal,
+            resource_type=self.resource_type,
+            resource_name=self.resource_name,
+            operation=self.operation,
+            permission=self.permission,
+            pattern_type=self.pattern_type,
+        )
+
+    @classmethod
+    def of(cls, acl: AclBinding) -> AclBody:
+        return cls(
+            principal=acl.principal,
+            resource_type=acl.resource_type,
+            resource_name=acl.resource_name,
+            pattern_type=acl.pattern_type,
+            operation=acl.operation,
+            permission=acl.permission,
+        )
+
+
+class AclList(_Answer):
+    """ACL bindings (the ones listed, created or removed)."""
+
+    acls: list[AclBody]
