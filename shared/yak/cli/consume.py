@@ -29,7 +29,7 @@ from typing import Annotated, Any
 import typer
 
 from yak.cli.cluster import DataDirOption
-from yak.cli.proxy import UrlOption, proxy_url, run_or_exit
+from yak.cli.proxy import ApiKeyOption, UrlOption, proxy_url, run_or_exit
 from yak.cli.record_format import RecordFormat, default_format
 from yak.errors import InvalidRequestError
 from yak.sdk import (
@@ -103,8 +103,9 @@ async def _read_stateless(
     start: int | str,
     follow: bool,
     printer: _Printer,
+    api_key: str | None = None,
 ) -> None:
-    async with AsyncPartitionReader(url) as reader:
+    async with AsyncPartitionReader(url, api_key=api_key) as reader:
         count = await reader.partition_count(topic)
         if partition is not None and not 0 <= partition < count:
             raise InvalidRequestError(f"topic {topic!r} has no partition {partition}")
@@ -135,9 +136,12 @@ async def _read_group(
     follow: bool,
     timeout_ms: int,
     printer: _Printer,
+    api_key: str | None = None,
 ) -> None:
     reset: OffsetReset = "earliest" if from_beginning else "latest"
-    async with AsyncConsumer(url, group, [topic], auto_offset_reset=reset) as consumer:
+    async with AsyncConsumer(
+        url, group, [topic], auto_offset_reset=reset, api_key=api_key
+    ) as consumer:
         idle_since = time.monotonic()
         while not printer.done.is_set():
             records = await consumer.poll(_POLL_MS)
@@ -192,6 +196,7 @@ def consume(
         ),
     ] = 10_000,
     url: UrlOption = None,
+    api_key: ApiKeyOption = None,
     data_dir: DataDirOption = Path(".yak"),
 ) -> None:
     """Print the records of TOPIC: statelessly, or as a member of a consumer group."""
@@ -212,9 +217,11 @@ def consume(
     async def run() -> None:
         printer = _Printer(printer_format, max_messages)
         if group is not None:
-            await _read_group(target, topic, group, from_beginning, follow, timeout_ms, printer)
+            await _read_group(
+                target, topic, group, from_beginning, follow, timeout_ms, printer, api_key
+            )
         else:
             start = _start_offset(offset or "earliest")
-            await _read_stateless(target, topic, partition, start, follow, printer)
+            await _read_stateless(target, topic, partition, start, follow, printer, api_key)
 
     run_or_exit(run())

@@ -21,7 +21,7 @@ from rich.table import Table
 
 from yak.api.groups import GroupDescription, TopicPartitionList
 from yak.cli.cluster import DataDirOption
-from yak.cli.proxy import UrlOption, proxy_url, run_or_exit
+from yak.cli.proxy import ApiKeyOption, UrlOption, proxy_url, run_or_exit
 from yak.sdk import AsyncAdmin, ResetTarget
 
 __all__ = ["app"]
@@ -32,11 +32,16 @@ _DATA_DIR = Path(".yak")
 app = typer.Typer(no_args_is_help=True, help="List, describe and reset consumer groups.")
 
 
-def _admin_call(url: str | None, data_dir: Path, call: Callable[[AsyncAdmin], Awaitable[_T]]) -> _T:
+def _admin_call(
+    url: str | None,
+    api_key: str | None,
+    data_dir: Path,
+    call: Callable[[AsyncAdmin], Awaitable[_T]],
+) -> _T:
     target = proxy_url(url, data_dir)
 
     async def run() -> _T:
-        async with AsyncAdmin(target) as admin:
+        async with AsyncAdmin(target, api_key=api_key) as admin:
             return await call(admin)
 
     return run_or_exit(run())
@@ -72,9 +77,11 @@ def _print_group(group: GroupDescription) -> None:
 
 
 @app.command("list")
-def list_groups(url: UrlOption = None, data_dir: DataDirOption = _DATA_DIR) -> None:
+def list_groups(
+    url: UrlOption = None, api_key: ApiKeyOption = None, data_dir: DataDirOption = _DATA_DIR
+) -> None:
     """List the consumer groups with their state and member count."""
-    listing = _admin_call(url, data_dir, lambda admin: admin.list_groups())
+    listing = _admin_call(url, api_key, data_dir, lambda admin: admin.list_groups())
     table = Table("group", "state", "members")
     for group in listing.groups:
         table.add_row(group.group_id, group.state, str(group.members))
@@ -82,9 +89,14 @@ def list_groups(url: UrlOption = None, data_dir: DataDirOption = _DATA_DIR) -> N
 
 
 @app.command()
-def describe(group: str, url: UrlOption = None, data_dir: DataDirOption = _DATA_DIR) -> None:
+def describe(
+    group: str,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    data_dir: DataDirOption = _DATA_DIR,
+) -> None:
     """Show a group's members and, per partition, committed offset, end offset, lag, owner."""
-    _print_group(_admin_call(url, data_dir, lambda admin: admin.describe_group(group)))
+    _print_group(_admin_call(url, api_key, data_dir, lambda admin: admin.describe_group(group)))
 
 
 @app.command("reset-offsets")
@@ -107,6 +119,7 @@ def reset_offsets(
         bool, typer.Option("--force", help="Even while the group has members.")
     ] = False,
     url: UrlOption = None,
+    api_key: ApiKeyOption = None,
     data_dir: DataDirOption = _DATA_DIR,
 ) -> None:
     """Move a group's committed offsets (refused while it has members, unless --force)."""
@@ -123,6 +136,7 @@ def reset_offsets(
         )
     result = _admin_call(
         url,
+        api_key,
         data_dir,
         lambda admin: admin.reset_offsets(
             group,
@@ -143,7 +157,12 @@ def reset_offsets(
 
 
 @app.command()
-def delete(group: str, url: UrlOption = None, data_dir: DataDirOption = _DATA_DIR) -> None:
+def delete(
+    group: str,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    data_dir: DataDirOption = _DATA_DIR,
+) -> None:
     """Delete an empty group and its committed offsets."""
-    _admin_call(url, data_dir, lambda admin: admin.delete_group(group))
+    _admin_call(url, api_key, data_dir, lambda admin: admin.delete_group(group))
     typer.echo(f"deleted group {group}")

@@ -24,7 +24,7 @@ from typing import Annotated
 import typer
 
 from yak.cli.cluster import DataDirOption
-from yak.cli.proxy import UrlOption, proxy_url, run_or_exit
+from yak.cli.proxy import ApiKeyOption, UrlOption, proxy_url, run_or_exit
 from yak.sdk import Acks, AsyncProducer, Compression, RecordMetadata
 
 __all__ = ["parse_headers", "produce"]
@@ -135,6 +135,7 @@ def produce(
     ] = "none",
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Print offsets.")] = False,
     url: UrlOption = None,
+    api_key: ApiKeyOption = None,
     data_dir: DataDirOption = Path(".yak"),
 ) -> None:
     """Write records (``--value`` or stdin lines) to TOPIC."""
@@ -154,6 +155,7 @@ def produce(
     async def run() -> None:
         producer = AsyncProducer(
             target,
+            api_key=api_key,
             acks=wire_acks,
             idempotent=wire_acks == "all",
             batch_max_records=batch_records,

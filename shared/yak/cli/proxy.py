@@ -19,7 +19,7 @@ import typer
 
 from yak.errors import YakError
 
-__all__ = ["DEFAULT_PROXY_URL", "UrlOption", "proxy_url", "run_or_exit"]
+__all__ = ["DEFAULT_PROXY_URL", "ApiKeyOption", "UrlOption", "proxy_url", "run_or_exit"]
 
 _T = TypeVar("_T")
 
@@ -32,6 +32,15 @@ UrlOption = Annotated[
         envvar="YAK_URL",
         help="rest-proxy URL (default: the rest-proxy in <data-dir>/cluster.json, else "
         f"{DEFAULT_PROXY_URL}).",
+    ),
+]
+
+ApiKeyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key",
+        envvar="YAK_API_KEY",
+        help="API key for a proxy with security on (docs/security.md).",
     ),
 ]
 

@@ -5,10 +5,16 @@ typed ``YakError`` of its code (``yak.errors.error_for_code``); a proxy that can
 raises ``NetworkError`` and a request that outlives its timeout ``KafkaTimeoutError`` — both
 retriable, so callers decide retries from ``YakError.retriable`` alone. One instance may serve
 concurrent tasks of one event loop.
+
+With security on (docs/security.md) every request carries a credential: ``api_key`` as
+``Authorization: Bearer <key>``, or ``username`` and ``password`` as HTTP Basic. A refused
+credential raises ``AuthenticationError`` (401), a denied operation the
+``*AuthorizationError`` of its resource type (403); neither is retriable.
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
@@ -19,13 +25,29 @@ from yak.api.records import API_PREFIX
 from yak.clients._http import error_from_response
 from yak.errors import KafkaTimeoutError, NetworkError, UnknownServerError
 
-__all__ = ["ApiClient", "Params"]
+__all__ = ["ApiClient", "Params", "auth_headers"]
 
 _M = TypeVar("_M", bound=BaseModel)
 _JSON = {"content-type": "application/json"}
 
 #: Query parameters; a sequence value repeats the parameter.
 Params = Mapping[str, str | int | Sequence[str]]
+
+
+def auth_headers(
+    *, api_key: str | None = None, username: str | None = None, password: str | None = None
+) -> dict[str, str]:
+    """The ``Authorization`` header for an API key or a user name and password (or none)."""
+    if api_key is not None and username is not None:
+        raise ValueError("give an api_key or a username and password, not both")
+    if api_key is not None:
+        return {"authorization": f"Bearer {api_key}"}
+    if username is not None:
+        if password is None:
+            raise ValueError("a username needs a password")
+        basic = base64.b64encode(f"{username}:{password}".encode()).decode()
+        return {"authorization": f"Basic {basic}"}
+    return {}
 
 
 class ApiClient:
@@ -37,11 +59,17 @@ class ApiClient:
         *,
         timeout_s: float,
         transport: httpx.AsyncBaseTransport | None = None,
+        api_key: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
     ) -> None:
         self.url = url.rstrip("/")
         self._timeout_s = timeout_s
         self._http = httpx.AsyncClient(
-            base_url=f"{self.url}{API_PREFIX}", timeout=timeout_s, transport=transport
+            base_url=f"{self.url}{API_PREFIX}",
+            timeout=timeout_s,
+            transport=transport,
+            headers=auth_headers(api_key=api_key, username=username, password=password),
         )
 
     async def aclose(self) -> None:

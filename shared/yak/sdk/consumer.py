@@ -75,6 +75,9 @@ class AsyncConsumer:
         max_bytes: int = 1024 * 1024,
         request_timeout_ms: int = 30_000,
         transport: httpx.AsyncBaseTransport | None = None,
+        api_key: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
     ) -> None:
         self.group = group
         self._join = JoinGroupRequest(
@@ -87,7 +90,14 @@ class AsyncConsumer:
             auto_offset_reset=auto_offset_reset,
             auto_commit=auto_commit,
         )
-        self._api = ApiClient(url, timeout_s=request_timeout_ms / 1000, transport=transport)
+        self._api = ApiClient(
+            url,
+            timeout_s=request_timeout_ms / 1000,
+            transport=transport,
+            api_key=api_key,
+            username=username,
+            password=password,
+        )
         self._max_bytes = max_bytes
         self._request_timeout_s = request_timeout_ms / 1000
         self._member_id: str | None = None

@@ -120,6 +120,9 @@ class AsyncProducer:
         max_block_ms: int = 60_000,
         buffer_max_bytes: int = 32 * 1024 * 1024,
         transport: httpx.AsyncBaseTransport | None = None,
+        api_key: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
     ) -> None:
         wire_acks = _ACKS.get(acks)
         if wire_acks is None:
@@ -135,7 +138,14 @@ class AsyncProducer:
             raise InvalidConfigError("linger_ms, delivery_timeout_ms, max_block_ms out of range")
         if batch_max_records < 1 or batch_max_bytes < 1 or buffer_max_bytes < 1:
             raise InvalidConfigError("batch and buffer sizes must be positive")
-        self._api = ApiClient(url, timeout_s=request_timeout_ms / 1000, transport=transport)
+        self._api = ApiClient(
+            url,
+            timeout_s=request_timeout_ms / 1000,
+            transport=transport,
+            api_key=api_key,
+            username=username,
+            password=password,
+        )
         self._metadata = TopicMetadata(self._api, max_block_ms)
         self._sender = Sender(
             self._api,

@@ -41,9 +41,19 @@ class AsyncPartitionReader:
         *,
         request_timeout_ms: int = 30_000,
         transport: httpx.AsyncBaseTransport | None = None,
+        api_key: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
     ) -> None:
         self._request_timeout_s = request_timeout_ms / 1000
-        self._api = ApiClient(url, timeout_s=self._request_timeout_s, transport=transport)
+        self._api = ApiClient(
+            url,
+            timeout_s=self._request_timeout_s,
+            transport=transport,
+            api_key=api_key,
+            username=username,
+            password=password,
+        )
 
     async def aclose(self) -> None:
         await self._api.aclose()
