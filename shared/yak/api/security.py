@@ -21,6 +21,7 @@ __all__ = [
     "UserCreated",
     "UserInfo",
     "UserList",
+    "WhoAmI",
 ]
 
 _NAME = r"^[a-zA-Z0-9._-]{1,249}$"
@@ -128,3 +129,11 @@ class AclList(_Answer):
     """ACL bindings (the ones listed, created or removed)."""
 
     acls: list[AclBody]
+
+
+class WhoAmI(_Answer):
+    """The caller as the API sees it (``GET /api/v1/security/whoami``)."""
+
+    principal: str = Field(examples=["User:alice"])
+    super_user: bool = Field(description="Named in the proxy's YAK_SUPER_USERS.")
+    security: bool = Field(description="False: security is off and anyone is served.")

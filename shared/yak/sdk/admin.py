@@ -28,6 +28,7 @@ from yak.api.admin import (
     TopicList,
 )
 from yak.api.groups import GroupDescription, GroupList, OffsetResetRequest, OffsetResetResult
+from yak.api.security import WhoAmI
 from yak.sdk._client import ApiClient
 
 __all__ = ["AsyncAdmin", "ResetTarget"]
@@ -104,6 +105,10 @@ class AsyncAdmin:
             PartitionOffset,
             params={"timestamp": str(timestamp)},
         )
+
+    async def whoami(self) -> WhoAmI:
+        """The principal this client's credential authenticates as (401 when it is refused)."""
+        return await self._api.call("GET", "/security/whoami", WhoAmI)
 
     async def list_topics(self) -> TopicList:
         return await self._api.call("GET", "/topics", TopicList)

@@ -151,3 +151,23 @@ async def test_key_rotation(proxy: Proxy) -> None:
     users = (await client.get("/api/v1/security/users", headers=bearer(new["api_key"]))).json()
     assert [k["key_id"] for k in users["users"][0]["keys"]] == [new["key_id"]]
     assert "hash" not in json.dumps(users)
+
+
+async def test_whoami_names_the_caller(proxy: Proxy) -> None:
+    client, admin = proxy.client, await proxy.admin()
+    assert (await client.get("/api/v1/security/whoami")).status_code == 401
+    me = (await client.get("/api/v1/security/whoami", headers=bearer(admin))).json()
+    assert me == {"principal": "User:admin", "super_user": True, "security": True}
+    made = await client.post("/api/v1/security/users", json={"name": "bob"}, headers=bearer(admin))
+    bob = bearer(made.json()["api_key"]["api_key"])
+    me = (await client.get("/api/v1/security/whoami", headers=bob)).json()
+    assert me == {"principal": "User:bob", "super_user": False, "security": True}
+
+
+async def test_whoami_with_security_off() -> None:
+    app = create_app(ProxySettings(cluster_id=CLUSTER), store=MemoryMetadataStore())
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
+            me = (await client.get("/api/v1/security/whoami")).json()
+    assert me == {"principal": "User:ANONYMOUS", "super_user": False, "security": False}

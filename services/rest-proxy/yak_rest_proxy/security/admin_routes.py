@@ -26,6 +26,7 @@ from yak.api.security import (
     UserCreated,
     UserInfo,
     UserList,
+    WhoAmI,
 )
 from yak.errors import InvalidRequestError
 from yak.security.acl import AclBinding, AclFilter, Operation, PatternType, Permission, ResourceType
@@ -95,6 +96,21 @@ def security_router(runtime: ProxyRuntime) -> APIRouter:
             remote=f"{request.client.host}:{request.client.port}" if request.client else "",
         )
         await runtime.wait_for_security(revision)
+
+    @router.get("/whoami", response_model=WhoAmI)
+    async def whoami() -> Response:
+        """The caller's principal (what a console shows and maps to a role)."""
+        access = current_access.get()
+        if access is None:
+            return json_response(
+                WhoAmI(principal=ANONYMOUS, super_user=False, security=False), _JSON
+            )
+        answer = WhoAmI(
+            principal=access.principal,
+            super_user=access.principal in access.authorizer.super_users,
+            security=True,
+        )
+        return json_response(answer, _JSON)
 
     @router.get("/users", response_model=UserList)
     async def list_users() -> Response:

@@ -124,6 +124,7 @@ ROUTE_ACLS: dict[tuple[str, str], tuple[Check, ...] | None] = {
     ("DELETE", "/api/v1/groups/{group}"): (Check(G, Source.PATH, O.DELETE),),
     ("POST", "/api/v1/groups/{group}/offsets/reset"): _GROUP_READ_TOPICS,
     # -- native: security admin (Kafka: DescribeAcls is CLUSTER DESCRIBE, the rest ALTER) ----
+    ("GET", f"{_SECURITY}/whoami"): AUTHENTICATED,
     ("GET", f"{_SECURITY}/users"): _CLUSTER_DESCRIBE,
     ("POST", f"{_SECURITY}/users"): _CLUSTER_ALTER,
     ("DELETE", f"{_SECURITY}/users/{{user}}"): _CLUSTER_ALTER,
