@@ -3,7 +3,9 @@
 For each system in turn — Yak (REST and SDK drivers on one local 3-broker cluster), Redis,
 NATS — start it (``servers``), run every chosen workload with a progress bar, stop it. Then
 write ``loadtest/results/peers.json``, the plots under ``docs/benchmarks/`` and
-``docs/benchmarks.md`` (the hand-written ``intro.md`` followed by the generated results).
+``docs/benchmarks.md`` (the hand-written ``intro.md``, the generated results, and the
+hand-written closing ``notes.md``); ``--report-only`` writes the docs again from
+``peers.json`` without running anything (after editing the notes).
 
 ``--quick`` is a smoke run (a tenth of every duration and backlog, short search steps) that
 writes ``loadtest/results/peers-quick.json`` only; ``--scale`` (or ``YAK_PEERS_SCALE``) shrinks
@@ -15,11 +17,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -42,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "loadtest" / "results"
 DOCS = ROOT / "docs"
 INTRO = Path(__file__).with_name("intro.md")
+NOTES = Path(__file__).with_name("notes.md")
 DRIVERS = ("yak-rest", "yak-sdk", "redis", "nats")
 console = Console()
 
@@ -111,11 +116,30 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--drivers", help=f"comma-separated, of {', '.join(DRIVERS)}")
     parser.add_argument("--scale", type=float, default=float(os.environ.get("YAK_PEERS_SCALE", 1)))
     parser.add_argument("--profile", type=Path, help="py-spy the proxy into this folder")
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing: write docs/benchmarks.md again from loadtest/results/peers.json",
+    )
     return parser.parse_args()
+
+
+def write_docs(doc: dict[str, Any], results: list[RunResult]) -> None:
+    """Plots under ``docs/benchmarks/`` and ``docs/benchmarks.md``: intro, results, notes."""
+    plots = plot_workloads(results, DOCS / "benchmarks")
+    relative = {w: str(p.relative_to(DOCS)) for w, p in plots.items()}
+    parts = [INTRO.read_text().rstrip(), markdown(doc, results, relative).rstrip()]
+    if NOTES.exists():
+        parts.append(NOTES.read_text().rstrip())
+    (DOCS / "benchmarks.md").write_text("\n\n".join(parts) + "\n")
 
 
 def main() -> None:
     args = _arguments()
+    if args.report_only:
+        doc = json.loads((RESULTS / "peers.json").read_text())
+        write_docs(doc, [RunResult.from_json(r) for r in doc["results"]])
+        return
     available = bundled_workloads()
     names = args.workloads.split(",") if args.workloads else list(available)
     chosen_drivers = args.drivers.split(",") if args.drivers else list(DRIVERS)
@@ -144,10 +168,7 @@ def main() -> None:
     doc["scale"] = scale
     write_json(RESULTS / ("peers-quick.json" if args.quick else "peers.json"), doc)
     if not args.quick:
-        plots = plot_workloads(results, DOCS / "benchmarks")
-        relative = {w: str(p.relative_to(DOCS)) for w, p in plots.items()}
-        text = INTRO.read_text().rstrip() + "\n\n" + markdown(doc, results, relative) + "\n"
-        (DOCS / "benchmarks.md").write_text(text)
+        write_docs(doc, results)
     console.print(doc["ratios"], doc["ratios_sdk"])
     if args.profile and (args.profile / "rest-proxy-max-rate.txt").exists():
         for function, own, total in hot_spots(args.profile / "rest-proxy-max-rate.txt"):

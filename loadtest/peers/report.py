@@ -114,7 +114,7 @@ def results_table(results: Sequence[RunResult]) -> list[str]:
     ]
     for r in results:
         offered = "max" if r.rate == 0 else f"{r.rate:,.0f}"
-        if r.search and not r.sustained:
+        if not r.sustained:
             offered += " (not held)"
         p, e = r.publish_latency, r.e2e_latency
         lines.append(

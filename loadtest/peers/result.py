@@ -3,10 +3,12 @@
 Rates are messages per second over the measured phase: ``publish_rate`` acknowledged
 messages, ``consume_rate`` deliveries summed over every subscription (a fan-out to four groups
 consumes four times what is published). Latencies are ``Percentiles`` in ms. ``rate`` is the
-offered rate of the measured phase — the one found by the search for max-rate workloads
-(``sustained`` False if even that was not held), the workload's for fixed-rate ones, and 0
-(as fast as possible) for a backlog drain, where ``publish_rate`` is the rate at which the
-backlog was written and ``consume_rate`` the rate at which it was drained.
+offered rate of the measured phase — the one found by the search for max-rate workloads, the
+workload's for fixed-rate ones, and 0 (as fast as possible) for a backlog drain; ``sustained``
+says whether the measured phase kept up with it (95 % of the offered rate published, 95 % of
+that consumed by every subscription; for a backlog, every record drained). For a backlog
+``publish_rate`` is the rate at which it was written and ``consume_rate`` the rate at which
+it was drained.
 """
 
 from __future__ import annotations

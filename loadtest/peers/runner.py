@@ -12,9 +12,9 @@ Phases: **setup** (topics, consumers joined at the first message, producers), th
   then at the rate found until the consumers are less than ``BACKLOG_OK_S`` behind (at most
   ``SEARCH_DRAIN_LIMIT_S``), ``warmup_s`` more, then ``duration_s`` measured at that rate;
 - *fixed rate*: ``warmup_s`` at the rate, then ``duration_s`` measured;
-- *backlog*: consumers idle while ``backlog_records`` per topic are produced as fast as
-  possible, then consumers drain them all (measured from the first publish to the last
-  delivery, at most ``DRAIN_LIMIT_S`` of draining).
+- *backlog*: ``backlog_records`` per topic are produced as fast as possible with no
+  subscription, then the consumers subscribe from the first message and drain them all
+  (from creating the consumers to the last delivery, at most ``DRAIN_LIMIT_S``).
 
 Then producers stop, consumers get ``GRACE_S`` to catch up, and topics are deleted.
 """
@@ -44,7 +44,7 @@ IN_FLIGHT = 8
 TICK_S = 0.005
 GRACE_S = 3.0
 STOP_S = 5.0
-DRAIN_LIMIT_S = 300.0
+DRAIN_LIMIT_S = 180.0
 SEARCH_DRAIN_LIMIT_S = 30.0
 BACKLOG_OK_S = 0.2
 #: Wraps the measured phase (e.g. a profiler); gets the phase's length in seconds.
@@ -82,7 +82,9 @@ class Runner:
         self._budget: int | None = None  # messages left to produce (backlog)
         self._stopping = False
         self._consumers_stopping = False
-        self._consuming = asyncio.Event()
+        self._topics: list[str] = []
+        self._consumers: list[Consumer] = []
+        self._consumer_tasks: list[asyncio.Task[None]] = []
         self._caught_up = asyncio.Event()
         self._expected: int | None = None  # deliveries that set ``_caught_up``
         self._task: TaskID | None = None
@@ -159,7 +161,6 @@ class Runner:
         self._published(now, len(batch) - failed, failed, (now - sent_ns) / 1e6)
 
     async def _consume(self, consumer: Consumer) -> None:
-        await self._consuming.wait()
         # A flag, not cancellation, ends the loop: some clients turn a cancelled read into
         # an ordinary error, which the loop would count and retry forever.
         while not self._consumers_stopping:
@@ -233,15 +234,16 @@ class Runner:
             self.windows.stop(time.monotonic_ns())
 
     async def _backlog(self, producers: list[asyncio.Task[None]], deliveries: int) -> float:
-        """Produce the backlog, then drain it; the seconds the drain took."""
+        """Produce the backlog, then subscribe and drain it; the seconds the drain took (from
+        creating the consumers — joining a group is part of draining — to the last record)."""
         self.windows.start(time.monotonic_ns())
         self._phase = "produce backlog"
         while not all(p.done() for p in producers):
             self._show()
             await asyncio.sleep(0.2)
         self._phase = "drain"
-        self._consuming.set()
         started = time.monotonic()
+        await self._start_consumers()
         while self.total.consumed < deliveries and time.monotonic() - started < DRAIN_LIMIT_S:
             self._show()
             await asyncio.sleep(0.05)
@@ -249,31 +251,35 @@ class Runner:
         self.windows.stop(time.monotonic_ns())
         return drain_s
 
+    async def _start_consumers(self) -> None:
+        """Every subscription's consumers, reading from each topic's first message."""
+        w = self.workload
+        for topic in self._topics:
+            for s in range(w.subscriptions_per_topic):
+                for _ in range(w.consumers_per_subscription):
+                    consumer = await self.driver.create_consumer(topic, f"sub-{topic}-{s}")
+                    self._consumers.append(consumer)
+                    self._consumer_tasks.append(asyncio.create_task(self._consume(consumer)))
+
     async def run(self) -> RunResult:
+        """Run the workload (see the module docstring); topics are deleted at the end."""
         w = self.workload
         run_id = uuid.uuid4().hex[:6]
-        topics = [f"peers-{run_id}-{t}" for t in range(w.topics)]
+        self._topics = [f"peers-{run_id}-{t}" for t in range(w.topics)]
         if self.progress is not None:
             self._task = self.progress.add_task(f"{self.driver.name} {w.name}", total=None)
-        for topic in topics:
+        for topic in self._topics:
             await self.driver.create_topic(topic, w.partitions_per_topic)
-        consumers = [
-            await self.driver.create_consumer(topic, f"sub-{run_id}-{s}")
-            for topic in topics
-            for s in range(w.subscriptions_per_topic)
-            for _ in range(w.consumers_per_subscription)
-        ]
         producers = [
             await self.driver.create_producer(topic)
-            for topic in topics
+            for topic in self._topics
             for _ in range(w.producers_per_topic)
         ]
-        consumer_tasks = [asyncio.create_task(self._consume(c)) for c in consumers]
-        if w.backlog_records:
+        if w.backlog_records:  # consumers subscribe once the backlog is written
             self._rate, self._budget = None, w.backlog_records * w.topics
         else:
+            await self._start_consumers()
             self._rate = float(w.producer_rate) if w.producer_rate else 0.0
-            self._consuming.set()
         producer_tasks = [
             asyncio.create_task(self._produce(p, i // w.producers_per_topic, len(producers)))
             for i, p in enumerate(producers)
@@ -293,14 +299,14 @@ class Runner:
         finally:
             self._stopping = True
             await asyncio.gather(*producer_tasks, return_exceptions=True)
-            await self._settle(consumer_tasks)
+            await self._settle(self._consumer_tasks)
             for producer in producers:
                 with contextlib.suppress(Exception):
                     await producer.close()
-            for consumer in consumers:
+            for consumer in self._consumers:
                 with contextlib.suppress(Exception):
                     await consumer.close()
-            for topic in topics:
+            for topic in self._topics:
                 with contextlib.suppress(Exception):
                     await self.driver.delete_topic(topic)
             if self.progress is not None and self._task is not None:
@@ -315,12 +321,25 @@ class Runner:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._caught_up.wait(), GRACE_S)
         self._consumers_stopping = True
-        self._consuming.set()  # a backlog run stopped early must not leave them waiting
         if consumer_tasks:
             _done, pending = await asyncio.wait(consumer_tasks, timeout=STOP_S)
             for task in pending:
                 task.cancel()
         await asyncio.gather(*consumer_tasks, return_exceptions=True)
+
+    def _held(self, overall: Tally) -> bool:
+        """Whether the measured phase kept up: the search found a rate it sustained (max-rate
+        runs), the producers offered it and every subscription consumed what was published."""
+        w = self.workload
+        if w.backlog_records:
+            return overall.consumed >= w.backlog_records * w.topics * w.subscriptions_per_topic
+        keep_up = self.search.keep_up
+        offered = (self._rate or 0.0) * self.windows.elapsed_s
+        return (
+            (self.search.sustained or not w.max_rate)
+            and overall.published >= keep_up * offered
+            and overall.consumed >= keep_up * overall.published * w.subscriptions_per_topic
+        )
 
     def _result(self, drain_s: float) -> RunResult:
         w, overall, elapsed = self.workload, self.windows.overall(), self.windows.elapsed_s
@@ -340,7 +359,7 @@ class Runner:
             workload=w.name,
             driver=self.driver.name,
             rate=rate,
-            sustained=self.search.sustained if w.max_rate else True,
+            sustained=self._held(overall),
             publish_rate=publish_rate,
             consume_rate=consume_rate,
             publish_latency=overall.publish_latency.percentiles(),
