@@ -130,6 +130,7 @@ class MemoryMetadataStore:
         self._check()
         succeeded = all(c.holds(self._kvs.get(c.key)) for c in compares)
         ops = on_success if succeeded else on_failure
+        _check_like_etcd(compares, on_success, on_failure)
         for op in ops:  # validate before changing anything: a transaction is all or nothing
             if isinstance(op, PutOp) and op.lease and op.lease not in self._leases:
                 raise LeaseExpiredError(f"lease {op.lease:#x} not found", lease_id=op.lease)
@@ -300,3 +301,20 @@ class MemoryMetadataStore:
 
     def _detach(self, watch: _MemoryWatch) -> None:
         self._watches.discard(watch)
+
+
+#: etcd's default ``--max-txn-ops``.
+MAX_TXN_OPS = 128
+
+
+def _check_like_etcd(
+    compares: Sequence[Compare], on_success: Sequence[Op], on_failure: Sequence[Op]
+) -> None:
+    """Refuse what a real etcd server refuses, so unit tests catch it: more than
+    ``MAX_TXN_OPS`` operations in a branch, or a key written twice in one branch."""
+    for branch in (on_success, on_failure):
+        if max(len(compares), len(branch)) > MAX_TXN_OPS:
+            raise MetadataStoreError("etcdserver: too many operations in txn request")
+        written = [op.key for op in branch if isinstance(op, PutOp | DeleteOp)]
+        if len(written) != len(set(written)):
+            raise MetadataStoreError("etcdserver: duplicate key given in txn request")

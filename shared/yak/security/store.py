@@ -32,7 +32,10 @@ from yak.security.credentials import (
     new_api_key,
 )
 
-__all__ = ["NewApiKey", "SecurityStore"]
+__all__ = ["MAX_ACLS_PER_CHANGE", "NewApiKey", "SecurityStore"]
+
+#: ACL bindings written in one etcd transaction (etcd allows 128 operations in one).
+MAX_ACLS_PER_CHANGE = 100
 
 _CAS_ATTEMPTS = 20
 
@@ -164,16 +167,28 @@ class SecurityStore:
         return [acl for acl in acls if selected is None or selected.matches(acl)]
 
     async def add_acls(self, acls: list[AclBinding]) -> int:
-        """Store the bindings (adding one that exists is a no-op); return the revision."""
+        """Store the bindings in one transaction (adding one that exists, or the same one
+        twice, is a no-op); return the revision. At most ``MAX_ACLS_PER_CHANGE`` distinct
+        bindings at once (etcd caps a transaction's operations)."""
+        unique = {acl.acl_id: acl for acl in acls}
+        if len(unique) > MAX_ACLS_PER_CHANGE:
+            raise InvalidRequestError(
+                f"at most {MAX_ACLS_PER_CHANGE} ACLs at once, got {len(unique)}"
+            )
         result = await self._store.txn(
-            [], [PutOp(self._keyspace.acl(acl.acl_id), acl.to_json()) for acl in acls]
+            [], [PutOp(self._keyspace.acl(i), acl.to_json()) for i, acl in unique.items()]
         )
         return result.revision
 
     async def remove_acls(self, selected: AclFilter) -> tuple[list[AclBinding], int]:
         """Delete the bindings the filter selects; return them and the store revision."""
         acls = await self.list_acls(selected)
-        if not acls:
-            return [], 0
-        result = await self._store.txn([], [DeleteOp(self._keyspace.acl(a.acl_id)) for a in acls])
-        return acls, result.revision
+        revision = 0
+        # In chunks under etcd's per-transaction limit: a filter may select many bindings.
+        for start in range(0, len(acls), MAX_ACLS_PER_CHANGE):
+            chunk = acls[start : start + MAX_ACLS_PER_CHANGE]
+            deleted = await self._store.txn(
+                [], [DeleteOp(self._keyspace.acl(a.acl_id)) for a in chunk]
+            )
+            revision = deleted.revision
+        return acls, revision

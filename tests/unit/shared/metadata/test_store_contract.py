@@ -225,6 +225,18 @@ async def test_txn_writes_all_its_ops_at_one_revision(h: Harness) -> None:
     ]
 
 
+async def test_txn_refuses_a_key_written_twice_or_too_many_ops(h: Harness) -> None:
+    twice = [PutOp(h.key("dup"), b"1"), PutOp(h.key("dup"), b"2")]
+    with pytest.raises(MetadataStoreError, match="duplicate key"):
+        await h.store.txn([], twice)
+    with pytest.raises(MetadataStoreError, match="duplicate key"):
+        await h.store.txn([], [PutOp(h.key("dup"), b"1"), DeleteOp(h.key("dup"))])
+    many = [PutOp(h.key(f"many/{i}"), b"x") for i in range(129)]
+    with pytest.raises(MetadataStoreError, match="too many operations"):
+        await h.store.txn([], many)
+    assert (await h.store.range_prefix(h.prefix)).kvs == ()
+
+
 # -- leases ---------------------------------------------------------------------------------
 
 

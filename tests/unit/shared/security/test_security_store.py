@@ -26,6 +26,7 @@ from yak.security import (
     SecurityCache,
     SecurityStore,
 )
+from yak.security.store import MAX_ACLS_PER_CHANGE
 
 KS = Keyspace("sec")
 FAST = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)
@@ -185,3 +186,20 @@ async def test_invalid_user_names(etcd: MemoryMetadataStore) -> None:
     for bad in ("", "a/b", "..", "x" * 250):
         with pytest.raises(InvalidRequestError):
             await admin(etcd).create_user(bad)
+
+
+async def test_many_acls_are_refused_at_once_but_removed_in_chunks(
+    etcd: MemoryMetadataStore,
+) -> None:
+    store = admin(etcd)
+    acls = [
+        AclBinding("User:alice", TOPIC, f"t{i}", Operation.READ)
+        for i in range(MAX_ACLS_PER_CHANGE + 1)
+    ]
+    with pytest.raises(InvalidRequestError, match="at most"):
+        await store.add_acls(acls)
+    await store.add_acls(acls[:MAX_ACLS_PER_CHANGE])
+    await store.add_acls(acls[MAX_ACLS_PER_CHANGE:])
+    removed, _ = await store.remove_acls(AclFilter(principal="User:alice"))
+    assert len(removed) == MAX_ACLS_PER_CHANGE + 1
+    assert await store.list_acls() == []
