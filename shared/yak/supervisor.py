@@ -18,6 +18,8 @@ from pathlib import Path
 
 import httpx
 
+from yak.clients.tls import ssl_context
+
 __all__ = ["ManagedProcess", "ProcessSpec", "StartupError", "Supervisor", "log_tail"]
 
 
@@ -36,6 +38,8 @@ class ProcessSpec:
     url: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     ready_timeout_s: float = 30.0
+    #: CA bundle verifying an ``https://`` health URL (default: the trusted roots).
+    ca_file: str | None = None
 
 
 @dataclass(slots=True)
@@ -90,7 +94,8 @@ class Supervisor:
         spec = process.spec
         assert spec.health_url is not None
         deadline = time.monotonic() + spec.ready_timeout_s
-        with httpx.Client(timeout=1.0) as client:
+        verify = ssl_context(spec.ca_file) if spec.ca_file else True
+        with httpx.Client(timeout=1.0, verify=verify) as client:
             while time.monotonic() < deadline:
                 if not process.alive():
                     raise StartupError(

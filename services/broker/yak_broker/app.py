@@ -2,9 +2,11 @@
 
 The broker stores partition replicas and serves them: the binary data plane (``/v1/produce``,
 ``/v1/fetch``: plain Starlette routes, see ``data_plane``), JSON endpoints for offsets and
-partitions (FastAPI, see ``admin_routes``), and ``/healthz``/``/readyz``. The lifespan starts
-and stops the ``Broker`` (logs, metadata, registration); uvicorn stops accepting connections
-and lets requests finish before the lifespan's shutdown runs.
+partitions (FastAPI, see ``admin_routes``), and ``/healthz``/``/readyz``. With a cluster
+secret configured, every route but the health checks refuses callers without it
+(``yak.web.cluster_secret``). The lifespan starts and stops the ``Broker`` (logs, metadata,
+registration); uvicorn stops accepting connections and lets requests finish before the
+lifespan's shutdown runs.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from yak import __version__
+from yak.web.cluster_secret import ClusterSecretMiddleware
 from yak.web.errors import install_error_handlers
 from yak.web.health import health_router
 from yak_broker.admin_routes import admin_router
@@ -45,4 +48,6 @@ def create_app(
     app.include_router(admin_router(broker))
     app.router.routes.extend(data_plane_routes(broker))
     install_error_handlers(app)
+    if broker.settings.cluster_secret is not None:
+        app.add_middleware(ClusterSecretMiddleware, secret=broker.settings.cluster_secret)
     return app

@@ -140,6 +140,7 @@ class Broker:
             rack=self.settings.rack,
             started_at_ms=time.time_ns() // 1_000_000,
             incarnation=self.incarnation,
+            scheme="https" if self.settings.tls else "http",
         )
 
     async def _alter_isr(self, proposal: AlterIsr) -> PartitionState | None:

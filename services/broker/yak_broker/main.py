@@ -12,7 +12,9 @@ from typing import Annotated
 
 import typer
 
+from yak.security.cluster_secret import load_cluster_secret
 from yak.web.serve import serve
+from yak.web.tls import ServerTls
 from yak_broker.app import create_app
 from yak_broker.settings import BrokerSettings
 
@@ -63,6 +65,7 @@ def run(
         level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     logging.getLogger("httpx").setLevel(logging.WARNING)  # followers fetch all the time
+    tls = ServerTls.from_env()
     settings = BrokerSettings(
         broker_id=broker_id,
         host=host,
@@ -74,8 +77,10 @@ def run(
         lease_ttl_s=lease_ttl_s,
         replica_lag_time_max_ms=replica_lag_time_max_ms,
         controlled_shutdown_timeout_s=controlled_shutdown_timeout_s,
+        tls=tls is not None,
+        cluster_secret=load_cluster_secret(),
     )
-    serve(create_app(settings), host=host, port=port, log_level=log_level)
+    serve(create_app(settings), host=host, port=port, log_level=log_level, tls=tls)
 
 
 def main() -> None:

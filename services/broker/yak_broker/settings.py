@@ -25,6 +25,9 @@ replica_fetch_wait_max_ms   —                      500: a follower's long-poll
 replica_fetch_backoff_ms    —                      1000: pause after a failed follower fetch
 controlled_shutdown_        YAK_CONTROLLED_        10: on SIGTERM, how long to wait for the
 timeout_s                   SHUTDOWN_TIMEOUT_S     controller to move leaderships away
+tls                         YAK_TLS_CERT set       off: the listener speaks TLS (``yak.web.tls``)
+cluster_secret              YAK_CLUSTER_SECRET     none: every route but the health checks
+                            [_FILE]                needs it (``yak.web.cluster_secret``)
 ==========================  =====================  ==========================================
 """
 
@@ -32,8 +35,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from yak.security.cluster_secret import load_cluster_secret
 
 __all__ = ["BrokerSettings"]
 
@@ -60,6 +65,10 @@ class BrokerSettings:
     replica_fetch_wait_max_ms: int = 500
     replica_fetch_backoff_ms: int = 1_000
     controlled_shutdown_timeout_s: float = 10.0
+    #: The listener speaks TLS (``YAK_TLS_CERT``): the registration says ``https``.
+    tls: bool = False
+    #: Callers must send it (``YAK_CLUSTER_SECRET[_FILE]``); None: the API is open.
+    cluster_secret: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.broker_id < 0:
@@ -82,6 +91,7 @@ class BrokerSettings:
         for name, variable, parse in _ENV:
             if env.get(variable):
                 values[name] = parse(env[variable])
+        values.setdefault("cluster_secret", load_cluster_secret(env))
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]
 
@@ -97,4 +107,5 @@ _ENV: tuple[tuple[str, str, type], ...] = (
     ("lease_ttl_s", "YAK_LEASE_TTL_S", int),
     ("replica_lag_time_max_ms", "YAK_REPLICA_LAG_TIME_MAX_MS", int),
     ("controlled_shutdown_timeout_s", "YAK_CONTROLLED_SHUTDOWN_TIMEOUT_S", float),
+    ("tls", "YAK_TLS_CERT", bool),
 )

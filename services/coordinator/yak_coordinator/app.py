@@ -17,6 +17,7 @@ from fastapi import FastAPI
 from yak import __version__
 from yak.clock import Clock
 from yak.metadata.store import MetadataStore
+from yak.web.cluster_secret import ClusterSecretMiddleware
 from yak.web.errors import install_error_handlers
 from yak.web.health import health_router
 from yak_coordinator.forwarding import ControllerForwarding
@@ -60,4 +61,7 @@ def create_app(
     app.include_router(admin_router(coordinator))
     app.include_router(groups_router(coordinator))
     app.add_middleware(ControllerForwarding, coordinator=coordinator)
+    if settings.cluster_secret is not None:
+        # Outermost: a standby checks the secret before forwarding (with its own secret).
+        app.add_middleware(ClusterSecretMiddleware, secret=settings.cluster_secret)
     return app

@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass, field
+from typing import Literal
 
 from yak.clock import Clock, SystemClock
 from yak.errors import MetadataStoreError, NotControllerError
@@ -48,6 +49,7 @@ class Candidate:
     coordinator_id: str
     host: str
     port: int
+    scheme: Literal["http", "https"] = "http"
 
 
 @dataclass(eq=False)
@@ -221,6 +223,7 @@ class Election:
             port=self._candidate.port,
             epoch=epoch,
             elected_at_ms=self._clock.time_ms(),
+            scheme=self._candidate.scheme,
         ).encode()
 
     def _notify(self) -> None:

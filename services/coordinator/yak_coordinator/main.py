@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from yak.web.serve import serve
+from yak.web.tls import ServerTls
 from yak_coordinator.app import create_app
 from yak_coordinator.settings import CoordinatorSettings
 
@@ -48,7 +49,13 @@ def run(
         level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per forwarded request
-    serve(create_app(settings), host=settings.host, port=settings.port, log_level=log_level)
+    serve(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level=log_level,
+        tls=ServerTls.from_env(),
+    )
 
 
 def main() -> None:

@@ -21,12 +21,14 @@ from collections.abc import Awaitable, Callable
 
 import httpx
 
+from yak.clients.tls import ClientTls
 from yak.clock import Clock, SystemClock
 from yak.errors import MetadataStoreError
 from yak.metadata.cache import MetadataCache
 from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.store import MetadataStore
+from yak.security.cluster_secret import CLUSTER_SECRET_HEADER
 from yak_coordinator.election import Candidate, Election, Term
 from yak_coordinator.groups.group_admin import GroupAdmin
 from yak_coordinator.groups.group_coordinator import GroupCoordinator
@@ -49,7 +51,9 @@ class _Parts:
     def __init__(self, settings: CoordinatorSettings, store: MetadataStore, clock: Clock) -> None:
         keyspace = Keyspace(settings.cluster_id)
         self.cache = MetadataCache(store, keyspace, clock=clock)
-        candidate = Candidate(settings.node_id, settings.public_host, settings.port)
+        candidate = Candidate(
+            settings.node_id, settings.public_host, settings.port, settings.scheme
+        )
         self.election = Election(
             store, keyspace, candidate, ttl_s=settings.lease_ttl_s, clock=clock
         )
@@ -133,7 +137,13 @@ class Coordinator:
     async def start(self) -> None:
         """Start in the background; wait up to ``connect_wait_s`` for the metadata to load."""
         if self._task is None:
-            self._http = httpx.AsyncClient(timeout=self.settings.admin_wait_s + 5.0)
+            secret = self.settings.cluster_secret
+            tls = ClientTls.from_env()
+            self._http = httpx.AsyncClient(
+                timeout=self.settings.admin_wait_s + 5.0,
+                headers={CLUSTER_SECRET_HEADER: secret} if secret else None,
+                verify=tls.ssl_context() if tls.configured else True,
+            )
             self._task = asyncio.get_running_loop().create_task(self._run())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._parts_ready.wait(), _CONNECT_WAIT_S)

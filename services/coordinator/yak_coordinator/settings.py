@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from yak.metadata.keyspace import validate_cluster_id, validate_member_id
+from yak.security.cluster_secret import load_cluster_secret
 
 __all__ = ["CoordinatorSettings"]
 
@@ -39,6 +40,10 @@ class CoordinatorSettings:
     admin_wait_s: float = 10.0
     #: A reconcile round runs at least this often, besides on every metadata change.
     resync_interval_s: float = 5.0
+    #: The listener speaks TLS (``YAK_TLS_CERT``): the controller record says ``https``.
+    tls: bool = False
+    #: Callers must send it (``YAK_CLUSTER_SECRET[_FILE]``); None: the API is open.
+    cluster_secret: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         validate_cluster_id(self.cluster_id)
@@ -51,7 +56,11 @@ class CoordinatorSettings:
     @property
     def url(self) -> str:
         """Where this coordinator's HTTP API is reached."""
-        return f"http://{self.public_host}:{self.port}"
+        return f"{self.scheme}://{self.public_host}:{self.port}"
+
+    @property
+    def scheme(self) -> Literal["http", "https"]:
+        return "https" if self.tls else "http"
 
     @property
     def public_host(self) -> str:
@@ -69,6 +78,8 @@ class CoordinatorSettings:
         for name, variable in _ENV.items():
             if variable in env:
                 values[name] = env[variable]
+        values["tls"] = bool(env.get("YAK_TLS_CERT"))
+        values["cluster_secret"] = load_cluster_secret(env)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**_typed(values))
 

@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from yak.web.serve import serve
+from yak.web.tls import ServerTls
 from yak_rest_proxy.app import create_app
 from yak_rest_proxy.security.audit import install_audit_handler
 from yak_rest_proxy.settings import ProxySettings
@@ -45,7 +46,7 @@ def run(
     # the proxy's CPU under load. Collect less often, and never scan what startup loaded.
     gc.set_threshold(50_000, 50, 100)
     gc.freeze()
-    serve(app, host=host, port=port, log_level=log_level)
+    serve(app, host=host, port=port, log_level=log_level, tls=ServerTls.from_env())
 
 
 def main() -> None:

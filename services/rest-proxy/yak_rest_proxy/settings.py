@@ -69,6 +69,8 @@ class ProxySettings:
     consumer_request_max_bytes: int = 64 * 1024 * 1024
     security: bool = False
     super_users: tuple[str, ...] = ()
+    #: The listener speaks TLS (``YAK_TLS_CERT`` is set): ``base_url`` is ``https://``.
+    tls: bool = False
 
     def __post_init__(self) -> None:
         validate_cluster_id(self.cluster_id)
@@ -88,7 +90,7 @@ class ProxySettings:
         if self.advertised_url:
             return self.advertised_url.rstrip("/")
         host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
-        return f"http://{host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> ProxySettings:
@@ -137,4 +139,5 @@ _ENV: tuple[tuple[str, str, Callable[[str], object]], ...] = (
     ("consumer_request_max_timeout_ms", "YAK_CONSUMER_REQUEST_MAX_TIMEOUT_MS", int),
     ("security", "YAK_SECURITY", _switch),
     ("super_users", "YAK_SUPER_USERS", _principals),
+    ("tls", "YAK_TLS_CERT", bool),
 )

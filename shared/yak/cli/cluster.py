@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from yak.api.admin import ClusterInfo, PartitionHealthList
+from yak.cli.secure import apply_cluster_security
 from yak.clients.admin import AdminClient
 from yak.errors import NetworkError, YakError
 
@@ -43,7 +44,9 @@ app = typer.Typer(no_args_is_help=True, help="Cluster overview.")
 
 
 def coordinator_urls(coordinator: str | None, data_dir: Path) -> list[str]:
-    """The coordinator URLs to try, in order."""
+    """The coordinator URLs to try, in order; a secure ``yak up`` cluster's CA and secret
+    become this process's defaults (``yak.cli.secure``)."""
+    apply_cluster_security(data_dir)
     if coordinator:
         return [coordinator]
     path = data_dir / "cluster.json"

@@ -31,6 +31,7 @@ import typer
 from yak.cli.cluster import DataDirOption
 from yak.cli.proxy import ApiKeyOption, UrlOption, proxy_url, run_or_exit
 from yak.cli.record_format import RecordFormat, default_format
+from yak.cli.secure import cluster_api_key
 from yak.errors import InvalidRequestError
 from yak.sdk import (
     AsyncConsumer,
@@ -213,6 +214,7 @@ def consume(
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--format") from None
     target = proxy_url(url, data_dir)
+    api_key = cluster_api_key(api_key, data_dir)
 
     async def run() -> None:
         printer = _Printer(printer_format, max_messages)

@@ -22,6 +22,7 @@ from rich.table import Table
 from yak.api.groups import GroupDescription, TopicPartitionList
 from yak.cli.cluster import DataDirOption
 from yak.cli.proxy import ApiKeyOption, UrlOption, proxy_url, run_or_exit
+from yak.cli.secure import cluster_api_key
 from yak.sdk import AsyncAdmin, ResetTarget
 
 __all__ = ["app"]
@@ -41,7 +42,7 @@ def _admin_call(
     target = proxy_url(url, data_dir)
 
     async def run() -> _T:
-        async with AsyncAdmin(target, api_key=api_key) as admin:
+        async with AsyncAdmin(target, api_key=cluster_api_key(api_key, data_dir)) as admin:
             return await call(admin)
 
     return run_or_exit(run())

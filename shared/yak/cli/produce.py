@@ -25,6 +25,7 @@ import typer
 
 from yak.cli.cluster import DataDirOption
 from yak.cli.proxy import ApiKeyOption, UrlOption, proxy_url, run_or_exit
+from yak.cli.secure import cluster_api_key
 from yak.sdk import Acks, AsyncProducer, Compression, RecordMetadata
 
 __all__ = ["parse_headers", "produce"]
@@ -155,7 +156,7 @@ def produce(
     async def run() -> None:
         producer = AsyncProducer(
             target,
-            api_key=api_key,
+            api_key=cluster_api_key(api_key, data_dir),
             acks=wire_acks,
             idempotent=wire_acks == "all",
             batch_max_records=batch_records,

@@ -17,6 +17,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from yak.cli.secure import apply_cluster_security
 from yak.errors import YakError
 
 __all__ = ["DEFAULT_PROXY_URL", "ApiKeyOption", "UrlOption", "proxy_url", "run_or_exit"]
@@ -46,7 +47,9 @@ ApiKeyOption = Annotated[
 
 
 def proxy_url(url: str | None, data_dir: Path) -> str:
-    """The rest-proxy to use (see the module docstring)."""
+    """The rest-proxy to use (see the module docstring); a secure ``yak up`` cluster's CA
+    becomes this process's ``YAK_TLS_CA`` default (``yak.cli.secure``)."""
+    apply_cluster_security(data_dir)
     if url:
         return url
     try:

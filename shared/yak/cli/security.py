@@ -28,6 +28,7 @@ from yak.api.security import (
 )
 from yak.cli.cluster import DataDirOption
 from yak.cli.proxy import ApiKeyOption, UrlOption, proxy_url, run_or_exit
+from yak.cli.secure import cluster_api_key
 from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace
 from yak.sdk._client import ApiClient, Params
@@ -45,7 +46,8 @@ _M = TypeVar("_M", bound=BaseModel)
 
 
 def _client(url: str | None, data_dir: Path, api_key: str | None) -> ApiClient:
-    return ApiClient(proxy_url(url, data_dir), timeout_s=_TIMEOUT_S, api_key=api_key)
+    target = proxy_url(url, data_dir)
+    return ApiClient(target, timeout_s=_TIMEOUT_S, api_key=cluster_api_key(api_key, data_dir))
 
 
 def _print_key(key: ApiKeyCreated) -> None:

@@ -12,6 +12,10 @@ Data lives under ``--data-dir`` (etcd in ``etcd/``, broker i in ``broker-i/``), 
 process in ``logs/``; endpoints and pids go to ``cluster.json``. Restarting on the same data dir
 reuses the same ids. A process that dies is reported and the others keep running. Ctrl-C (or
 SIGTERM) stops every process, etcd last.
+
+``--secure`` (``yak.cli.secure``): a local CA and certificates under ``tls/``, every service on
+TLS with the cluster secret and ``YAK_SECURITY=on``, and a super-user ``admin`` whose API key
+goes to ``credentials.json``; the CLI finds both through ``cluster.json``.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import Annotated, Any
 
 import typer
 
+from yak.cli.secure import bootstrap_admin, secure_spec, security_section, write_tls_files
 from yak.etcd_server import EmbeddedEtcd
 from yak.supervisor import ProcessSpec, StartupError, Supervisor
 
@@ -45,6 +50,7 @@ class ClusterPlan:
     etcd_client_port: int
     etcd_peer_port: int
     services: tuple[ProcessSpec, ...]
+    secure: bool = False
 
     @property
     def etcd_url(self) -> str:
@@ -77,7 +83,13 @@ def _script(command: str) -> str:
 
 
 def plan_cluster(
-    data_dir: Path, base_port: int, brokers: int, coordinators: int, cluster_id: str
+    data_dir: Path,
+    base_port: int,
+    brokers: int,
+    coordinators: int,
+    cluster_id: str,
+    *,
+    secure: bool = False,
 ) -> ClusterPlan:
     """Lay out ports, data folders and commands for a local cluster."""
     if brokers < 1 or brokers > 9 or coordinators < 1 or coordinators > 9:
@@ -94,7 +106,16 @@ def plan_cluster(
     console = _service("console", "yak-console", base_port + 40, *common)
     proxy_url = f"http://{HOST}:{base_port + 30}"
     specs.append(replace(console, env={**console.env, "YAK_API_URL": proxy_url}))
-    return ClusterPlan(data_dir, cluster_id, base_port, base_port + 1, tuple(specs))
+    if secure:
+        specs = [secure_spec(spec, data_dir) for spec in specs]
+    return ClusterPlan(data_dir, cluster_id, base_port, base_port + 1, tuple(specs), secure)
+
+
+def _with_console_key(spec: ProcessSpec, api_key: str) -> ProcessSpec:
+    """The console samples the cluster with the admin's key (it checks its users itself)."""
+    if spec.name != "console":
+        return spec
+    return replace(spec, env={**spec.env, "YAK_CONSOLE_API_KEY": api_key})
 
 
 def _write_cluster_file(plan: ClusterPlan, etcd: EmbeddedEtcd, supervisor: Supervisor) -> Path:
@@ -107,6 +128,8 @@ def _write_cluster_file(plan: ClusterPlan, etcd: EmbeddedEtcd, supervisor: Super
             for p in supervisor.processes
         ],
     }
+    if plan.secure:
+        document["security"] = security_section(plan.data_dir)
     path = plan.data_dir / "cluster.json"
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(document, indent=2) + "\n")
@@ -154,10 +177,15 @@ def up(
     brokers: Annotated[int, typer.Option(help="Number of brokers.")] = 3,
     coordinators: Annotated[int, typer.Option(help="Number of coordinators.")] = 2,
     cluster_id: Annotated[str, typer.Option(help="Cluster id (etcd key prefix).")] = "local",
+    secure: Annotated[
+        bool, typer.Option("--secure", help="TLS, a cluster secret and security on.")
+    ] = False,
 ) -> None:
     """Start a local cluster: embedded etcd and every Yak service, until Ctrl-C."""
-    plan = plan_cluster(data_dir, base_port, brokers, coordinators, cluster_id)
+    plan = plan_cluster(data_dir, base_port, brokers, coordinators, cluster_id, secure=secure)
     plan.data_dir.mkdir(parents=True, exist_ok=True)
+    if plan.secure:
+        write_tls_files(plan.data_dir, plan.services)
     etcd = EmbeddedEtcd(
         data_dir=plan.data_dir / "etcd",
         client_port=plan.etcd_client_port,
@@ -168,7 +196,12 @@ def up(
     try:
         etcd.start()
         typer.echo(f"{'etcd':<14} {plan.etcd_url}  (pid {etcd.pid})")
-        for spec in plan.services:
+        services = plan.services
+        if plan.secure:
+            api_key = bootstrap_admin(plan.data_dir, plan.etcd_url, plan.cluster_id)
+            services = tuple(_with_console_key(spec, api_key) for spec in services)
+            typer.echo(f"security on; admin's API key in {plan.data_dir / 'credentials.json'}")
+        for spec in services:
             process = supervisor.start(spec)
             typer.echo(f"{spec.name:<14} {spec.url}  (pid {process.pid})")
         path = _write_cluster_file(plan, etcd, supervisor)

@@ -7,6 +7,10 @@ coordinator that cannot be reached raises ``NetworkError``, a timeout ``KafkaTim
 Any coordinator will do: standbys forward admin requests to the active controller.
 
 Use as ``async with AdminClient(url) as admin``; one client may serve concurrent tasks.
+
+Security: ``https://`` URLs are verified with ``tls`` (default: ``ClientTls.from_env()``), and
+requests carry the cluster secret (default: ``load_cluster_secret()``) when one is configured,
+as services calling each other do (``yak.security.cluster_secret``).
 """
 
 from __future__ import annotations
@@ -35,7 +39,9 @@ from yak.api.admin import (
     TopicList,
 )
 from yak.clients._http import error_from_response
+from yak.clients.tls import ClientTls
 from yak.errors import KafkaTimeoutError, NetworkError
+from yak.security.cluster_secret import CLUSTER_SECRET_HEADER, load_cluster_secret
 
 __all__ = ["AdminClient"]
 
@@ -51,10 +57,18 @@ class AdminClient:
         *,
         timeout_s: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        tls: ClientTls | None = None,
+        cluster_secret: str | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        tls = tls if tls is not None else ClientTls.from_env()
+        secret = cluster_secret if cluster_secret is not None else load_cluster_secret()
         self._http = httpx.AsyncClient(
-            base_url=f"{self.base_url}{ADMIN_PREFIX}", timeout=timeout_s, transport=transport
+            base_url=f"{self.base_url}{ADMIN_PREFIX}",
+            timeout=timeout_s,
+            transport=transport,
+            headers={CLUSTER_SECRET_HEADER: secret} if secret else None,
+            verify=tls.ssl_context() if tls.configured else True,
         )
 
     async def aclose(self) -> None:

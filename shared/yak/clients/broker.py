@@ -18,6 +18,11 @@ connection pool directly: httpx's client layer (URL merging, cookies, auth, redi
 hooks) cost about a quarter of a follower broker's CPU in the replication benchmark. The JSON
 endpoints use httpx. With a custom ``transport`` (tests: an in-process ASGI app) everything
 goes through httpx.
+
+Security: ``https://`` URLs are verified with ``tls`` (default: ``ClientTls.from_env()``, i.e.
+``YAK_TLS_CA`` and an optional client certificate), and every request carries the cluster
+secret (default: ``load_cluster_secret()``, i.e. ``YAK_CLUSTER_SECRET[_FILE]``) when one is
+configured, in the ``X-Yak-Cluster-Secret`` header (``yak.security.cluster_secret``).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import httpx
 import orjson
 
 from yak.clients._http import error_from_response
+from yak.clients.tls import ClientTls
 from yak.errors import KafkaTimeoutError, NetworkError, YakError
 from yak.protocol.broker_models import (
     DeleteRecordsPartition,
@@ -60,6 +66,7 @@ from yak.protocol.broker_wire import (
     encode_fetch_request,
     encode_produce_request,
 )
+from yak.security.cluster_secret import CLUSTER_SECRET_HEADER, load_cluster_secret
 
 __all__ = ["BrokerClient"]
 
@@ -80,14 +87,25 @@ class BrokerClient:
         timeout_s: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
         max_connections: int = 10,
+        tls: ClientTls | None = None,
+        cluster_secret: str | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._timeout_s = timeout_s
+        tls = tls if tls is not None else ClientTls.from_env()
+        context = tls.ssl_context() if tls.configured else None
+        secret = cluster_secret if cluster_secret is not None else load_cluster_secret()
+        headers = {CLUSTER_SECRET_HEADER: secret} if secret else {}
+        self._headers = [(k.encode(), v.encode()) for k, v in headers.items()]
         self._http = httpx.AsyncClient(
-            base_url=self.base_url, timeout=timeout_s, transport=transport
+            base_url=self.base_url,
+            timeout=timeout_s,
+            transport=transport,
+            headers=headers,
+            verify=context if context is not None else True,
         )
         self._pool = (
-            httpcore.AsyncConnectionPool(max_connections=max_connections)
+            httpcore.AsyncConnectionPool(max_connections=max_connections, ssl_context=context)
             if transport is None
             else None
         )
@@ -229,7 +247,7 @@ class BrokerClient:
             raw = await self._pool.request(
                 "POST",
                 url,
-                headers=[(b"content-type", content_type.encode())],
+                headers=[(b"content-type", content_type.encode()), *self._headers],
                 content=body,
                 extensions={"timeout": timeouts},
             )

@@ -10,19 +10,30 @@ Each watch is one gRPC Watch stream, read by one task into the watch's buffer; c
 watch cancels both. Every unary call has a deadline of ``timeout_s``. gRPC failures become
 ``MetadataStoreError`` (``RevisionCompactedError`` for compacted revisions,
 ``LeaseExpiredError`` for unknown leases); nothing from aetcd or gRPC escapes.
+
+Security through configuration (``from_url``): a user and password from the URL
+(``http://user:pw@host:2379``) or ``YAK_ETCD_USER``/``YAK_ETCD_PASSWORD`` (etcd's
+Authenticate, then its token on every call); an ``https://`` endpoint speaks TLS, verified
+with ``YAK_ETCD_CA`` (else gRPC's default roots), presenting ``YAK_ETCD_CERT``/
+``YAK_ETCD_KEY`` when set (etcd's ``--client-cert-auth``). aetcd only opens plain channels, so
+``_TlsClient`` opens a TLS one the same way. etcd's simple tokens expire after 5 idle minutes
+(``--auth-token-ttl``) and aetcd does not renew them; use JWT tokens or a long TTL.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator, Sequence
+import os
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import aetcd
 import aetcd.exceptions
+import grpc  # type: ignore[import-untyped]  # no stubs; aetcd is untyped too
 from aetcd import rpc
 
 from yak.errors import MetadataStoreError, RevisionCompactedError
@@ -49,7 +60,7 @@ from yak.metadata.store import (
     as_key,
 )
 
-__all__ = ["EtcdMetadataStore"]
+__all__ = ["EtcdMetadataStore", "etcd_tls_credentials"]
 
 _TARGETS = {
     CompareTarget.VALUE: rpc.Compare.VALUE,
@@ -247,26 +258,42 @@ class EtcdMetadataStore:
         timeout_s: float = 5.0,
         username: str | None = None,
         password: str | None = None,
+        tls: Any = None,
     ) -> None:
         self.host = host
         self.port = port
         self.timeout_s = timeout_s
-        self._client = aetcd.Client(
-            host=host, port=port, username=username, password=password, timeout=timeout_s
-        )
+        options: dict[str, Any] = {
+            "host": host,
+            "port": port,
+            "username": username,
+            "password": password,
+            "timeout": timeout_s,
+        }
+        self._client = aetcd.Client(**options) if tls is None else _TlsClient(tls, **options)
         self._watches: set[_EtcdWatch] = set()
         self._closed = False
 
     @classmethod
-    def from_url(cls, url: str, *, timeout_s: float = 5.0) -> EtcdMetadataStore:
-        """A store for an endpoint such as ``http://127.0.0.1:2379``."""
+    def from_url(
+        cls, url: str, *, timeout_s: float = 5.0, env: Mapping[str, str] | None = None
+    ) -> EtcdMetadataStore:
+        """A store for an endpoint such as ``http://127.0.0.1:2379`` (see the module doc
+        for credentials and TLS; ``env`` defaults to ``os.environ``)."""
+        env = os.environ if env is None else env
         parts = urlsplit(url if "//" in url else f"//{url}")
+        tls = None
+        if parts.scheme == "https":
+            tls = etcd_tls_credentials(
+                env.get("YAK_ETCD_CA"), env.get("YAK_ETCD_CERT"), env.get("YAK_ETCD_KEY")
+            )
         return cls(
             parts.hostname or "127.0.0.1",
             parts.port or 2379,
             timeout_s=timeout_s,
-            username=parts.username,
-            password=parts.password,
+            username=parts.username or env.get("YAK_ETCD_USER") or None,
+            password=parts.password or env.get("YAK_ETCD_PASSWORD") or None,
+            tls=tls,
         )
 
     async def get(self, key: KeyLike) -> KeyValue | None:
@@ -395,3 +422,53 @@ class EtcdMetadataStore:
         except BaseException:  # cancelled or out of time: the call goes on alone
             call.add_done_callback(_consume)
             raise
+
+
+def etcd_tls_credentials(
+    ca_file: str | None, cert_file: str | None = None, key_file: str | None = None
+) -> Any:
+    """gRPC channel credentials: trust ``ca_file``, present ``cert_file``/``key_file``."""
+
+    def read(path: str | None) -> bytes | None:
+        return Path(path).read_bytes() if path else None
+
+    if (cert_file is None) != (key_file is None):
+        raise ValueError("YAK_ETCD_CERT and YAK_ETCD_KEY go together")
+    return grpc.ssl_channel_credentials(read(ca_file), read(key_file), read(cert_file))
+
+
+class _TlsClient(aetcd.Client):  # type: ignore[misc]
+    """``aetcd.Client`` over a TLS channel (its ``connect`` opens plain channels only)."""
+
+    def __init__(self, credentials: Any, **options: Any) -> None:
+        super().__init__(**options)
+        self._credentials = credentials
+        self._is_connecting: bool = False
+
+    async def connect(self) -> None:
+        if self._connected.is_set():
+            return
+        if self._is_connecting:  # another task is connecting: wait for it
+            await asyncio.wait_for(self._connected.wait(), self._connect_wait_timeout)
+            return
+        try:
+            self._is_connecting = True
+            target = f"{self._host}:{self._port}"
+            self.channel = rpc.secure_channel(
+                target, self._credentials, options=self._options.items()
+            )
+            if self._username is not None and self._password is not None:
+                self.auth_stub = rpc.AuthStub(self.channel)
+                request = rpc.AuthenticateRequest(name=self._username, password=self._password)
+                response = await self.auth_stub.Authenticate(request, timeout=self._timeout)
+                self.metadata = (("token", response.token),)
+            self.kvstub = rpc.KVStub(self.channel)
+            self.clusterstub = rpc.ClusterStub(self.channel)
+            self.leasestub = rpc.LeaseStub(self.channel)
+            self.maintenancestub = rpc.MaintenanceStub(self.channel)
+            self._watcher = aetcd.client.watcher.Watcher(
+                rpc.WatchStub(self.channel), timeout=self._timeout, metadata=self.metadata
+            )
+            self._connected.set()
+        finally:
+            self._is_connecting = False

@@ -11,7 +11,7 @@ Times are milliseconds since the Unix epoch; ``-1`` stands for "none" where Kafk
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Self
+from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -65,10 +65,12 @@ class BrokerRegistration(MetadataValue):
     #: Set by a broker stopping on SIGTERM (controlled shutdown): the controller moves its
     #: leaderships to other in-sync replicas and elects it for nothing.
     shutting_down: bool = False
+    #: ``https`` when the broker's listener speaks TLS (``YAK_TLS_CERT``).
+    scheme: Literal["http", "https"] = "http"
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{self.scheme}://{self.host}:{self.port}"
 
 
 class ControllerRecord(MetadataValue):
@@ -80,10 +82,12 @@ class ControllerRecord(MetadataValue):
     #: Increases on every election; decisions carry it so a deposed controller is fenced.
     epoch: int = Field(ge=0)
     elected_at_ms: int
+    #: ``https`` when the coordinator's listener speaks TLS (``YAK_TLS_CERT``).
+    scheme: Literal["http", "https"] = "http"
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{self.scheme}://{self.host}:{self.port}"
 
 
 class TopicRecord(MetadataValue):

@@ -10,11 +10,18 @@ With security on (docs/security.md) every request carries a credential: ``api_ke
 ``Authorization: Bearer <key>``, or ``username`` and ``password`` as HTTP Basic. A refused
 credential raises ``AuthenticationError`` (401), a denied operation the
 ``*AuthorizationError`` of its resource type (403); neither is retriable.
+
+An ``https://`` proxy is verified with ``verify``: a CA bundle path, an ``ssl.SSLContext``,
+or False (no verification, tests only); by default ``YAK_TLS_CA`` (else the default roots),
+with the client certificate of ``YAK_TLS_CLIENT_CERT``/``YAK_TLS_CLIENT_KEY`` if set
+(``yak.clients.tls``). ``cert`` (a PEM path, or certificate and key paths) presents a client
+certificate: a proxy asking for one takes its subject as the principal (mutual TLS).
 """
 
 from __future__ import annotations
 
 import base64
+import ssl
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
@@ -23,15 +30,35 @@ from pydantic import BaseModel, ValidationError
 
 from yak.api.records import API_PREFIX
 from yak.clients._http import error_from_response
+from yak.clients.tls import ClientTls, ssl_context
 from yak.errors import KafkaTimeoutError, NetworkError, UnknownServerError
 
-__all__ = ["ApiClient", "Params", "auth_headers"]
+__all__ = ["ApiClient", "Params", "Verify", "auth_headers", "client_verify"]
 
 _M = TypeVar("_M", bound=BaseModel)
 _JSON = {"content-type": "application/json"}
 
 #: Query parameters; a sequence value repeats the parameter.
 Params = Mapping[str, str | int | Sequence[str]]
+#: How to verify an ``https://`` proxy: a CA bundle path, a context, False, or None (env).
+Verify = str | ssl.SSLContext | bool | None
+
+
+def client_verify(
+    verify: Verify = None, cert: str | tuple[str, str] | None = None
+) -> ssl.SSLContext | bool:
+    """The ``verify`` argument of httpx for the SDK's options (see the module docstring)."""
+    if isinstance(verify, ssl.SSLContext):
+        return verify
+    cert_file, key_file = (cert, None) if isinstance(cert, str) else (cert or (None, None))
+    if verify is False:
+        return False
+    if isinstance(verify, str):
+        return ssl_context(verify, cert_file, key_file)
+    env = ClientTls.from_env()
+    if cert_file is not None:
+        return ssl_context(env.ca_file, cert_file, key_file)
+    return env.ssl_context() if env.configured else True
 
 
 def auth_headers(
@@ -62,6 +89,8 @@ class ApiClient:
         api_key: str | None = None,
         username: str | None = None,
         password: str | None = None,
+        verify: Verify = None,
+        cert: str | tuple[str, str] | None = None,
     ) -> None:
         self.url = url.rstrip("/")
         self._timeout_s = timeout_s
@@ -70,6 +99,7 @@ class ApiClient:
             timeout=timeout_s,
             transport=transport,
             headers=auth_headers(api_key=api_key, username=username, password=password),
+            verify=client_verify(verify, cert),
         )
 
     async def aclose(self) -> None:

@@ -6,7 +6,10 @@ typed errors go through the proxy's one error table in the path's dialect (401 w
 ``WWW-Authenticate``, 403 ``*_AUTHORIZATION_FAILED``). A WebSocket is refused before it is
 accepted (close code 1008, which the server sends as HTTP 403).
 
-Credentials: ``Authorization: Bearer <api key>`` or ``Authorization: Basic <user:password>``.
+Credentials: ``Authorization: Bearer <api key>`` or ``Authorization: Basic <user:password>``;
+without an ``Authorization`` header, a client certificate verified by the listener's CA
+(``YAK_TLS_CLIENT_AUTH=optional|required``) names the principal: subject CN ``alice`` is
+``User:alice`` (``yak.web.tls``), and a CN that is not a valid user name is refused.
 A route missing from the table is refused (deny by default), though ``missing_routes`` keeps
 that from happening. For checks on topics named in a JSON body, the guard reads the body (up
 to ``BODY_LIMIT``) and leaves it for the handler; a body it cannot parse names nothing, and the
@@ -27,8 +30,9 @@ from starlette.requests import HTTPConnection
 from starlette.websockets import WebSocket
 
 from yak.errors import AuthenticationError, AuthorizationError
-from yak.security.acl import CLUSTER_NAME, Operation, ResourceType
+from yak.security.acl import CLUSTER_NAME, Operation, ResourceType, user_name, user_principal
 from yak.security.cache import SecurityCache
+from yak.web.tls import tls_peer_cn
 from yak_rest_proxy.http.body import read_body
 from yak_rest_proxy.security.access import Access, current_access
 from yak_rest_proxy.security.audit import audit
@@ -129,6 +133,9 @@ class Guard:
                 return await self._cache.authenticate_password(user, password)
         if header:
             raise AuthenticationError(f"unsupported authorization scheme {scheme!r}")
+        common_name = tls_peer_cn(conn.scope)
+        if common_name is not None:
+            return _certificate_principal(common_name)
         raise AuthenticationError("this API needs credentials: an API key (Bearer) or Basic")
 
     async def _names(self, conn: HTTPConnection, check: Check) -> list[str]:
@@ -175,6 +182,18 @@ def _body_topics(body: object) -> Iterator[str]:
             for entry in entries:
                 if isinstance(entry, dict) and isinstance(entry.get("topic"), str):
                     yield entry["topic"]
+
+
+def _certificate_principal(common_name: str) -> str:
+    """``User:<cn>`` of a verified client certificate's subject common name."""
+    principal = user_principal(common_name)
+    try:
+        user_name(principal)
+    except ValueError:
+        raise AuthenticationError(
+            f"client certificate CN {common_name!r} is not a valid user name"
+        ) from None
+    return principal
 
 
 def _basic(credential: str) -> tuple[str, str]:

@@ -1,0 +1,166 @@
+"""``yak up --secure``: TLS everywhere, a cluster secret, security on, a bootstrap super-user.
+
+Files, all under ``<data-dir>`` (keys and secrets mode 0600)::
+
+    tls/ca.pem, tls/ca-key.pem         the local CA (kept across restarts: clients trust it)
+    tls/<service>.pem, -key.pem        each service's server certificate (127.0.0.1, localhost)
+    cluster-secret                     the internal plane's secret (YAK_CLUSTER_SECRET_FILE)
+    credentials.json                   {"user": "admin", "api_key": "yak_..."}
+
+Every service gets ``YAK_TLS_CERT``/``YAK_TLS_KEY``/``YAK_TLS_CA``, the secret file and
+``YAK_SECURITY=on`` with ``User:admin`` as super-user; the rest-proxy also asks for client
+certificates (``YAK_TLS_CLIENT_AUTH=optional``), so a certificate from the CA logs in as its
+CN. ``cluster.json`` names the files in its ``security`` section, and the CLI reads them from
+there (``apply_cluster_security``): the CA bundle, the admin key, and the secret (for ``yak
+topics`` and ``yak cluster``, which talk to the coordinators). etcd stays plain on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from yak.errors import DuplicateResourceError
+from yak.metadata.etcd_store import EtcdMetadataStore
+from yak.metadata.keyspace import Keyspace
+from yak.security.cluster_secret import new_cluster_secret
+from yak.security.local_ca import LocalCa, write_private
+from yak.security.store import SecurityStore
+from yak.supervisor import ProcessSpec
+
+__all__ = [
+    "ADMIN_USER",
+    "apply_cluster_security",
+    "bootstrap_admin",
+    "cluster_api_key",
+    "secure_spec",
+    "security_section",
+    "write_tls_files",
+]
+
+ADMIN_USER = "admin"
+#: Services that serve TLS; the console follows once its entry point passes ``tls``.
+_TLS_SERVICES = ("coordinator", "broker", "rest-proxy")
+
+
+def _tls_dir(data_dir: Path) -> Path:
+    return data_dir / "tls"
+
+
+def security_section(data_dir: Path) -> dict[str, str]:
+    """The ``security`` section of ``cluster.json``: where the CLI finds the CA and keys."""
+    root = data_dir.resolve()
+    return {
+        "ca": str(_tls_dir(root) / "ca.pem"),
+        "credentials": str(root / "credentials.json"),
+        "cluster_secret_file": str(root / "cluster-secret"),
+    }
+
+
+def _serves_tls(name: str) -> bool:
+    return name.startswith(_TLS_SERVICES)
+
+
+def secure_spec(spec: ProcessSpec, data_dir: Path) -> ProcessSpec:
+    """``spec`` with TLS (where the service supports it), the secret and security on."""
+    files = security_section(data_dir)
+    tls = _tls_dir(data_dir.resolve())
+    env = {
+        **spec.env,
+        "YAK_TLS_CA": files["ca"],
+        "YAK_CLUSTER_SECRET_FILE": files["cluster_secret_file"],
+        "YAK_SECURITY": "on",
+        "YAK_SUPER_USERS": f"User:{ADMIN_USER}",
+    }
+    url = spec.url
+    health_url = spec.health_url
+    if _serves_tls(spec.name):
+        env["YAK_TLS_CERT"] = str(tls / f"{spec.name}.pem")
+        env["YAK_TLS_KEY"] = str(tls / f"{spec.name}-key.pem")
+        url = url.replace("http://", "https://", 1) if url else url
+        health_url = health_url.replace("http://", "https://", 1) if health_url else health_url
+    if spec.name == "rest-proxy":
+        env["YAK_TLS_CLIENT_AUTH"] = "optional"
+    if "YAK_API_URL" in env:
+        env["YAK_API_URL"] = env["YAK_API_URL"].replace("http://", "https://", 1)
+    return replace(spec, env=env, url=url, health_url=health_url, ca_file=files["ca"])
+
+
+def write_tls_files(data_dir: Path, services: tuple[ProcessSpec, ...]) -> None:
+    """The CA (kept if present), a fresh certificate per TLS service, and the secret."""
+    ca = LocalCa.load_or_create(_tls_dir(data_dir))
+    for spec in services:
+        if _serves_tls(spec.name):
+            ca.issue(spec.name)
+    secret = data_dir / "cluster-secret"
+    if not secret.exists():
+        write_private(secret, new_cluster_secret().encode())
+
+
+async def _create_admin(etcd_url: str, cluster_id: str) -> str:
+    store = EtcdMetadataStore.from_url(etcd_url)
+    try:
+        security = SecurityStore(store, Keyspace(cluster_id))
+        try:
+            _, key, _ = await security.create_user(ADMIN_USER, with_key=True)
+        except DuplicateResourceError:  # the user exists (credentials.json was removed): a new key
+            key = await security.add_key(ADMIN_USER, "yak up --secure")
+        assert key is not None
+        return key.token
+    finally:
+        await store.aclose()
+
+
+def bootstrap_admin(data_dir: Path, etcd_url: str, cluster_id: str) -> str:
+    """The admin's API key: from ``credentials.json``, else created in etcd and written."""
+    path = data_dir / "credentials.json"
+    existing = cluster_api_key(None, data_dir, section={"credentials": str(path)})
+    if existing is not None:
+        return existing
+    token = asyncio.run(_create_admin(etcd_url, cluster_id))
+    write_private(path, json.dumps({"user": ADMIN_USER, "api_key": token}).encode() + b"\n")
+    return token
+
+
+def _read_section(data_dir: Path) -> dict[str, Any]:
+    try:
+        document = json.loads((data_dir / "cluster.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    section = document.get("security") if isinstance(document, dict) else None
+    return section if isinstance(section, dict) else {}
+
+
+def apply_cluster_security(data_dir: Path) -> None:
+    """Point this process's clients at a secure ``yak up`` cluster's CA and secret.
+
+    Only defaults: ``YAK_TLS_CA`` and ``YAK_CLUSTER_SECRET[_FILE]`` already set win.
+    """
+    section = _read_section(data_dir)
+    if isinstance(section.get("ca"), str):
+        os.environ.setdefault("YAK_TLS_CA", section["ca"])
+    secret_file = section.get("cluster_secret_file")
+    if isinstance(secret_file, str) and not os.environ.get("YAK_CLUSTER_SECRET"):
+        os.environ.setdefault("YAK_CLUSTER_SECRET_FILE", secret_file)
+
+
+def cluster_api_key(
+    api_key: str | None, data_dir: Path, *, section: dict[str, Any] | None = None
+) -> str | None:
+    """``api_key`` if given, else the admin key of a secure ``yak up`` cluster, else None."""
+    if api_key is not None:
+        return api_key
+    section = _read_section(data_dir) if section is None else section
+    path = section.get("credentials")
+    if not isinstance(path, str):
+        return None
+    try:
+        credentials = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    token = credentials.get("api_key") if isinstance(credentials, dict) else None
+    return token if isinstance(token, str) else None
