@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 
 import aetcd
 import aetcd.exceptions
-import grpc  # type: ignore[import-untyped]  # no stubs; aetcd is untyped too
+import grpc
 from aetcd import rpc
 
 from yak.errors import MetadataStoreError, RevisionCompactedError
