@@ -9,8 +9,8 @@ latency). A failed batch counts its messages as errors and the producer goes on.
 Phases: **setup** (topics, consumers joined at the first message, producers), then by kind:
 
 - *max rate* (``producer_rate`` 0): the ``RateSearch`` steps (``step_s`` each, all warm-up),
-  then at the rate found until the consumers are less than ``BACKLOG_OK_S`` behind (at most
-  ``SEARCH_DRAIN_LIMIT_S``), ``warmup_s`` more, then ``duration_s`` measured at that rate;
+  producers paused until consumers have everything (at most ``SEARCH_DRAIN_LIMIT_S``), then
+  ``warmup_s`` and ``duration_s`` measured at the rate found;
 - *fixed rate*: ``warmup_s`` at the rate, then ``duration_s`` measured;
 - *backlog*: ``backlog_records`` per topic are produced as fast as possible with no
   subscription, then the consumers subscribe from the first message and drain them all
@@ -45,8 +45,7 @@ TICK_S = 0.005
 GRACE_S = 3.0
 STOP_S = 5.0
 DRAIN_LIMIT_S = 180.0
-SEARCH_DRAIN_LIMIT_S = 30.0
-BACKLOG_OK_S = 0.2
+SEARCH_DRAIN_LIMIT_S = 60.0
 #: Wraps the measured phase (e.g. a profiler); gets the phase's length in seconds.
 MeasureHook = Callable[[float], AbstractAsyncContextManager[None]]
 
@@ -214,18 +213,17 @@ class Runner:
             target = next_target
 
     async def _drain_search_backlog(self) -> None:
-        """At the rate found, wait (at most ``DRAIN_LIMIT_S``) until the consumers are less
-        than ``BACKLOG_OK_S`` of messages behind, so a backlog of the search is not measured."""
-        self._phase = "drain search backlog"
+        """With producers paused, wait (at most ``SEARCH_DRAIN_LIMIT_S``) until consumers have
+        every published message, so a backlog left by the search is not measured."""
+        self._phase, rate, self._rate = "drain search backlog", self._rate, 0.0
         subscriptions = self.workload.subscriptions_per_topic
-        allowed = (self._rate or 0.0) * BACKLOG_OK_S * subscriptions
         deadline = time.monotonic() + SEARCH_DRAIN_LIMIT_S
         while time.monotonic() < deadline:
-            behind = self.total.published * subscriptions - self.total.consumed
-            if behind <= allowed:
-                return
+            if self.total.consumed >= self.total.published * subscriptions:
+                break
             self._show()
             await asyncio.sleep(0.2)
+        self._rate = rate
 
     async def _measure(self) -> None:
         async with self.measure_hook(self.workload.duration_s):
