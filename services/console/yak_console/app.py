@@ -4,7 +4,10 @@ The console is a client of the public API like any user (``ConsoleRuntime``): it
 state of its own beyond the sampler's recent history. Pages live in ``pages/`` (one router
 module each); static files, with the front-end libraries vendored from npm, in ``static/``.
 Errors of the public API (``YakError``) become an error page with the API's status and code,
-or for an htmx request a fragment that the page shows in place.
+or for an htmx request a fragment that the page shows in place. With security on
+(``YAK_SECURITY=on``) the guard (``auth/guard.py``) needs a session on every page and a CSRF
+token on every POST; ``/login`` opens sessions; a 401 from the API during a session (a revoked
+key, a deleted user) ends it and sends the browser back to the login page.
 """
 
 from __future__ import annotations
@@ -14,17 +17,19 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from yak import __version__
-from yak.errors import YakError
+from yak.errors import AuthenticationError, YakError
 from yak.web.errors import describe_validation
 from yak.web.health import health_router
-from yak_console.pages import brokers, browse, events, groups, overview, produce, topics
+from yak_console.auth.guard import ConsoleGuard, LoginRequiredError
+from yak_console.auth.sessions import SessionSigner, SessionStore
+from yak_console.pages import brokers, browse, events, groups, login, overview, produce, topics
 from yak_console.pages.common import Pages
 from yak_console.runtime import ConsoleRuntime
 from yak_console.settings import ConsoleSettings
@@ -42,7 +47,12 @@ def create_app(
     """Build the console ASGI app (``transport`` reaches the public API in tests)."""
     settings = settings or ConsoleSettings.from_env()
     runtime = ConsoleRuntime(settings, transport=transport)
-    pages = Pages(runtime)
+    sessions = None
+    if settings.security:
+        signer = SessionSigner(settings.session_secret)
+        idle_s, max_s = settings.session_idle_s, settings.session_max_s
+        sessions = SessionStore(signer, idle_s=idle_s, max_s=max_s)
+    pages = Pages(runtime, sessions)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -50,6 +60,8 @@ def create_app(
         try:
             yield
         finally:
+            if sessions is not None:
+                await sessions.aclose()
             await runtime.stop()
 
     app = FastAPI(
@@ -59,6 +71,7 @@ def create_app(
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
+        dependencies=[Depends(ConsoleGuard(sessions))] if sessions is not None else [],
     )
     app.state.runtime = runtime
     app.include_router(health_router("console"))
@@ -70,10 +83,20 @@ def create_app(
 
     for router in page_routers(pages):
         app.include_router(router)
+    if sessions is not None:
+        app.include_router(login.router(pages))
+
+    @app.exception_handler(LoginRequiredError)
+    async def on_login_required(request: Request, exc: Exception) -> Response:
+        return login.login_redirect(request)
 
     @app.exception_handler(YakError)
-    async def on_yak_error(request: Request, exc: Exception) -> HTMLResponse:
+    async def on_yak_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, YakError)
+        session = pages.session(request)
+        if isinstance(exc, AuthenticationError) and sessions is not None and session is not None:
+            await sessions.end(session)  # the user's credential no longer works
+            return login.login_redirect(request, expired=True)
         return _error(pages, request, exc.http_status, exc.code, exc.message)
 
     @app.exception_handler(StarletteHTTPException)

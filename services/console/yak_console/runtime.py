@@ -1,10 +1,15 @@
 """``ConsoleRuntime``: the console's clients of the public API and its sampler.
 
 The console holds nothing durable: every page is the public API's answer (through the
-``yak.sdk`` clients, as any user would call it) or the sampler's recent picture of it.
+``yak.sdk`` clients, as any user would call it) or the sampler's recent picture of it. With
+security on, the sampler and the topic directory use the console's own key
+(``YAK_CONSOLE_API_KEY``) and each logged-in user gets ``ApiClients`` of their own, holding
+their credential, for everything a page asks or changes on their behalf.
 """
 
 from __future__ import annotations
+
+from typing import TypedDict
 
 import httpx
 
@@ -14,7 +19,60 @@ from yak_console.sampler import Sampler
 from yak_console.settings import ConsoleSettings
 from yak_console.topic_directory import TopicDirectory
 
-__all__ = ["ConsoleRuntime"]
+__all__ = ["ApiClients", "ConsoleRuntime"]
+
+
+class _Credential(TypedDict):
+    api_key: str | None
+    username: str | None
+    password: str | None
+
+
+class ApiClients:
+    """An admin, a partition reader and (made on first use) a producer with one credential."""
+
+    def __init__(
+        self,
+        settings: ConsoleSettings,
+        transport: httpx.AsyncBaseTransport | None = None,
+        *,
+        api_key: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
+    ) -> None:
+        self._settings = settings
+        self._transport = transport
+        self._credential = _Credential(api_key=api_key, username=username, password=password)
+        timeout_ms = settings.request_timeout_ms
+        self.admin = AsyncAdmin(
+            settings.api_url, request_timeout_ms=timeout_ms, transport=transport, **self._credential
+        )
+        self.reader = AsyncPartitionReader(
+            settings.api_url, request_timeout_ms=timeout_ms, transport=transport, **self._credential
+        )
+        self._producer: AsyncProducer | None = None
+
+    def producer(self) -> AsyncProducer:
+        """The producer for the produce page (made on first use: a read-only console never
+        opens one)."""
+        if self._producer is None:
+            timeout_ms = self._settings.request_timeout_ms
+            self._producer = AsyncProducer(
+                self._settings.api_url,
+                linger_ms=0,
+                request_timeout_ms=timeout_ms,
+                delivery_timeout_ms=timeout_ms + 5_000,
+                max_block_ms=timeout_ms,
+                transport=self._transport,
+                **self._credential,
+            )
+        return self._producer
+
+    async def aclose(self) -> None:
+        if self._producer is not None:
+            await self._producer.aclose()
+        await self.reader.aclose()
+        await self.admin.aclose()
 
 
 class ConsoleRuntime:
@@ -25,34 +83,30 @@ class ConsoleRuntime:
     ) -> None:
         self.settings = settings
         self._transport = transport
-        timeout_ms = settings.request_timeout_ms
-        self.admin = AsyncAdmin(
-            settings.api_url, request_timeout_ms=timeout_ms, transport=transport
-        )
-        self.reader = AsyncPartitionReader(
-            settings.api_url, request_timeout_ms=timeout_ms, transport=transport
-        )
+        self.clients = ApiClients(settings, transport, api_key=settings.api_key)
+        self.admin = self.clients.admin
+        self.reader = self.clients.reader
         self.sampler = Sampler(
             self.admin,
             interval_s=settings.sample_interval_ms / 1000,
             history=settings.history,
         )
         self.topics = TopicDirectory(self.admin)
-        self._producer: AsyncProducer | None = None
 
     def producer(self) -> AsyncProducer:
-        """The producer for the produce page (made on first use: a read-only console never
-        opens one)."""
-        if self._producer is None:
-            self._producer = AsyncProducer(
-                self.settings.api_url,
-                linger_ms=0,
-                request_timeout_ms=self.settings.request_timeout_ms,
-                delivery_timeout_ms=self.settings.request_timeout_ms + 5_000,
-                max_block_ms=self.settings.request_timeout_ms,
-                transport=self._transport,
-            )
-        return self._producer
+        return self.clients.producer()
+
+    def clients_for(
+        self,
+        *,
+        api_key: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
+    ) -> ApiClients:
+        """Clients carrying a user's credential (the caller closes them)."""
+        return ApiClients(
+            self.settings, self._transport, api_key=api_key, username=username, password=password
+        )
 
     async def start(self) -> None:
         self.sampler.start()
@@ -60,7 +114,4 @@ class ConsoleRuntime:
     async def stop(self) -> None:
         await self.sampler.stop()
         await self.topics.aclose()
-        if self._producer is not None:
-            await self._producer.aclose()
-        await self.reader.aclose()
-        await self.admin.aclose()
+        await self.clients.aclose()

@@ -17,15 +17,27 @@ history                YAK_CONSOLE_HISTORY           300 samples kept (10 min at
 browse_max_scan        YAK_CONSOLE_BROWSE_MAX_SCAN   10000: records one browser page may scan
                                                      looking for matches
 request_timeout_ms     —                             10000: one call to the public API
+security               YAK_SECURITY                  off: on = login required (``auth/``)
+api_key                YAK_CONSOLE_API_KEY           none: the console's own key, for the
+                                                     sampler's cluster-wide picture
+roles                  YAK_CONSOLE_ROLES             none: ``User:alice=admin,User:bob=operator``
+default_role           YAK_CONSOLE_DEFAULT_ROLE      viewer: any other authenticated user
+session_idle_s         YAK_CONSOLE_SESSION_IDLE_S    1800: a session ends after this idle time
+session_max_s          YAK_CONSOLE_SESSION_MAX_S     43200: and this long after login at most
+secure_cookies         YAK_CONSOLE_SECURE_COOKIES    auto: ``Secure`` when served over https
+session_secret         YAK_CONSOLE_SESSION_SECRET    random per process: signs session cookies
 =====================  ============================  ==========================================
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from yak_console.auth.roles import Role, parse_roles
 
 __all__ = ["ConsoleSettings"]
 
@@ -55,6 +67,16 @@ class ConsoleSettings:
     history: int = 300
     browse_max_scan: int = 10_000
     request_timeout_ms: int = 10_000
+    security: bool = False
+    api_key: str | None = field(default=None, repr=False)
+    roles: Mapping[str, Role] = field(default_factory=dict)
+    default_role: Role = Role.VIEWER
+    session_idle_s: int = 1_800
+    session_max_s: int = 43_200
+    secure_cookies: bool | None = None
+    session_secret: bytes = field(
+        default_factory=lambda: secrets.token_bytes(32), repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if not self.api_url.startswith(("http://", "https://")):
@@ -65,6 +87,8 @@ class ConsoleSettings:
             raise ValueError("history must keep at least 2 samples")
         if self.browse_max_scan < 1:
             raise ValueError("browse_max_scan must be positive")
+        if not 0 < self.session_idle_s <= self.session_max_s:
+            raise ValueError("need 0 < session_idle_s <= session_max_s")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> ConsoleSettings:
@@ -81,7 +105,28 @@ class ConsoleSettings:
             ("sample_interval_ms", "YAK_CONSOLE_SAMPLE_INTERVAL_MS"),
             ("history", "YAK_CONSOLE_HISTORY"),
             ("browse_max_scan", "YAK_CONSOLE_BROWSE_MAX_SCAN"),
+            ("session_idle_s", "YAK_CONSOLE_SESSION_IDLE_S"),
+            ("session_max_s", "YAK_CONSOLE_SESSION_MAX_S"),
         ):
             if var in env:
                 values[name] = int(env[var])
+        values.update(_security(env))
         return replace(cls(**values), **overrides)
+
+
+def _security(env: Mapping[str, str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    if "YAK_SECURITY" in env:
+        values["security"] = _flag("YAK_SECURITY", env["YAK_SECURITY"])
+    if env.get("YAK_CONSOLE_API_KEY"):
+        values["api_key"] = env["YAK_CONSOLE_API_KEY"]
+    if "YAK_CONSOLE_ROLES" in env:
+        values["roles"] = parse_roles(env["YAK_CONSOLE_ROLES"])
+    if "YAK_CONSOLE_DEFAULT_ROLE" in env:
+        values["default_role"] = Role(env["YAK_CONSOLE_DEFAULT_ROLE"].strip().lower())
+    if env.get("YAK_CONSOLE_SECURE_COOKIES", "auto").strip().lower() != "auto":
+        secure = env["YAK_CONSOLE_SECURE_COOKIES"]
+        values["secure_cookies"] = _flag("YAK_CONSOLE_SECURE_COOKIES", secure)
+    if env.get("YAK_CONSOLE_SESSION_SECRET"):
+        values["session_secret"] = env["YAK_CONSOLE_SESSION_SECRET"].encode()
+    return values

@@ -39,6 +39,7 @@ from yak.errors import InvalidRequestError, YakError
 from yak_console import browse
 from yak_console.browse import BrowsePage, Filters, Format, Start, StartKind
 from yak_console.pages.common import Pages
+from yak_console.runtime import ApiClients
 
 __all__ = ["ExportDisabledError", "router"]
 
@@ -177,14 +178,14 @@ def router(pages: Pages) -> APIRouter:
     routes = APIRouter()
     runtime = pages.runtime
 
-    async def run(topic: TopicDescription, query: BrowseRequest) -> BrowsePage:
+    async def run(api: ApiClients, topic: TopicDescription, query: BrowseRequest) -> BrowsePage:
         settings = runtime.settings
         positions = query.cursor
         if positions is None:
             sample = runtime.sampler.latest
             logs = sample.topic_logs(topic.name) if sample is not None else {}
             positions = await browse.start_offsets(
-                runtime.admin,
+                api.admin,
                 topic.name,
                 query.partitions,
                 query.start,
@@ -193,7 +194,7 @@ def router(pages: Pages) -> APIRouter:
                 known={p: (log.log_start_offset, log.high_watermark) for p, log in logs.items()},
             )
         return await browse.scan(
-            runtime.reader,
+            api.reader,
             topic.name,
             positions,
             query.filters,
@@ -218,7 +219,8 @@ def router(pages: Pages) -> APIRouter:
 
     @routes.get("/topics/{topic}/messages", response_class=HTMLResponse, include_in_schema=False)
     async def messages(request: Request, topic: str) -> HTMLResponse:
-        described = await runtime.admin.describe_topic(topic)
+        api = pages.api(request)
+        described = await api.admin.describe_topic(topic)
         params = request.query_params
         context: dict[str, Any] = {"topic": described, "form": _form(params), "title": topic}
         try:
@@ -227,7 +229,7 @@ def router(pages: Pages) -> APIRouter:
             return pages.render(
                 request, "browse.html", nav="topics", status_code=400, error=exc.message, **context
             )
-        page = await run(described, query)
+        page = await run(api, described, query)
         context.update(results_context(described, params, query, page))
         return pages.render(request, "browse.html", nav="topics", **context)
 
@@ -235,17 +237,19 @@ def router(pages: Pages) -> APIRouter:
         "/topics/{topic}/messages/results", response_class=HTMLResponse, include_in_schema=False
     )
     async def results(request: Request, topic: str) -> HTMLResponse:
-        described = await runtime.admin.describe_topic(topic)
+        api = pages.api(request)
+        described = await api.admin.describe_topic(topic)
         query = parse_request(request.query_params, described)
-        page = await run(described, query)
+        page = await run(api, described, query)
         context = results_context(described, request.query_params, query, page)
         return pages.render(request, "_browse_results.html", topic=described, **context)
 
     async def export(request: Request, topic: str) -> tuple[BrowsePage, str]:
         if not runtime.settings.allow_export:
             raise ExportDisabledError("message export is switched off (YAK_CONSOLE_EXPORT)")
-        described = await runtime.admin.describe_topic(topic)
-        page = await run(described, parse_request(request.query_params, described))
+        api = pages.api(request)
+        described = await api.admin.describe_topic(topic)
+        page = await run(api, described, parse_request(request.query_params, described))
         first = min(page.records, key=lambda r: r.offset).offset if page.records else 0
         return page, f"{topic}-{first}-{len(page.records)}"
 

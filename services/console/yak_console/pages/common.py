@@ -1,9 +1,12 @@
-"""What every page shares: the template renderer, its filters, the read-only guard.
+"""What every page shares: the template renderer, its filters, the read-only and role checks,
+and the API clients of the request's user.
 
 ``Pages`` is built once per app and handed to each page's router factory. ``render`` adds
 the context the base layout needs (settings, the latest sample for the health banner, the
-active navigation entry). Pages render from the sampler's latest sample where they can, so
-rendering costs no API round trip.
+active navigation entry, the logged-in user, what they may change and their CSRF token).
+With security off there is no session: ``api`` is the console's own clients and every change
+is allowed unless the console is read-only. Pages render from the sampler's latest sample
+where they can, so rendering costs no API round trip.
 """
 
 from __future__ import annotations
@@ -18,8 +21,12 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from yak import __version__
+from yak.api.admin import TopicDescription
 from yak.errors import YakError
-from yak_console.runtime import ConsoleRuntime
+from yak_console.auth.guard import ConsoleRoleError
+from yak_console.auth.roles import Permit
+from yak_console.auth.sessions import Session, SessionStore
+from yak_console.runtime import ApiClients, ConsoleRuntime
 
 __all__ = [
     "ConsoleReadOnlyError",
@@ -79,9 +86,10 @@ def format_timestamp(ms: int | None) -> str:
 class Pages:
     """The renderer every page uses."""
 
-    def __init__(self, runtime: ConsoleRuntime) -> None:
+    def __init__(self, runtime: ConsoleRuntime, sessions: SessionStore | None = None) -> None:
         self.runtime = runtime
         self.settings = runtime.settings
+        self.sessions = sessions
         self.templates = Jinja2Templates(directory=str(_TEMPLATES))
         env = self.templates.env
         env.filters["bytes"] = format_bytes
@@ -90,10 +98,47 @@ class Pages:
         env.filters["timestamp"] = format_timestamp
         env.globals["version"] = __version__
 
-    def require_writable(self) -> None:
-        """Raise ``ConsoleReadOnlyError`` when the console is configured read-only."""
+    @staticmethod
+    def session(request: Request) -> Session | None:
+        """The request's session (set by the guard; None with security off)."""
+        session = getattr(request.state, "session", None)
+        return session if isinstance(session, Session) else None
+
+    def api(self, request: Request) -> ApiClients:
+        """The clients to call the public API with on behalf of the request's user."""
+        session = self.session(request)
+        if session is None:
+            return self.runtime.clients
+        assert isinstance(session.clients, ApiClients)
+        return session.clients
+
+    def can(self, request: Request) -> dict[str, bool]:
+        """Each ``Permit`` → whether this request's user may do it here."""
+        if self.settings.read_only:
+            return {permit.value: False for permit in Permit}
+        session = self.session(request)
+        permits = frozenset(Permit) if session is None else session.permits
+        return {permit.value: permit in permits for permit in Permit}
+
+    def require(self, request: Request, permit: Permit) -> None:
+        """Raise ``ConsoleReadOnlyError`` or ``ConsoleRoleError`` unless ``permit`` is allowed."""
         if self.settings.read_only:
             raise ConsoleReadOnlyError("this console is read-only (YAK_CONSOLE_READ_ONLY)")
+        session = self.session(request)
+        if session is not None and permit not in session.permits:
+            raise ConsoleRoleError(
+                f"{session.principal} has the console role {session.role}, which may not "
+                f"{permit.value.replace('_', ' ')}"
+            )
+
+    async def describe_topic(self, request: Request, name: str) -> TopicDescription:
+        """A topic as the user may see it (their own call with security on; otherwise the
+        directory's recent description)."""
+        if self.session(request) is None:
+            return await self.runtime.topics.describe(name)
+        described = await self.api(request).admin.describe_topic(name)
+        self.runtime.topics.remember(described)
+        return described
 
     def render(
         self,
@@ -106,5 +151,13 @@ class Pages:
     ) -> HTMLResponse:
         """Render ``template`` with the layout's context (``sample``, ``settings``, ``nav``)."""
         context.setdefault("sample", self.runtime.sampler.latest)
-        context.update(settings=self.settings, nav=nav, read_only=self.settings.read_only)
+        session = self.session(request)
+        context.update(
+            settings=self.settings,
+            nav=nav,
+            read_only=self.settings.read_only,
+            can=self.can(request),
+            user=session,
+            csrf_token=session.csrf_token if session is not None else "",
+        )
         return self.templates.TemplateResponse(request, template, context, status_code=status_code)

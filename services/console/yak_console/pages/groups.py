@@ -28,6 +28,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from yak.api.groups import GroupDescription, OffsetResetResult
 from yak.api.records import INT64_MAX
 from yak.errors import GroupIdNotFoundError, InvalidRequestError, YakError
+from yak_console.auth.roles import Permit
 from yak_console.pages.common import Pages
 from yak_console.sampler import Sample
 
@@ -151,10 +152,13 @@ def _is_htmx(request: Request) -> bool:
 def router(pages: Pages) -> APIRouter:
     routes = APIRouter()
     sampler = pages.runtime.sampler
-    admin = pages.runtime.admin
 
-    async def describe(group: str) -> GroupDescription:
-        """From the latest sample, or the API for a group the sampler has not seen yet."""
+    async def describe(request: Request, group: str) -> GroupDescription:
+        """From the latest sample, or the API for a group the sampler has not seen yet (with
+        security on always the API, with the user's credential)."""
+        admin = pages.api(request).admin
+        if pages.session(request) is not None:
+            return await admin.describe_group(group)
         sample = await sampler.current()
         found = sample.groups.get(group)
         return found if found is not None else await admin.describe_group(group)
@@ -180,10 +184,10 @@ def router(pages: Pages) -> APIRouter:
     @routes.get("/groups/{group}", response_class=HTMLResponse, include_in_schema=False)
     async def group_page(request: Request, group: str, since: str | None = None) -> Response:
         if since is None:
-            found = await describe(group)
+            found = await describe(request, group)
             return _group_page(request, found, _digest([found.model_dump_json()]))
         try:
-            found = await describe(group)
+            found = await describe(request, group)
         except GroupIdNotFoundError:  # deleted while the page was open: say so in place
             return pages.render(request, "_group_gone.html", group_id=group)
         digest = _digest([found.model_dump_json()])
@@ -211,7 +215,8 @@ def router(pages: Pages) -> APIRouter:
 
     @routes.post("/groups/{group}/reset", response_class=HTMLResponse, include_in_schema=False)
     async def reset(request: Request, group: str) -> Response:
-        pages.require_writable()
+        pages.require(request, Permit.RESET_OFFSETS)
+        admin = pages.api(request).admin
         form = await request.form()
         fields = {k: v for k, v in form.items() if isinstance(v, str)}
         checked = [v for v in form.getlist("topic") if isinstance(v, str)]
@@ -239,15 +244,15 @@ def router(pages: Pages) -> APIRouter:
             context["rows"] = reset_rows(result, ends)
         if _is_htmx(request):
             return pages.render(request, "_group_reset_result.html", status_code=status, **context)
-        found = await describe(group)
+        found = await describe(request, group)
         digest = _digest([found.model_dump_json()])
         return _group_page(request, found, digest, status_code=status, reset=context)
 
     @routes.post("/groups/{group}/delete", include_in_schema=False)
     async def delete(request: Request, group: str) -> Response:
-        pages.require_writable()
+        pages.require(request, Permit.DELETE_GROUP)
         try:
-            await admin.delete_group(group)
+            await pages.api(request).admin.delete_group(group)
         except YakError as exc:
             status = exc.http_status if 400 <= exc.http_status < 500 else 400
             if _is_htmx(request):

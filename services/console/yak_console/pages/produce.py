@@ -22,6 +22,7 @@ from fastapi.responses import HTMLResponse
 from yak.api.admin import TopicDescription
 from yak.errors import YakError
 from yak.sdk.records import RecordMetadata
+from yak_console.auth.roles import Permit
 from yak_console.pages.common import Pages
 
 __all__ = ["MAX_RECORD_BYTES", "ProduceForm", "parse_headers", "router"]
@@ -94,7 +95,6 @@ class ProduceForm:
 
 def router(pages: Pages) -> APIRouter:
     routes = APIRouter()
-    runtime = pages.runtime
 
     def show(
         request: Request,
@@ -125,19 +125,20 @@ def router(pages: Pages) -> APIRouter:
 
     @routes.get("/topics/{topic}/produce", response_class=HTMLResponse, include_in_schema=False)
     async def produce_form(request: Request, topic: str) -> HTMLResponse:
-        described = await runtime.admin.describe_topic(topic)
+        described = await pages.api(request).admin.describe_topic(topic)
         return show(request, described, ProduceForm())
 
     @routes.post("/topics/{topic}/produce", response_class=HTMLResponse, include_in_schema=False)
     async def produce(request: Request, topic: str) -> HTMLResponse:
-        pages.require_writable()
-        described = await runtime.admin.describe_topic(topic)
+        pages.require(request, Permit.PRODUCE)
+        api = pages.api(request)
+        described = await api.admin.describe_topic(topic)
         form = ProduceForm.of(await request.form())
         partition, headers = form.validate(described.partition_count)
         if form.errors:
             return show(request, described, form, status_code=400)
         try:
-            delivered = await runtime.producer().send(
+            delivered = await api.producer().send(
                 topic,
                 None if form.null_value else form.value.encode("utf-8"),
                 key=form.key.encode("utf-8") if form.key else None,

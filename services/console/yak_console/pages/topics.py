@@ -17,6 +17,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from yak.api.admin import TopicDescription, TopicSummary
 from yak.errors import InvalidConfigError, TopicAlreadyExistsError, YakError
 from yak.topic_config import CATALOGUE, validate_min_insync_replicas
+from yak_console.auth.roles import Permit
 from yak_console.pages.common import Pages
 from yak_console.pages.topic_forms import (
     FormErrors,
@@ -104,7 +105,6 @@ def _live_brokers(sample: Sample) -> int:
 
 def router(pages: Pages) -> APIRouter:
     routes = APIRouter()
-    admin = pages.runtime.admin
     sampler = pages.runtime.sampler
     directory = pages.runtime.topics
 
@@ -117,7 +117,7 @@ def router(pages: Pages) -> APIRouter:
     ) -> HTMLResponse:
         health = health if health in _HEALTH_FILTERS else ""
         sample = await sampler.current()
-        listed = (await admin.list_topics()).topics
+        listed = (await pages.api(request).admin.list_topics()).topics
         names = [t.name for t in listed]
         directory.retain(names)
         described = await directory.describe_all(names, fresh=bool(health))
@@ -138,7 +138,7 @@ def router(pages: Pages) -> APIRouter:
 
     @routes.get("/topics/new", response_class=HTMLResponse, include_in_schema=False)
     async def create_form(request: Request) -> HTMLResponse:
-        pages.require_writable()
+        pages.require(request, Permit.CREATE_TOPIC)
         sample = await sampler.current()
         defaults = {"partitions": "3", "replication_factor": str(min(3, _live_brokers(sample)))}
         return _create_page(request, defaults, {}, 200)
@@ -158,14 +158,14 @@ def router(pages: Pages) -> APIRouter:
 
     @routes.post("/topics", include_in_schema=False)
     async def create(request: Request) -> Response:
-        pages.require_writable()
+        pages.require(request, Permit.CREATE_TOPIC)
         values = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
         sample = await sampler.current()
         checked = new_topic(values, live_brokers=_live_brokers(sample))
         if isinstance(checked, dict):
             return _create_page(request, values, checked, 400)
         try:
-            created = await admin.create_topic(
+            created = await pages.api(request).admin.create_topic(
                 checked.name,
                 partitions=checked.partitions,
                 replication_factor=checked.replication_factor,
@@ -185,7 +185,7 @@ def router(pages: Pages) -> APIRouter:
 
     @routes.get("/topics/{topic}", response_class=HTMLResponse, include_in_schema=False)
     async def detail(request: Request, topic: str, saved: bool = False) -> HTMLResponse:
-        described = await directory.describe(topic)
+        described = await pages.describe_topic(request, topic)
         sample = await sampler.current()
         configs = [
             (name, described.configs.get(name, d.default), name in described.configs, d)
@@ -225,15 +225,15 @@ def router(pages: Pages) -> APIRouter:
 
     @routes.get("/topics/{topic}/configs", response_class=HTMLResponse, include_in_schema=False)
     async def configs_form(request: Request, topic: str) -> HTMLResponse:
-        pages.require_writable()
-        described = await directory.describe(topic)
+        pages.require(request, Permit.ALTER_CONFIGS)
+        described = await pages.describe_topic(request, topic)
         return _configs_page(request, described, dict(described.configs), {}, 200)
 
     @routes.post("/topics/{topic}/configs", include_in_schema=False)
     async def edit_configs(request: Request, topic: str) -> Response:
-        pages.require_writable()
+        pages.require(request, Permit.ALTER_CONFIGS)
         values = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
-        described = await directory.describe(topic)
+        described = await pages.describe_topic(request, topic)
         to_set, to_delete, errors = config_edit(values, described.configs)
         if not errors:
             merged = {k: v for k, v in described.configs.items() if k not in to_delete}
@@ -241,7 +241,7 @@ def router(pages: Pages) -> APIRouter:
                 validate_min_insync_replicas({**merged, **to_set}, described.replication_factor)
                 if to_set or to_delete:
                     directory.remember(
-                        await admin.alter_topic_configs(
+                        await pages.api(request).admin.alter_topic_configs(
                             topic, set_configs=to_set, delete_configs=to_delete
                         )
                     )
@@ -265,19 +265,19 @@ def router(pages: Pages) -> APIRouter:
 
     @routes.get("/topics/{topic}/delete", response_class=HTMLResponse, include_in_schema=False)
     async def delete_form(request: Request, topic: str) -> HTMLResponse:
-        pages.require_writable()
-        await directory.describe(topic)  # an unknown topic is a 404, not a form
+        pages.require(request, Permit.DELETE_TOPIC)
+        await pages.describe_topic(request, topic)  # an unknown topic is a 404, not a form
         return _delete_page(request, topic, None, 200)
 
     @routes.post("/topics/{topic}/delete", include_in_schema=False)
     async def delete(
         request: Request, topic: str, confirm: Annotated[str, Form()] = ""
     ) -> Response:
-        pages.require_writable()
+        pages.require(request, Permit.DELETE_TOPIC)
         if confirm.strip() != topic:
             message = "Type the topic's name exactly to confirm"
             return _delete_page(request, topic, message, 400)
-        await admin.delete_topic(topic)
+        await pages.api(request).admin.delete_topic(topic)
         directory.forget(topic)
         await sampler.refresh()
         return RedirectResponse(f"/topics?deleted={topic}", status_code=303)

@@ -24,7 +24,8 @@
   }
 
   function connect() {
-    if (!window.EventSource) return;
+    // No banner: the login page, which has no session to stream with.
+    if (!window.EventSource || !document.getElementById("health-banner")) return;
     var source = new EventSource("/events");
     source.addEventListener("health", function (event) {
       var banner = document.getElementById("health-banner");

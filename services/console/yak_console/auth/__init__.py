@@ -1,0 +1,1 @@
+"""Console login: sessions, roles and CSRF (only with ``YAK_SECURITY=on``)."""
