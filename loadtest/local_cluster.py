@@ -17,7 +17,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,7 +64,8 @@ class LocalCluster:
     def broker_url(self, broker_id: int) -> str:
         return f"http://{HOST}:{self.broker_ports[broker_id]}"
 
-    def start_coordinator(self) -> None:
+    def start_coordinator(self, **env: str) -> None:
+        """Start the coordinator; ``env`` adds ``YAK_*`` settings (e.g. ``YAK_SECURITY``)."""
         (port,) = free_ports(1)
         self.coordinator_url = f"http://{HOST}:{port}"
         argv = (
@@ -80,6 +81,7 @@ class LocalCluster:
                 log_path=self.folder / "logs" / "coordinator.log",
                 health_url=f"{self.coordinator_url}/readyz",
                 url=self.coordinator_url,
+                env=env,
             )
         )
 
@@ -200,11 +202,13 @@ def local_cluster(
     *,
     lease_ttl_s: int = 2,
     replica_lag_time_max_ms: int = 5_000,
+    coordinator_env: Mapping[str, str] | None = None,
 ) -> Iterator[LocalCluster]:
-    """Start a coordinator and ``brokers`` brokers on ``etcd``; stop them all at the end."""
+    """Start a coordinator (with ``coordinator_env`` added to its environment) and ``brokers``
+    brokers on ``etcd``; stop them all at the end."""
     cluster = LocalCluster(folder, etcd, cluster_id, lease_ttl_s, replica_lag_time_max_ms)
     try:
-        cluster.start_coordinator()
+        cluster.start_coordinator(**(coordinator_env or {}))
         for broker_id in range(brokers):
             cluster.start_broker(broker_id)
         yield cluster

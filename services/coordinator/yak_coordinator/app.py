@@ -5,6 +5,8 @@ elects leaders and applies topic changes; the others stand by and forward admin 
 it. ``create_app(settings)`` wires the runtime (``service.Coordinator``) into FastAPI: the
 lifespan starts it (connecting to etcd in the background) and stops it (resigning first), so
 SIGTERM hands control to a standby at once. ``/readyz`` is ready once the metadata is loaded.
+With ``YAK_SECURITY=on`` every admin route needs a user's credential and the ACL of its entry
+in ``security/route_acls.py`` (``security/guard.py``).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from yak import __version__
 from yak.clock import Clock
@@ -23,6 +25,8 @@ from yak.web.health import health_router
 from yak_coordinator.forwarding import ControllerForwarding
 from yak_coordinator.groups_routes import groups_router
 from yak_coordinator.routes import admin_router
+from yak_coordinator.security.guard import AdminGuard, AdminSecurity
+from yak_coordinator.security.route_acls import missing_routes
 from yak_coordinator.service import Coordinator
 from yak_coordinator.settings import CoordinatorSettings
 
@@ -42,6 +46,7 @@ def create_app(
     """
     settings = settings if settings is not None else CoordinatorSettings()
     coordinator = Coordinator(settings, store=store, clock=clock)
+    security = AdminSecurity(coordinator, settings.super_users) if settings.security else None
 
     async def ready() -> str | None:
         return None if coordinator.ready else "not connected to etcd"
@@ -52,14 +57,22 @@ def create_app(
         try:
             yield
         finally:
+            if security is not None:
+                await security.stop()
             await coordinator.stop()
 
-    app = FastAPI(title="Yak coordinator", version=__version__, lifespan=lifespan)
+    guard = [] if security is None else [Depends(AdminGuard(security))]
+    app = FastAPI(
+        title="Yak coordinator", version=__version__, lifespan=lifespan, dependencies=guard
+    )
     app.state.coordinator = coordinator
+    app.state.admin_security = security
     install_error_handlers(app)
     app.include_router(health_router("coordinator", ready))
     app.include_router(admin_router(coordinator))
     app.include_router(groups_router(coordinator))
+    if security is not None and (missing := missing_routes(app)):
+        raise RuntimeError(f"admin routes without an ACL rule: {missing}")
     app.add_middleware(ControllerForwarding, coordinator=coordinator)
     if settings.cluster_secret is not None:
         # Outermost: a standby checks the secret before forwarding (with its own secret).

@@ -31,7 +31,8 @@ log = logging.getLogger(__name__)
 
 FORWARDED_HEADER = "x-yak-forwarded-by"
 _LOCAL_PATHS = {f"{ADMIN_PREFIX}/cluster"}
-_PASSED_HEADERS = ("content-type", "accept")
+#: ``authorization``: the controller authenticates and authorizes the original caller.
+_PASSED_HEADERS = ("content-type", "accept", "authorization")
 
 
 class ControllerForwarding:

@@ -18,7 +18,9 @@ from yak.api.admin import (
     GroupSummary,
 )
 from yak.metadata.models import Assignment, GroupMember, GroupState
+from yak.security.acl import ResourceType
 from yak_coordinator.groups.group_admin import GroupSnapshot
+from yak_coordinator.security.guard import visible
 from yak_coordinator.service import Coordinator
 
 __all__ = ["group_description", "groups_router"]
@@ -66,10 +68,12 @@ def groups_router(coordinator: Coordinator) -> APIRouter:
     @router.get("/groups")
     async def list_groups() -> GroupList:
         groups = await coordinator.group_admin.list_groups()
+        shown = visible(ResourceType.GROUP, [g.group_id for g in groups])
         return GroupList(
             groups=[
                 GroupSummary(group_id=g.group_id, state=g.state.value, member_count=len(g.members))
                 for g in groups
+                if g.group_id in shown
             ]
         )
 

@@ -29,7 +29,9 @@ from yak.api.admin import (
 )
 from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import PartitionState
+from yak.security.acl import ResourceType
 from yak_coordinator.partition_health import HealthFilter, partition_health
+from yak_coordinator.security.guard import visible
 from yak_coordinator.service import Coordinator
 from yak_coordinator.topic_admin import TopicView
 
@@ -96,7 +98,9 @@ def admin_router(coordinator: Coordinator) -> APIRouter:
 
     @router.get("/topics")
     async def list_topics() -> TopicList:
+        """The topics (with security on: those the caller may DESCRIBE)."""
         records = coordinator.admin.list_topics()
+        shown = visible(ResourceType.TOPIC, [r.name for r in records])
         return TopicList(
             topics=[
                 TopicSummary(
@@ -106,6 +110,7 @@ def admin_router(coordinator: Coordinator) -> APIRouter:
                     deleting=r.deleting,
                 )
                 for r in records
+                if r.name in shown
             ]
         )
 

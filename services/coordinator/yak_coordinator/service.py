@@ -120,6 +120,13 @@ class Coordinator:
         return self._http
 
     @property
+    def store(self) -> MetadataStore:
+        """The etcd connection (``MetadataStoreError`` until it is up)."""
+        self._connected()
+        assert self._store is not None
+        return self._store
+
+    @property
     def is_controller(self) -> bool:
         return self._parts is not None and self._parts.election.term is not None
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from yak.metadata.keyspace import validate_cluster_id, validate_member_id
+from yak.security.acl import user_name
 from yak.security.cluster_secret import load_cluster_secret
 
 __all__ = ["CoordinatorSettings"]
@@ -44,6 +45,11 @@ class CoordinatorSettings:
     tls: bool = False
     #: Callers must send it (``YAK_CLUSTER_SECRET[_FILE]``); None: the API is open.
     cluster_secret: str | None = field(default=None, repr=False)
+
+    #: Admin API callers need a user's credential and ACLs (``YAK_SECURITY=on``).
+    security: bool = False
+    #: Principals that bypass ACLs (``YAK_SUPER_USERS``: ``User:admin,User:ops``).
+    super_users: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         validate_cluster_id(self.cluster_id)
@@ -80,6 +86,7 @@ class CoordinatorSettings:
                 values[name] = env[variable]
         values["tls"] = bool(env.get("YAK_TLS_CERT"))
         values["cluster_secret"] = load_cluster_secret(env)
+        values.update(_security(env))
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**_typed(values))
 
@@ -96,6 +103,21 @@ _ENV = {
     "default_replication_factor": "YAK_DEFAULT_REPLICATION_FACTOR",
 }
 _INTS = {"port", "lease_ttl_s", "default_replication_factor"}
+
+
+def _security(env: Mapping[str, str]) -> dict[str, object]:
+    values: dict[str, object] = {}
+    switch = env.get("YAK_SECURITY", "").strip().lower()
+    if switch:
+        if switch not in ("on", "off", "true", "false", "1", "0"):
+            raise ValueError(f"YAK_SECURITY must be on or off, not {switch!r}")
+        values["security"] = switch in ("on", "true", "1")
+    if env.get("YAK_SUPER_USERS"):
+        users = tuple(p.strip() for p in env["YAK_SUPER_USERS"].split(",") if p.strip())
+        for user in users:
+            user_name(user)  # ValueError for anything but User:<name>
+        values["super_users"] = users
+    return values
 
 
 def _typed(values: dict[str, object]) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from yak_rest_proxy.native.group_routes import group_router
 from yak_rest_proxy.native.routes import native_router
 from yak_rest_proxy.runtime import ProxyRuntime
 from yak_rest_proxy.security.admin_routes import security_router
+from yak_rest_proxy.security.forwarded_credential import ForwardCredential
 from yak_rest_proxy.security.guard import Guard
 from yak_rest_proxy.security.route_acls import missing_routes
 from yak_rest_proxy.settings import ProxySettings
@@ -92,5 +93,6 @@ def create_app(
     if guard and missing_routes(app):
         raise RuntimeError(f"routes without an ACL rule (route_acls.py): {missing_routes(app)}")
     app.add_middleware(StripTrailingSlash)
+    app.add_middleware(ForwardCredential)
     install_openapi(app)
     return app

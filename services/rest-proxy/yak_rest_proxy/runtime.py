@@ -32,6 +32,7 @@ from yak_rest_proxy.brokers import BrokerPool
 from yak_rest_proxy.produce.producer import Producer
 from yak_rest_proxy.produce.producer_ids import ProducerIds
 from yak_rest_proxy.reader import Reader
+from yak_rest_proxy.security.forwarded_credential import ForwardedAuth
 from yak_rest_proxy.settings import ProxySettings
 
 __all__ = ["ProxyRuntime"]
@@ -95,7 +96,8 @@ class ProxyRuntime:
         if self._admin is None or self._admin.base_url != controller.url:
             if self._admin is not None:
                 self._retired_admins.append(self._admin)
-            self._admin = AdminClient(controller.url)
+            # The caller's own credential goes along: the controller authorizes the end user.
+            self._admin = AdminClient(controller.url, auth=ForwardedAuth())
         return self._admin
 
     async def wait_for_security(self, revision: int) -> None:

@@ -11,20 +11,28 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from pathlib import Path
 from typing import Annotated, TypeVar
 
+import httpx
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from yak.api.admin import ClusterInfo, PartitionHealthList
-from yak.cli.secure import apply_cluster_security
+from yak.cli.secure import apply_cluster_security, cluster_api_key
 from yak.clients.admin import AdminClient
 from yak.errors import NetworkError, YakError
 
-__all__ = ["CoordinatorOption", "DataDirOption", "app", "call_admin", "coordinator_urls"]
+__all__ = [
+    "AdminApiKeyOption",
+    "CoordinatorOption",
+    "DataDirOption",
+    "app",
+    "call_admin",
+    "coordinator_urls",
+]
 
 _T = TypeVar("_T")
 
@@ -34,6 +42,14 @@ CoordinatorOption = Annotated[
         "--coordinator",
         envvar="YAK_COORDINATOR",
         help="Coordinator URL (default: from <data-dir>/cluster.json of `yak up`).",
+    ),
+]
+AdminApiKeyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key",
+        envvar="YAK_API_KEY",
+        help="API key for a coordinator with security on (docs/security.md).",
     ),
 ]
 DataDirOption = Annotated[
@@ -67,10 +83,22 @@ def coordinator_urls(coordinator: str | None, data_dir: Path) -> list[str]:
     return urls
 
 
-async def _first_answer(urls: list[str], call: Callable[[AdminClient], Awaitable[_T]]) -> _T:
+class _Bearer(httpx.Auth):
+    def __init__(self, api_key: str) -> None:
+        self._header = f"Bearer {api_key}"
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["authorization"] = self._header
+        yield request
+
+
+async def _first_answer(
+    urls: list[str], call: Callable[[AdminClient], Awaitable[_T]], api_key: str | None
+) -> _T:
     error: NetworkError | None = None
+    auth = _Bearer(api_key) if api_key else None
     for url in urls:
-        async with AdminClient(url) as admin:
+        async with AdminClient(url, auth=auth) as admin:
             try:
                 return await call(admin)
             except NetworkError as exc:
@@ -80,12 +108,20 @@ async def _first_answer(urls: list[str], call: Callable[[AdminClient], Awaitable
 
 
 def call_admin(
-    coordinator: str | None, data_dir: Path, call: Callable[[AdminClient], Awaitable[_T]]
+    coordinator: str | None,
+    data_dir: Path,
+    call: Callable[[AdminClient], Awaitable[_T]],
+    *,
+    api_key: str | None = None,
 ) -> _T:
-    """Run ``call`` against the first reachable coordinator; exit(1) with one line on error."""
+    """Run ``call`` against the first reachable coordinator; exit(1) with one line on error.
+
+    ``api_key`` (else a secure ``yak up`` cluster's admin key) goes as a bearer token: a
+    coordinator with ``YAK_SECURITY=on`` authorizes its user with ACLs."""
     try:
         urls = coordinator_urls(coordinator, data_dir)
-        return asyncio.run(_first_answer(urls, call))
+        key = cluster_api_key(api_key, data_dir)
+        return asyncio.run(_first_answer(urls, call, key))
     except YakError as exc:
         typer.echo(f"error: {exc.code}: {exc.message}", err=True)
         raise typer.Exit(1) from None
@@ -142,6 +178,7 @@ def _print_cluster(info: ClusterInfo, unhealthy: PartitionHealthList) -> None:
 def status(
     coordinator: CoordinatorOption = None,
     data_dir: DataDirOption = Path(".yak"),
+    api_key: AdminApiKeyOption = None,
 ) -> None:
     """Show the controller, the live brokers, the partition counts and the partitions that
     are offline, under-replicated or under their min ISR."""
@@ -149,4 +186,4 @@ def status(
     async def both(admin: AdminClient) -> tuple[ClusterInfo, PartitionHealthList]:
         return await admin.cluster(), await admin.partitions("unhealthy")
 
-    _print_cluster(*call_admin(coordinator, data_dir, both))
+    _print_cluster(*call_admin(coordinator, data_dir, both, api_key=api_key))

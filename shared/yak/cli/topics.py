@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from yak.api.admin import PartitionInfo, TopicDescription
-from yak.cli.cluster import CoordinatorOption, DataDirOption, call_admin
+from yak.cli.cluster import AdminApiKeyOption, CoordinatorOption, DataDirOption, call_admin
 from yak.topic_config import MIN_INSYNC_REPLICAS
 
 __all__ = ["app", "parse_configs", "partition_status"]
@@ -98,6 +98,7 @@ def create(
     config: ConfigOption = None,
     coordinator: CoordinatorOption = None,
     data_dir: DataDirOption = _DATA_DIR,
+    api_key: AdminApiKeyOption = None,
 ) -> None:
     """Create a topic."""
     configs = parse_configs(config)
@@ -107,15 +108,20 @@ def create(
         lambda admin: admin.create_topic(
             name, partitions=partitions, replication_factor=replication_factor, configs=configs
         ),
+        api_key=api_key,
     )
     typer.echo(f"created topic {topic.name}")
     _print_topic(topic)
 
 
 @app.command("list")
-def list_topics(coordinator: CoordinatorOption = None, data_dir: DataDirOption = _DATA_DIR) -> None:
+def list_topics(
+    coordinator: CoordinatorOption = None,
+    data_dir: DataDirOption = _DATA_DIR,
+    api_key: AdminApiKeyOption = None,
+) -> None:
     """List the topics."""
-    listing = call_admin(coordinator, data_dir, lambda admin: admin.list_topics())
+    listing = call_admin(coordinator, data_dir, lambda admin: admin.list_topics(), api_key=api_key)
     table = Table("topic", "partitions", "replication factor", "status")
     for topic in listing.topics:
         status = "deleting" if topic.deleting else ""
@@ -125,18 +131,28 @@ def list_topics(coordinator: CoordinatorOption = None, data_dir: DataDirOption =
 
 @app.command()
 def describe(
-    name: str, coordinator: CoordinatorOption = None, data_dir: DataDirOption = _DATA_DIR
+    name: str,
+    coordinator: CoordinatorOption = None,
+    data_dir: DataDirOption = _DATA_DIR,
+    api_key: AdminApiKeyOption = None,
 ) -> None:
     """Show a topic's configs and each partition's leader, epoch, replicas and ISR."""
-    _print_topic(call_admin(coordinator, data_dir, lambda admin: admin.describe_topic(name)))
+    _print_topic(
+        call_admin(coordinator, data_dir, lambda admin: admin.describe_topic(name), api_key=api_key)
+    )
 
 
 @app.command()
 def delete(
-    name: str, coordinator: CoordinatorOption = None, data_dir: DataDirOption = _DATA_DIR
+    name: str,
+    coordinator: CoordinatorOption = None,
+    data_dir: DataDirOption = _DATA_DIR,
+    api_key: AdminApiKeyOption = None,
 ) -> None:
     """Delete a topic and all its data."""
-    result = call_admin(coordinator, data_dir, lambda admin: admin.delete_topic(name))
+    result = call_admin(
+        coordinator, data_dir, lambda admin: admin.delete_topic(name), api_key=api_key
+    )
     done = "deleted" if result.deleted else "marked for deletion"
     typer.echo(f"topic {result.name} {done}")
 
@@ -153,6 +169,7 @@ def alter(
     ] = None,
     coordinator: CoordinatorOption = None,
     data_dir: DataDirOption = _DATA_DIR,
+    api_key: AdminApiKeyOption = None,
 ) -> None:
     """Change a topic's configs and/or raise its partition count."""
     configs = parse_configs(config)
@@ -166,11 +183,15 @@ def alter(
             lambda admin: admin.alter_topic_configs(
                 name, set_configs=configs, delete_configs=delete_config or []
             ),
+            api_key=api_key,
         )
     if partitions is not None:
         count = partitions
         topic = call_admin(
-            coordinator, data_dir, lambda admin: admin.create_partitions(name, count)
+            coordinator,
+            data_dir,
+            lambda admin: admin.create_partitions(name, count),
+            api_key=api_key,
         )
     assert topic is not None
     typer.echo(f"altered topic {topic.name}")
@@ -187,13 +208,17 @@ def reassign(
     cancel: Annotated[bool, typer.Option(help="Cancel the running move instead.")] = False,
     coordinator: CoordinatorOption = None,
     data_dir: DataDirOption = _DATA_DIR,
+    api_key: AdminApiKeyOption = None,
 ) -> None:
     """Move a partition to other brokers; it completes once the new replicas are in sync."""
     if cancel == (replicas is not None):
         raise typer.BadParameter("give either --replicas or --cancel")
     if cancel:
         state = call_admin(
-            coordinator, data_dir, lambda admin: admin.cancel_reassignment(name, partition)
+            coordinator,
+            data_dir,
+            lambda admin: admin.cancel_reassignment(name, partition),
+            api_key=api_key,
         )
     else:
         try:
@@ -202,7 +227,10 @@ def reassign(
             message = f"--replicas must be broker ids like 1,2,3: {replicas!r}"
             raise typer.BadParameter(message) from None
         state = call_admin(
-            coordinator, data_dir, lambda admin: admin.reassign_partition(name, partition, wanted)
+            coordinator,
+            data_dir,
+            lambda admin: admin.reassign_partition(name, partition, wanted),
+            api_key=api_key,
         )
     typer.echo(
         f"{name}-{state.partition}: replicas {state.replicas} isr {state.isr} "

@@ -7,6 +7,7 @@ coordinator that cannot be reached raises ``NetworkError``, a timeout ``KafkaTim
 Any coordinator will do: standbys forward admin requests to the active controller.
 
 Use as ``async with AdminClient(url) as admin``; one client may serve concurrent tasks.
+``auth`` (an ``httpx.Auth``) adds a user's credential for a coordinator with security on.
 
 Security: ``https://`` URLs are verified with ``tls`` (default: ``ClientTls.from_env()``), and
 requests carry the cluster secret (default: ``load_cluster_secret()``) when one is configured,
@@ -57,6 +58,7 @@ class AdminClient:
         *,
         timeout_s: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        auth: httpx.Auth | None = None,
         tls: ClientTls | None = None,
         cluster_secret: str | None = None,
     ) -> None:
@@ -67,6 +69,7 @@ class AdminClient:
             base_url=f"{self.base_url}{ADMIN_PREFIX}",
             timeout=timeout_s,
             transport=transport,
+            auth=auth,
             headers={CLUSTER_SECRET_HEADER: secret} if secret else None,
             verify=tls.ssl_context() if tls.configured else True,
         )
