@@ -36,8 +36,12 @@
       applyMetrics(metrics);
       document.dispatchEvent(new CustomEvent("yak:metrics", { detail: metrics }));
     });
-    // Closing on unload keeps the browser from logging an interrupted stream.
-    window.addEventListener("pagehide", function () { source.close(); });
+    // Close the stream as soon as the page is being left (a link, a form's submit, a
+    // redirect): a stream still open when the navigation tears the page down is logged by
+    // the browser as an interrupted response (ERR_INCOMPLETE_CHUNKED_ENCODING).
+    function close() { source.close(); }
+    window.addEventListener("beforeunload", close);
+    window.addEventListener("pagehide", close);
   }
 
   // htmx 2 swaps only 2xx answers by default; the console answers a refused form or a failed
