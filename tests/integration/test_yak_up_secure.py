@@ -3,7 +3,7 @@
 One cluster (1 coordinator, 2 brokers, the proxy, the console) started by the ``yak`` script
 exactly as an operator would, shared by the tests of this module:
 
-* every service but the console answers on ``https://`` with a certificate of the local CA;
+* every service, the console too, answers on ``https://`` with a certificate of the local CA;
   keys, the secret and the admin's credentials are 0600 files;
 * brokers' data plane and JSON API and the coordinator's admin API answer 401 without the
   cluster secret, health checks stay open;
@@ -105,7 +105,7 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
 
 
 def test_services_serve_https_and_secrets_are_private(secure: Secure) -> None:
-    for prefix in ("coordinator", "broker", "rest-proxy"):
+    for prefix in ("coordinator", "broker", "rest-proxy", "console"):
         assert all(url.startswith("https://127.0.0.1:") for url in secure.urls(prefix)), prefix
     assert secure.document["security"]["ca"] == secure.ca
     for private in ("credentials.json", "cluster-secret", "tls/ca-key.pem", "tls/broker-0-key.pem"):
@@ -126,6 +126,10 @@ async def test_the_internal_plane_needs_the_cluster_secret(secure: Secure) -> No
         (coordinator,) = secure.urls("coordinator")
         assert (await http.get(f"{coordinator}/admin/v1/cluster")).status_code == 401
         assert (await http.get(f"{coordinator}/healthz")).status_code == 200
+        (console,) = secure.urls("console")
+        login = await http.get(f"{console}/", follow_redirects=True)  # pages need a login
+        assert login.status_code == 200, login.status_code
+        assert login.url.path == "/login"
 
 
 async def test_plain_http_and_untrusted_parties_are_refused(secure: Secure, tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from yak.web.serve import serve
+from yak.web.tls import ServerTls
 from yak_console.app import create_app
 from yak_console.settings import ConsoleSettings
 
@@ -38,7 +39,7 @@ def run(
     settings = ConsoleSettings.from_env(
         host=host, port=port, api_url=api_url.rstrip("/"), read_only=read_only
     )
-    serve(create_app(settings), host=host, port=port, log_level=log_level)
+    serve(create_app(settings), host=host, port=port, log_level=log_level, tls=ServerTls.from_env())
 
 
 def main() -> None:

@@ -43,8 +43,8 @@ __all__ = [
 ]
 
 ADMIN_USER = "admin"
-#: Services that serve TLS; the console follows once its entry point passes ``tls``.
-_TLS_SERVICES = ("coordinator", "broker", "rest-proxy")
+#: Services that serve TLS (every one ``yak up`` starts).
+_TLS_SERVICES = ("coordinator", "broker", "rest-proxy", "console")
 
 
 def _tls_dir(data_dir: Path) -> Path:

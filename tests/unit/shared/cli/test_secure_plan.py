@@ -27,7 +27,7 @@ def test_a_secure_plan_turns_on_tls_the_secret_and_security(tmp_path: Path) -> N
     plan = plan_cluster(tmp_path, 9400, 2, 1, "local", secure=True)
     tls = tmp_path.resolve() / "tls"
     by_name = {spec.name: spec for spec in plan.services}
-    for name in ("coordinator-0", "broker-0", "broker-1", "rest-proxy"):
+    for name in ("coordinator-0", "broker-0", "broker-1", "rest-proxy", "console"):
         spec = by_name[name]
         assert spec.url is not None
         assert spec.url.startswith("https://127.0.0.1:")
