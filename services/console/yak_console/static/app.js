@@ -23,10 +23,10 @@
     });
   }
 
-  function connect() {
-    // No banner: the login page, which has no session to stream with.
-    if (!window.EventSource || !document.getElementById("health-banner")) return;
-    var source = new EventSource("/events");
+  var source = null;
+
+  function open() {
+    source = new EventSource("/events");
     source.addEventListener("health", function (event) {
       var banner = document.getElementById("health-banner");
       if (banner) banner.innerHTML = event.data;
@@ -36,12 +36,22 @@
       applyMetrics(metrics);
       document.dispatchEvent(new CustomEvent("yak:metrics", { detail: metrics }));
     });
+  }
+
+  function connect() {
+    // No banner: the login page, which has no session to stream with.
+    if (!window.EventSource || !document.getElementById("health-banner")) return;
+    open();
     // Close the stream as soon as the page is being left (a link, a form's submit, a
     // redirect): a stream still open when the navigation tears the page down is logged by
-    // the browser as an interrupted response (ERR_INCOMPLETE_CHUNKED_ENCODING).
-    function close() { source.close(); }
-    window.addEventListener("beforeunload", close);
-    window.addEventListener("pagehide", close);
+    // the browser as an interrupted response (ERR_INCOMPLETE_CHUNKED_ENCODING). When the
+    // page stays after all (the link was a download), the stream opens again.
+    window.addEventListener("beforeunload", function () {
+      if (source) source.close();
+      source = null;
+      setTimeout(function () { if (!source) open(); }, 2000);
+    });
+    window.addEventListener("pagehide", function () { if (source) source.close(); });
   }
 
   // htmx 2 swaps only 2xx answers by default; the console answers a refused form or a failed
