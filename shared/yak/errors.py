@@ -16,6 +16,7 @@ __all__ = [
     "ClusterAuthorizationError",
     "ConsumerGroupError",
     "ConsumerInstanceExistsError",
+    "ConsumerQuotaExceededError",
     "CorruptRecordError",
     "DuplicateResourceError",
     "FencedLeaderEpochError",
@@ -47,8 +48,11 @@ __all__ = [
     "OutOfOrderSequenceError",
     "PolicyViolationError",
     "RebalanceInProgressError",
+    "RequestBodyTimeoutError",
     "ResourceNotFoundError",
     "RevisionCompactedError",
+    "ThrottlingQuotaExceededError",
+    "TooManyRecordsError",
     "TopicAlreadyExistsError",
     "TopicAuthorizationError",
     "UnknownLeaderEpochError",
@@ -464,6 +468,41 @@ class DuplicateResourceError(YakError):
     code = "DUPLICATE_RESOURCE"
     kafka_code = 92
     http_status = 409
+
+
+class ThrottlingQuotaExceededError(YakError):
+    """The principal's byte-rate quota is used up: retry after ``details["retry_after_s"]``.
+
+    Kafka answers a client over its quota by delaying the response (``throttle_time_ms``) and
+    names the error of a refused request over a quota ``THROTTLING_QUOTA_EXCEEDED`` (89); over
+    HTTP the proxy answers 429 with ``Retry-After`` and the client waits.
+    """
+
+    code = "THROTTLING_QUOTA_EXCEEDED"
+    kafka_code = 89
+    retriable = True
+    http_status = 429
+
+
+class ConsumerQuotaExceededError(YakError):
+    """The principal holds as many consumer instances as it may; delete one first."""
+
+    code = "CONSUMER_QUOTA_EXCEEDED"
+    http_status = 429
+
+
+class TooManyRecordsError(YakError):
+    """A produce request holds more records than the proxy accepts in one request."""
+
+    code = "TOO_MANY_RECORDS"
+    http_status = 413
+
+
+class RequestBodyTimeoutError(YakError):
+    """The client sent the request body too slowly (a stalled or trickling upload)."""
+
+    code = "REQUEST_BODY_TIMEOUT"
+    http_status = 408
 
 
 def _all_error_classes() -> dict[str, type[YakError]]:

@@ -24,11 +24,14 @@ from yak_rest_proxy.consumers.consumer import Consumers
 from yak_rest_proxy.consumers.group_admin import GroupAdmin
 from yak_rest_proxy.http.errors import install_error_handlers
 from yak_rest_proxy.http.openapi import install_openapi
+from yak_rest_proxy.http.read_timeout import BodyReadTimeout
 from yak_rest_proxy.http.slashes import StripTrailingSlash
 from yak_rest_proxy.native.admin_routes import admin_router
 from yak_rest_proxy.native.group_admin_routes import group_admin_router
 from yak_rest_proxy.native.group_routes import group_router
 from yak_rest_proxy.native.routes import native_router
+from yak_rest_proxy.quotas.consumer_cap import ConsumerCap
+from yak_rest_proxy.quotas.routes import quota_router
 from yak_rest_proxy.runtime import ProxyRuntime
 from yak_rest_proxy.security.admin_routes import security_router
 from yak_rest_proxy.security.forwarded_credential import ForwardCredential
@@ -82,7 +85,8 @@ def create_app(
     app.include_router(health_router("rest-proxy", runtime.readiness))
     app.include_router(metadata_router(runtime))
     app.include_router(produce_router(runtime))
-    consumers = Consumers(runtime.store, runtime.keyspace, runtime.cache, runtime.reader)
+    cap = ConsumerCap(runtime.store, runtime.keyspace, runtime.settings.max_consumers_per_principal)
+    consumers = Consumers(runtime.store, runtime.keyspace, runtime.cache, runtime.reader, cap=cap)
     app.include_router(consumer_router(runtime, consumers))
     app.include_router(group_router(runtime, consumers))
     app.include_router(admin_router(runtime))
@@ -90,9 +94,11 @@ def create_app(
     app.include_router(group_admin_router(runtime, group_admin))
     app.include_router(native_router(runtime))
     app.include_router(security_router(runtime))
+    app.include_router(quota_router(runtime))
     if guard and missing_routes(app):
         raise RuntimeError(f"routes without an ACL rule (route_acls.py): {missing_routes(app)}")
     app.add_middleware(StripTrailingSlash)
     app.add_middleware(ForwardCredential)
+    app.add_middleware(BodyReadTimeout, timeout_s=runtime.settings.request_read_timeout_ms / 1000)
     install_openapi(app)
     return app

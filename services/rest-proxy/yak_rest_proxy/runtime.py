@@ -1,8 +1,9 @@
 """``ProxyRuntime``: what one rest-proxy process holds while it runs.
 
 The etcd connection, the cluster metadata cache (one prefix watch), the broker clients, the
-producer, the producer-id allocator, the security store and, with security on, the security
-cache (a second prefix watch, on ``security/``). ``start()`` connects (retrying while etcd is
+producer, the producer-id allocator, the security store, the quota overrides (a prefix watch on
+``security/quotas/``) and, with security on, the security cache (a prefix watch on
+``security/``). ``start()`` connects (retrying while etcd is
 unreachable, so ``/healthz`` answers at once and ``/readyz`` once the metadata is loaded);
 ``stop()`` flushes nothing — records still queued fail with ``REQUEST_TIMED_OUT`` and their
 requests answer so — and closes everything it opened (the store only if it made it).
@@ -31,6 +32,8 @@ from yak.security.store import SecurityStore
 from yak_rest_proxy.brokers import BrokerPool
 from yak_rest_proxy.produce.producer import Producer
 from yak_rest_proxy.produce.producer_ids import ProducerIds
+from yak_rest_proxy.quotas.quota_store import QuotaOverrides, QuotaStore
+from yak_rest_proxy.quotas.quotas import Quotas
 from yak_rest_proxy.reader import Reader
 from yak_rest_proxy.security.forwarded_credential import ForwardedAuth
 from yak_rest_proxy.settings import ProxySettings
@@ -84,6 +87,13 @@ class ProxyRuntime:
             self.security_cache = SecurityCache(
                 self.store, self.keyspace, super_users=settings.super_users
             )
+        self.quota_store = QuotaStore(self.store, self.keyspace)
+        self.quota_overrides = QuotaOverrides(self.store, self.keyspace)
+        self.quotas = Quotas(
+            self.quota_overrides,
+            produce_bytes_per_s=settings.quota_produce_bytes_per_s,
+            fetch_bytes_per_s=settings.quota_fetch_bytes_per_s,
+        )
         self._connect: asyncio.Task[None] | None = None
         self._admin: AdminClient | None = None
         self._retired_admins: list[AdminClient] = []
@@ -121,6 +131,8 @@ class ProxyRuntime:
             try:
                 if self.security_cache is not None and self.security_cache.revision == 0:
                     await self.security_cache.start()
+                if not self.quota_overrides.started:
+                    await self.quota_overrides.start()
                 await self.cache.start()
                 return
             except MetadataStoreError as exc:
@@ -135,6 +147,7 @@ class ProxyRuntime:
                 await self._connect
         await self.producer.aclose()
         await self.cache.stop()
+        await self.quota_overrides.stop()
         if self.security_cache is not None:
             await self.security_cache.stop()
         await self.brokers.aclose()

@@ -18,6 +18,17 @@ compression                         YAK_COMPRESSION             none (gzip, snap
 acks                                YAK_ACKS                    -1 (all in-sync replicas)
 produce_timeout_ms                  —                           30000 (delivery timeout)
 max_request_bytes                   YAK_MAX_REQUEST_BYTES       64 MiB (larger bodies: 413)
+max_records_per_request             YAK_MAX_RECORDS_PER_        10000 (more records in one
+                                    REQUEST                     produce request: 413)
+request_read_timeout_ms             YAK_REQUEST_READ_TIMEOUT_   30000: longest wait for the next
+                                    MS                          piece of a body (then 408), and
+                                                                the keep-alive idle timeout
+quota_produce_bytes_per_s           YAK_QUOTA_PRODUCE_BYTES_    0 (unlimited): each principal's
+                                    PER_S                       produce rate on this proxy
+quota_fetch_bytes_per_s             YAK_QUOTA_FETCH_BYTES_      0 (unlimited): each principal's
+                                    PER_S                       fetch rate on this proxy
+max_consumers_per_principal         YAK_MAX_CONSUMERS_PER_      1000 consumer instances/members
+                                    PRINCIPAL                   per principal (security on)
 consumer_instance_timeout_ms        YAK_CONSUMER_INSTANCE_      300000: an idle consumer
                                     TIMEOUT_MS                  instance is removed
 consumer_request_timeout_ms         —                           1000: wait of a records GET
@@ -63,6 +74,11 @@ class ProxySettings:
     acks: int = -1
     produce_timeout_ms: int = 30_000
     max_request_bytes: int = 64 * 1024 * 1024
+    max_records_per_request: int = 10_000
+    request_read_timeout_ms: int = 30_000
+    quota_produce_bytes_per_s: int = 0
+    quota_fetch_bytes_per_s: int = 0
+    max_consumers_per_principal: int = 1_000
     consumer_instance_timeout_ms: int = 300_000
     consumer_request_timeout_ms: int = 1_000
     consumer_request_max_timeout_ms: int = 30_000
@@ -81,6 +97,12 @@ class ProxySettings:
             raise ValueError("linger_ms must be >= 0")
         if self.consumer_instance_timeout_ms < 1_000:
             raise ValueError("consumer_instance_timeout_ms must be at least 1000")
+        for name in ("max_records_per_request", "request_read_timeout_ms"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+        for name in ("quota_produce_bytes_per_s", "quota_fetch_bytes_per_s"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0 (0: unlimited)")
         for principal in self.super_users:
             user_name(principal)
 
@@ -135,6 +157,11 @@ _ENV: tuple[tuple[str, str, Callable[[str], object]], ...] = (
     ("compression", "YAK_COMPRESSION", _compression),
     ("acks", "YAK_ACKS", int),
     ("max_request_bytes", "YAK_MAX_REQUEST_BYTES", int),
+    ("max_records_per_request", "YAK_MAX_RECORDS_PER_REQUEST", int),
+    ("request_read_timeout_ms", "YAK_REQUEST_READ_TIMEOUT_MS", int),
+    ("quota_produce_bytes_per_s", "YAK_QUOTA_PRODUCE_BYTES_PER_S", int),
+    ("quota_fetch_bytes_per_s", "YAK_QUOTA_FETCH_BYTES_PER_S", int),
+    ("max_consumers_per_principal", "YAK_MAX_CONSUMERS_PER_PRINCIPAL", int),
     ("consumer_instance_timeout_ms", "YAK_CONSUMER_INSTANCE_TIMEOUT_MS", int),
     ("consumer_request_max_timeout_ms", "YAK_CONSUMER_REQUEST_MAX_TIMEOUT_MS", int),
     ("security", "YAK_SECURITY", _switch),

@@ -18,6 +18,9 @@ __all__ = [
     "CreateApiKeyRequest",
     "CreateUserRequest",
     "PasswordRequest",
+    "QuotaBody",
+    "QuotaInfo",
+    "QuotaList",
     "UserCreated",
     "UserInfo",
     "UserList",
@@ -137,3 +140,29 @@ class WhoAmI(_Answer):
     principal: str = Field(examples=["User:alice"])
     super_user: bool = Field(description="Named in the proxy's YAK_SUPER_USERS.")
     security: bool = Field(description="False: security is off and anyone is served.")
+
+
+class QuotaBody(_Request):
+    """``PUT /security/quotas/{principal}``: byte rates per second (null: the proxy's default,
+    0: unlimited). Enforced by each proxy on its own (docs/security.md)."""
+
+    produce_bytes_per_s: int | None = Field(default=None, ge=0)
+    fetch_bytes_per_s: int | None = Field(default=None, ge=0)
+
+
+class QuotaInfo(_Answer):
+    """A principal's override, and the rates this proxy applies to it (override or default)."""
+
+    principal: str
+    produce_bytes_per_s: int | None = None
+    fetch_bytes_per_s: int | None = None
+    effective_produce_bytes_per_s: int = 0
+    effective_fetch_bytes_per_s: int = 0
+
+
+class QuotaList(_Answer):
+    """Every override, and this proxy's defaults (0: unlimited)."""
+
+    default_produce_bytes_per_s: int = 0
+    default_fetch_bytes_per_s: int = 0
+    quotas: list[QuotaInfo] = Field(default_factory=list)

@@ -8,6 +8,7 @@ from yak import __version__
 from yak.cli import cluster, groups, security, topics
 from yak.cli.consume import consume
 from yak.cli.produce import produce
+from yak.cli.quotas import quotas
 from yak.cli.up import up
 
 __all__ = ["app", "main"]
@@ -23,6 +24,7 @@ app.add_typer(topics.app, name="topics")
 app.add_typer(groups.app, name="groups")
 app.add_typer(security.users, name="users")
 app.add_typer(security.acls, name="acls")
+app.add_typer(quotas, name="quotas")
 app.command()(produce)
 app.command()(consume)
 

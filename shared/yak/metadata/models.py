@@ -188,6 +188,9 @@ class GroupMember(MetadataValue):
     auto_commit: bool = True
     fetch_min_bytes: int = -1
     request_timeout_ms: int = 1_000
+    #: The principal that created the instance (security on; "" otherwise): the rest-proxy
+    #: caps instances per principal (``YAK_MAX_CONSUMERS_PER_PRINCIPAL``).
+    principal: str = ""
 
     @property
     def subscribed(self) -> bool:

@@ -14,8 +14,11 @@ and may be written twice, as in Kafka without idempotence.
 
 Retries back off exponentially (``retry_backoff_ms`` doubling to ``retry_backoff_max_ms``,
 with jitter) and stop after ``retries`` resends or ``delivery_timeout_ms`` after the batch was
-started; the records then fail with ``KafkaTimeoutError``. A batch the broker finds too large
-(``MESSAGE_TOO_LARGE``) is split in two and both halves are sent instead; an unknown producer
+started; the records then fail with ``KafkaTimeoutError``. A proxy answering 429
+``THROTTLING_QUOTA_EXCEEDED`` (the principal is over its produce quota) is waited out: the retry
+comes no sooner than its ``Retry-After``, still within ``delivery_timeout_ms``. A batch the
+broker finds too large (``MESSAGE_TOO_LARGE``) is split in two and both halves are sent
+instead; an unknown producer
 id starts a new session and the batch is sent again under it. Every record's future gets its
 ``RecordMetadata`` or its typed error; nothing is dropped silently.
 """
@@ -45,6 +48,7 @@ from yak.errors import (
     KafkaTimeoutError,
     MessageTooLargeError,
     OutOfOrderSequenceError,
+    ThrottlingQuotaExceededError,
     UnknownProducerIdError,
     UnknownTopicOrPartitionError,
     YakError,
@@ -190,6 +194,9 @@ class Sender:
             if isinstance(error, UnknownTopicOrPartitionError):
                 self._metadata.invalidate(tp.topic)
             backoff_ms = self._backoff_ms(batch.attempts)
+            if isinstance(error, ThrottlingQuotaExceededError):
+                # 429: the proxy says how long the principal's quota needs (Retry-After).
+                backoff_ms = max(backoff_ms, throttle_ms(error))
             may_retry = self._may_retry(batch, deadline, backoff_ms)
             lost_producer = batch.stamp is not None and isinstance(error, UnknownProducerIdError)
             if may_retry and (error.retriable or lost_producer):
@@ -318,3 +325,12 @@ class Sender:
 def _resolve(item: PendingRecord, metadata: RecordMetadata) -> None:
     if not item.future.done():
         item.future.set_result(metadata)
+
+
+def throttle_ms(error: ThrottlingQuotaExceededError) -> float:
+    """How long a throttled request must wait, from the answer's details (Retry-After)."""
+    given = error.details.get("retry_after_ms")
+    if not isinstance(given, int | float):
+        seconds = error.details.get("retry_after_s")
+        given = seconds * 1000 if isinstance(seconds, int | float) else 1000
+    return float(given)

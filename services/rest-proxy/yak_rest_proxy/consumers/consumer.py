@@ -44,6 +44,7 @@ from yak_rest_proxy.consumers.members import (
     position_key,
     tuple_of,
 )
+from yak_rest_proxy.quotas.consumer_cap import ConsumerCap
 from yak_rest_proxy.reader import Reader
 
 __all__ = ["Consumers", "PolledRecord"]
@@ -59,15 +60,25 @@ class Consumers:
     """Consumer-instance operations over etcd and the brokers; see the module docstring."""
 
     def __init__(
-        self, store: MetadataStore, keyspace: Keyspace, cache: MetadataCache, reader: Reader
+        self,
+        store: MetadataStore,
+        keyspace: Keyspace,
+        cache: MetadataCache,
+        reader: Reader,
+        *,
+        cap: ConsumerCap | None = None,
     ) -> None:
         self.members = MemberStore(store, keyspace)
+        self._cap = cap
         self._store = store
         self._keyspace = keyspace
         self._cache = cache
         self._reader = reader
 
     async def create(self, group: str, record: GroupMember, timeout_ms: int) -> GroupMember:
+        """Create the instance (429 ``CONSUMER_QUOTA_EXCEEDED`` past its principal's cap)."""
+        if self._cap is not None:
+            record = await self._cap.admit(record)
         return await self.members.create(group, record, timeout_ms)
 
     async def delete(self, group: str, member_id: str) -> None:

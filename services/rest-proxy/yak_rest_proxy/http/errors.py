@@ -19,7 +19,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
-from yak.errors import AuthenticationError, InvalidRequestError, UnknownServerError, YakError
+from yak.errors import (
+    AuthenticationError,
+    InvalidRequestError,
+    ThrottlingQuotaExceededError,
+    UnknownServerError,
+    YakError,
+)
 from yak.web.errors import describe_validation, error_response
 
 __all__ = [
@@ -50,6 +56,11 @@ _BY_CODE: dict[str, tuple[int, int]] = {
     "TOPIC_ALREADY_EXISTS": (400, 40002),
     "INVALID_CONFIG": (422, 42204),
     "MESSAGE_TOO_LARGE": (413, 41301),
+    "TOO_MANY_RECORDS": (413, 41302),
+    "REQUEST_BODY_TIMEOUT": (408, 40801),
+    # Confluent's rate limiter answers 429 with 42901; the consumer cap is Yak's own.
+    "THROTTLING_QUOTA_EXCEEDED": (429, 42901),
+    "CONSUMER_QUOTA_EXCEEDED": (429, 42902),
     "UNSUPPORTED_MEDIA_TYPE": (415, 41501),
     "OFFSET_OUT_OF_RANGE": (416, 41601),
     # Confluent's rest-utils: 40101 for any authentication failure, 40301 for any denial.
@@ -99,6 +110,8 @@ def _respond(request: Request, error: YakError) -> Response:
     response = error_response(error) if _native(request) else v2_error_response(error)
     if isinstance(error, AuthenticationError):
         response.headers["WWW-Authenticate"] = WWW_AUTHENTICATE
+    if isinstance(error, ThrottlingQuotaExceededError):
+        response.headers["Retry-After"] = str(error.details.get("retry_after_s", 1))
     return response
 
 

@@ -40,6 +40,7 @@ from yak_rest_proxy.consumers.members import Member, new_instance_id
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.native.routes import render_record
+from yak_rest_proxy.quotas.quotas import QuotaKind
 from yak_rest_proxy.runtime import ProxyRuntime
 
 __all__ = ["group_router"]
@@ -154,11 +155,14 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
     ) -> Response:
         """Records from the member's partitions, as soon as there are any (or at the timeout)."""
         wait = min(timeout_ms, settings.consumer_request_max_timeout_ms)
+        principal = runtime.quotas.admit(QuotaKind.FETCH)
         state, polled = await consumers.poll_member(
             group, member, timeout_ms=wait, max_bytes=max_bytes, paused=_paused(paused or [])
         )
         encodings = _Encodings(key_encoding, value_encoding, header_encoding)
-        return json_response(encodings.poll_body(state, polled), _JSON)
+        response = json_response(encodings.poll_body(state, polled), _JSON)
+        runtime.quotas.charge(QuotaKind.FETCH, principal, len(response.body))
+        return response
 
     @router.post(
         member_path + "/commit",

@@ -37,12 +37,19 @@ from yak.api.records import (
     encode_data,
     utf8,
 )
-from yak.errors import InvalidRequestError, YakError
+from yak.errors import InvalidRequestError, MessageTooLargeError, YakError
 from yak.record import CompressionType, Record, RecordInput, encode_batch
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.produce.direct import send_batch
-from yak_rest_proxy.produce.publish import OutgoingRecord, check_records, publish
+from yak_rest_proxy.produce.publish import (
+    OutgoingRecord,
+    check_record_count,
+    check_records,
+    max_message_bytes,
+    publish,
+)
+from yak_rest_proxy.quotas.quotas import QuotaKind
 from yak_rest_proxy.runtime import ProxyRuntime
 from yak_rest_proxy.v2.metadata_routes import topic_record
 
@@ -132,8 +139,11 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
     ) -> Response:
         """Produce records; per-record results in request order."""
         topic_record(runtime.cache.snapshot, topic)
+        principal = runtime.quotas.admit(QuotaKind.PRODUCE)
         raw = await read_body(request, settings.max_request_bytes)
+        runtime.quotas.charge(QuotaKind.PRODUCE, principal, len(raw))
         body = parse_model(ProduceRecordsRequest, raw)
+        check_record_count(len(body.records), settings.max_records_per_request)
         results = await publish(
             runtime.producer,
             runtime.partitioner,
@@ -183,8 +193,11 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
     ) -> Response:
         """Append one idempotent batch: a retry of it returns its first offsets, never a copy."""
         topic_record(runtime.cache.snapshot, topic)
+        principal = runtime.quotas.admit(QuotaKind.PRODUCE)
         raw = await read_body(request, settings.max_request_bytes)
+        runtime.quotas.charge(QuotaKind.PRODUCE, principal, len(raw))
         body = parse_model(ProduceBatchRequest, raw)
+        check_record_count(len(body.records), settings.max_records_per_request)
         records = _outgoing(body)
         if any(r.partition is not None for r in records):
             raise InvalidRequestError(
@@ -205,6 +218,13 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
             )
         except (ValueError, OverflowError, struct.error) as exc:
             raise InvalidRequestError(f"the batch cannot be encoded: {exc}") from None
+        limit = max_message_bytes(runtime.cache.snapshot, topic)
+        if len(batch) > limit:
+            raise MessageTooLargeError(
+                f"the batch is {len(batch):,} bytes; topic {topic!r} accepts at most {limit:,} "
+                "(max.message.bytes)",
+                topic=topic,
+            )
         result = await send_batch(
             runtime.cache,
             runtime.brokers,
@@ -233,6 +253,7 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
     ) -> Response:
         """Read one partition from ``offset`` (no consumer group, no committed state)."""
         topic_record(runtime.cache.snapshot, topic)
+        principal = runtime.quotas.admit(QuotaKind.FETCH)
         wait = min(timeout_ms, settings.consumer_request_max_timeout_ms)
         (read,) = await runtime.reader.fetch(
             [(topic, partition, offset)], max_wait_ms=wait, max_bytes=max_bytes
@@ -250,6 +271,8 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
             high_watermark=read.high_watermark,
             log_start_offset=read.log_start_offset,
         )
-        return json_response(body, _JSON)
+        response = json_response(body, _JSON)
+        runtime.quotas.charge(QuotaKind.FETCH, principal, len(response.body))
+        return response
 
     return router

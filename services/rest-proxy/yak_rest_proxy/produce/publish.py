@@ -14,14 +14,19 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from yak.errors import MessageTooLargeError, UnknownTopicOrPartitionError, YakError
+from yak.errors import (
+    MessageTooLargeError,
+    TooManyRecordsError,
+    UnknownTopicOrPartitionError,
+    YakError,
+)
 from yak.metadata.cache import ClusterSnapshot
 from yak.partitioner import StickyPartitioner
 from yak.record import RecordInput
 from yak.topic_config import effective_config
 from yak_rest_proxy.produce.producer import ProducedRecord, Producer, record_size
 
-__all__ = ["OutgoingRecord", "check_records", "publish"]
+__all__ = ["OutgoingRecord", "check_record_count", "check_records", "max_message_bytes", "publish"]
 
 _BATCH_OVERHEAD = 61
 
@@ -44,10 +49,26 @@ def _partition_count(snapshot: ClusterSnapshot, topic: str) -> int:
     return record.partitions
 
 
+def check_record_count(count: int, limit: int) -> None:
+    """``TooManyRecordsError`` (413) when one request holds more than ``limit`` records."""
+    if count > limit:
+        raise TooManyRecordsError(
+            f"the request holds {count:,} records; this proxy accepts at most {limit:,} in one "
+            "request (YAK_MAX_RECORDS_PER_REQUEST): split it",
+            records=count,
+            limit=limit,
+        )
+
+
+def max_message_bytes(snapshot: ClusterSnapshot, topic: str) -> int:
+    """The topic's ``max.message.bytes``: the largest batch (with one record: record) it takes."""
+    return int(effective_config(snapshot.topics[topic].configs)["max.message.bytes"])
+
+
 def check_records(snapshot: ClusterSnapshot, topic: str, records: Sequence[OutgoingRecord]) -> int:
     """The topic's partition count, once every record was found fit to send."""
     count = _partition_count(snapshot, topic)
-    limit = int(effective_config(snapshot.topics[topic].configs)["max.message.bytes"])
+    limit = max_message_bytes(snapshot, topic)
     for index, outgoing in enumerate(records):
         if outgoing.partition is not None and not 0 <= outgoing.partition < count:
             raise UnknownTopicOrPartitionError(

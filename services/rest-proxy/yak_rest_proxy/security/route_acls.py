@@ -134,6 +134,12 @@ ROUTE_ACLS: dict[tuple[str, str], tuple[Check, ...] | None] = {
     ("GET", f"{_SECURITY}/acls"): _CLUSTER_DESCRIBE,
     ("POST", f"{_SECURITY}/acls"): _CLUSTER_ALTER,
     ("DELETE", f"{_SECURITY}/acls"): _CLUSTER_ALTER,
+    # Kafka: DescribeClientQuotas is CLUSTER DESCRIBE_CONFIGS, AlterClientQuotas CLUSTER
+    # ALTER_CONFIGS; Yak keeps quotas with users and ACLs: DESCRIBE / ALTER.
+    ("GET", f"{_SECURITY}/quotas"): _CLUSTER_DESCRIBE,
+    ("GET", f"{_SECURITY}/quotas/{{principal}}"): _CLUSTER_DESCRIBE,
+    ("PUT", f"{_SECURITY}/quotas/{{principal}}"): _CLUSTER_ALTER,
+    ("DELETE", f"{_SECURITY}/quotas/{{principal}}"): _CLUSTER_ALTER,
 }
 
 #: Administrative changes: written to the audit log when allowed (denials always are).

@@ -24,6 +24,7 @@ from yak_rest_proxy.consumers.members import new_instance_id
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.content import EmbeddedFormat, negotiate, request_format
 from yak_rest_proxy.http.responses import json_response
+from yak_rest_proxy.quotas.quotas import QuotaKind
 from yak_rest_proxy.runtime import ProxyRuntime
 from yak_rest_proxy.settings import ProxySettings
 from yak_rest_proxy.v2.embedded import to_embedded
@@ -273,6 +274,7 @@ def consumer_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
         limit = min(
             max_bytes or settings.consumer_request_max_bytes, settings.consumer_request_max_bytes
         )
+        principal = runtime.quotas.admit(QuotaKind.FETCH)
         _, polled = await consumers.poll_member(
             group,
             instance,
@@ -294,7 +296,9 @@ def consumer_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
             }
             for topic, partition, r in polled
         ]
-        return json_response(body, media)
+        response = json_response(body, media)
+        runtime.quotas.charge(QuotaKind.FETCH, principal, len(response.body))
+        return response
 
     @router.post(instance + "/offsets", openapi_extra=openapi_body(V2CommitRequest, *_V2_TYPES))
     async def commit(request: Request, group: str, instance: str) -> Response:

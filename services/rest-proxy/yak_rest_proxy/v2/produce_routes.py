@@ -20,7 +20,8 @@ from yak_rest_proxy.http.body import openapi_body, read_body
 from yak_rest_proxy.http.content import negotiate, request_format
 from yak_rest_proxy.http.errors import v2_error
 from yak_rest_proxy.http.responses import json_response
-from yak_rest_proxy.produce.publish import OutgoingRecord, publish
+from yak_rest_proxy.produce.publish import OutgoingRecord, check_record_count, publish
+from yak_rest_proxy.quotas.quotas import QuotaKind
 from yak_rest_proxy.runtime import ProxyRuntime
 from yak_rest_proxy.v2.embedded import from_embedded
 from yak_rest_proxy.v2.metadata_routes import V2_TAG, topic_record
@@ -44,7 +45,11 @@ def produce_router(runtime: ProxyRuntime) -> APIRouter:
         media = negotiate(request.headers.get("accept"))
         fmt = request_format(request.headers.get("content-type"))
         topic_record(runtime.cache.snapshot, topic)
-        items = parse_produce_body(await read_body(request, settings.max_request_bytes))
+        principal = runtime.quotas.admit(QuotaKind.PRODUCE)
+        raw = await read_body(request, settings.max_request_bytes)
+        runtime.quotas.charge(QuotaKind.PRODUCE, principal, len(raw))
+        items = parse_produce_body(raw)
+        check_record_count(len(items), settings.max_records_per_request)
         now_ms = int(time.time() * 1000)
         records = []
         for index, (key, value, given) in enumerate(items):

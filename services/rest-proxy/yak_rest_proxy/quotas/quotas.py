@@ -1,0 +1,105 @@
+"""``Quotas``: per-principal produce and fetch byte rates, enforced by this proxy.
+
+Like Kafka's client quotas, with the principal as the quota entity: each principal's rate is
+its override in etcd (``quota_store``), else the proxy's default (``YAK_QUOTA_PRODUCE_BYTES_PER_S``,
+``YAK_QUOTA_FETCH_BYTES_PER_S``; 0 is unlimited, the default). With security off every client
+is one principal, ``User:ANONYMOUS``. Quotas are **per proxy**, as Kafka's are per broker: a
+principal spread over N proxies may reach N times its quota.
+
+Routes call ``admit(kind)`` before the work — it raises ``ThrottlingQuotaExceededError``
+(429 + ``Retry-After``) while the principal's bucket is in debt — and ``charge`` with the bytes
+once known: a produce request's body, a fetch answer's body. With no default and no override
+``admit`` is one attribute test and returns None, so the produce path pays nothing more.
+Single event loop.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from enum import Enum
+
+from yak.errors import ThrottlingQuotaExceededError
+from yak_rest_proxy.quotas.quota_store import QuotaConfig, QuotaOverrides
+from yak_rest_proxy.quotas.rate_limiter import RateLimiter, retry_after_s
+from yak_rest_proxy.security.access import current_access
+
+__all__ = ["ANONYMOUS", "QuotaKind", "Quotas"]
+
+ANONYMOUS = "User:ANONYMOUS"
+
+
+class QuotaKind(Enum):
+    """The two byte rates a principal is held to."""
+
+    PRODUCE = "produce"
+    FETCH = "fetch"
+
+
+class Quotas:
+    """Byte-rate limiters by principal; see the module docstring."""
+
+    def __init__(
+        self,
+        overrides: QuotaOverrides,
+        *,
+        produce_bytes_per_s: int = 0,
+        fetch_bytes_per_s: int = 0,
+        burst_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._overrides = overrides
+        self._defaults = {
+            QuotaKind.PRODUCE: produce_bytes_per_s,
+            QuotaKind.FETCH: fetch_bytes_per_s,
+        }
+        self._clock = clock
+        self._limiters = {
+            kind: RateLimiter(self._rate_getter(kind), burst_s=burst_s) for kind in QuotaKind
+        }
+
+    def _rate_getter(self, kind: QuotaKind) -> Callable[[str], int]:
+        return lambda principal: self.rate(kind, principal)
+
+    @property
+    def active(self) -> bool:
+        """Whether any quota applies (a default or any override)."""
+        return bool(self._overrides.overrides) or any(self._defaults.values())
+
+    def rate(self, kind: QuotaKind, principal: str) -> int:
+        """The principal's quota in bytes per second (0: unlimited)."""
+        override = self._overrides.overrides.get(principal, _NONE)
+        given = (
+            override.produce_bytes_per_s
+            if kind is QuotaKind.PRODUCE
+            else override.fetch_bytes_per_s
+        )
+        return self._defaults[kind] if given is None else given
+
+    def admit(self, kind: QuotaKind) -> str | None:
+        """The request's principal if quotas apply (None if not); 429 while it is over."""
+        if not self.active:
+            return None
+        access = current_access.get()
+        principal = ANONYMOUS if access is None else access.principal
+        delay = self._limiters[kind].delay(principal, self._clock())
+        if delay > 0:
+            wait = retry_after_s(delay)
+            rate = self.rate(kind, principal)
+            raise ThrottlingQuotaExceededError(
+                f"{principal} is over its {kind.value} quota of {rate:,} bytes/s on this "
+                f"proxy; retry in {wait} s",
+                quota=kind.value,
+                bytes_per_s=rate,
+                retry_after_s=wait,
+                retry_after_ms=max(1, round(delay * 1000)),
+            )
+        return principal
+
+    def charge(self, kind: QuotaKind, principal: str | None, size: int) -> None:
+        """Count ``size`` bytes against the principal ``admit`` returned (None: no-op)."""
+        if principal is not None:
+            self._limiters[kind].charge(principal, size, self._clock())
+
+
+_NONE = QuotaConfig()
