@@ -16,9 +16,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from loadtest.peers.histogram import Percentiles, WindowSummary
+from loadtest.peers.histogram import Percentiles, Tally, Windows, WindowSummary
+from loadtest.peers.rate_search import RateSearch
+from loadtest.peers.workload import Workload
 
-__all__ = ["RunResult", "SearchStep"]
+__all__ = ["RunResult", "SearchStep", "summarize"]
 
 
 @dataclass(frozen=True)
@@ -89,3 +91,57 @@ class RunResult:
                 "search": [SearchStep(**s) for s in data["search"]],
             }
         )
+
+
+def held(workload: Workload, search: RateSearch, overall: Tally, offered: float) -> bool:
+    """Whether the measured phase kept up (see the module docstring); ``offered`` is the
+    number of messages the offered rate asked for over the phase."""
+    w = workload
+    if w.backlog_records:
+        return overall.consumed >= w.backlog_records * w.topics * w.subscriptions_per_topic
+    return (
+        (search.sustained or not w.max_rate)
+        and overall.published >= search.keep_up * offered
+        and overall.consumed >= search.keep_up * overall.published * w.subscriptions_per_topic
+    )
+
+
+def summarize(
+    workload: Workload,
+    driver: str,
+    windows: Windows,
+    search: RateSearch,
+    *,
+    rate: float,
+    errors: int,
+    drain_s: float = 0.0,
+) -> RunResult:
+    """The result of a run from what it recorded: rates over the measured span (for a backlog,
+    publish over the span before the drain and consume over the drain)."""
+    overall, elapsed = windows.overall(), windows.elapsed_s
+    publish_rate = consume_rate = 0.0
+    if workload.backlog_records:
+        publish_rate = overall.published / max(elapsed - drain_s, 1e-9)
+        consume_rate = overall.consumed / max(drain_s, 1e-9)
+    elif elapsed:
+        publish_rate, consume_rate = overall.published / elapsed, overall.consumed / elapsed
+    return RunResult(
+        workload=workload.name,
+        driver=driver,
+        rate=rate,
+        sustained=held(workload, search, overall, rate * elapsed),
+        publish_rate=publish_rate,
+        consume_rate=consume_rate,
+        publish_latency=overall.publish_latency.percentiles(),
+        e2e_latency=overall.e2e_latency.percentiles(),
+        published=overall.published,
+        consumed=overall.consumed,
+        errors=errors,
+        duration_s=elapsed,
+        windows=windows.summaries(),
+        search=[
+            SearchStep(s.target, s.published, s.consumed, s.publish_p99_ms, ok)
+            for s, ok in search.steps
+        ],
+        drain_s=drain_s,
+    )

@@ -34,7 +34,7 @@ from rich.progress import Progress, TaskID
 from loadtest.peers.drivers.base import Consumer, Driver, Producer, keys, make_payload
 from loadtest.peers.histogram import Tally, Windows
 from loadtest.peers.rate_search import RateSearch, Step
-from loadtest.peers.result import RunResult, SearchStep
+from loadtest.peers.result import RunResult, summarize
 from loadtest.peers.workload import Workload
 
 __all__ = ["MeasureHook", "Runner", "no_hook"]
@@ -309,7 +309,15 @@ class Runner:
                     await self.driver.delete_topic(topic)
             if self.progress is not None and self._task is not None:
                 self.progress.remove_task(self._task)
-        return self._result(drain_s)
+        return summarize(
+            self.workload,
+            self.driver.name,
+            self.windows,
+            self.search,
+            rate=self._rate or 0.0,
+            errors=self.total.errors,
+            drain_s=drain_s,
+        )
 
     async def _settle(self, consumer_tasks: list[asyncio.Task[None]]) -> None:
         """Give consumers ``GRACE_S`` to catch up with what was published, then stop them."""
@@ -324,49 +332,3 @@ class Runner:
             for task in pending:
                 task.cancel()
         await asyncio.gather(*consumer_tasks, return_exceptions=True)
-
-    def _held(self, overall: Tally) -> bool:
-        """Whether the measured phase kept up: the search found a rate it sustained (max-rate
-        runs), the producers offered it and every subscription consumed what was published."""
-        w = self.workload
-        if w.backlog_records:
-            return overall.consumed >= w.backlog_records * w.topics * w.subscriptions_per_topic
-        keep_up = self.search.keep_up
-        offered = (self._rate or 0.0) * self.windows.elapsed_s
-        return (
-            (self.search.sustained or not w.max_rate)
-            and overall.published >= keep_up * offered
-            and overall.consumed >= keep_up * overall.published * w.subscriptions_per_topic
-        )
-
-    def _result(self, drain_s: float) -> RunResult:
-        w, overall, elapsed = self.workload, self.windows.overall(), self.windows.elapsed_s
-        publish_rate = consume_rate = 0.0
-        if w.backlog_records:
-            produce_s = max(elapsed - drain_s, 1e-9)
-            publish_rate = overall.published / produce_s
-            consume_rate = overall.consumed / max(drain_s, 1e-9)
-        elif elapsed:
-            publish_rate, consume_rate = overall.published / elapsed, overall.consumed / elapsed
-        search = [
-            SearchStep(s.target, s.published, s.consumed, s.publish_p99_ms, held)
-            for s, held in self.search.steps
-        ]
-        rate = self._rate or 0.0
-        return RunResult(
-            workload=w.name,
-            driver=self.driver.name,
-            rate=rate,
-            sustained=self._held(overall),
-            publish_rate=publish_rate,
-            consume_rate=consume_rate,
-            publish_latency=overall.publish_latency.percentiles(),
-            e2e_latency=overall.e2e_latency.percentiles(),
-            published=overall.published,
-            consumed=overall.consumed,
-            errors=self.total.errors,
-            duration_s=elapsed,
-            windows=self.windows.summaries(),
-            search=search,
-            drain_s=drain_s,
-        )
