@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from hdrh.histogram import HdrHistogram  # type: ignore[import-untyped]
+from hdrh.histogram import HdrHistogram
 
 __all__ = ["LatencyHistogram", "Percentiles", "Tally", "WindowSummary", "Windows"]
 

@@ -30,7 +30,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-import yaml  # type: ignore[import-untyped]
+import yaml
 
 __all__ = ["KeyDistributor", "Workload", "WorkloadError", "load_workload", "parse_workload"]
 
