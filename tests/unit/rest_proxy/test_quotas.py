@@ -141,7 +141,9 @@ async def test_a_stalled_body_answers_408() -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(b"POST /topics/t HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\nabc")
         await writer.drain()
-        answer = await asyncio.wait_for(reader.read(1000), 5)
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+        answer = head + await asyncio.wait_for(reader.readexactly(length), 5)
         writer.close()
         assert answer.startswith(b"HTTP/1.1 408"), answer
         assert b"40801" in answer
