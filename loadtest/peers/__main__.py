@@ -19,10 +19,12 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from rich.console import Console
@@ -134,7 +136,14 @@ def write_docs(doc: dict[str, Any], results: list[RunResult]) -> None:
     (DOCS / "benchmarks.md").write_text("\n\n".join(parts) + "\n")
 
 
+def _exit_on_sigterm(signum: int, _frame: FrameType | None) -> None:
+    """SIGTERM (``timeout``, a CI runner) unwinds like Ctrl-C, so every ``with`` that started
+    servers stops them: by default Python would die at once and leave the clusters running."""
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     args = _arguments()
     if args.report_only:
         doc = json.loads((RESULTS / "peers.json").read_text())
