@@ -22,11 +22,9 @@ from enum import Enum
 from yak.errors import ThrottlingQuotaExceededError
 from yak_rest_proxy.quotas.quota_store import QuotaConfig, QuotaOverrides
 from yak_rest_proxy.quotas.rate_limiter import RateLimiter, retry_after_s
-from yak_rest_proxy.security.access import current_access
+from yak_rest_proxy.security.access import ANONYMOUS, current_access
 
 __all__ = ["ANONYMOUS", "QuotaKind", "Quotas"]
-
-ANONYMOUS = "User:ANONYMOUS"
 
 
 class QuotaKind(Enum):

@@ -21,7 +21,10 @@ from yak.errors import (
 from yak.security.acl import Operation, ResourceType
 from yak.security.authorizer import Authorizer
 
-__all__ = ["Access", "current_access", "require", "visible"]
+__all__ = ["ANONYMOUS", "Access", "current_access", "require", "visible"]
+
+#: The principal of a request with no credential (Kafka's name for it).
+ANONYMOUS = "User:ANONYMOUS"
 
 _ERRORS: dict[ResourceType, type[AuthorizationError]] = {
     ResourceType.TOPIC: TopicAuthorizationError,

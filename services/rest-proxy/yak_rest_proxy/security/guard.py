@@ -34,14 +34,13 @@ from yak.security.acl import CLUSTER_NAME, Operation, ResourceType, user_name, u
 from yak.security.cache import SecurityCache
 from yak.web.tls import tls_peer_cn
 from yak_rest_proxy.http.body import read_body
-from yak_rest_proxy.security.access import Access, current_access
+from yak_rest_proxy.security.access import ANONYMOUS, Access, current_access
 from yak_rest_proxy.security.audit import audit
 from yak_rest_proxy.security.route_acls import AUDITED, ROUTE_ACLS, Check, Source
 
 __all__ = ["ANONYMOUS", "BODY_LIMIT", "Guard"]
 
 BODY_LIMIT = 1024 * 1024
-ANONYMOUS = "User:ANONYMOUS"
 _POLICY_VIOLATION = 1008
 #: A route missing from the table (``missing_routes`` keeps this from happening): admins only.
 _UNLISTED = (Check(ResourceType.CLUSTER, Source.CLUSTER, Operation.ALTER),)
