@@ -4,18 +4,43 @@ uvloop and httptools when installed (they come with ``uvicorn[standard]``), the 
 no access log by default (it costs a write per request on the data plane), and a short
 graceful-shutdown window so that SIGTERM stops a service within a few seconds. With a
 ``ServerTls`` (``yak.web.tls``: ``YAK_TLS_*`` in the environment) the listener speaks TLS.
+
+Every listener bounds the time a request's headers may take (``yak.web.header_timeout``):
+``YAK_REQUEST_HEADER_TIMEOUT_MS`` (default 10,000), after which a slow client gets 408 and the
+connection closes.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from typing import Any
 
 import uvicorn
 from starlette.types import ASGIApp
 
+from yak.web.header_timeout import (
+    DEFAULT_HEADER_TIMEOUT_S,
+    HeaderTimeoutProtocol,
+    with_header_timeout,
+)
 from yak.web.tls import ServerTls
 
-__all__ = ["serve"]
+__all__ = ["HEADER_TIMEOUT_ENV", "header_timeout_s", "serve"]
+
+HEADER_TIMEOUT_ENV = "YAK_REQUEST_HEADER_TIMEOUT_MS"
+
+
+def header_timeout_s(env: Mapping[str, str] | None = None) -> float:
+    """The header timeout from ``YAK_REQUEST_HEADER_TIMEOUT_MS`` (default 10 s)."""
+    env = os.environ if env is None else env
+    text = env.get(HEADER_TIMEOUT_ENV, "").strip()
+    if not text:
+        return DEFAULT_HEADER_TIMEOUT_S
+    milliseconds = int(text)
+    if milliseconds < 1:
+        raise ValueError(f"{HEADER_TIMEOUT_ENV} must be at least 1, got {text!r}")
+    return milliseconds / 1000
 
 
 def serve(
@@ -27,11 +52,17 @@ def serve(
     access_log: bool = False,
     graceful_shutdown_s: float = 5.0,
     tls: ServerTls | None = None,
+    header_timeout: float | None = None,
 ) -> None:
-    """Serve ``app`` on ``host:port`` (HTTPS with ``tls``) until SIGINT/SIGTERM."""
-    options: dict[str, Any] = {"loop": "auto", "http": "auto"}
+    """Serve ``app`` on ``host:port`` (HTTPS with ``tls``) until SIGINT/SIGTERM.
+
+    ``header_timeout`` (seconds) defaults to ``YAK_REQUEST_HEADER_TIMEOUT_MS``.
+    """
+    options: dict[str, Any] = {"loop": "auto", "http": HeaderTimeoutProtocol}
     if tls is not None:
         options.update(tls.uvicorn_options())
+    timeout_s = header_timeout_s() if header_timeout is None else header_timeout
+    options["http"] = with_header_timeout(options["http"], timeout_s)
     config = uvicorn.Config(
         app,
         host=host,

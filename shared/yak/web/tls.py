@@ -13,12 +13,12 @@ YAK_TLS_CLIENT_AUTH     ``none`` (default), ``optional`` or ``required`` client 
 ======================  ==================================================================
 
 uvicorn does not put the peer certificate into the ASGI scope. When client certificates are
-asked for, ``serve`` runs ``PeerCertProtocol``: the HTTP protocol uvicorn would use anyway,
-which on ``connection_made`` (called after the TLS handshake) copies the *verified* peer
-certificate's subject common name into the connection's copy of the lifespan state, which
-uvicorn copies into every request's ``scope["state"]``. ``tls_peer_cn(scope)`` reads it back.
-Only a certificate the CA bundle verified is ever seen: ``getpeercert()`` returns nothing for
-a connection without one.
+asked for, ``serve`` runs ``PeerCertProtocol``: the HTTP protocol every service runs anyway
+(``yak.web.header_timeout``), which on ``connection_made`` (called after the TLS handshake)
+copies the *verified* peer certificate's subject common name into the connection's copy of
+the lifespan state, which uvicorn copies into every request's ``scope["state"]``.
+``tls_peer_cn(scope)`` reads it back. Only a certificate the CA bundle verified is ever seen:
+``getpeercert()`` returns nothing for a connection without one.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from starlette.types import Scope
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from yak.web.header_timeout import HeaderTimeoutProtocol
 
 __all__ = ["ClientAuth", "PeerCertProtocol", "ServerTls", "peer_common_name", "tls_peer_cn"]
 
@@ -120,8 +121,8 @@ def peer_common_name(ssl_object: ssl.SSLObject | ssl.SSLSocket | None) -> str | 
     return None
 
 
-class PeerCertProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol, remembering the client certificate's common name."""
+class PeerCertProtocol(HeaderTimeoutProtocol):
+    """The services' HTTP protocol, remembering the client certificate's common name."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
