@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from yak.security.audit import install_audit_handler
 from yak.web.serve import serve
 from yak.web.tls import ServerTls
 from yak_coordinator.app import create_app
@@ -49,6 +50,8 @@ def run(
         level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per forwarded request
+    if settings.security:
+        install_audit_handler()
     serve(
         create_app(settings),
         host=settings.host,

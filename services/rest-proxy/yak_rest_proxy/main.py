@@ -12,10 +12,10 @@ from typing import Annotated
 
 import typer
 
+from yak.security.audit import install_audit_handler
 from yak.web.serve import serve
 from yak.web.tls import ServerTls
 from yak_rest_proxy.app import create_app
-from yak_rest_proxy.security.audit import install_audit_handler
 from yak_rest_proxy.settings import ProxySettings
 
 __all__ = ["main"]

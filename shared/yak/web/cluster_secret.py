@@ -3,10 +3,11 @@
 A pure ASGI middleware (no Starlette request object on the data plane's hot path): one scan
 of the request headers for ``X-Yak-Cluster-Secret`` and one constant-time compare. A request
 without it, or with another value, answers 401 ``UNAUTHENTICATED`` with a body naming what is
-missing, and never reaches the app; its body is not read. ``/healthz`` and ``/readyz`` stay
-open (load balancers and ``yak up``'s supervisor hold no secret), and so may other exact paths
-a service lists. WebSocket handshakes are refused with HTTP 403 (close before accept).
-``lifespan`` events pass through.
+missing, and a ``WWW-Authenticate`` challenge naming the secret's header (and Bearer and Basic
+when ``allow`` lets user credentials in), and never reaches the app; its body is not read.
+``/healthz`` and ``/readyz`` stay open (load balancers and ``yak up``'s supervisor hold no
+secret), and so may other exact paths a service lists. WebSocket handshakes are refused with
+HTTP 403 (close before accept). ``lifespan`` events pass through.
 
 A request that carries the secret is marked as coming from a cluster service
 (``is_cluster_peer(scope)``). ``allow`` is the hook for APIs that both services and operators
@@ -23,6 +24,7 @@ import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from yak.security.cluster_secret import CLUSTER_SECRET_HEADER, secret_matches
+from yak.web.errors import WWW_AUTHENTICATE
 
 __all__ = ["OPEN_PATHS", "ClusterSecretMiddleware", "is_cluster_peer"]
 
@@ -40,6 +42,8 @@ _BODY = orjson.dumps(
         "details": {},
     }
 )
+#: A scheme of Yak's own (RFC 9110 allows any token): what the caller is missing.
+_CHALLENGE = f'Yak-Cluster-Secret realm="yak", header="{CLUSTER_SECRET_HEADER}"'
 
 
 class ClusterSecretMiddleware:
@@ -57,6 +61,8 @@ class ClusterSecretMiddleware:
         self._secret = secret.encode()
         self._open_paths = open_paths
         self._allow = allow
+        challenge = _CHALLENGE if allow is None else f"{_CHALLENGE}, {WWW_AUTHENTICATE}"
+        self._challenge = challenge.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan" or scope["path"] in self._open_paths:
@@ -80,6 +86,7 @@ class ClusterSecretMiddleware:
                 "headers": [
                     (b"content-type", b"application/json"),
                     (b"content-length", str(len(_BODY)).encode()),
+                    (b"www-authenticate", self._challenge),
                 ],
             }
         )

@@ -3,8 +3,11 @@
 Error body: ``{"code": "<KAFKA_NAME>", "message": "<precise text>", "details": {...}}`` with the
 status the error class declares (``YakError.http_status``). Request validation failures become
 400 ``INVALID_REQUEST`` naming the offending field; anything unexpected becomes 500
-``UNKNOWN_SERVER_ERROR`` (logged with its traceback, never leaked to the client). The Confluent
-v2-compatible API of the REST proxy has its own table with numeric codes.
+``UNKNOWN_SERVER_ERROR`` (logged with its traceback, never leaked to the client). A 401
+(``AuthenticationError``) carries the ``WWW-Authenticate`` challenge of the schemes Yak accepts
+(RFC 9110 §11.6.1); a 429 (``ThrottlingQuotaExceededError`` and its kin) carries
+``Retry-After`` from ``details["retry_after_s"]``. The Confluent v2-compatible API of the REST
+proxy has its own table with numeric codes.
 """
 
 from __future__ import annotations
@@ -15,16 +18,36 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from yak.errors import InvalidRequestError, UnknownServerError, YakError
+from yak.errors import AuthenticationError, InvalidRequestError, UnknownServerError, YakError
 
-__all__ = ["describe_validation", "error_response", "install_error_handlers"]
+__all__ = [
+    "WWW_AUTHENTICATE",
+    "challenge_headers",
+    "describe_validation",
+    "error_response",
+    "install_error_handlers",
+]
 
 log = logging.getLogger(__name__)
+
+#: The challenge a 401 carries (RFC 9110 §11.6.1): both schemes Yak's APIs accept.
+WWW_AUTHENTICATE = 'Bearer realm="yak", Basic realm="yak", charset="UTF-8"'
+
+
+def challenge_headers(error: YakError) -> dict[str, str]:
+    """``WWW-Authenticate`` for a 401, ``Retry-After`` for a 429 that says when; else none."""
+    if isinstance(error, AuthenticationError):
+        return {"WWW-Authenticate": WWW_AUTHENTICATE}
+    if error.http_status == 429 and "retry_after_s" in error.details:
+        return {"Retry-After": str(error.details["retry_after_s"])}
+    return {}
 
 
 def error_response(error: YakError) -> JSONResponse:
     """The HTTP response for a typed error."""
-    return JSONResponse(error.to_dict(), status_code=error.http_status)
+    return JSONResponse(
+        error.to_dict(), status_code=error.http_status, headers=challenge_headers(error)
+    )
 
 
 def describe_validation(exc: RequestValidationError) -> str:

@@ -74,6 +74,7 @@ async def test_pages_need_a_session_and_public_paths_do_not(setup: Setup) -> Non
     assert answer.headers["location"] == "/login?next=%2Ftopics%3Fq%3Da"
     fragment = await browser.get("/topics", headers={"hx-request": "true"})
     assert (fragment.status_code, fragment.headers["hx-redirect"]) == (401, "/login")
+    assert fragment.headers["www-authenticate"].startswith('Cookie realm="yak-console"')
     for public in ("/healthz", "/login", "/static/app.css", "/favicon.ico"):
         assert (await browser.get(public)).status_code == 200, public
     assert (await browser.post("/topics", data={"name": "t"})).status_code == 303

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
+import logging
 from collections.abc import AsyncIterator
 from typing import NamedTuple
 
@@ -15,6 +17,7 @@ from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
 from yak.metadata.models import BrokerRegistration
 from yak.security import AclBinding, Operation, ResourceType, SecurityStore
+from yak.security.audit import AUDIT_LOGGER
 from yak_coordinator.app import create_app
 from yak_coordinator.security.guard import AdminSecurity
 from yak_coordinator.security.route_acls import ROUTE_ACLS, app_routes, missing_routes
@@ -126,3 +129,30 @@ async def test_acls_decide_and_lists_are_filtered(secured: Secured) -> None:
     deleted = await http.delete("/admin/v1/topics/y", headers=creator)
     assert deleted.status_code == 403
     assert (await http.delete("/admin/v1/topics/y", headers=admin)).status_code == 200
+
+
+async def test_refusals_are_audited_and_401_carries_a_challenge(
+    secured: Secured, caplog: pytest.LogCaptureFixture
+) -> None:
+    http = secured.http
+    creator = await secured.key("cleo", (ResourceType.TOPIC, "audited", Operation.CREATE))
+    nobody = await secured.key("ned")
+    caplog.set_level(logging.INFO, logger=AUDIT_LOGGER)
+    anonymous = await http.get("/admin/v1/cluster", headers={"x-request-id": "r-1"})
+    assert anonymous.status_code == 401
+    assert anonymous.headers["www-authenticate"].startswith('Bearer realm="yak"')
+    assert 'Basic realm="yak"' in anonymous.headers["www-authenticate"]
+    assert (await http.delete("/admin/v1/topics/audited", headers=nobody)).status_code == 403
+    made = await http.post("/admin/v1/topics", json={**_TOPIC, "name": "audited"}, headers=creator)
+    assert made.status_code == 201, made.text
+    assert (await http.get("/admin/v1/topics/audited", headers=creator)).status_code == 403
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == AUDIT_LOGGER]
+    picked = [(x["principal"], x["action"], x["result"], x["resource"]) for x in lines]
+    assert picked == [
+        ("User:ANONYMOUS", "GET /admin/v1/cluster", "unauthenticated", ""),
+        ("User:ned", "DELETE /admin/v1/topics/{name}", "denied", "TOPIC:audited"),
+        ("User:cleo", "POST /admin/v1/topics", "allowed", "TOPIC:audited"),
+        ("User:cleo", "GET /admin/v1/topics/{name}", "denied", "TOPIC:audited"),
+    ]
+    assert lines[0]["request_id"] == "r-1"
+    assert lines[1]["operation"] == "DELETE"

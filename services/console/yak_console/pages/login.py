@@ -24,9 +24,12 @@ from yak_console.auth.roles import role_of
 from yak_console.auth.sessions import SessionStore
 from yak_console.pages.common import Pages
 
-__all__ = ["LOGIN_COOKIE", "login_redirect", "router", "safe_next"]
+__all__ = ["CHALLENGE", "LOGIN_COOKIE", "login_redirect", "router", "safe_next"]
 
 LOGIN_COOKIE = "yak_console_login"
+#: The challenge of a 401 (RFC 9110 requires one): a cookie session, opened by the form at
+#: ``/login`` (the scheme of draft-broyer-http-cookie-auth; no HTTP client answers it itself).
+CHALLENGE = f'Cookie realm="yak-console", form-action="/login", cookie-name="{COOKIE}"'
 _LOGIN_COOKIE_S = 3_600
 
 
@@ -142,7 +145,9 @@ def login_redirect(request: Request, *, expired: bool = False) -> Response:
     """Send the browser to the login page, back here afterwards (htmx: ``HX-Redirect``)."""
     if request.headers.get("hx-request"):
         target = "/login" + ("?expired=1" if expired else "")
-        return Response(status_code=401, headers={"HX-Redirect": target})
+        return Response(
+            status_code=401, headers={"HX-Redirect": target, "WWW-Authenticate": CHALLENGE}
+        )
     here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
     query = f"next={quote(here if request.method == 'GET' else '/', safe='')}"
     target = f"/login?{query}" + ("&expired=1" if expired else "")

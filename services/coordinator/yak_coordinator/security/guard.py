@@ -10,18 +10,25 @@ request that needs it, as the connection comes up in the background). A rest-pro
 its caller's ``Authorization`` header, so the coordinator authorizes the end user; a standby
 forwards it to the controller, which checks it. List answers keep the names the principal may
 DESCRIBE (``visible``).
+
+Every refusal is written to the audit log (``yak.security.audit``, as on the rest-proxy:
+``unauthenticated`` or ``denied``), and so is every administrative change that passed its
+checks (``allowed``: the writes of ``AUDITED``). A request a standby forwards is checked, and
+audited, by the controller that serves it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import Iterable
 from contextvars import ContextVar
 
 from fastapi import Request
 
 from yak.errors import (
+    AuthenticationError,
     AuthorizationError,
     ClusterAuthorizationError,
     GroupAuthorizationError,
@@ -29,13 +36,19 @@ from yak.errors import (
 )
 from yak.metadata.keyspace import Keyspace
 from yak.security.acl import CLUSTER_NAME, Operation, ResourceType
+from yak.security.audit import audit
 from yak.security.authorization_header import authenticate_header
 from yak.security.authorizer import Authorizer
 from yak.security.cache import SecurityCache
 from yak_coordinator.security.route_acls import ROUTE_ACLS, Check, Source
 from yak_coordinator.service import Coordinator
 
-__all__ = ["AdminGuard", "AdminSecurity", "visible"]
+__all__ = ["AUDITED", "AdminGuard", "AdminSecurity", "visible"]
+
+#: Methods whose allowed requests are audited: every change the admin API makes.
+AUDITED = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+#: The principal of an audit line for a request without a valid credential.
+ANONYMOUS = "User:ANONYMOUS"
 
 #: A route missing from the table (``missing_routes`` keeps this from happening): admins only.
 _UNLISTED = (Check(ResourceType.CLUSTER, Source.CLUSTER, Operation.ALTER),)
@@ -102,12 +115,37 @@ class AdminGuard:
         if checks is None:
             return
         cache = await self._security.cache()
-        principal = await authenticate_header(cache, request.headers.get("authorization", ""))
+        where = {
+            "action": f"{method} {template}",
+            "request_id": request.headers.get("x-request-id") or uuid.uuid4().hex,
+            "remote": f"{request.client.host}:{request.client.port}" if request.client else "",
+        }
+        try:
+            principal = await authenticate_header(cache, request.headers.get("authorization", ""))
+        except AuthenticationError:
+            audit(principal=ANONYMOUS, result="unauthenticated", **where)
+            raise
         authorizer = cache.authorizer
         _access.set((principal, authorizer))
+        checked: list[str] = []
         for check in checks:
             for name in await _names(request, check):
-                _require(principal, authorizer, check, name)
+                try:
+                    _require(principal, authorizer, check, name)
+                except AuthorizationError:
+                    resource = f"{check.resource}:{name}"
+                    operation = check.operation.value
+                    audit(
+                        principal=principal,
+                        result="denied",
+                        resource=resource,
+                        operation=operation,
+                        **where,
+                    )
+                    raise
+                checked.append(f"{check.resource}:{name}")
+        if method in AUDITED:
+            audit(principal=principal, result="allowed", resource=",".join(checked), **where)
 
 
 def _require(principal: str, authorizer: Authorizer, check: Check, name: str) -> None:

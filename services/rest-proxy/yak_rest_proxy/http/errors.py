@@ -19,14 +19,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
-from yak.errors import (
-    AuthenticationError,
-    InvalidRequestError,
-    ThrottlingQuotaExceededError,
-    UnknownServerError,
-    YakError,
-)
-from yak.web.errors import describe_validation, error_response
+from yak.errors import InvalidRequestError, UnknownServerError, YakError
+from yak.web.errors import WWW_AUTHENTICATE, challenge_headers, describe_validation, error_response
 
 __all__ = [
     "NATIVE_PREFIXES",
@@ -72,9 +66,6 @@ _BY_CODE: dict[str, tuple[int, int]] = {
     "DUPLICATE_RESOURCE": (409, 409),
 }
 
-#: The challenge a 401 carries (RFC 9110 §11.6.1): both schemes the proxy accepts.
-WWW_AUTHENTICATE = 'Bearer realm="yak", Basic realm="yak", charset="UTF-8"'
-
 _INVALID_REQUEST: dict[str, tuple[int, int]] = {
     "malformed_json": (400, 400),
     "invalid_data": (422, 42205),
@@ -107,11 +98,10 @@ def _native(request: Request) -> bool:
 
 
 def _respond(request: Request, error: YakError) -> Response:
-    response = error_response(error) if _native(request) else v2_error_response(error)
-    if isinstance(error, AuthenticationError):
-        response.headers["WWW-Authenticate"] = WWW_AUTHENTICATE
-    if isinstance(error, ThrottlingQuotaExceededError):
-        response.headers["Retry-After"] = str(error.details.get("retry_after_s", 1))
+    if _native(request):
+        return error_response(error)
+    response = v2_error_response(error)
+    response.headers.update(challenge_headers(error))
     return response
 
 

@@ -30,12 +30,12 @@ from yak.api.security import (
 )
 from yak.errors import InvalidRequestError
 from yak.security.acl import AclBinding, AclFilter, Operation, PatternType, Permission, ResourceType
+from yak.security.audit import audit
 from yak.security.credentials import UserRecord
 from yak.security.store import NewApiKey
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.runtime import ProxyRuntime
 from yak_rest_proxy.security.access import current_access
-from yak_rest_proxy.security.audit import audit
 from yak_rest_proxy.security.guard import ANONYMOUS
 
 __all__ = ["security_router"]

@@ -31,11 +31,11 @@ from starlette.websockets import WebSocket
 
 from yak.errors import AuthenticationError, AuthorizationError
 from yak.security.acl import CLUSTER_NAME, Operation, ResourceType, user_name, user_principal
+from yak.security.audit import audit
 from yak.security.cache import SecurityCache
 from yak.web.tls import tls_peer_cn
 from yak_rest_proxy.http.body import read_body
 from yak_rest_proxy.security.access import ANONYMOUS, Access, current_access
-from yak_rest_proxy.security.audit import audit
 from yak_rest_proxy.security.route_acls import AUDITED, ROUTE_ACLS, Check, Source
 
 __all__ = ["ANONYMOUS", "BODY_LIMIT", "Guard"]

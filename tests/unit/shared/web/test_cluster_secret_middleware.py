@@ -33,6 +33,9 @@ async def test_a_request_without_the_secret_is_refused_with_401() -> None:
             assert response.status_code == 401
             assert response.json()["code"] == "UNAUTHENTICATED"
             assert "X-Yak-Cluster-Secret" in response.json()["message"]
+            challenge = response.headers["www-authenticate"]
+            assert challenge.startswith("Yak-Cluster-Secret")
+            assert "Bearer" not in challenge
 
 
 async def test_the_secret_lets_a_request_through_marked_as_a_cluster_peer() -> None:
@@ -54,4 +57,6 @@ async def test_the_allow_hook_passes_user_requests_on_unmarked() -> None:
     async with _client(allow=has_authorization) as client:
         response = await client.post("/v1/fetch", headers={"Authorization": "Bearer k"})
         assert response.json() == {"peer": False}
-        assert (await client.post("/v1/fetch")).status_code == 401
+        refused = await client.post("/v1/fetch")
+        assert refused.status_code == 401
+        assert 'Bearer realm="yak"' in refused.headers["www-authenticate"]

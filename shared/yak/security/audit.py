@@ -11,6 +11,7 @@ principal is ``ANONYMOUS``) or ``allowed`` (an administrative change passed its 
 change itself may still fail, e.g. a topic that exists). The request id is the client's
 ``X-Request-Id`` header when it sends one, else a new one. ``install_audit_handler`` gives the
 logger its own stderr handler in the service process; tests read it through the root logger.
+Written by the rest-proxy's guard and security admin API and by the coordinator's admin guard.
 """
 
 from __future__ import annotations
