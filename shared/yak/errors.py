@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 __all__ = [
     "AuthenticationError",
     "AuthorizationError",
+    "BrokerNotAvailableError",
     "ClusterAuthorizationError",
     "ConsumerGroupError",
     "ConsumerInstanceExistsError",
@@ -194,6 +195,14 @@ class NotEnoughReplicasError(YakError):
     kafka_code = 19
     retriable = True
     http_status = 503
+
+
+class BrokerNotAvailableError(YakError):
+    """The broker id is not registered and holds no replica."""
+
+    code = "BROKER_NOT_AVAILABLE"
+    kafka_code = 8
+    http_status = 404
 
 
 class NetworkError(YakError):

@@ -18,7 +18,8 @@ itself, so it survives a controller failover:
 Every change bumps ``partition_epoch`` so that a leader's pending ISR change (a compare-and-swap
 on it) cannot overwrite the move. Validation uses Kafka's error name,
 ``INVALID_REPLICA_ASSIGNMENT``: an empty list, a repeated broker, a broker that is not
-registered, or fewer replicas than the topic's ``min.insync.replicas``.
+registered, a broker being decommissioned, or fewer replicas than the topic's
+``min.insync.replicas``.
 """
 
 from __future__ import annotations
@@ -33,9 +34,15 @@ __all__ = ["cancel_reassignment", "start_reassignment", "validate_target"]
 
 
 def validate_target(
-    replicas: Sequence[int], live_brokers: Collection[int], configs: Mapping[str, str]
+    replicas: Sequence[int],
+    live_brokers: Collection[int],
+    configs: Mapping[str, str],
+    *,
+    draining: Collection[int] = (),
 ) -> tuple[int, ...]:
-    """``replicas`` as a target replica list, or ``InvalidReplicaAssignmentError``."""
+    """``replicas`` as a target replica list, or ``InvalidReplicaAssignmentError``.
+
+    ``draining``: brokers being decommissioned (a target must not keep or add one)."""
     if not replicas:
         raise InvalidReplicaAssignmentError("the replica list is empty")
     if len(set(replicas)) != len(replicas):
@@ -45,6 +52,12 @@ def validate_target(
         raise InvalidReplicaAssignmentError(
             f"replicas {list(replicas)} name brokers that are not live: {unknown}",
             brokers=unknown,
+        )
+    drained = sorted(r for r in replicas if r in draining)
+    if drained:
+        raise InvalidReplicaAssignmentError(
+            f"replicas {list(replicas)} name brokers being decommissioned: {drained}",
+            brokers=drained,
         )
     min_insync = _min_insync(configs)
     if len(replicas) < min_insync:

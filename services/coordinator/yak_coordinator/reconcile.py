@@ -30,6 +30,14 @@ Rules (Kafka's controller, KRaft flavour):
   nothing — not as a new leader, not as the preferred one — and a partition it leads moves to
   the first other live ISR member (in replica order); with none, it keeps leading until it
   is gone.
+- Decommission (``decommissions/<id>``, see ``decommission.py``): a draining broker is treated
+  like one in controlled shutdown for leadership, gets no new partitions, and its replicas
+  are reassigned onto the other brokers (``drain_moves``, at most ``max_drain_moves``
+  reassignments running at once). A partition with another action this round waits for the
+  next round.
+- Preferred leader election on request (``elect_preferred_leader``, the admin API's
+  ``elect-leaders``, Kafka's ElectLeaders with type PREFERRED): the same rule as the automatic
+  rebalance, for chosen partitions, also when ``auto_leader_rebalance`` is off.
 - ``leader_epoch`` + 1 whenever the leader changes (also to ``NO_LEADER``); ``partition_epoch``
   + 1 on every change of leader or ISR.
 - A topic marked ``deleting`` is removed (its partition states, then nothing else to do); the
@@ -45,6 +53,7 @@ from dataclasses import dataclass
 from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import NO_LEADER, BrokerRegistration, PartitionState, TopicRecord
 from yak.topic_config import UNCLEAN_LEADER_ELECTION, is_enabled
+from yak_coordinator.decommission import drain_moves
 from yak_coordinator.placement import BrokerSlot, assign_replicas
 
 __all__ = [
@@ -52,10 +61,12 @@ __all__ = [
     "CreatePartitions",
     "DeleteTopic",
     "UpdatePartition",
+    "elect_preferred_leader",
     "next_partition_state",
     "placement_start_index",
     "plan_new_partitions",
     "reconcile",
+    "stopping_brokers",
 ]
 
 
@@ -174,6 +185,27 @@ def _complete_reassignment(
     )
 
 
+def elect_preferred_leader(
+    state: PartitionState, live: frozenset[int], stopping: frozenset[int] = frozenset()
+) -> PartitionState | str:
+    """``state`` with leadership on its preferred replica (``replicas[0]``), or why not:
+    ``ELECTION_NOT_NEEDED`` (it leads already) or ``PREFERRED_LEADER_NOT_AVAILABLE`` (it is
+    dead, out of the ISR, shutting down or draining) — Kafka's ElectLeaders answers."""
+    if state.replicas and state.leader == state.replicas[0]:
+        return "ELECTION_NOT_NEEDED"
+    isr = tuple(r for r in state.isr if r in live)
+    preferred = _preferred(state, isr, stopping)
+    if preferred == state.leader:
+        return "PREFERRED_LEADER_NOT_AVAILABLE"
+    return state.model_copy(
+        update={
+            "leader": preferred,
+            "leader_epoch": state.leader_epoch + 1,
+            "partition_epoch": state.partition_epoch + 1,
+        }
+    )
+
+
 def next_partition_state(
     state: PartitionState,
     live: frozenset[int],
@@ -225,7 +257,8 @@ def _topic_actions(
         return [DeleteTopic(record.name)]
     states = snapshot.partitions_of(record.name)
     actions: list[Action] = []
-    created = plan_new_partitions(record, [s.partition for s in states], snapshot.brokers)
+    placeable = {b: r for b, r in snapshot.brokers.items() if b not in snapshot.draining}
+    created = plan_new_partitions(record, [s.partition for s in states], placeable)
     if created:
         actions.append(CreatePartitions(record.name, created))
     unclean = is_enabled(record.configs, UNCLEAN_LEADER_ELECTION)
@@ -238,16 +271,30 @@ def _topic_actions(
     return actions
 
 
-def reconcile(snapshot: ClusterSnapshot, *, auto_leader_rebalance: bool = True) -> list[Action]:
+def stopping_brokers(snapshot: ClusterSnapshot) -> frozenset[int]:
+    """Brokers elected for nothing: in controlled shutdown, or being decommissioned."""
+    shutting_down = {b for b, r in snapshot.brokers.items() if r.shutting_down}
+    return frozenset(shutting_down | snapshot.draining)
+
+
+def reconcile(
+    snapshot: ClusterSnapshot, *, auto_leader_rebalance: bool = True, max_drain_moves: int = 10
+) -> list[Action]:
     """Every write needed to bring ``snapshot`` to its desired state, topic by topic."""
     live = frozenset(snapshot.brokers)
-    stopping = frozenset(b for b, r in snapshot.brokers.items() if r.shutting_down)
+    stopping = stopping_brokers(snapshot)
     actions: list[Action] = []
     for name in sorted(snapshot.topics):
         record = snapshot.topics[name]
         actions += _topic_actions(
             snapshot, record, live, preferred=auto_leader_rebalance, stopping=stopping
         )
+    touched = {
+        (a.before.topic, a.before.partition) for a in actions if isinstance(a, UpdatePartition)
+    }
+    for before, after in drain_moves(snapshot, max_moves=max_drain_moves):
+        if (before.topic, before.partition) not in touched:
+            actions.append(UpdatePartition(before, after, "decommission: moving replicas off"))
     orphans = sorted({topic for topic, _ in snapshot.partitions} - set(snapshot.topics))
     actions += [DeleteTopic(topic, orphan=True) for topic in orphans]
     return actions

@@ -69,6 +69,7 @@ class Reconciler:
         cache: MetadataCache,
         *,
         auto_leader_rebalance: bool = True,
+        max_drain_moves: int = 10,
         resync_interval_s: float = 5.0,
         batch_size: int = 100,  # etcd allows 128 operations per transaction by default
     ) -> None:
@@ -76,6 +77,7 @@ class Reconciler:
         self._keyspace = keyspace
         self._cache = cache
         self._rebalance = auto_leader_rebalance
+        self._max_drain_moves = max_drain_moves
         self._resync_s = resync_interval_s
         self._batch = batch_size
 
@@ -84,7 +86,11 @@ class Reconciler:
         while not term.ended:
             snapshot = self._cache.snapshot
             try:
-                actions = reconcile(snapshot, auto_leader_rebalance=self._rebalance)
+                actions = reconcile(
+                    snapshot,
+                    auto_leader_rebalance=self._rebalance,
+                    max_drain_moves=self._max_drain_moves,
+                )
                 revision = await self.apply(actions, term)
             except MetadataStoreError as exc:
                 log.warning("reconcile round failed (%s); retrying", exc)

@@ -17,6 +17,10 @@ from yak.api.admin import (
     ControllerInfo,
     CreatePartitionsRequest,
     CreateTopicRequest,
+    DecommissionList,
+    DecommissionStatus,
+    ElectLeadersRequest,
+    ElectLeadersResult,
     PartitionHealthList,
     PartitionInfo,
     PartitionReassignment,
@@ -27,6 +31,7 @@ from yak.api.admin import (
     TopicList,
     TopicSummary,
 )
+from yak.errors import InvalidRequestError
 from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import PartitionState
 from yak.security.acl import ResourceType
@@ -65,6 +70,7 @@ def cluster_info(snapshot: ClusterSnapshot, cluster_id: str, coordinator_id: str
                 port=b.port,
                 rack=b.rack,
                 shutting_down=b.shutting_down,
+                decommissioning=b.broker_id in snapshot.decommissions,
             )
             for _, b in sorted(snapshot.brokers.items())
         ],
@@ -161,4 +167,33 @@ def admin_router(coordinator: Coordinator) -> APIRouter:
             ]
         )
 
+    @router.post("/elect-leaders")
+    async def elect_leaders(body: ElectLeadersRequest) -> ElectLeadersResult:
+        """Move leadership to the preferred replica (Kafka's ElectLeaders, PREFERRED) of the
+        partitions listed, or of every partition when none is."""
+        wanted = (
+            None if body.partitions is None else [(p.topic, p.partition) for p in body.partitions]
+        )
+        return ElectLeadersResult(results=await coordinator.cluster_admin.elect_leaders(wanted))
+
+    @router.put("/brokers/{broker_id}/decommission")
+    async def decommission(broker_id: int) -> DecommissionStatus:
+        """Drain a broker: leadership and replicas move to the other brokers."""
+        return await coordinator.cluster_admin.decommission(_broker_id(broker_id))
+
+    @router.delete("/brokers/{broker_id}/decommission")
+    async def recommission(broker_id: int) -> DecommissionStatus:
+        """Stop draining a broker (what moved stays where it is)."""
+        return await coordinator.cluster_admin.recommission(_broker_id(broker_id))
+
+    @router.get("/decommissions")
+    async def list_decommissions() -> DecommissionList:
+        return DecommissionList(brokers=coordinator.cluster_admin.decommissions())
+
     return router
+
+
+def _broker_id(broker_id: int) -> int:
+    if broker_id < 0:
+        raise InvalidRequestError(f"a broker id is >= 0, got {broker_id}")
+    return broker_id

@@ -1,5 +1,5 @@
-"""The coordinator process's runtime: metadata cache, election, reconciler, group coordinator
-and topic admin.
+"""The coordinator process's runtime: metadata cache, election, reconciler, group coordinator,
+topic admin and cluster admin (preferred election, decommission).
 
 ``start()`` returns at once and connects in the background, retrying while etcd is unreachable,
 so the HTTP server answers ``/healthz`` from the first moment and ``/readyz`` once the cache
@@ -29,6 +29,7 @@ from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.store import MetadataStore
 from yak.security.cluster_secret import CLUSTER_SECRET_HEADER
+from yak_coordinator.cluster_admin import ClusterAdmin
 from yak_coordinator.election import Candidate, Election, Term
 from yak_coordinator.groups.group_admin import GroupAdmin
 from yak_coordinator.groups.group_coordinator import GroupCoordinator
@@ -62,6 +63,7 @@ class _Parts:
             keyspace,
             self.cache,
             auto_leader_rebalance=settings.auto_leader_rebalance,
+            max_drain_moves=settings.decommission_max_moves,
             resync_interval_s=settings.resync_interval_s,
         )
         self.groups = GroupCoordinator(store, keyspace, self.cache, clock=clock)
@@ -74,6 +76,9 @@ class _Parts:
             clock,
             default_replication_factor=settings.default_replication_factor,
             wait_s=settings.admin_wait_s,
+        )
+        self.cluster_admin = ClusterAdmin(
+            store, keyspace, self.cache, self.election, clock, wait_s=settings.admin_wait_s
         )
 
 
@@ -103,6 +108,10 @@ class Coordinator:
     @property
     def admin(self) -> TopicAdmin:
         return self._connected().admin
+
+    @property
+    def cluster_admin(self) -> ClusterAdmin:
+        return self._connected().cluster_admin
 
     @property
     def group_admin(self) -> GroupAdmin:

@@ -35,8 +35,12 @@ class CoordinatorSettings:
     lease_ttl_s: int = 5
     #: Replication factor of topics created without one (Kafka's default.replication.factor).
     default_replication_factor: int = 1
-    #: Move leadership back to the preferred replica (Kafka's auto.leader.rebalance.enable).
+    #: Move leadership back to the preferred replica (Kafka's auto.leader.rebalance.enable;
+    #: ``YAK_AUTO_LEADER_REBALANCE``). Off: only ``yak partitions elect-leaders`` does it.
     auto_leader_rebalance: bool = True
+    #: Reassignments a broker decommission keeps running at once, cluster-wide
+    #: (``YAK_DECOMMISSION_MAX_MOVES``).
+    decommission_max_moves: int = 10
     #: How long an admin write waits for the controller to finish its work before answering.
     admin_wait_s: float = 10.0
     #: A reconcile round runs at least this often, besides on every metadata change.
@@ -58,6 +62,8 @@ class CoordinatorSettings:
             raise ValueError(f"lease TTL must be at least 1 s, got {self.lease_ttl_s}")
         if self.default_replication_factor < 1:
             raise ValueError("the default replication factor must be at least 1")
+        if self.decommission_max_moves < 1:
+            raise ValueError("YAK_DECOMMISSION_MAX_MOVES must be at least 1")
 
     @property
     def url(self) -> str:
@@ -101,8 +107,11 @@ _ENV = {
     "data_dir": "YAK_DATA_DIR",
     "lease_ttl_s": "YAK_LEASE_TTL_S",
     "default_replication_factor": "YAK_DEFAULT_REPLICATION_FACTOR",
+    "auto_leader_rebalance": "YAK_AUTO_LEADER_REBALANCE",
+    "decommission_max_moves": "YAK_DECOMMISSION_MAX_MOVES",
 }
-_INTS = {"port", "lease_ttl_s", "default_replication_factor"}
+_INTS = {"port", "lease_ttl_s", "default_replication_factor", "decommission_max_moves"}
+_BOOLS = {"auto_leader_rebalance"}
 
 
 def _security(env: Mapping[str, str]) -> dict[str, object]:
@@ -120,5 +129,17 @@ def _security(env: Mapping[str, str]) -> dict[str, object]:
     return values
 
 
+def _bool(name: str, value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text not in ("on", "off", "true", "false", "1", "0"):
+        raise ValueError(f"{_ENV[name]} must be true or false, not {value!r}")
+    return text in ("on", "true", "1")
+
+
 def _typed(values: dict[str, object]) -> dict[str, Any]:
-    return {k: int(str(v)) if k in _INTS else v for k, v in values.items()}
+    typed: dict[str, Any] = {}
+    for k, v in values.items():
+        typed[k] = int(str(v)) if k in _INTS else _bool(k, v) if k in _BOOLS else v
+    return typed

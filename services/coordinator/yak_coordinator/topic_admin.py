@@ -72,6 +72,11 @@ def _check_partitions(count: int) -> None:
         )
 
 
+def _placeable(snapshot: ClusterSnapshot) -> int:
+    """How many live brokers may get new replicas (not being decommissioned)."""
+    return sum(1 for b in snapshot.brokers if b not in snapshot.draining)
+
+
 def _check_replication_factor(factor: int, live_brokers: int) -> None:
     if factor < 1:
         raise InvalidReplicationFactorError(f"replication factor must be at least 1, got {factor}")
@@ -130,7 +135,7 @@ class TopicAdmin:
         validate_topic_name(name)
         _check_partitions(partitions)
         factor = self._default_rf if replication_factor is None else replication_factor
-        _check_replication_factor(factor, len(self._cache.snapshot.brokers))
+        _check_replication_factor(factor, _placeable(self._cache.snapshot))
         normalised = validate_topic_configs(configs)
         validate_min_insync_replicas(normalised, factor)
         record = TopicRecord(
@@ -183,8 +188,7 @@ class TopicAdmin:
                     f"grow (asked for {count})",
                     topic=name,
                 )
-            live = len(self._cache.snapshot.brokers)
-            _check_replication_factor(record.replication_factor, live)
+            _check_replication_factor(record.replication_factor, _placeable(self._cache.snapshot))
             return record.model_copy(update={"partitions": count})
 
         await self._update(name, change)
@@ -223,7 +227,9 @@ class TopicAdmin:
                 if moved is None:
                     return state
             else:
-                target = validate_target(replicas, snapshot.brokers, record.configs)
+                target = validate_target(
+                    replicas, snapshot.brokers, record.configs, draining=snapshot.draining
+                )
                 moved = start_reassignment(state, target)
             if await self._put_if(
                 key, Compare.mod_revision(key, kv.mod_revision), value=moved.encode()

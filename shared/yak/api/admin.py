@@ -28,6 +28,11 @@ __all__ = [
     "ControllerInfo",
     "CreatePartitionsRequest",
     "CreateTopicRequest",
+    "DecommissionList",
+    "DecommissionStatus",
+    "ElectLeadersRequest",
+    "ElectLeadersResult",
+    "ElectionResult",
     "GroupDescription",
     "GroupList",
     "GroupMemberDescription",
@@ -44,6 +49,7 @@ __all__ = [
     "TopicDeleted",
     "TopicDescription",
     "TopicList",
+    "TopicPartitionRef",
     "TopicSummary",
 ]
 
@@ -134,6 +140,65 @@ class ReassignmentList(_Body):
     reassignments: list[PartitionReassignment]
 
 
+class TopicPartitionRef(_Request):
+    """One partition of one topic."""
+
+    topic: str
+    partition: int = Field(ge=0)
+
+
+class ElectLeadersRequest(_Request):
+    """``POST /elect-leaders``: move leadership back to the preferred replica (``replicas[0]``)
+    of these partitions; omitted or null: of every partition (Kafka's ElectLeaders, PREFERRED).
+    """
+
+    partitions: list[TopicPartitionRef] | None = None
+
+
+class ElectionResult(_Body):
+    """One partition's election: its leader afterwards, and ``error`` when nothing was done —
+    ``ELECTION_NOT_NEEDED`` (the preferred replica leads), ``PREFERRED_LEADER_NOT_AVAILABLE``
+    (it is dead, out of the ISR, shutting down or draining) or
+    ``UNKNOWN_TOPIC_OR_PARTITION``."""
+
+    topic: str
+    partition: int
+    leader: int
+    error: str | None = None
+
+
+class ElectLeadersResult(_Body):
+    """``POST /elect-leaders``: one result per partition asked for, by topic and partition."""
+
+    results: list[ElectionResult]
+
+
+class DecommissionStatus(_Body):
+    """A broker being drained (``PUT /brokers/{id}/decommission``, ``GET /decommissions``).
+
+    ``replicas``: partitions that still list it (``moving`` of them are being reassigned off
+    it, ``blocked`` say why they cannot move now); ``leaders``: partitions it still leads.
+    ``done``: nothing is left on it — it can be stopped with nothing under-replicated.
+    ``decommissioning`` is false in the answer to a recommission.
+    """
+
+    broker_id: int
+    decommissioning: bool = True
+    alive: bool
+    requested_at_ms: int | None = None
+    leaders: int
+    replicas: int
+    moving: int
+    blocked: list[str] = []
+    done: bool
+
+
+class DecommissionList(_Body):
+    """``GET /decommissions``: every broker being drained, by id."""
+
+    brokers: list[DecommissionStatus]
+
+
 class PartitionHealth(_Body):
     """A partition that needs attention (``GET /partitions?state=...``).
 
@@ -211,6 +276,8 @@ class BrokerInfo(_Body):
     port: int
     rack: str | None = None
     shutting_down: bool = False
+    #: Being drained by ``yak brokers decommission`` (gets no new replicas, leads nothing).
+    decommissioning: bool = False
 
 
 class ReplicaLog(_Body):

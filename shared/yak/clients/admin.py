@@ -29,6 +29,10 @@ from yak.api.admin import (
     ClusterInfo,
     CreatePartitionsRequest,
     CreateTopicRequest,
+    DecommissionList,
+    DecommissionStatus,
+    ElectLeadersRequest,
+    ElectLeadersResult,
     GroupDescription,
     GroupList,
     PartitionHealthList,
@@ -38,6 +42,7 @@ from yak.api.admin import (
     TopicDeleted,
     TopicDescription,
     TopicList,
+    TopicPartitionRef,
 )
 from yak.clients._http import error_from_response
 from yak.clients.tls import ClientTls
@@ -105,6 +110,33 @@ class AdminClient:
 
     async def reassignments(self) -> ReassignmentList:
         return await self._call("GET", "/reassignments", ReassignmentList)
+
+    async def elect_leaders(
+        self, partitions: Sequence[tuple[str, int]] | None = None
+    ) -> ElectLeadersResult:
+        """Move leadership to the preferred replica of ``partitions`` (None: every one)."""
+        refs = (
+            None
+            if partitions is None
+            else [TopicPartitionRef(topic=t, partition=p) for t, p in partitions]
+        )
+        return await self._call(
+            "POST", "/elect-leaders", ElectLeadersResult, ElectLeadersRequest(partitions=refs)
+        )
+
+    async def decommission_broker(self, broker_id: int) -> DecommissionStatus:
+        """Start draining ``broker_id`` (idempotent); its progress so far."""
+        path = f"/brokers/{broker_id}/decommission"
+        return await self._call("PUT", path, DecommissionStatus)
+
+    async def recommission_broker(self, broker_id: int) -> DecommissionStatus:
+        """Stop draining ``broker_id`` (idempotent)."""
+        path = f"/brokers/{broker_id}/decommission"
+        return await self._call("DELETE", path, DecommissionStatus)
+
+    async def decommissions(self) -> DecommissionList:
+        """Every broker being drained, with its progress."""
+        return await self._call("GET", "/decommissions", DecommissionList)
 
     async def partitions(self, state: str = "unhealthy") -> PartitionHealthList:
         """Partitions by health: offline, under-replicated, under-min-isr, unhealthy, all."""

@@ -1,6 +1,7 @@
 """A local, always-current copy of the cluster metadata, fed by one etcd watch.
 
-``MetadataCache`` loads ``brokers/``, ``topics/``, ``partitions/`` and ``controller`` of one
+``MetadataCache`` loads ``brokers/``, ``decommissions/``, ``topics/``, ``partitions/`` and
+``controller`` of one
 cluster with a range read, then follows the cluster prefix with a watch from the read's
 revision + 1, so no change is missed between the two. Readers get an immutable
 ``ClusterSnapshot`` that names the etcd revision it reflects; a reader that wrote something
@@ -27,6 +28,7 @@ from yak.clock import Clock, SystemClock
 from yak.errors import KafkaTimeoutError, MetadataStoreError, RevisionCompactedError
 from yak.metadata.keyspace import KeyKind, Keyspace, ParsedKey
 from yak.metadata.models import (
+    BrokerDecommission,
     BrokerRegistration,
     ControllerRecord,
     PartitionState,
@@ -38,7 +40,13 @@ __all__ = ["ClusterSnapshot", "MetadataCache"]
 
 log = logging.getLogger(__name__)
 
-_CACHED_KINDS = {KeyKind.BROKER, KeyKind.TOPIC, KeyKind.PARTITION, KeyKind.CONTROLLER}
+_CACHED_KINDS = {
+    KeyKind.BROKER,
+    KeyKind.DECOMMISSION,
+    KeyKind.TOPIC,
+    KeyKind.PARTITION,
+    KeyKind.CONTROLLER,
+}
 _RETRY_MIN_S = 0.1
 _RETRY_MAX_S = 5.0
 
@@ -52,6 +60,13 @@ class ClusterSnapshot:
     brokers: Mapping[int, BrokerRegistration] = field(default_factory=dict)
     topics: Mapping[str, TopicRecord] = field(default_factory=dict)
     partitions: Mapping[tuple[str, int], PartitionState] = field(default_factory=dict)
+    #: Brokers being drained (by id; a drained broker need not be alive).
+    decommissions: Mapping[int, BrokerDecommission] = field(default_factory=dict)
+
+    @property
+    def draining(self) -> frozenset[int]:
+        """The ids of the brokers being decommissioned."""
+        return frozenset(self.decommissions)
 
     def partitions_of(self, topic: str) -> list[PartitionState]:
         """The known partitions of ``topic`` in partition order."""
@@ -86,6 +101,7 @@ class MetadataCache:
         self._brokers: dict[int, BrokerRegistration] = {}
         self._topics: dict[str, TopicRecord] = {}
         self._partitions: dict[tuple[str, int], PartitionState] = {}
+        self._decommissions: dict[int, BrokerDecommission] = {}
         self._snapshot: ClusterSnapshot | None = None
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -101,6 +117,7 @@ class MetadataCache:
                 brokers=MappingProxyType(dict(self._brokers)),
                 topics=MappingProxyType(dict(self._topics)),
                 partitions=MappingProxyType(dict(self._partitions)),
+                decommissions=MappingProxyType(dict(self._decommissions)),
             )
         return self._snapshot
 
@@ -145,6 +162,7 @@ class MetadataCache:
     async def _load(self) -> None:
         result = await self._store.range_prefix(self._keyspace.root)
         self._controller, self._brokers, self._topics, self._partitions = None, {}, {}, {}
+        self._decommissions = {}
         for kv in result.kvs:
             self._apply_put(kv.key, kv.value)
         self._revision = result.revision
@@ -214,6 +232,9 @@ class MetadataCache:
             case KeyKind.BROKER:
                 assert parsed.broker_id is not None
                 self._brokers[parsed.broker_id] = BrokerRegistration.decode(value)
+            case KeyKind.DECOMMISSION:
+                assert parsed.broker_id is not None
+                self._decommissions[parsed.broker_id] = BrokerDecommission.decode(value)
             case KeyKind.TOPIC:
                 assert parsed.topic is not None
                 self._topics[parsed.topic] = TopicRecord.decode(value)
@@ -229,6 +250,8 @@ class MetadataCache:
         match parsed.kind:
             case KeyKind.BROKER:
                 self._brokers.pop(parsed.broker_id or 0, None)
+            case KeyKind.DECOMMISSION:
+                self._decommissions.pop(parsed.broker_id or 0, None)
             case KeyKind.TOPIC:
                 self._topics.pop(parsed.topic or "", None)
             case KeyKind.PARTITION:

@@ -3,6 +3,7 @@
 All keys live under ``/yak/<cluster-id>/`` (DESIGN.md §4)::
 
     brokers/<broker-id>                       BrokerRegistration   on the broker's lease
+    decommissions/<broker-id>                 BrokerDecommission   (admin API: drain a broker)
     controller                                ControllerRecord     on the coordinator's lease
     topics/<topic>                            TopicRecord
     partitions/<topic>/<partition>            PartitionState
@@ -50,6 +51,7 @@ class KeyKind(StrEnum):
     """What a key holds."""
 
     BROKER = "broker"
+    DECOMMISSION = "decommission"
     CONTROLLER = "controller"
     TOPIC = "topic"
     PARTITION = "partition"
@@ -95,6 +97,10 @@ class Keyspace:
         return f"{self.root}brokers/"
 
     @property
+    def decommissions_prefix(self) -> str:
+        return f"{self.root}decommissions/"
+
+    @property
     def topics_prefix(self) -> str:
         return f"{self.root}topics/"
 
@@ -130,6 +136,9 @@ class Keyspace:
 
     def broker(self, broker_id: int) -> str:
         return f"{self.brokers_prefix}{_non_negative(broker_id, 'broker id')}"
+
+    def decommission(self, broker_id: int) -> str:
+        return f"{self.decommissions_prefix}{_non_negative(broker_id, 'broker id')}"
 
     @property
     def controller(self) -> str:
@@ -194,6 +203,8 @@ def _parse_parts(parts: list[str]) -> ParsedKey | None:
     match parts:
         case ["brokers", broker_id]:
             return ParsedKey(KeyKind.BROKER, broker_id=_int(broker_id))
+        case ["decommissions", broker_id]:
+            return ParsedKey(KeyKind.DECOMMISSION, broker_id=_int(broker_id))
         case ["controller"]:
             return ParsedKey(KeyKind.CONTROLLER)
         case ["topics", topic]:

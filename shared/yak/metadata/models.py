@@ -19,6 +19,7 @@ __all__ = [
     "NO_LEADER",
     "AclEntry",
     "Assignment",
+    "BrokerDecommission",
     "BrokerRegistration",
     "CommittedOffset",
     "ControllerRecord",
@@ -71,6 +72,19 @@ class BrokerRegistration(MetadataValue):
     @property
     def url(self) -> str:
         return f"{self.scheme}://{self.host}:{self.port}"
+
+
+class BrokerDecommission(MetadataValue):
+    """``decommissions/<id>``: the broker is being drained (``yak brokers decommission``).
+
+    Not on a lease: the mark outlives the broker, so a dead broker can be drained too and a
+    broker that restarts with the same id stays drained until recommissioned (the key is
+    deleted). The controller moves leadership off it and reassigns its replicas onto the
+    other brokers (``yak_coordinator.decommission``).
+    """
+
+    broker_id: int = Field(ge=0)
+    requested_at_ms: int
 
 
 class ControllerRecord(MetadataValue):

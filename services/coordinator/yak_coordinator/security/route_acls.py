@@ -4,7 +4,8 @@ template) to ACL checks, as the rest-proxy's ``route_acls`` does for the public 
 Kafka's choices for the matching requests: CreateTopics is TOPIC CREATE (or CLUSTER CREATE),
 DeleteTopics TOPIC DELETE, AlterConfigs TOPIC ALTER_CONFIGS, CreatePartitions TOPIC ALTER,
 Metadata and DescribeGroups DESCRIBE, AlterPartitionReassignments and
-ListPartitionReassignments CLUSTER ALTER / DESCRIBE, DescribeCluster CLUSTER DESCRIBE. ``None``
+ListPartitionReassignments CLUSTER ALTER / DESCRIBE, ElectLeaders CLUSTER ALTER, DescribeCluster
+CLUSTER DESCRIBE; Yak's broker decommission is CLUSTER ALTER (its status DESCRIBE). ``None``
 marks the public routes (health). ``missing_routes(app)`` lists the routes the table does not
 cover: the app refuses to start with security on while there are any, and a unit test keeps
 the list empty.
@@ -64,6 +65,11 @@ ROUTE_ACLS: dict[tuple[str, str], tuple[Check, ...] | None] = {
         Check(C, Source.CLUSTER, O.ALTER),
     ),
     ("GET", f"{_A}/reassignments"): (Check(C, Source.CLUSTER, O.DESCRIBE),),
+    # Kafka's ElectLeaders is CLUSTER ALTER; decommission moves replicas like a reassignment.
+    ("POST", f"{_A}/elect-leaders"): (Check(C, Source.CLUSTER, O.ALTER),),
+    ("PUT", f"{_A}/brokers/{{broker_id}}/decommission"): (Check(C, Source.CLUSTER, O.ALTER),),
+    ("DELETE", f"{_A}/brokers/{{broker_id}}/decommission"): (Check(C, Source.CLUSTER, O.ALTER),),
+    ("GET", f"{_A}/decommissions"): (Check(C, Source.CLUSTER, O.DESCRIBE),),
     ("GET", f"{_A}/groups"): (Check(G, Source.LISTED, O.DESCRIBE),),
     ("GET", f"{_A}/groups/{{group_id}}"): (Check(G, Source.PATH, O.DESCRIBE),),
 }

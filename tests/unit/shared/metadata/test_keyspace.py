@@ -51,6 +51,8 @@ def test_parser_rejects_foreign_and_malformed_keys() -> None:
     assert KS.parse("/yak/prod-1/unknown/thing") is None
     assert KS.parse("/yak/prod-1/brokers/-1") is None
     assert KS.parse(KS.broker(12)) == ParsedKey(KeyKind.BROKER, broker_id=12)
+    assert KS.parse(KS.decommission(3)) == ParsedKey(KeyKind.DECOMMISSION, broker_id=3)
+    assert KS.parse("/yak/prod-1/decommissions/x") is None
 
 
 def test_prefixes_of_one_topic_do_not_cover_another_with_the_same_start() -> None:

@@ -1,0 +1,224 @@
+"""Cluster operations on the active controller: preferred leader election, broker decommission.
+
+- ``elect_leaders`` (Kafka's ElectLeaders, type PREFERRED): the decision per partition is
+  ``reconcile.elect_preferred_leader`` on the partition state read from etcd; the writes are
+  one transaction per chunk of partitions, each key compared on its ``mod_revision`` and the
+  whole fenced by the controller's term (a deposed controller writes nothing and answers
+  ``NOT_CONTROLLER``). A lost compare (a leader changed the ISR meanwhile) reads and decides
+  again, up to ``_CAS_ATTEMPTS`` times.
+- ``decommission`` / ``recommission`` write or delete ``decommissions/<id>``, fenced likewise;
+  the reconciler does the draining (``decommission.py``). Decommissioning is refused for a
+  broker that is neither registered nor a replica of anything (``BROKER_NOT_AVAILABLE``) and
+  when the brokers left could not hold some partition of it
+  (``INVALID_REPLICATION_FACTOR``). Both are idempotent.
+
+Reads come from the metadata cache. Single event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from yak.api.admin import DecommissionStatus, ElectionResult
+from yak.clock import Clock
+from yak.errors import (
+    BrokerNotAvailableError,
+    InvalidReplicationFactorError,
+    KafkaTimeoutError,
+    NotControllerError,
+)
+from yak.metadata.cache import ClusterSnapshot, MetadataCache
+from yak.metadata.keyspace import Keyspace
+from yak.metadata.models import BrokerDecommission, PartitionState
+from yak.metadata.store import (
+    Compare,
+    DeleteOp,
+    GetOp,
+    GetResponse,
+    MetadataStore,
+    Op,
+    PutOp,
+    TxnResult,
+)
+from yak_coordinator.decommission import drain_progress, eligible_brokers
+from yak_coordinator.election import Election, Term
+from yak_coordinator.reconcile import elect_preferred_leader, stopping_brokers
+
+__all__ = ["ClusterAdmin"]
+
+_CAS_ATTEMPTS = 5
+_CHUNK = 100  # etcd allows 128 operations per transaction by default
+_UNKNOWN = "UNKNOWN_TOPIC_OR_PARTITION"
+
+
+class ClusterAdmin:
+    """Preferred leader election and broker decommission; writes need the controller term."""
+
+    def __init__(
+        self,
+        store: MetadataStore,
+        keyspace: Keyspace,
+        cache: MetadataCache,
+        election: Election,
+        clock: Clock,
+        *,
+        wait_s: float = 10.0,
+    ) -> None:
+        self._store = store
+        self._keyspace = keyspace
+        self._cache = cache
+        self._election = election
+        self._clock = clock
+        self._wait_s = wait_s
+
+    # -- preferred leader election ------------------------------------------------------------
+
+    async def elect_leaders(
+        self, partitions: Sequence[tuple[str, int]] | None
+    ) -> list[ElectionResult]:
+        """Move leadership to the preferred replica of ``partitions`` (None: all of them)."""
+        snapshot = self._cache.snapshot
+        live_topics = {n for n, r in snapshot.topics.items() if not r.deleting}
+        if partitions is None:
+            wanted = sorted(tp for tp in snapshot.partitions if tp[0] in live_topics)
+        else:
+            wanted = sorted(set(partitions))
+        results: dict[tuple[str, int], ElectionResult] = {}
+        known = []
+        for topic, partition in wanted:
+            if topic in live_topics and (topic, partition) in snapshot.partitions:
+                known.append((topic, partition))
+            else:
+                results[(topic, partition)] = ElectionResult(
+                    topic=topic, partition=partition, leader=-1, error=_UNKNOWN
+                )
+        for start in range(0, len(known), _CHUNK):
+            results.update(await self._elect_chunk(known[start : start + _CHUNK]))
+        return [results[tp] for tp in wanted]
+
+    async def _elect_chunk(
+        self, chunk: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], ElectionResult]:
+        keys = [self._keyspace.partition(t, p) for t, p in chunk]
+        for _ in range(_CAS_ATTEMPTS):
+            term = self._election.require_term()
+            snapshot = self._cache.snapshot
+            live, stopping = frozenset(snapshot.brokers), stopping_brokers(snapshot)
+            read = await self._store.txn([], [GetOp(key) for key in keys])
+            results: dict[tuple[str, int], ElectionResult] = {}
+            compares: list[Compare] = []
+            puts: list[Op] = []
+            for (topic, partition), key, response in zip(chunk, keys, read.responses, strict=True):
+                assert isinstance(response, GetResponse)
+                if not response.kvs:
+                    results[(topic, partition)] = ElectionResult(
+                        topic=topic, partition=partition, leader=-1, error=_UNKNOWN
+                    )
+                    continue
+                kv = response.kvs[0]
+                state = PartitionState.decode(kv.value)
+                decided = elect_preferred_leader(state, live, stopping)
+                if isinstance(decided, str):
+                    results[(topic, partition)] = ElectionResult(
+                        topic=topic, partition=partition, leader=state.leader, error=decided
+                    )
+                    continue
+                compares.append(Compare.mod_revision(key, kv.mod_revision))
+                puts.append(PutOp(key, decided.encode()))
+                results[(topic, partition)] = ElectionResult(
+                    topic=topic, partition=partition, leader=decided.leader
+                )
+            if not puts:
+                return results
+            written = await self._fenced(compares, puts, term)
+            if written is not None:
+                await self._cache.wait_for_revision(written.revision, self._wait_s)
+                return results
+        raise KafkaTimeoutError("partition states kept changing during the election; retry")
+
+    # -- decommission ---------------------------------------------------------------------------
+
+    def decommissions(self) -> list[DecommissionStatus]:
+        """Every broker being drained, with its progress."""
+        snapshot = self._cache.snapshot
+        return [_status(snapshot, b) for b in sorted(snapshot.decommissions)]
+
+    async def decommission(self, broker_id: int) -> DecommissionStatus:
+        """Mark ``broker_id`` draining (see ``decommission.py``); idempotent."""
+        snapshot = self._cache.snapshot
+        if broker_id not in snapshot.decommissions:
+            _check_can_drain(snapshot, broker_id)
+            key = self._keyspace.decommission(broker_id)
+            mark = BrokerDecommission(broker_id=broker_id, requested_at_ms=self._clock.time_ms())
+            await self._write([Compare.absent(key)], [PutOp(key, mark.encode())])
+        return _status(self._cache.snapshot, broker_id)
+
+    async def recommission(self, broker_id: int) -> DecommissionStatus:
+        """Stop draining ``broker_id`` (nothing moves back); idempotent."""
+        key = self._keyspace.decommission(broker_id)
+        if broker_id in self._cache.snapshot.decommissions:
+            await self._write([], [DeleteOp(key)])
+        status = _status(self._cache.snapshot, broker_id)
+        return status.model_copy(update={"decommissioning": False, "requested_at_ms": None})
+
+    # -- internals ------------------------------------------------------------------------------
+
+    async def _write(self, compares: list[Compare], ops: list[Op]) -> None:
+        """One fenced transaction, then wait until the cache shows it (a lost compare means
+        a concurrent request did the same: nothing to do)."""
+        written = await self._fenced(compares, ops, self._election.require_term())
+        if written is not None:
+            await self._cache.wait_for_revision(written.revision, self._wait_s)
+
+    async def _fenced(self, compares: list[Compare], ops: list[Op], term: Term) -> TxnResult | None:
+        """Run ``ops`` if the term's fence and ``compares`` hold; None if a compare failed.
+
+        Raises ``NotControllerError`` (and ends the term) when the fence failed."""
+        result = await self._store.txn(
+            [term.fence, *compares], ops, [GetOp(self._keyspace.controller)]
+        )
+        if result.succeeded:
+            return result
+        controller = result.responses[0]
+        assert isinstance(controller, GetResponse)
+        if not controller.kvs or not term.fence.holds(controller.kvs[0]):
+            term.end("another coordinator holds the controller key")
+            raise NotControllerError("this coordinator is no longer the active controller")
+        return None
+
+
+def _check_can_drain(snapshot: ClusterSnapshot, broker_id: int) -> None:
+    hosted = [s for s in snapshot.partitions.values() if broker_id in s.replicas]
+    if broker_id not in snapshot.brokers and not hosted:
+        raise BrokerNotAvailableError(
+            f"broker {broker_id} is not registered and holds no replica", broker_id=broker_id
+        )
+    remaining = {b for b in eligible_brokers(snapshot) if b != broker_id}
+    for state in hosted:
+        record = snapshot.topics.get(state.topic)
+        if record is None or record.deleting:
+            continue
+        if len(state.target_replicas) > len(remaining):
+            raise InvalidReplicationFactorError(
+                f"cannot drain broker {broker_id}: {state.topic}-{state.partition} has "
+                f"{len(state.target_replicas)} replicas and only {len(remaining)} other "
+                f"brokers can take replicas ({sorted(remaining)})",
+                broker_id=broker_id,
+                topic=state.topic,
+            )
+
+
+def _status(snapshot: ClusterSnapshot, broker_id: int) -> DecommissionStatus:
+    progress = drain_progress(snapshot, broker_id)
+    mark = snapshot.decommissions.get(broker_id)
+    return DecommissionStatus(
+        broker_id=broker_id,
+        decommissioning=mark is not None,
+        alive=progress.alive,
+        requested_at_ms=None if mark is None else mark.requested_at_ms,
+        leaders=progress.leaders,
+        replicas=progress.replicas,
+        moving=progress.moving,
+        blocked=list(progress.blocked),
+        done=progress.done,
+    )
