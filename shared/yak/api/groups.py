@@ -144,15 +144,34 @@ class GroupDescription(BaseModel):
 
 
 class OffsetResetRequest(_Body):
-    to: Literal["earliest", "latest", "timestamp", "offset"]
+    """``to``: earliest, latest, a ``timestamp``, one ``offset`` for every partition of
+    ``topics``, or ``explicit``: each partition of ``offsets`` to its own offset (Kafka's
+    ``--from-file``; ``yak groups offsets import``). Offsets outside a partition's log are
+    moved to its nearest end, as Kafka's tool does."""
+
+    to: Literal["earliest", "latest", "timestamp", "offset", "explicit"]
     timestamp: int | None = Field(default=None, ge=0, le=INT64_MAX)
     offset: int | None = Field(default=None, ge=0, le=INT64_MAX)
-    #: Default: every topic the group has committed offsets for.
+    #: Default: every topic the group has committed offsets for (not with ``explicit``).
     topics: list[str] | None = None
+    #: With ``to="explicit"``: the next offset to read per partition.
+    offsets: list[CommitOffset] | None = None
     #: Reset even while the group has members (their positions are not changed).
     force: bool = False
     #: Only show what would change.
     dry_run: bool = False
+
+    @model_validator(mode="after")
+    def _explicit_offsets(self) -> Self:
+        if (self.to == "explicit") != (self.offsets is not None):
+            raise ValueError('give offsets exactly when to is "explicit"')
+        if self.offsets is not None:
+            if self.topics is not None:
+                raise ValueError('to="explicit" takes offsets, not topics')
+            listed = [(o.topic, o.partition) for o in self.offsets]
+            if len(set(listed)) != len(listed):
+                raise ValueError("offsets name a partition twice")
+        return self
 
 
 class PartitionOffsetChange(BaseModel):

@@ -27,7 +27,13 @@ from yak.api.admin import (
     TopicDescription,
     TopicList,
 )
-from yak.api.groups import GroupDescription, GroupList, OffsetResetRequest, OffsetResetResult
+from yak.api.groups import (
+    CommitOffset,
+    GroupDescription,
+    GroupList,
+    OffsetResetRequest,
+    OffsetResetResult,
+)
 from yak.api.security import WhoAmI
 from yak.sdk._client import ApiClient
 
@@ -38,8 +44,8 @@ class _BrokerList(RootModel[list[BrokerInfo]]):
     pass
 
 
-#: Where ``reset_offsets`` moves committed offsets.
-ResetTarget = Literal["earliest", "latest", "timestamp", "offset"]
+#: Where ``reset_offsets`` moves committed offsets (``explicit``: per partition, ``offsets``).
+ResetTarget = Literal["earliest", "latest", "timestamp", "offset", "explicit"]
 
 
 class AsyncAdmin:
@@ -173,18 +179,24 @@ class AsyncAdmin:
         timestamp: int | None = None,
         offset: int | None = None,
         topics: Sequence[str] | None = None,
+        offsets: Mapping[tuple[str, int], int] | None = None,
         force: bool = False,
         dry_run: bool = False,
     ) -> OffsetResetResult:
         """Move the group's committed offsets (of ``topics``, default every topic it has
         offsets for) to the earliest or latest offset, the first at or after ``timestamp``
-        (ms) or ``offset``. Refused while the group has members unless ``force``; ``dry_run``
-        only reports what would change."""
+        (ms) or ``offset``; with ``to="explicit"``, each (topic, partition) of ``offsets`` to
+        its own offset (the next to read). Offsets are clamped into each partition's log.
+        Refused while the group has members unless ``force``; ``dry_run`` only reports what
+        would change."""
         body = OffsetResetRequest(
             to=to,
             timestamp=timestamp,
             offset=offset,
             topics=None if topics is None else list(topics),
+            offsets=None
+            if offsets is None
+            else [CommitOffset(topic=t, partition=p, offset=o) for (t, p), o in offsets.items()],
             force=force,
             dry_run=dry_run,
         )

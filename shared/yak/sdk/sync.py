@@ -326,6 +326,7 @@ class Admin(_Twin):
         timestamp: int | None = None,
         offset: int | None = None,
         topics: list[str] | None = None,
+        offsets: dict[tuple[str, int], int] | None = None,
         force: bool = False,
         dry_run: bool = False,
     ) -> OffsetResetResult:
@@ -336,6 +337,7 @@ class Admin(_Twin):
                 timestamp=timestamp,
                 offset=offset,
                 topics=topics,
+                offsets=offsets,
                 force=force,
                 dry_run=dry_run,
             )

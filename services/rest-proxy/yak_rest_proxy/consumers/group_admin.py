@@ -5,6 +5,8 @@ which also tells ``PreparingRebalance`` apart); committed offsets from etcd; end
 the partitions' leaders. Lag is ``end offset - committed offset`` (the end offset when nothing
 was committed). Deleting a group or resetting its offsets is refused while it has members
 (``NON_EMPTY_GROUP``), unless the reset is forced — as Kafka's tools refuse an active group.
+A reset ``explicit`` sets each listed partition to its own offset (``yak groups offsets
+import``, Kafka's ``--from-file``), clamped into the partition's log like the others.
 """
 
 from __future__ import annotations
@@ -147,18 +149,7 @@ class GroupAdmin:
     async def reset(self, group: str, request: OffsetResetRequest) -> OffsetResetResult:
         validate_group_id(group)
         committed = await self.committed(group)
-        snapshot = self._cache.snapshot
-        topics = (
-            list(dict.fromkeys(request.topics))
-            if request.topics is not None
-            else sorted({t for t, _ in committed})
-        )
-        partitions: list[TopicPartition] = []
-        for topic in topics:
-            record = snapshot.topics.get(topic)
-            if record is None:
-                raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist", topic=topic)
-            partitions += [(topic, p) for p in range(record.partitions)]
+        partitions = self._partitions(request, committed)
         if not partitions:
             raise InvalidRequestError(
                 f"group {group!r} has no committed offsets: name the topics to reset"
@@ -193,9 +184,37 @@ class GroupAdmin:
                 await self._store.txn([], ops[start : start + MAX_TXN_OPS])
         return OffsetResetResult(dry_run=request.dry_run, partitions=changes)
 
+    def _partitions(
+        self, request: OffsetResetRequest, committed: dict[TopicPartition, CommittedOffset]
+    ) -> list[TopicPartition]:
+        snapshot = self._cache.snapshot
+        if request.offsets is not None:
+            for o in request.offsets:
+                record = snapshot.topics.get(o.topic)
+                if record is None or o.partition >= record.partitions:
+                    raise UnknownTopicOrPartitionError(
+                        f"partition {o.topic}-{o.partition} does not exist",
+                        topic=o.topic,
+                        partition=o.partition,
+                    )
+            return [(o.topic, o.partition) for o in request.offsets]
+        topics = (
+            list(dict.fromkeys(request.topics))
+            if request.topics is not None
+            else sorted({t for t, _ in committed})
+        )
+        partitions: list[TopicPartition] = []
+        for topic in topics:
+            record = snapshot.topics.get(topic)
+            if record is None:
+                raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist", topic=topic)
+            partitions += [(topic, p) for p in range(record.partitions)]
+        return partitions
+
     async def _targets(
         self, partitions: list[TopicPartition], request: OffsetResetRequest
     ) -> dict[TopicPartition, int]:
+        explicit = {(o.topic, o.partition): o.offset for o in request.offsets or ()}
         targets = {}
         for topic, partition in partitions:
             earliest = (await self._reader.list_offsets(topic, partition, "earliest")).offset
@@ -204,6 +223,8 @@ class GroupAdmin:
                 target = earliest
             elif request.to == "latest":
                 target = latest
+            elif request.to == "explicit":
+                target = min(max(explicit[(topic, partition)], earliest), latest)
             elif request.to == "offset":
                 if request.offset is None:
                     raise InvalidRequestError("to=offset needs offset")
