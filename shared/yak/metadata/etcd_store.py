@@ -9,7 +9,9 @@ needs: the response header revision of a transaction, the per-op results of a de
 Each watch is one gRPC Watch stream, read by one task into the watch's buffer; closing the
 watch cancels both. Every unary call has a deadline of ``timeout_s``. gRPC failures become
 ``MetadataStoreError`` (``RevisionCompactedError`` for compacted revisions,
-``LeaseExpiredError`` for unknown leases); nothing from aetcd or gRPC escapes.
+``LeaseExpiredError`` for unknown leases); nothing from aetcd or gRPC escapes. An optional
+``observer`` is told each call's operation, latency and outcome (the services' etcd latency
+histogram, ``yak.observability.metrics``).
 
 Security through configuration (``from_url``): a user and password from the URL
 (``http://user:pw@host:2379``) or ``YAK_ETCD_USER``/``YAK_ETCD_PASSWORD`` (etcd's
@@ -25,7 +27,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -60,7 +63,7 @@ from yak.metadata.store import (
     as_key,
 )
 
-__all__ = ["EtcdMetadataStore", "etcd_tls_credentials"]
+__all__ = ["EtcdMetadataStore", "RequestObserver", "etcd_tls_credentials"]
 
 _TARGETS = {
     CompareTarget.VALUE: rpc.Compare.VALUE,
@@ -106,10 +109,17 @@ def _store_error(operation: str, exc: BaseException) -> MetadataStoreError:
     return MetadataStoreError(f"etcd {operation} failed: {exc!r}")
 
 
+#: Told of every call: operation, seconds, whether it succeeded (``yak.observability``).
+RequestObserver = Callable[[str, float, bool], None]
+
+
 @contextmanager
-def _translated(operation: str) -> Iterator[None]:
+def _translated(operation: str, observer: RequestObserver | None = None) -> Iterator[None]:
+    start = time.perf_counter()
+    ok = False
     try:
         yield
+        ok = True
     except (TimeoutError, rpc.AioRpcError, aetcd.exceptions.ClientError, OSError) as exc:
         task = asyncio.current_task()
         if task is not None and task.cancelling():
@@ -119,6 +129,9 @@ def _translated(operation: str) -> Iterator[None]:
         if isinstance(exc, TimeoutError):
             raise MetadataStoreError(f"etcd {operation} timed out") from exc
         raise _store_error(operation, exc) from exc
+    finally:
+        if observer is not None:
+            observer(operation, time.perf_counter() - start, ok)
 
 
 def _kv(kv: Any) -> KeyValue:
@@ -171,7 +184,7 @@ class _EtcdWatch(Watch):
         create = rpc.WatchCreateRequest(
             **_key_range(self.prefix, prefix=True), start_revision=self.start_revision or 0
         )
-        with _translated("watch"):
+        with _translated("watch", self._store._observer):
             client = await self._store._connected()
             self._call = rpc.WatchStub(client.channel).Watch(metadata=client.metadata)
             try:
@@ -259,8 +272,10 @@ class EtcdMetadataStore:
         username: str | None = None,
         password: str | None = None,
         tls: Any = None,
+        observer: RequestObserver | None = None,
     ) -> None:
         self.host = host
+        self._observer = observer
         self.port = port
         self.timeout_s = timeout_s
         options: dict[str, Any] = {
@@ -276,10 +291,16 @@ class EtcdMetadataStore:
 
     @classmethod
     def from_url(
-        cls, url: str, *, timeout_s: float = 5.0, env: Mapping[str, str] | None = None
+        cls,
+        url: str,
+        *,
+        timeout_s: float = 5.0,
+        env: Mapping[str, str] | None = None,
+        observer: RequestObserver | None = None,
     ) -> EtcdMetadataStore:
         """A store for an endpoint such as ``http://127.0.0.1:2379`` (see the module doc
-        for credentials and TLS; ``env`` defaults to ``os.environ``)."""
+        for credentials and TLS; ``env`` defaults to ``os.environ``). ``observer`` is told
+        the latency of every call (``ServiceMetrics.observe_etcd``)."""
         env = os.environ if env is None else env
         parts = urlsplit(url if "//" in url else f"//{url}")
         tls = None
@@ -294,22 +315,23 @@ class EtcdMetadataStore:
             username=parts.username or env.get("YAK_ETCD_USER") or None,
             password=parts.password or env.get("YAK_ETCD_PASSWORD") or None,
             tls=tls,
+            observer=observer,
         )
 
     async def get(self, key: KeyLike) -> KeyValue | None:
-        with _translated("get"):
+        with _translated("get", self._observer):
             response = await self._unary("kvstub", "Range", rpc.RangeRequest(key=as_key(key)))
         return _kv(response.kvs[0]) if response.kvs else None
 
     async def range_prefix(self, prefix: KeyLike) -> RangeResult:
         request = rpc.RangeRequest(**_key_range(as_key(prefix), prefix=True))
-        with _translated("range"):
+        with _translated("range", self._observer):
             response = await self._unary("kvstub", "Range", request)
         return RangeResult(tuple(_kv(kv) for kv in response.kvs), response.header.revision)
 
     async def put(self, key: KeyLike, value: bytes, *, lease: int | None = None) -> int:
         request = rpc.PutRequest(key=as_key(key), value=value, lease=lease or 0)
-        with _translated("put"):
+        with _translated("put", self._observer):
             response = await self._unary("kvstub", "Put", request)
         return int(response.header.revision)
 
@@ -321,7 +343,7 @@ class EtcdMetadataStore:
 
     async def _delete(self, key: bytes, *, prefix: bool) -> int:
         request = rpc.DeleteRangeRequest(**_key_range(key, prefix=prefix))
-        with _translated("delete"):
+        with _translated("delete", self._observer):
             response = await self._unary("kvstub", "DeleteRange", request)
         return int(response.deleted)
 
@@ -333,7 +355,7 @@ class EtcdMetadataStore:
             success=[_request_op(op) for op in on_success],
             failure=[_request_op(op) for op in on_failure],
         )
-        with _translated("txn"):
+        with _translated("txn", self._observer):
             if all(isinstance(op, GetOp) for op in (*on_success, *on_failure)):
                 response = await self._read_only_txn(request)
             else:
@@ -343,7 +365,7 @@ class EtcdMetadataStore:
         return TxnResult(bool(response.succeeded), revision, responses)
 
     async def grant_lease(self, ttl_s: int) -> int:
-        with _translated("lease grant"):
+        with _translated("lease grant", self._observer):
             response = await self._unary(
                 "leasestub", "LeaseGrant", rpc.LeaseGrantRequest(TTL=ttl_s)
             )
@@ -352,7 +374,7 @@ class EtcdMetadataStore:
         return int(response.ID)
 
     async def keep_alive_once(self, lease_id: int) -> int:
-        with _translated("lease keep-alive"):
+        with _translated("lease keep-alive", self._observer):
             client = await self._connected()
             call = client.leasestub.LeaseKeepAlive(timeout=self.timeout_s, metadata=client.metadata)
             try:
@@ -368,7 +390,7 @@ class EtcdMetadataStore:
 
     async def revoke_lease(self, lease_id: int) -> None:
         try:
-            with _translated("lease revoke"):
+            with _translated("lease revoke", self._observer):
                 await self._unary("leasestub", "LeaseRevoke", rpc.LeaseRevokeRequest(ID=lease_id))
         except LeaseExpiredError:
             pass  # already gone: the end state the caller asked for
@@ -378,7 +400,7 @@ class EtcdMetadataStore:
 
     async def compact(self, revision: int) -> None:
         request = rpc.CompactionRequest(revision=revision, physical=True)
-        with _translated("compact"):
+        with _translated("compact", self._observer):
             await self._unary("kvstub", "Compact", request)
 
     async def aclose(self) -> None:

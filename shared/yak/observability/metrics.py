@@ -1,0 +1,96 @@
+"""A service's Prometheus registry and its ``GET /metrics`` route.
+
+Each app gets its own ``ServiceMetrics`` (no module-level registry: tests run several apps in
+one process). It holds what every service exports:
+
+- ``yak_http_request_duration_seconds`` (histogram; service, route, method, status): observed
+  by ``yak.observability.http.ObservabilityMiddleware``; ``route`` is the route's template
+  (``/topics/{topic}``), never the raw path;
+- ``yak_etcd_request_duration_seconds`` (histogram; service, operation, result): observed by
+  the etcd adapter (``EtcdMetadataStore(observer=metrics.observe_etcd)``);
+- ``process_*`` and ``python_*``: prometheus-client's process, platform and GC collectors
+  (resident memory, open fds, CPU seconds, start time).
+
+Services register their own metrics and collectors on ``registry``. A collector's ``collect``
+runs at scrape time on the event loop, so it must only read in-memory state; what needs I/O
+(an etcd read) goes in a ``before_scrape`` hook, awaited by ``/metrics`` before it renders.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+__all__ = ["METRICS_PATH", "ServiceMetrics", "metrics_route"]
+
+_log = logging.getLogger(__name__)
+
+METRICS_PATH = "/metrics"
+#: HTTP latency buckets: sub-millisecond health checks up to 30 s long polls.
+HTTP_BUCKETS = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+)  # fmt: skip
+ETCD_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)
+
+
+class ServiceMetrics:
+    """The registry of one service instance and the metrics every service has."""
+
+    def __init__(self, service: str) -> None:
+        self.service = service
+        self.registry = CollectorRegistry()
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+        self.http_duration = Histogram(
+            "yak_http_request_duration_seconds",
+            "Time from a request's arrival to the end of its response, by route template.",
+            ["service", "route", "method", "status"],
+            buckets=HTTP_BUCKETS,
+            registry=self.registry,
+        )
+        self.etcd_duration = Histogram(
+            "yak_etcd_request_duration_seconds",
+            "Latency of calls to etcd (unary calls; a watch is timed until it is created).",
+            ["service", "operation", "result"],
+            buckets=ETCD_BUCKETS,
+            registry=self.registry,
+        )
+        self.before_scrape: list[Callable[[], Awaitable[None]]] = []
+
+    def observe_etcd(self, operation: str, seconds: float, ok: bool) -> None:
+        """The etcd adapter's observer: one call took ``seconds``."""
+        result = "ok" if ok else "error"
+        operation = operation.replace(" ", "_")  # "lease keep-alive" -> "lease_keep-alive"
+        self.etcd_duration.labels(self.service, operation, result).observe(seconds)
+
+    async def render(self) -> bytes:
+        """Run the ``before_scrape`` hooks, then the text exposition of every metric."""
+        for hook in self.before_scrape:
+            try:
+                await hook()
+            except Exception:  # a failed refresh leaves stale values, never a failed scrape
+                _log.exception("refreshing metrics before a scrape failed")
+        return generate_latest(self.registry)
+
+
+def metrics_route(metrics: ServiceMetrics) -> Route:
+    """``GET /metrics``: a plain Starlette route (no FastAPI dependencies, so no auth guard)."""
+
+    async def endpoint(_request: Request) -> Response:
+        return Response(await metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+    return Route(METRICS_PATH, endpoint, methods=["GET"], name="metrics")
