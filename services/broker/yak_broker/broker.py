@@ -135,7 +135,7 @@ class Broker:
     def _registration(self) -> BrokerRegistration:
         return BrokerRegistration(
             broker_id=self.settings.broker_id,
-            host=self.settings.host,
+            host=self.settings.public_host,
             port=self.settings.port,
             rack=self.settings.rack,
             started_at_ms=time.time_ns() // 1_000_000,

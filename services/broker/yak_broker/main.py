@@ -30,6 +30,13 @@ cli = typer.Typer(
 def run(
     host: Annotated[str, typer.Option(envvar="YAK_HOST", help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(envvar="YAK_PORT", help="Port to bind.")] = 9092,
+    advertised_host: Annotated[
+        str | None,
+        typer.Option(
+            envvar="YAK_ADVERTISED_HOST",
+            help="Address other processes reach this broker at (default: --host).",
+        ),
+    ] = None,
     broker_id: Annotated[int, typer.Option(envvar="YAK_NODE_ID", help="Broker id.")] = 0,
     data_dir: Annotated[
         Path, typer.Option(envvar="YAK_DATA_DIR", help="Folder of the partition logs.")
@@ -70,6 +77,7 @@ def run(
         broker_id=broker_id,
         host=host,
         port=port,
+        advertised_host=advertised_host or None,
         data_dir=data_dir,
         etcd_url=etcd,
         cluster_id=cluster_id,

@@ -10,6 +10,8 @@ setting                     environment            default
 ==========================  =====================  ==========================================
 broker_id                   YAK_NODE_ID            0
 host / port                 YAK_HOST / YAK_PORT    127.0.0.1 / 9092
+advertised_host             YAK_ADVERTISED_HOST    ``host`` (127.0.0.1 for 0.0.0.0): the
+                                                   address registered for other processes
 data_dir                    YAK_DATA_DIR           ./.yak-broker
 etcd_url                    YAK_ETCD               http://127.0.0.1:2379
 cluster_id                  YAK_CLUSTER_ID         local
@@ -50,6 +52,8 @@ class BrokerSettings:
     broker_id: int = 0
     host: str = "127.0.0.1"
     port: int = 9092
+    #: The address other processes reach this broker at (registered in etcd); default ``host``.
+    advertised_host: str | None = None
     data_dir: Path = Path(".yak-broker")
     etcd_url: str = "http://127.0.0.1:2379"
     cluster_id: str = "local"
@@ -77,6 +81,13 @@ class BrokerSettings:
             raise ValueError(f"lease TTL must be >= 1 s, got {self.lease_ttl_s}")
 
     @property
+    def public_host(self) -> str:
+        """The host registered in etcd: ``advertised_host``, else the bound ``host``."""
+        if self.advertised_host:
+            return self.advertised_host
+        return "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+
+    @property
     def registration_wait_s(self) -> float:
         """How long to wait for an older registration of this broker id to expire."""
         if self.registration_timeout_s is not None:
@@ -100,6 +111,7 @@ _ENV: tuple[tuple[str, str, type], ...] = (
     ("broker_id", "YAK_NODE_ID", int),
     ("host", "YAK_HOST", str),
     ("port", "YAK_PORT", int),
+    ("advertised_host", "YAK_ADVERTISED_HOST", str),
     ("data_dir", "YAK_DATA_DIR", Path),
     ("etcd_url", "YAK_ETCD", str),
     ("cluster_id", "YAK_CLUSTER_ID", str),

@@ -1,0 +1,16 @@
+"""The broker's settings: the address it registers for other processes."""
+
+from __future__ import annotations
+
+from yak_broker.settings import BrokerSettings
+
+
+def test_the_bound_host_is_registered_by_default() -> None:
+    assert BrokerSettings(host="10.0.0.5").public_host == "10.0.0.5"
+
+
+def test_a_wildcard_bind_registers_loopback_unless_advertised() -> None:
+    assert BrokerSettings(host="0.0.0.0").public_host == "127.0.0.1"
+    settings = BrokerSettings.from_env({"YAK_HOST": "0.0.0.0", "YAK_ADVERTISED_HOST": "broker-1"})
+    assert settings.host == "0.0.0.0"
+    assert settings.public_host == "broker-1"
