@@ -1,0 +1,52 @@
+"""The image's HEALTHCHECK: GET the running service's ``/healthz`` on 127.0.0.1.
+
+The port is the ``--port`` the entry point gave the service (read from PID 1's command
+line), else ``YAK_PORT``. With ``YAK_TLS_CERT`` set the service speaks TLS: the check uses
+https and verifies with ``YAK_TLS_CA`` (certificates name 127.0.0.1), presenting
+``YAK_TLS_CLIENT_CERT``/``_KEY`` when a listener requires client certificates. Standard
+library only; exit 0 when the answer is 200, else 1.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import ssl
+import sys
+import urllib.request
+from pathlib import Path
+
+
+def service_port() -> int:
+    """The ``--port`` of PID 1 (the service the entry point exec'd), else ``YAK_PORT``."""
+    try:
+        argv = Path("/proc/1/cmdline").read_bytes().decode().split("\0")
+    except OSError:
+        argv = []
+    for flag, value in itertools.pairwise(argv):
+        if flag == "--port":
+            return int(value)
+    return int(os.environ.get("YAK_PORT", "9420"))
+
+
+def main() -> int:
+    context: ssl.SSLContext | None = None
+    scheme = "http"
+    if os.environ.get("YAK_TLS_CERT"):
+        scheme = "https"
+        context = ssl.create_default_context(cafile=os.environ.get("YAK_TLS_CA") or None)
+        if os.environ.get("YAK_TLS_CLIENT_CERT"):
+            context.load_cert_chain(
+                os.environ["YAK_TLS_CLIENT_CERT"], os.environ.get("YAK_TLS_CLIENT_KEY")
+            )
+    url = f"{scheme}://127.0.0.1:{service_port()}/healthz"
+    try:
+        with urllib.request.urlopen(url, timeout=2.5, context=context) as answer:
+            return 0 if answer.status == 200 else 1
+    except OSError as exc:
+        print(f"{url}: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
