@@ -7,7 +7,9 @@ comment every idle poll) or a WebSocket (``.../ws``, pull-based: the server send
 ``{"type": "poll"}`` message, so a slow client is never flooded; ``{"type": "commit", ...}``
 commits). Backpressure on SSE comes from the connection: the next poll runs only once the
 previous event was written to the socket. Commits are explicit unless the member joined with
-``auto_commit``; offsets are the next ones to read; an old ``member_epoch`` is fenced.
+``auto_commit``; offsets are the next ones to read; an old ``member_epoch`` is fenced. Polls
+answer 429 over the principal's fetch quota; streams wait for it instead (``Quotas.throttle``)
+and are charged each event's bytes.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from yak_rest_proxy.consumers.members import Member, new_instance_id
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.native.routes import render_record
-from yak_rest_proxy.quotas.quotas import QuotaKind
+from yak_rest_proxy.quotas.quotas import QuotaKind, Quotas
 from yak_rest_proxy.runtime import ProxyRuntime
 
 __all__ = ["group_router"]
@@ -221,9 +223,12 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
         """Server-Sent Events: one ``records`` event per batch; ``error`` then end on failure."""
         await consumers.members.load(group, member)  # 404 before the stream starts
         encodings = _Encodings(key_encoding, value_encoding, header_encoding)
+        quotas = runtime.quotas
+        principal = quotas.principal()
 
         async def events() -> AsyncIterator[bytes]:
             while True:
+                await quotas.throttle(QuotaKind.FETCH, principal)
                 try:
                     state, polled = await consumers.poll_member(
                         group, member, timeout_ms=_STREAM_POLL_MS, max_bytes=max_bytes
@@ -235,7 +240,9 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
                     yield b": idle\n\n"
                     continue
                 body = encodings.poll_body(state, polled).model_dump(mode="json")
-                yield b"event: records\ndata: " + orjson.dumps(body) + b"\n\n"
+                event = b"event: records\ndata: " + orjson.dumps(body) + b"\n\n"
+                quotas.charge(QuotaKind.FETCH, principal, len(event))
+                yield event
 
         headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
         return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
@@ -254,6 +261,7 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
         ``{"type": "committed"}``; failures answer ``{"type": "error", "code", "message"}``."""
         await socket.accept()
         encodings = _Encodings(key_encoding, value_encoding, header_encoding)
+        fetch = _Fetch(runtime.quotas, runtime.quotas.principal())
         with contextlib.suppress(WebSocketDisconnect):
             while True:
                 message: Any = await socket.receive_json()
@@ -265,12 +273,29 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
                         message,
                         encodings,
                         settings.consumer_request_max_timeout_ms,
+                        fetch,
                     )
                 except YakError as exc:
                     reply = {"type": "error", **exc.to_dict()}
-                await socket.send_json(reply)
+                text = orjson.dumps(reply).decode()
+                if reply["type"] == "records":
+                    fetch.charge(len(text))
+                await socket.send_text(text)
 
     return router
+
+
+class _Fetch:
+    """A stream's fetch quota: the principal it is charged to, and the quotas."""
+
+    def __init__(self, quotas: Quotas, principal: str) -> None:
+        self._quotas, self._principal = quotas, principal
+
+    async def throttle(self) -> None:
+        await self._quotas.throttle(QuotaKind.FETCH, self._principal)
+
+    def charge(self, size: int) -> None:
+        self._quotas.charge(QuotaKind.FETCH, self._principal, size)
 
 
 async def _ws_reply(
@@ -280,9 +305,11 @@ async def _ws_reply(
     message: Any,
     encodings: _Encodings,
     max_timeout_ms: int,
+    fetch: _Fetch,
 ) -> dict[str, Any]:
     kind = message.get("type") if isinstance(message, dict) else None
     if kind == "poll":
+        await fetch.throttle()
         timeout = min(int(message.get("timeout_ms", 1_000)), max_timeout_ms)
         max_bytes = int(message.get("max_bytes", 1024 * 1024))
         state, polled = await consumers.poll_member(

@@ -10,11 +10,17 @@ Routes call ``admit(kind)`` before the work — it raises ``ThrottlingQuotaExcee
 (429 + ``Retry-After``) while the principal's bucket is in debt — and ``charge`` with the bytes
 once known: a produce request's body, a fetch answer's body. With no default and no override
 ``admit`` is one attribute test and returns None, so the produce path pays nothing more.
+
+Streams (SSE ``/stream`` and WebSocket ``/ws`` consumers) are throttled the Kafka way instead:
+before each poll ``throttle`` *waits* until the principal's bucket is out of debt, and each
+event's bytes are charged. A stream holds its connection anyway, and nothing in it times out
+on a late event, so there is no 429 to answer; the client simply receives at its quota.
 Single event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from enum import Enum
@@ -78,8 +84,7 @@ class Quotas:
         """The request's principal if quotas apply (None if not); 429 while it is over."""
         if not self.active:
             return None
-        access = current_access.get()
-        principal = ANONYMOUS if access is None else access.principal
+        principal = self.principal()
         delay = self._limiters[kind].delay(principal, self._clock())
         if delay > 0:
             wait = retry_after_s(delay)
@@ -93,6 +98,20 @@ class Quotas:
                 retry_after_ms=max(1, round(delay * 1000)),
             )
         return principal
+
+    @staticmethod
+    def principal() -> str:
+        """The request's principal (``User:ANONYMOUS`` with security off)."""
+        access = current_access.get()
+        return ANONYMOUS if access is None else access.principal
+
+    async def throttle(self, kind: QuotaKind, principal: str) -> None:
+        """Wait until ``principal`` is out of debt for ``kind`` (streams; see the docstring)."""
+        while self.active:
+            delay = self._limiters[kind].delay(principal, self._clock())
+            if delay <= 0:
+                return
+            await asyncio.sleep(delay)  # the debt is repaid at a known rate: a timed wait
 
     def charge(self, kind: QuotaKind, principal: str | None, size: int) -> None:
         """Count ``size`` bytes against the principal ``admit`` returned (None: no-op)."""
