@@ -11,6 +11,13 @@ With security on (docs/security.md) every request carries a credential: ``api_ke
 credential raises ``AuthenticationError`` (401), a denied operation the
 ``*AuthorizationError`` of its resource type (403); neither is retriable.
 
+A proxy answers **429** ``THROTTLING_QUOTA_EXCEEDED`` with ``Retry-After`` while the principal
+is over its byte-rate quota; the request was not served, so sending it again is safe. ``call``
+with ``throttle_budget_s`` waits as told and sends again while the waits fit in that budget
+(the consumer's polls and the reader's reads use it), then raises the
+``ThrottlingQuotaExceededError`` (retriable). The producer waits out 429s within its delivery
+timeout instead (``sender``).
+
 An ``https://`` proxy is verified with ``verify``: a CA bundle path, an ``ssl.SSLContext``,
 or False (no verification, tests only); by default ``YAK_TLS_CA`` (else the default roots),
 with the client certificate of ``YAK_TLS_CLIENT_CERT``/``YAK_TLS_CLIENT_KEY`` if set
@@ -20,8 +27,10 @@ certificate: a proxy asking for one takes its subject as the principal (mutual T
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import ssl
+import time
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
@@ -31,9 +40,14 @@ from pydantic import BaseModel, ValidationError
 from yak.api.records import API_PREFIX
 from yak.clients._http import error_from_response
 from yak.clients.tls import ClientTls, ssl_context
-from yak.errors import KafkaTimeoutError, NetworkError, UnknownServerError
+from yak.errors import (
+    KafkaTimeoutError,
+    NetworkError,
+    ThrottlingQuotaExceededError,
+    UnknownServerError,
+)
 
-__all__ = ["ApiClient", "Params", "Verify", "auth_headers", "client_verify"]
+__all__ = ["ApiClient", "Params", "Verify", "auth_headers", "client_verify", "throttle_ms"]
 
 _M = TypeVar("_M", bound=BaseModel)
 _JSON = {"content-type": "application/json"}
@@ -144,11 +158,25 @@ class ApiClient:
         *,
         params: Params | None = None,
         timeout_s: float | None = None,
+        throttle_budget_s: float = 0.0,
     ) -> _M:
-        """Send, raise the typed error of a non-2xx answer, else parse the answer as ``model``."""
-        response = await self.send(method, path, body, params=params, timeout_s=timeout_s)
-        if response.is_error:
-            raise error_from_response(response)
+        """Send, raise the typed error of a non-2xx answer, else parse the answer as ``model``.
+
+        A 429 over a quota is sent again after its ``Retry-After`` while the waits fit in
+        ``throttle_budget_s`` (see the module docstring).
+        """
+        deadline = time.monotonic() + throttle_budget_s
+        while True:
+            response = await self.send(method, path, body, params=params, timeout_s=timeout_s)
+            if not response.is_error:
+                break
+            error = error_from_response(response)
+            if not isinstance(error, ThrottlingQuotaExceededError):
+                raise error
+            wait_s = throttle_ms(error) / 1000
+            if time.monotonic() + wait_s > deadline:
+                raise error
+            await asyncio.sleep(wait_s)  # the proxy said when: a timed wait, not a poll
         try:
             return model.model_validate_json(response.content)
         except ValidationError as exc:
@@ -169,3 +197,12 @@ class ApiClient:
         response = await self.send(method, path, body, params=params)
         if response.is_error:
             raise error_from_response(response)
+
+
+def throttle_ms(error: ThrottlingQuotaExceededError) -> float:
+    """How long a throttled request must wait, from the answer's details (Retry-After)."""
+    given = error.details.get("retry_after_ms")
+    if not isinstance(given, int | float):
+        seconds = error.details.get("retry_after_s")
+        given = seconds * 1000 if isinstance(seconds, int | float) else 1000
+    return float(given)

@@ -18,6 +18,10 @@ The member stays in the group while it sends a request at least every ``session_
 (polling does); a member that expired is re-joined by ``poll`` under the same member id, its
 uncommitted positions lost, as a Kafka consumer re-joins after a session timeout. ``aclose``
 leaves the group. One event loop; use ``yak.sdk.Consumer`` from threads.
+
+Over the principal's fetch quota the proxy answers a poll with 429 and ``Retry-After``
+(positions do not move): ``poll`` waits as told and polls again, for at most
+``max_throttle_ms`` in all (default 60 s), then raises ``ThrottlingQuotaExceededError``.
 """
 
 from __future__ import annotations
@@ -74,12 +78,14 @@ class AsyncConsumer:
         member_id: str | None = None,
         max_bytes: int = 1024 * 1024,
         request_timeout_ms: int = 30_000,
+        max_throttle_ms: int = 60_000,
         transport: httpx.AsyncBaseTransport | None = None,
         api_key: str | None = None,
         username: str | None = None,
         password: str | None = None,
     ) -> None:
         self.group = group
+        self._max_throttle_s = max_throttle_ms / 1000
         self._join = JoinGroupRequest(
             member_id=member_id,
             topics=[topics] if isinstance(topics, str) else list(topics),
@@ -214,6 +220,7 @@ class AsyncConsumer:
                 PollResponse,
                 params=params,
                 timeout_s=timeout_ms / 1000 + self._request_timeout_s,
+                throttle_budget_s=self._max_throttle_s,
             )
         except UnknownMemberIdError:
             await self._join_group()  # expired: join again, from the committed offsets

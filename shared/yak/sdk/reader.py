@@ -3,7 +3,9 @@
 ``GET /api/v1/topics/{t}/partitions/{p}/records`` with base64 encodings: records as bytes from
 ``offset`` on, where to read next, and the partition's log start offset and high watermark.
 ``timeout_ms`` makes the read a long poll, woken by the append. Nothing is stored anywhere:
-the caller keeps its own position (``PartitionRead.next_offset``).
+the caller keeps its own position (``PartitionRead.next_offset``). A read refused with 429
+over the principal's fetch quota is sent again after its ``Retry-After``, for at most
+``max_throttle_ms`` in all (default 60 s), then ``ThrottlingQuotaExceededError`` is raised.
 """
 
 from __future__ import annotations
@@ -40,12 +42,14 @@ class AsyncPartitionReader:
         url: str,
         *,
         request_timeout_ms: int = 30_000,
+        max_throttle_ms: int = 60_000,
         transport: httpx.AsyncBaseTransport | None = None,
         api_key: str | None = None,
         username: str | None = None,
         password: str | None = None,
     ) -> None:
         self._request_timeout_s = request_timeout_ms / 1000
+        self._max_throttle_s = max_throttle_ms / 1000
         self._api = ApiClient(
             url,
             timeout_s=self._request_timeout_s,
@@ -97,6 +101,7 @@ class AsyncPartitionReader:
             PartitionRecords,
             params=params,
             timeout_s=timeout_ms / 1000 + self._request_timeout_s,
+            throttle_budget_s=self._max_throttle_s,
         )
         return PartitionRead(
             [consumer_record(r) for r in answer.records],

@@ -54,7 +54,7 @@ from yak.errors import (
     YakError,
     error_for_code,
 )
-from yak.sdk._client import ApiClient
+from yak.sdk._client import ApiClient, throttle_ms
 from yak.sdk.accumulator import BatchQueue, ProducerBatch
 from yak.sdk.idempotence import SequenceNumbers
 from yak.sdk.metadata import TopicMetadata
@@ -325,12 +325,3 @@ class Sender:
 def _resolve(item: PendingRecord, metadata: RecordMetadata) -> None:
     if not item.future.done():
         item.future.set_result(metadata)
-
-
-def throttle_ms(error: ThrottlingQuotaExceededError) -> float:
-    """How long a throttled request must wait, from the answer's details (Retry-After)."""
-    given = error.details.get("retry_after_ms")
-    if not isinstance(given, int | float):
-        seconds = error.details.get("retry_after_s")
-        given = seconds * 1000 if isinstance(seconds, int | float) else 1000
-    return float(given)

@@ -14,7 +14,7 @@ from fastapi import FastAPI, Request
 from yak.errors import ThrottlingQuotaExceededError
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
-from yak.sdk.sender import throttle_ms
+from yak.sdk._client import throttle_ms
 from yak_rest_proxy.http.body import read_body
 from yak_rest_proxy.http.errors import install_error_handlers, v2_error
 from yak_rest_proxy.http.read_timeout import BodyReadTimeout
@@ -155,3 +155,20 @@ async def test_a_stalled_body_answers_408() -> None:
 
 def _active(quotas: Quotas) -> bool:
     return quotas.active  # a call, so the type checker does not narrow the property
+
+
+async def test_a_stream_waits_out_its_debt_instead_of_failing(
+    overrides: tuple[QuotaStore, QuotaOverrides],
+) -> None:
+    _, following = overrides
+    quotas = Quotas(following, fetch_bytes_per_s=10_000)
+    principal = quotas.principal()
+    assert principal == ANONYMOUS
+    started = asyncio.get_running_loop().time()
+    await quotas.throttle(QuotaKind.FETCH, principal)  # a full bucket: no wait
+    assert asyncio.get_running_loop().time() - started < 0.05
+    quotas.charge(QuotaKind.FETCH, principal, 10_000 + 3_000)  # the burst, then 0.3 s of debt
+    await quotas.throttle(QuotaKind.FETCH, principal)
+    waited = asyncio.get_running_loop().time() - started
+    assert 0.25 <= waited < 1.0
+    await Quotas(following).throttle(QuotaKind.FETCH, principal)  # no quota: never waits
