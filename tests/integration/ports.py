@@ -6,14 +6,14 @@ import random
 import socket
 
 
-def layout_offsets(brokers: int, coordinators: int = 2) -> tuple[int, ...]:
-    """Offsets ``yak up`` binds: etcd client/peer, coordinators, brokers, proxy, console."""
+def layout_offsets(brokers: int, coordinators: int = 2, proxies: int = 1) -> tuple[int, ...]:
+    """Offsets ``yak up`` binds: etcd client/peer, coordinators, brokers, proxies, console."""
     return (
         0,
         1,
         *(10 + i for i in range(coordinators)),
         *(20 + i for i in range(brokers)),
-        30,
+        *(30 + i for i in range(proxies)),
         40,
     )
 

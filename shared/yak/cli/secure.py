@@ -83,7 +83,7 @@ def secure_spec(spec: ProcessSpec, data_dir: Path) -> ProcessSpec:
         env["YAK_TLS_KEY"] = str(tls / f"{spec.name}-key.pem")
         url = url.replace("http://", "https://", 1) if url else url
         health_url = health_url.replace("http://", "https://", 1) if health_url else health_url
-    if spec.name == "rest-proxy":
+    if spec.name.startswith("rest-proxy"):
         env["YAK_TLS_CLIENT_AUTH"] = "optional"
     if "YAK_API_URL" in env:
         env["YAK_API_URL"] = env["YAK_API_URL"].replace("http://", "https://", 1)

@@ -4,7 +4,11 @@ Port layout from ``--base-port`` B (defaults in brackets for B = 9400)::
 
     etcd client B [9400], etcd peer B+1 [9401]
     coordinators B+10+i [9410, 9411]      brokers B+20+i [9420, 9421, 9422]
-    rest-proxy B+30 [9430]                console B+40 [9440]
+    rest-proxies B+30+i [9430]            console B+40 [9440]
+
+``--brokers``, ``--coordinators`` and ``--proxies`` (1-9 each; defaults 3, 2 and 1) say how
+many of each run. The first rest-proxy is named ``rest-proxy`` (the CLI's default endpoint),
+the others ``rest-proxy-1``, ``rest-proxy-2`` ...; the console talks to the first.
 
 Every service gets ``YAK_ETCD``, ``YAK_CLUSTER_ID``, ``YAK_NODE_ID`` (its index: broker id,
 coordinator id) and ``YAK_DATA_DIR`` in its environment besides ``--host``/``--port``.
@@ -89,11 +93,12 @@ def plan_cluster(
     coordinators: int,
     cluster_id: str,
     *,
+    proxies: int = 1,
     secure: bool = False,
 ) -> ClusterPlan:
     """Lay out ports, data folders and commands for a local cluster."""
-    if brokers < 1 or brokers > 9 or coordinators < 1 or coordinators > 9:
-        raise typer.BadParameter("use 1-9 brokers and 1-9 coordinators")
+    if not all(1 <= count <= 9 for count in (brokers, coordinators, proxies)):
+        raise typer.BadParameter("use 1-9 brokers, 1-9 coordinators and 1-9 proxies")
     common = (data_dir, f"http://{HOST}:{base_port}", cluster_id)
     specs = [
         _service(f"coordinator-{i}", "yak-coordinator", base_port + 10 + i, *common)
@@ -102,13 +107,21 @@ def plan_cluster(
     specs += [
         _service(f"broker-{i}", "yak-broker", base_port + 20 + i, *common) for i in range(brokers)
     ]
-    specs.append(_service("rest-proxy", "yak-rest-proxy", base_port + 30, *common))
+    specs += [
+        _service(_proxy_name(i), "yak-rest-proxy", base_port + 30 + i, *common)
+        for i in range(proxies)
+    ]
     console = _service("console", "yak-console", base_port + 40, *common)
     proxy_url = f"http://{HOST}:{base_port + 30}"
     specs.append(replace(console, env={**console.env, "YAK_API_URL": proxy_url}))
     if secure:
         specs = [secure_spec(spec, data_dir) for spec in specs]
     return ClusterPlan(data_dir, cluster_id, base_port, base_port + 1, tuple(specs), secure)
+
+
+def _proxy_name(index: int) -> str:
+    """``rest-proxy`` for the first (the name the CLI looks for), then ``rest-proxy-<i>``."""
+    return "rest-proxy" if index == 0 else f"rest-proxy-{index}"
 
 
 def _with_console_key(spec: ProcessSpec, api_key: str) -> ProcessSpec:
@@ -176,13 +189,16 @@ def up(
     base_port: Annotated[int, typer.Option(help="First port of the layout.")] = 9400,
     brokers: Annotated[int, typer.Option(help="Number of brokers.")] = 3,
     coordinators: Annotated[int, typer.Option(help="Number of coordinators.")] = 2,
+    proxies: Annotated[int, typer.Option(help="Number of rest-proxies.")] = 1,
     cluster_id: Annotated[str, typer.Option(help="Cluster id (etcd key prefix).")] = "local",
     secure: Annotated[
         bool, typer.Option("--secure", help="TLS, a cluster secret and security on.")
     ] = False,
 ) -> None:
     """Start a local cluster: embedded etcd and every Yak service, until Ctrl-C."""
-    plan = plan_cluster(data_dir, base_port, brokers, coordinators, cluster_id, secure=secure)
+    plan = plan_cluster(
+        data_dir, base_port, brokers, coordinators, cluster_id, proxies=proxies, secure=secure
+    )
     plan.data_dir.mkdir(parents=True, exist_ok=True)
     if plan.secure:
         write_tls_files(plan.data_dir, plan.services)
