@@ -6,7 +6,8 @@ Every command is one request to the rest-proxy's group admin API through the SDK
 results are rich tables. ``reset-offsets`` moves committed offsets to the earliest or latest
 offset, a timestamp or an offset, for every topic the group has offsets for or only
 ``--topic``; it is refused while the group has members unless ``--force``, and ``--dry-run``
-shows what would change without changing it.
+shows what would change without changing it. ``offsets export`` / ``offsets import`` save a
+group's committed offsets to a JSON file and set them from one (``yak.cli.group_offsets``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from yak.api.groups import GroupDescription, TopicPartitionList
+from yak.cli import group_offsets
 from yak.cli.cluster import DataDirOption
 from yak.cli.proxy import ApiKeyOption, UrlOption, proxy_url, run_or_exit
 from yak.cli.secure import cluster_api_key
@@ -31,6 +33,7 @@ _T = TypeVar("_T")
 _DATA_DIR = Path(".yak")
 
 app = typer.Typer(no_args_is_help=True, help="List, describe and reset consumer groups.")
+app.add_typer(group_offsets.app, name="offsets")
 
 
 def _admin_call(

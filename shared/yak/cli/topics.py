@@ -1,7 +1,9 @@
-"""``yak topics``: create, list, describe, alter and delete topics (like kafka-topics).
+"""``yak topics``: create, list, describe, alter and delete topics (like kafka-topics); dump
+a topic's records to a folder and restore them (``yak.cli.topic_dump``).
 
-Every command is one admin request to a coordinator (see ``yak.cli.cluster`` for how it is
-found and how errors are printed); results are shown as rich tables.
+Every command but dump and restore is one admin request to a coordinator (see
+``yak.cli.cluster`` for how it is found and how errors are printed); results are shown as rich
+tables. Dump and restore go through the rest-proxy with the SDK (``yak.cli.proxy``).
 """
 
 from __future__ import annotations
@@ -11,10 +13,14 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.progress import Progress
 from rich.table import Table
 
 from yak.api.admin import PartitionInfo, TopicDescription
 from yak.cli.cluster import AdminApiKeyOption, CoordinatorOption, DataDirOption, call_admin
+from yak.cli.proxy import ApiKeyOption, UrlOption, proxy_url, run_or_exit
+from yak.cli.secure import cluster_api_key
+from yak.cli.topic_dump import dump_topic, read_manifest, restore_topic
 from yak.topic_config import MIN_INSYNC_REPLICAS
 
 __all__ = ["app", "parse_configs", "partition_status"]
@@ -236,3 +242,66 @@ def reassign(
         f"{name}-{state.partition}: replicas {state.replicas} isr {state.isr} "
         f"adding {state.adding_replicas} removing {state.removing_replicas}"
     )
+
+
+@app.command()
+def dump(
+    name: str,
+    out: Annotated[Path, typer.Option("--out", help="Folder to write (created; empty).")],
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    data_dir: DataDirOption = _DATA_DIR,
+) -> None:
+    """Write every partition's records (keys, headers, timestamps) and the topic's shape and
+    configs to a folder, as JSON lines (format: ``yak.cli.topic_dump``)."""
+    target, key = proxy_url(url, data_dir), cluster_api_key(api_key, data_dir)
+    with Progress(console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task(f"dumping {name}", total=None)
+        try:
+            manifest = run_or_exit(
+                dump_topic(
+                    target, name, out, api_key=key, advance=lambda n: progress.advance(task, n)
+                )
+            )
+        except FileExistsError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--out") from None
+    records = sum(f.records for f in manifest.files)
+    typer.echo(f"dumped {records} records of {name} ({manifest.partitions} partitions) to {out}")
+
+
+@app.command()
+def restore(
+    folder: Annotated[Path, typer.Argument(metavar="DIR", help="A folder of `yak topics dump`.")],
+    topic: Annotated[
+        str | None, typer.Option("--topic", help="Restore under this name (default: the dump's).")
+    ] = None,
+    replication_factor: Annotated[
+        int | None, typer.Option(min=1, help="Default: the dumped topic's.")
+    ] = None,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    data_dir: DataDirOption = _DATA_DIR,
+) -> None:
+    """Create the dumped topic (same partitions and configs) and produce its records back to
+    the same partitions in order."""
+    try:
+        total = sum(f.records for f in read_manifest(folder).files)
+    except (OSError, ValueError) as exc:
+        raise typer.BadParameter(f"{folder}: {exc}", param_hint="DIR") from None
+    target, key = proxy_url(url, data_dir), cluster_api_key(api_key, data_dir)
+    with Progress(console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task("restoring", total=total)
+        try:
+            restored, produced = run_or_exit(
+                restore_topic(
+                    target,
+                    folder,
+                    topic=topic,
+                    replication_factor=replication_factor,
+                    api_key=key,
+                    advance=lambda n: progress.advance(task, n),
+                )
+            )
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="DIR") from None
+    typer.echo(f"restored {produced} records into topic {restored}")

@@ -1,0 +1,177 @@
+"""Partition reassignment plans (pure): Kafka's JSON format, generation and verification.
+
+The format is kafka-reassign-partitions' ``--reassignment-json-file``::
+
+    {"version": 1,
+     "partitions": [{"topic": "orders", "partition": 0, "replicas": [1, 2],
+                     "log_dirs": ["any", "any"]}]}
+
+``log_dirs`` is optional and, Yak having one data folder per broker, must be ``"any"``.
+
+``generate_plan`` moves partitions onto a broker list with as little copying as balance
+allows (Kafka's ``--generate`` places everything afresh; this keeps what it can):
+
+1. **keep** — each partition (in topic, partition order) keeps its replicas that are on the
+   listed brokers, as long as that broker holds fewer than ``ceil(total replicas / brokers)``
+   kept replicas and, with racks, its rack is not already used by the partition while another
+   rack is free;
+2. **fill** — missing replicas go to the listed broker with (rack already used by the
+   partition, replicas so far, id) smallest: racks spread first, then load;
+3. **lead** — the first replica (the preferred leader) stays the current one when it was kept
+   and leads fewer than ``ceil(partitions / brokers)`` partitions, else the partition's replica
+   leading the fewest so far.
+
+Only partitions whose replica list changes are in the plan. ``rollback_plan`` is the current
+assignment of the same partitions, to undo a plan with ``--execute``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, NamedTuple
+
+__all__ = [
+    "PlanEntry",
+    "PlanStatus",
+    "generate_plan",
+    "parse_plan",
+    "plan_document",
+    "plan_status",
+]
+
+
+class PlanEntry(NamedTuple):
+    """One partition's replica list (the first one is the preferred leader)."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+
+
+#: Where a plan's partition is: moved as planned, moving, or on other replicas.
+PlanStatus = Literal["complete", "in progress", "not started"]
+
+
+def parse_plan(document: object) -> list[PlanEntry]:
+    """The entries of a plan document; ``ValueError`` with the precise problem."""
+    if not isinstance(document, dict):
+        raise ValueError("a plan is a JSON object with version and partitions")
+    if document.get("version", 1) != 1:
+        raise ValueError(f"unsupported plan version {document.get('version')!r} (only 1)")
+    partitions = document.get("partitions")
+    if not isinstance(partitions, list):
+        raise ValueError('a plan needs a "partitions" list')
+    entries: list[PlanEntry] = []
+    seen: set[tuple[str, int]] = set()
+    for i, item in enumerate(partitions):
+        entry = _entry(i, item)
+        if (entry.topic, entry.partition) in seen:
+            raise ValueError(f"partitions[{i}]: {entry.topic}-{entry.partition} is listed twice")
+        seen.add((entry.topic, entry.partition))
+        entries.append(entry)
+    return entries
+
+
+def _entry(i: int, item: object) -> PlanEntry:
+    where = f"partitions[{i}]"
+    if not isinstance(item, dict):
+        raise ValueError(f"{where} is not an object")
+    topic, partition, replicas = item.get("topic"), item.get("partition"), item.get("replicas")
+    if not isinstance(topic, str) or not topic:
+        raise ValueError(f"{where}: topic must be a non-empty string")
+    if not isinstance(partition, int) or isinstance(partition, bool) or partition < 0:
+        raise ValueError(f"{where}: partition must be an integer >= 0")
+    if (
+        not isinstance(replicas, list)
+        or not replicas
+        or not all(isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in replicas)
+    ):
+        raise ValueError(f"{where}: replicas must be a non-empty list of broker ids")
+    if len(set(replicas)) != len(replicas):
+        raise ValueError(f"{where}: replicas {replicas} repeat a broker")
+    log_dirs = item.get("log_dirs")
+    if log_dirs is not None and (
+        not isinstance(log_dirs, list)
+        or len(log_dirs) != len(replicas)
+        or any(d != "any" for d in log_dirs)
+    ):
+        raise ValueError(f'{where}: log_dirs must be "any" per replica (one data dir a broker)')
+    return PlanEntry(topic, partition, tuple(replicas))
+
+
+def plan_document(entries: Iterable[PlanEntry]) -> dict[str, Any]:
+    """The plan as Kafka's JSON document (sorted by topic and partition)."""
+    return {
+        "version": 1,
+        "partitions": [
+            {
+                "topic": e.topic,
+                "partition": e.partition,
+                "replicas": list(e.replicas),
+                "log_dirs": ["any"] * len(e.replicas),
+            }
+            for e in sorted(entries)
+        ],
+    }
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def generate_plan(
+    current: Sequence[PlanEntry], brokers: Mapping[int, str | None]
+) -> list[PlanEntry]:
+    """A plan moving ``current`` onto ``brokers`` (id → rack); see the module doc."""
+    if not brokers:
+        raise ValueError("the broker list is empty")
+    ids = sorted(brokers)
+    for e in current:
+        if len(e.replicas) > len(ids):
+            raise ValueError(
+                f"{e.topic}-{e.partition} has {len(e.replicas)} replicas but only "
+                f"{len(ids)} brokers are listed"
+            )
+    ordered = sorted(current)
+    cap = _ceil_div(sum(len(e.replicas) for e in ordered), len(ids))
+    rack_count = len({brokers[b] for b in ids})
+    load = dict.fromkeys(ids, 0)
+    kept: list[list[int]] = []
+    for e in ordered:
+        keep: list[int] = []
+        for r in e.replicas:
+            racks = {brokers[k] for k in keep}
+            crowded = brokers.get(r) in racks and len(racks) < rack_count
+            if r in brokers and load[r] < cap and not crowded:
+                keep.append(r)
+                load[r] += 1
+        kept.append(keep)
+    for e, keep in zip(ordered, kept, strict=True):
+        while len(keep) < len(e.replicas):
+            racks = {brokers[k] for k in keep}
+            spare = [b for b in ids if b not in keep]
+            chosen = min(spare, key=lambda b: (brokers[b] in racks, load[b], b))
+            keep.append(chosen)
+            load[chosen] += 1
+    leader_cap = _ceil_div(len(ordered), len(ids))
+    leading = dict.fromkeys(ids, 0)
+    plan: list[PlanEntry] = []
+    for e, keep in zip(ordered, kept, strict=True):
+        first = e.replicas[0]
+        if first not in keep or leading[first] >= leader_cap:
+            first = min(keep, key=lambda b: (leading[b], keep.index(b)))
+        leading[first] += 1
+        replicas = (first, *(r for r in keep if r != first))
+        if replicas != e.replicas:
+            plan.append(PlanEntry(e.topic, e.partition, replicas))
+    return plan
+
+
+def plan_status(
+    entry: PlanEntry, replicas: Sequence[int], adding: Sequence[int], removing: Sequence[int]
+) -> PlanStatus:
+    """Where ``entry`` stands given its partition's current replica list and move."""
+    if adding or removing:
+        target = tuple(r for r in replicas if r not in removing)
+        return "in progress" if target == entry.replicas else "not started"
+    return "complete" if tuple(replicas) == entry.replicas else "not started"
