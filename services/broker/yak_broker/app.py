@@ -2,11 +2,11 @@
 
 The broker stores partition replicas and serves them: the binary data plane (``/v1/produce``,
 ``/v1/fetch``: plain Starlette routes, see ``data_plane``), JSON endpoints for offsets and
-partitions (FastAPI, see ``admin_routes``), and ``/healthz``/``/readyz``. With a cluster
-secret configured, every route but the health checks refuses callers without it
-(``yak.web.cluster_secret``). The lifespan starts and stops the ``Broker`` (logs, metadata,
-registration); uvicorn stops accepting connections and lets requests finish before the
-lifespan's shutdown runs.
+partitions (FastAPI, see ``admin_routes``), ``/healthz``/``/readyz`` and ``/metrics``
+(``metrics``; docs/observability.md). With a cluster secret configured, every route but the
+health checks and ``/metrics`` refuses callers without it (``yak.web.cluster_secret``). The
+lifespan starts and stops the ``Broker`` (logs, metadata, registration); uvicorn stops
+accepting connections and lets requests finish before the lifespan's shutdown runs.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from yak import __version__
+from yak.observability.http import install_observability
+from yak.observability.metrics import ServiceMetrics
 from yak.web.cluster_secret import ClusterSecretMiddleware
 from yak.web.errors import install_error_handlers
 from yak.web.health import health_router
@@ -32,7 +34,8 @@ def create_app(
     settings: BrokerSettings | None = None, *, store_factory: StoreFactory | None = None
 ) -> FastAPI:
     """Build the broker ASGI app (settings default to the ``YAK_*`` environment)."""
-    broker = Broker(settings or BrokerSettings.from_env(), store_factory)
+    metrics = ServiceMetrics("broker")
+    broker = Broker(settings or BrokerSettings.from_env(), store_factory, metrics=metrics)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -50,4 +53,5 @@ def create_app(
     install_error_handlers(app)
     if broker.settings.cluster_secret is not None:
         app.add_middleware(ClusterSecretMiddleware, secret=broker.settings.cluster_secret)
+    install_observability(app, metrics)  # outermost: times and ids every request
     return app

@@ -25,6 +25,9 @@ Kafka. If the broker loses leadership meanwhile the wait ends with
 Nothing in the append path awaits before the log write, so partitions see appends in arrival
 order.
 Timestamps are the producer's (CreateTime): ``log_append_time`` is always -1.
+Each appended partition adds its bytes and records to the topic's bytes-in and records-in
+counters (``metrics.BrokerTopicStats``); a retried batch the log recognised as a duplicate
+does not.
 """
 
 from __future__ import annotations
@@ -66,6 +69,8 @@ async def _append(
             leader.check_acks_all(replica.min_insync_replicas)
         log = replica.log
         info = log.append(wanted.records, leader.leader_epoch)  # validates all, then writes
+        if not info.duplicate:
+            replicas.stats.on_produce(tp.topic, len(memoryview(wanted.records)), info.record_count)
         end = info.last_offset + 1
         if not log.config.sync:
             replicas.on_leader_append(replica)

@@ -35,9 +35,11 @@ from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace, ParsedKey
 from yak.metadata.models import BrokerRegistration, PartitionState
 from yak.metadata.store import MetadataStore
+from yak.observability.metrics import ServiceMetrics
 from yak_broker.fetch_waiter import FetchWaiters
 from yak_broker.isr_writer import alter_isr
 from yak_broker.meta_properties import check_meta_properties
+from yak_broker.metrics import BrokerCollector, BrokerTopicStats, ConsumerOffsets
 from yak_broker.registration import BrokerRegistrar
 from yak_broker.replica_manager import ReplicaManager
 from yak_broker.replica_plan import log_config_of
@@ -58,11 +60,18 @@ _EMPTY = ClusterSnapshot(revision=0)
 class Broker:
     """One broker process's state: logs, metadata, replicas, registration."""
 
-    def __init__(self, settings: BrokerSettings, store_factory: StoreFactory | None = None) -> None:
+    def __init__(
+        self,
+        settings: BrokerSettings,
+        store_factory: StoreFactory | None = None,
+        *,
+        metrics: ServiceMetrics | None = None,
+    ) -> None:
         self.settings = settings
         self.keyspace = Keyspace(settings.cluster_id)
         self.incarnation = uuid.uuid4().hex
-        self._store_factory: StoreFactory = store_factory or EtcdMetadataStore.from_url
+        self.metrics = metrics if metrics is not None else ServiceMetrics("broker")
+        self._store_factory: StoreFactory = store_factory or self._etcd
         self.waiters: FetchWaiters[TopicPartition] = FetchWaiters()
         self.logs = LogManager(
             settings.data_dir,
@@ -79,6 +88,12 @@ class Broker:
             replica_lag_time_max_ms=settings.replica_lag_time_max_ms,
             fetch_wait_max_ms=settings.replica_fetch_wait_max_ms,
             fetch_backoff_ms=settings.replica_fetch_backoff_ms,
+            stats=BrokerTopicStats(self.metrics.registry),
+        )
+        offsets = ConsumerOffsets(lambda: self._store, self.keyspace)
+        self.metrics.before_scrape.append(offsets.refresh)
+        self.metrics.registry.register(
+            BrokerCollector(settings.broker_id, self.replicas.partition_views, offsets)
         )
         self._store: MetadataStore | None = None
         self._cache: MetadataCache | None = None
@@ -88,6 +103,9 @@ class Broker:
         self._metadata_changed = asyncio.Event()
         self._logs_open = False
         self._started = False
+
+    def _etcd(self, url: str) -> MetadataStore:
+        return EtcdMetadataStore.from_url(url, observer=self.metrics.observe_etcd)
 
     def snapshot(self) -> ClusterSnapshot:
         """The latest cluster metadata (empty before ``start``)."""

@@ -11,6 +11,10 @@ partition failed, the status of the first partition's error (e.g. 400 ``CORRUPT_
 404 ``UNKNOWN_TOPIC_OR_PARTITION``, 421 ``NOT_LEADER_OR_FOLLOWER``) with the same body, so
 simple clients can look at the status alone. ``acks=0`` produces answer ``204 No Content``
 after the append, with no body: like Kafka, the producer learns nothing (errors are logged).
+
+Metrics (``metrics.BrokerTopicStats``): each request counts once by kind (produce, consumer
+fetch, follower fetch); a fetch adds each partition's returned bytes (and, for consumers, the
+records its batch headers count) to the topic's bytes-out or replication bytes-out counter.
 """
 
 from __future__ import annotations
@@ -80,8 +84,10 @@ def _status(errors: Sequence[PartitionError | None]) -> int:
 def data_plane_routes(broker: Broker) -> list[Route]:
     """The produce and fetch routes of ``broker``."""
     settings = broker.settings
+    stats = broker.replicas.stats
 
     async def produce(request: Request) -> Response:
+        stats.produce_requests.inc()
         body = await read_body(request, settings.max_request_bytes)
         produce_request = decode_produce_request(body)
         results = await append_partitions(produce_request, broker.replicas)
@@ -98,12 +104,16 @@ def data_plane_routes(broker: Broker) -> list[Route]:
         body = await read_body(request, settings.max_request_bytes)
         fetch_request = decode_fetch_request(body)
         replicas = broker.replicas
+        follower = fetch_request.replica_id >= 0
+        (stats.replica_fetch_requests if follower else stats.fetch_requests).inc()
         partitions: Sequence[FetchedPartition] = await delayed_fetch(
             fetch_request,
             lambda r: read_partitions(r, replicas),
-            replicas.replica_waiters if fetch_request.replica_id >= 0 else replicas.waiters,
+            replicas.replica_waiters if follower else replicas.waiters,
             max_wait_limit_ms=settings.max_wait_ms_limit,
         )
+        for fetched in partitions:
+            stats.on_fetch(fetched.topic, fetched.records, follower=follower)
         return Response(
             encode_fetch_response(partitions),
             status_code=_status([p.error for p in partitions]),

@@ -6,12 +6,12 @@ Every flag has a ``YAK_*`` environment variable (``yak up`` sets ``YAK_ETCD``,
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from yak.observability.logs import configure_logging
 from yak.security.cluster_secret import load_cluster_secret
 from yak.web.serve import serve
 from yak.web.tls import ServerTls
@@ -68,10 +68,7 @@ def run(
     log_level: Annotated[str, typer.Option(envvar="YAK_LOG_LEVEL")] = "info",
 ) -> None:
     """Serve the broker until SIGINT/SIGTERM."""
-    logging.basicConfig(
-        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # followers fetch all the time
+    configure_logging("broker", log_level)  # YAK_LOG_FORMAT=text|json
     tls = ServerTls.from_env()
     settings = BrokerSettings(
         broker_id=broker_id,

@@ -42,6 +42,8 @@ __all__ = ["ReplicaFetcher", "ReplicaFetcherManager"]
 _log = logging.getLogger(__name__)
 
 Now = Callable[[], int]
+#: Told of the record bytes fetched for a topic (the replication bytes-in metric).
+FetchedBytes = Callable[[str, int], None]
 
 
 class ReplicaFetcher:
@@ -57,8 +59,10 @@ class ReplicaFetcher:
         max_wait_ms: int,
         max_bytes: int,
         backoff_ms: int,
+        on_fetched: FetchedBytes | None = None,
     ) -> None:
         self.broker_id = broker_id
+        self._on_fetched = on_fetched
         self.leader_id = leader_id
         self.session = FetchSession()
         self._snapshot = snapshot
@@ -170,6 +174,9 @@ class ReplicaFetcher:
             replica_id=self.broker_id,
         )
         fetched = await client.fetch(request)
+        if self._on_fetched is not None:
+            for f in fetched:
+                self._on_fetched(f.topic, len(memoryview(f.records)))
         failed = [f for f in fetched if f.error is not None]
         self.session.on_fetch_answers(
             round_,
@@ -205,6 +212,7 @@ class ReplicaFetcherManager:
         max_bytes: int = 10 * 1024 * 1024,
         backoff_ms: int = 1000,
         on_progress: Callable[[TopicPartition], None] | None = None,
+        on_fetched: FetchedBytes | None = None,
     ) -> None:
         del on_progress  # reserved: followers serve no consumers yet
         self._broker_id = broker_id
@@ -215,6 +223,7 @@ class ReplicaFetcherManager:
             "max_bytes": max_bytes,
             "backoff_ms": backoff_ms,
         }
+        self._on_fetched = on_fetched
         self._fetchers: dict[int, ReplicaFetcher] = {}
         self._leader_of: dict[TopicPartition, int] = {}
 
@@ -224,7 +233,12 @@ class ReplicaFetcherManager:
         fetcher = self._fetchers.get(leader_id)
         if fetcher is None:
             fetcher = ReplicaFetcher(
-                self._broker_id, leader_id, self._snapshot, self._now_ms, **self._options
+                self._broker_id,
+                leader_id,
+                self._snapshot,
+                self._now_ms,
+                on_fetched=self._on_fetched,
+                **self._options,
             )
             self._fetchers[leader_id] = fetcher
             fetcher.start()

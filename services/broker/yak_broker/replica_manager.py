@@ -37,7 +37,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -47,6 +47,7 @@ from yak.metadata.keyspace import KeyKind, ParsedKey
 from yak.metadata.models import NO_LEADER, PartitionState
 from yak_broker.delayed_produce import HighWatermarkWaiters
 from yak_broker.fetch_waiter import FetchWaiters
+from yak_broker.metrics import BrokerTopicStats, PartitionView
 from yak_broker.partition_metadata import read_topic_id, write_topic_id
 from yak_broker.replica_fetcher import ReplicaFetcherManager
 from yak_broker.replica_plan import DesiredReplica, plan_replicas
@@ -100,8 +101,11 @@ class ReplicaManager:
         fetch_wait_max_ms: int = 500,
         fetch_backoff_ms: int = 1_000,
         now_ms: Callable[[], int] = _now_ms,
+        stats: BrokerTopicStats | None = None,
     ) -> None:
         self.broker_id = broker_id
+        #: Traffic and ISR-change counters (``metrics``).
+        self.stats = stats if stats is not None else BrokerTopicStats()
         self._logs = logs
         self._snapshot = snapshot
         #: Consumer fetches, woken when a high watermark moves.
@@ -119,6 +123,7 @@ class ReplicaManager:
             max_wait_ms=fetch_wait_max_ms,
             backoff_ms=fetch_backoff_ms,
             on_progress=self._on_follower_progress,
+            on_fetched=self.stats.on_replica_fetched,
         )
         self.alter_isr_writer: AlterIsrWriter | None = None
         self._replicas: dict[TopicPartition, Replica] = {}
@@ -134,6 +139,22 @@ class ReplicaManager:
         """Learn the topic ids of the logs the log manager loaded from disk."""
         for tp, committer in self._logs.logs.items():
             self._local_ids[tp] = read_topic_id(committer.log.directory)
+
+    def partition_views(self) -> Iterator[PartitionView]:
+        """Each hosted replica as the metrics collector sees it (read at scrape time)."""
+        for replica in list(self._replicas.values()):
+            log, state = replica.log, replica.state
+            yield PartitionView(
+                topic=replica.tp.topic,
+                partition=replica.tp.partition,
+                size=log.size,
+                log_end_offset=log.log_end_offset,
+                high_watermark=log.high_watermark,
+                is_leader=replica.leader is not None,
+                isr=len(state.isr),
+                replicas=len(state.original_replicas),
+                min_isr=replica.min_insync_replicas,
+            )
 
     # --- requests --------------------------------------------------------------------------
 
@@ -210,6 +231,7 @@ class ReplicaManager:
             if committed is None:
                 machine.on_proposal_failed()
             else:
+                self.stats.on_isr_change(replica.state.isr, committed.isr)
                 replica.state = committed
                 self._carry_out(replica, machine.on_state(committed, self.now_ms()))
 

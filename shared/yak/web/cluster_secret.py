@@ -5,8 +5,9 @@ of the request headers for ``X-Yak-Cluster-Secret`` and one constant-time compar
 without it, or with another value, answers 401 ``UNAUTHENTICATED`` with a body naming what is
 missing, and a ``WWW-Authenticate`` challenge naming the secret's header (and Bearer and Basic
 when ``allow`` lets user credentials in), and never reaches the app; its body is not read.
-``/healthz`` and ``/readyz`` stay open (load balancers and ``yak up``'s supervisor hold no
-secret), and so may other exact paths a service lists. WebSocket handshakes are refused with
+``/healthz``, ``/readyz`` and ``/metrics`` stay open (load balancers, ``yak up``'s supervisor
+and Prometheus hold no secret; see docs/observability.md for why metrics are not behind it),
+and so may other exact paths a service lists. WebSocket handshakes are refused with
 HTTP 403 (close before accept). ``lifespan`` events pass through.
 
 A request that carries the secret is marked as coming from a cluster service
@@ -30,7 +31,7 @@ __all__ = ["OPEN_PATHS", "ClusterSecretMiddleware", "is_cluster_peer"]
 
 #: The scope key marking a request that carried the cluster secret.
 CLUSTER_PEER_KEY = "yak.cluster_peer"
-OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 _HEADER = CLUSTER_SECRET_HEADER.encode()
 _BODY = orjson.dumps(
     {
