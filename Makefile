@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 YAK_ARGS ?=
 
-.PHONY: install chromium peers up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers clean
+.PHONY: install chromium peers deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
@@ -33,12 +33,19 @@ peers:
 	  $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server nats-server; }
 
+## Debian's docker-compose: `docker-compose config` validates deploy/compose/ without a Docker
+## engine (the deploy tests run it; hadolint and check-jsonschema come with the dev extra).
+deploy-tools:
+	@command -v docker-compose >/dev/null 2>&1 || { \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose; }
+
 ## Start the local cluster in the foreground (Ctrl-C stops it).
 up: $(STAMP)
 	$(BIN)/yak up $(YAK_ARGS)
 
 ## Every check and test: lint, format, types, import contracts, pytest.
-test: $(STAMP) chromium peers lint typecheck imports unit
+test: $(STAMP) chromium peers deploy-tools lint typecheck imports unit
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -50,7 +57,7 @@ typecheck: $(STAMP)
 imports: $(STAMP)
 	$(BIN)/lint-imports
 
-unit: $(STAMP) chromium peers
+unit: $(STAMP) chromium peers deploy-tools
 	$(BIN)/pytest
 
 ## Benchmarks (not part of `make test`); each writes loadtest/results/<name>.json.
