@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 __all__ = [
     "AuthenticationError",
+    "AuthenticationThrottledError",
     "AuthorizationError",
     "BrokerNotAvailableError",
     "ClusterAuthorizationError",
@@ -512,6 +513,14 @@ class RequestBodyTimeoutError(YakError):
 
     code = "REQUEST_BODY_TIMEOUT"
     http_status = 408
+
+
+class AuthenticationThrottledError(YakError):
+    """Too many failed logins for this user, key or address: retry after
+    ``details["retry_after_s"]`` (``yak.security.login_limiter``)."""
+
+    code = "AUTHENTICATION_THROTTLED"
+    http_status = 429
 
 
 def _all_error_classes() -> dict[str, type[YakError]]:

@@ -26,6 +26,9 @@ session_idle_s         YAK_CONSOLE_SESSION_IDLE_S    1800: a session ends after 
 session_max_s          YAK_CONSOLE_SESSION_MAX_S     43200: and this long after login at most
 secure_cookies         YAK_CONSOLE_SECURE_COOKIES    auto: ``Secure`` when served over https
 session_secret         YAK_CONSOLE_SESSION_SECRET    random per process: signs session cookies
+login_max_failures     YAK_CONSOLE_LOGIN_MAX_        5 failed logins for one user name or from
+                       FAILURES                      one address (0: no limit) within
+login_window_s         YAK_CONSOLE_LOGIN_WINDOW_S    300 s: then 429 until the window passes
 =====================  ============================  ==========================================
 """
 
@@ -77,6 +80,8 @@ class ConsoleSettings:
     session_secret: bytes = field(
         default_factory=lambda: secrets.token_bytes(32), repr=False, compare=False
     )
+    login_max_failures: int = 5
+    login_window_s: int = 300
 
     def __post_init__(self) -> None:
         if not self.api_url.startswith(("http://", "https://")):
@@ -89,6 +94,8 @@ class ConsoleSettings:
             raise ValueError("browse_max_scan must be positive")
         if not 0 < self.session_idle_s <= self.session_max_s:
             raise ValueError("need 0 < session_idle_s <= session_max_s")
+        if self.login_max_failures < 0 or self.login_window_s < 1:
+            raise ValueError("need login_max_failures >= 0 and login_window_s >= 1")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> ConsoleSettings:
@@ -107,6 +114,8 @@ class ConsoleSettings:
             ("browse_max_scan", "YAK_CONSOLE_BROWSE_MAX_SCAN"),
             ("session_idle_s", "YAK_CONSOLE_SESSION_IDLE_S"),
             ("session_max_s", "YAK_CONSOLE_SESSION_MAX_S"),
+            ("login_max_failures", "YAK_CONSOLE_LOGIN_MAX_FAILURES"),
+            ("login_window_s", "YAK_CONSOLE_LOGIN_WINDOW_S"),
         ):
             if var in env:
                 values[name] = int(env[var])

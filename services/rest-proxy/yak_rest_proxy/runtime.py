@@ -28,6 +28,7 @@ from yak.metadata.keyspace import Keyspace
 from yak.metadata.store import MetadataStore
 from yak.partitioner import StickyPartitioner
 from yak.security.cache import SecurityCache
+from yak.security.login_limiter import FailedLoginLimiter
 from yak.security.store import SecurityStore
 from yak_rest_proxy.brokers import BrokerPool
 from yak_rest_proxy.produce.producer import Producer
@@ -84,8 +85,9 @@ class ProxyRuntime:
         self.security_store = SecurityStore(self.store, self.keyspace)
         self.security_cache: SecurityCache | None = None
         if settings.security:
+            limiter = FailedLoginLimiter(settings.auth_max_failures, settings.auth_failure_window_s)
             self.security_cache = SecurityCache(
-                self.store, self.keyspace, super_users=settings.super_users
+                self.store, self.keyspace, super_users=settings.super_users, login_limiter=limiter
             )
         self.quota_store = QuotaStore(self.store, self.keyspace)
         self.quota_overrides = QuotaOverrides(self.store, self.keyspace)

@@ -42,6 +42,11 @@ security                            YAK_SECURITY                off; ``on``: eve
                                                                 and an ACL (docs/security.md)
 super_users                         YAK_SUPER_USERS             none; comma list of
                                                                 ``User:<name>`` that bypass ACLs
+auth_max_failures                   YAK_AUTH_MAX_FAILURES       10 failed checks of one user's
+                                                                password or one API key (0: no
+                                                                limit) within
+auth_failure_window_s               YAK_AUTH_FAILURE_WINDOW_S   60 s: then 429 until the window
+                                                                passes
 ==================================  ==========================  ================================
 """
 
@@ -85,6 +90,8 @@ class ProxySettings:
     consumer_request_max_bytes: int = 64 * 1024 * 1024
     security: bool = False
     super_users: tuple[str, ...] = ()
+    auth_max_failures: int = 10
+    auth_failure_window_s: float = 60.0
     #: The listener speaks TLS (``YAK_TLS_CERT`` is set): ``base_url`` is ``https://``.
     tls: bool = False
 
@@ -103,6 +110,8 @@ class ProxySettings:
         for name in ("quota_produce_bytes_per_s", "quota_fetch_bytes_per_s"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0 (0: unlimited)")
+        if self.auth_max_failures < 0 or self.auth_failure_window_s <= 0:
+            raise ValueError("need auth_max_failures >= 0 and auth_failure_window_s > 0")
         for principal in self.super_users:
             user_name(principal)
 
@@ -166,5 +175,7 @@ _ENV: tuple[tuple[str, str, Callable[[str], object]], ...] = (
     ("consumer_request_max_timeout_ms", "YAK_CONSUMER_REQUEST_MAX_TIMEOUT_MS", int),
     ("security", "YAK_SECURITY", _switch),
     ("super_users", "YAK_SUPER_USERS", _principals),
+    ("auth_max_failures", "YAK_AUTH_MAX_FAILURES", int),
+    ("auth_failure_window_s", "YAK_AUTH_FAILURE_WINDOW_S", float),
     ("tls", "YAK_TLS_CERT", bool),
 )

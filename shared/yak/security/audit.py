@@ -7,8 +7,9 @@ Logger ``yak.audit``, level INFO, message = a JSON object::
      "operation": "DELETE", "result": "denied", "request_id": "…", "remote": "10.0.0.7:51234"}
 
 ``result`` is ``denied`` (no ACL allows it), ``unauthenticated`` (no or a bad credential; the
-principal is ``ANONYMOUS``) or ``allowed`` (an administrative change passed its checks; the
-change itself may still fail, e.g. a topic that exists). The request id is the client's
+principal is ``ANONYMOUS``), ``throttled`` (refused unchecked after too many failed logins)
+or ``allowed`` (an administrative change passed its checks; the change itself may still fail,
+e.g. a topic that exists). The request id is the client's
 ``X-Request-Id`` header when it sends one, else a new one. ``install_audit_handler`` gives the
 logger its own stderr handler in the service process; tests read it through the root logger.
 Written by the rest-proxy's guard and security admin API and by the coordinator's admin guard.

@@ -13,6 +13,12 @@ the current record (the same key id with the same hash, or the same password has
 revocation is never served from memory. Concurrent first uses of one credential share one
 verification. A malformed stored value is logged and ignored.
 
+With a ``FailedLoginLimiter``, every check that reaches argon2 and fails counts against the
+user name (a password) or the key id (an API key); past the limit that name or key is refused
+with ``AuthenticationThrottledError`` (429) without a check until its window passes, while a
+credential remembered from a success still works. Unknown users and key ids cost nothing and
+are not counted.
+
 Single event loop; any number of request tasks may call it at once.
 """
 
@@ -28,12 +34,18 @@ from typing import NamedTuple
 from argon2 import PasswordHasher
 
 from yak.clock import Clock, SystemClock
-from yak.errors import AuthenticationError, MetadataStoreError, RevisionCompactedError
+from yak.errors import (
+    AuthenticationError,
+    AuthenticationThrottledError,
+    MetadataStoreError,
+    RevisionCompactedError,
+)
 from yak.metadata.keyspace import KeyKind, Keyspace
 from yak.metadata.store import EventKind, MetadataStore
 from yak.security.acl import AclBinding
 from yak.security.authorizer import Authorizer
 from yak.security.credentials import UserRecord, parse_api_key, verify_secret
+from yak.security.login_limiter import FailedLoginLimiter, retry_after_header
 
 __all__ = ["SecurityCache"]
 
@@ -65,6 +77,7 @@ class SecurityCache:
         hasher: PasswordHasher | None = None,
         clock: Clock | None = None,
         verified_ttl_s: float = 60.0,
+        login_limiter: FailedLoginLimiter | None = None,
     ) -> None:
         self._store = store
         self._keyspace = keyspace
@@ -72,6 +85,7 @@ class SecurityCache:
         self._hasher = hasher
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._ttl_s = verified_ttl_s
+        self._limiter = login_limiter
         self._users: dict[str, UserRecord] = {}
         self._key_owner: dict[str, str] = {}
         self._acls: dict[str, AclBinding] = {}
@@ -151,6 +165,7 @@ class SecurityCache:
             return hit
         pending = self._pending.get(digest)
         if pending is None:
+            self._refuse_if_throttled(user, key_id, now)
             pending = asyncio.get_running_loop().create_task(
                 self._check(digest, user, key_id, stored_hash, secret)
             )
@@ -164,6 +179,12 @@ class SecurityCache:
         self, digest: bytes, user: str, key_id: str | None, stored_hash: str, secret: str
     ) -> _Verified | None:
         ok = await asyncio.to_thread(verify_secret, stored_hash, secret, self._hasher)
+        if self._limiter is not None:
+            limited = _limited_key(user, key_id)
+            if ok:
+                self._limiter.succeeded(limited)
+            else:
+                self._limiter.failed(limited, self._clock.monotonic())
         if not ok:
             return None
         verified = _Verified(user, key_id, stored_hash, self._clock.monotonic() + self._ttl_s)
@@ -171,6 +192,19 @@ class SecurityCache:
             self._verified.clear()
         self._verified[digest] = verified
         return verified
+
+    def _refuse_if_throttled(self, user: str, key_id: str | None, now: float) -> None:
+        if self._limiter is None:
+            return
+        wait = self._limiter.retry_after(_limited_key(user, key_id), now)
+        if wait > 0:
+            what = f"API key {key_id}" if key_id is not None else f"user {user!r}"
+            seconds = retry_after_header(wait)
+            raise AuthenticationThrottledError(
+                f"too many failed logins for {what}: retry in {seconds} s",
+                retry_after_s=seconds,
+                retry_after_ms=max(1, round(wait * 1000)),
+            )
 
     # -- following etcd ---------------------------------------------------------------------
 
@@ -247,3 +281,7 @@ class SecurityCache:
     def _notify(self) -> None:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
+
+
+def _limited_key(user: str, key_id: str | None) -> str:
+    return f"user:{user}" if key_id is None else f"key:{key_id}"

@@ -164,3 +164,31 @@ async def test_a_revoked_key_ends_the_session(setup: Setup) -> None:
     assert ended.headers["location"] == "/login?next=%2Ftopics%2Fnope&expired=1"
     assert (await browser.get("/brokers")).status_code == 303  # the session is gone
     assert "no longer accepts" in (await browser.get(ended.headers["location"])).text
+
+
+async def test_failed_logins_are_limited_per_user_name(setup: Setup) -> None:
+    await setup.user("fay", "right")
+    browser = setup.browser
+    for _ in range(5):  # YAK_CONSOLE_LOGIN_MAX_FAILURES's default
+        wrong = await login(browser, username="fay", password="wrong")
+        assert wrong.status_code == 401
+    refused = await login(browser, username="fay", password="right")
+    assert refused.status_code == 429
+    assert 290 <= int(refused.headers["retry-after"]) <= 300
+    assert "Too many failed logins" in refused.text
+    assert "yak_console_session" not in refused.cookies
+
+
+async def test_failed_logins_are_limited_per_address() -> None:
+    etcd = MemoryMetadataStore()
+    proxy = create_proxy(ProxySettings(cluster_id=CLUSTER, security=True), store=etcd)
+    settings = ConsoleSettings(security=True, sample_interval_ms=60_000, login_max_failures=2)
+    console = create_console(settings, transport=httpx.ASGITransport(app=proxy))
+    async with proxy.router.lifespan_context(proxy), console.router.lifespan_context(console):
+        transport = httpx.ASGITransport(app=console)
+        async with httpx.AsyncClient(transport=transport, base_url="http://console") as browser:
+            for name in ("a", "b"):
+                assert (await login(browser, username=name, password="x")).status_code == 401
+            refused = await login(browser, api_key="yak_0123456789abcdef_x")
+            assert refused.status_code == 429
+    await etcd.aclose()

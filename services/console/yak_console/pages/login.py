@@ -7,18 +7,27 @@ the console role. The credential then lives only inside that user's API clients 
 server-side session (never in the cookie) until logout or expiry closes them. The login form
 carries its own CSRF token, double-submitted in a short-lived signed cookie, so another site
 cannot log a browser in under its own account.
+
+Failed logins are limited (``yak.security.login_limiter``): after
+``YAK_CONSOLE_LOGIN_MAX_FAILURES`` failures for one user name, or from one client address,
+within ``YAK_CONSOLE_LOGIN_WINDOW_S``, the form answers 429 with ``Retry-After`` without asking
+the API, until the oldest failure leaves the window. A success forgets the user name's
+failures (not the address's). Behind a reverse proxy every browser has the proxy's address:
+size the limit for it, or set it to 0 and rely on the per-user count.
 """
 
 from __future__ import annotations
 
 import secrets
+import time
 from typing import Annotated
 from urllib.parse import quote
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from yak.errors import AuthenticationError, YakError
+from yak.errors import AuthenticationError, AuthenticationThrottledError, YakError
+from yak.security.login_limiter import FailedLoginLimiter, retry_after_header
 from yak_console.auth.guard import COOKIE
 from yak_console.auth.roles import role_of
 from yak_console.auth.sessions import SessionStore
@@ -46,6 +55,7 @@ def router(pages: Pages) -> APIRouter:
     sessions = pages.sessions
     assert sessions is not None
     store: SessionStore = sessions
+    limiter = FailedLoginLimiter(settings.login_max_failures, settings.login_window_s)
 
     def secure(request: Request) -> bool:
         if settings.secure_cookies is not None:
@@ -77,6 +87,12 @@ def router(pages: Pages) -> APIRouter:
         )
         return page
 
+    def throttled(request: Request, next_: str, seconds: int) -> Response:
+        message = f"Too many failed logins: try again in {seconds} s."
+        page = show(request, next_, error=message, status_code=429)
+        page.headers["Retry-After"] = str(seconds)
+        return page
+
     @routes.get("/login", response_class=HTMLResponse, include_in_schema=False)
     async def login_form(request: Request, next: str = "/") -> Response:
         return show(request, next)
@@ -94,6 +110,12 @@ def router(pages: Pages) -> APIRouter:
         if expected is None or not secrets.compare_digest(expected, login_token):
             message = "The login form expired or came from elsewhere: try again."
             return show(request, next, error=message, status_code=403)
+        address = request.client.host if request.client else ""
+        keys = [f"ip:{address}"] + ([f"user:{username.strip()}"] if username.strip() else [])
+        now = time.monotonic()
+        wait = max(limiter.retry_after(key, now) for key in keys)
+        if wait > 0:
+            return throttled(request, next, retry_after_header(wait))
         if api_key.strip():
             clients = pages.runtime.clients_for(api_key=api_key.strip())
         elif username.strip() and password:
@@ -105,8 +127,14 @@ def router(pages: Pages) -> APIRouter:
             me = await clients.admin.whoami()
         except AuthenticationError:
             await clients.aclose()
+            for key in keys:
+                limiter.failed(key, time.monotonic())
             message = "Wrong username, password or API key."
             return show(request, next, error=message, status_code=401)
+        except AuthenticationThrottledError as exc:
+            await clients.aclose()
+            seconds = exc.details.get("retry_after_s")
+            return throttled(request, next, seconds if isinstance(seconds, int) else 1)
         except YakError as exc:
             await clients.aclose()
             return show(request, next, error=f"The API refused: {exc.message}", status_code=503)
@@ -116,6 +144,8 @@ def router(pages: Pages) -> APIRouter:
             roles=settings.roles,
             default=settings.default_role,
         )
+        if username.strip() and not api_key.strip():
+            limiter.succeeded(f"user:{username.strip()}")
         session = await store.open(me.principal, role, clients)
         answer = RedirectResponse(safe_next(next), status_code=303)
         answer.set_cookie(

@@ -14,7 +14,8 @@ DESCRIBE (``visible``).
 Every refusal is written to the audit log (``yak.security.audit``, as on the rest-proxy:
 ``unauthenticated`` or ``denied``), and so is every administrative change that passed its
 checks (``allowed``: the writes of ``AUDITED``). A request a standby forwards is checked, and
-audited, by the controller that serves it.
+audited, by the controller that serves it. Failed logins are limited as on the proxies
+(``YAK_AUTH_MAX_FAILURES`` in ``YAK_AUTH_FAILURE_WINDOW_S``: 429 ``AUTHENTICATION_THROTTLED``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from fastapi import Request
 
 from yak.errors import (
     AuthenticationError,
+    AuthenticationThrottledError,
     AuthorizationError,
     ClusterAuthorizationError,
     GroupAuthorizationError,
@@ -40,6 +42,7 @@ from yak.security.audit import audit
 from yak.security.authorization_header import authenticate_header
 from yak.security.authorizer import Authorizer
 from yak.security.cache import SecurityCache
+from yak.security.login_limiter import FailedLoginLimiter
 from yak_coordinator.security.route_acls import ROUTE_ACLS, Check, Source
 from yak_coordinator.service import Coordinator
 
@@ -86,7 +89,12 @@ class AdminSecurity:
                 if self._cache is None:
                     keyspace = Keyspace(self._coordinator.settings.cluster_id)
                     store = self._coordinator.store
-                    cache = SecurityCache(store, keyspace, super_users=self._super_users)
+                    cache = SecurityCache(
+                        store,
+                        keyspace,
+                        super_users=self._super_users,
+                        login_limiter=FailedLoginLimiter.from_env(),
+                    )
                     await cache.start()
                     self._cache = cache
         return self._cache
@@ -122,8 +130,10 @@ class AdminGuard:
         }
         try:
             principal = await authenticate_header(cache, request.headers.get("authorization", ""))
-        except AuthenticationError:
-            audit(principal=ANONYMOUS, result="unauthenticated", **where)
+        except (AuthenticationError, AuthenticationThrottledError) as exc:
+            throttled = isinstance(exc, AuthenticationThrottledError)
+            result = "throttled" if throttled else "unauthenticated"
+            audit(principal=ANONYMOUS, result=result, **where)
             raise
         authorizer = cache.authorizer
         _access.set((principal, authorizer))

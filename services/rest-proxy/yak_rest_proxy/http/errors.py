@@ -55,6 +55,7 @@ _BY_CODE: dict[str, tuple[int, int]] = {
     # Confluent's rate limiter answers 429 with 42901; the consumer cap is Yak's own.
     "THROTTLING_QUOTA_EXCEEDED": (429, 42901),
     "CONSUMER_QUOTA_EXCEEDED": (429, 42902),
+    "AUTHENTICATION_THROTTLED": (429, 42903),
     "UNSUPPORTED_MEDIA_TYPE": (415, 41501),
     "OFFSET_OUT_OF_RANGE": (416, 41601),
     # Confluent's rest-utils: 40101 for any authentication failure, 40301 for any denial.

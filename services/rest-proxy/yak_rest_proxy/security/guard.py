@@ -29,7 +29,7 @@ from starlette.exceptions import WebSocketException
 from starlette.requests import HTTPConnection
 from starlette.websockets import WebSocket
 
-from yak.errors import AuthenticationError, AuthorizationError
+from yak.errors import AuthenticationError, AuthenticationThrottledError, AuthorizationError
 from yak.security.acl import CLUSTER_NAME, Operation, ResourceType, user_name, user_principal
 from yak.security.audit import audit
 from yak.security.cache import SecurityCache
@@ -55,7 +55,7 @@ class Guard:
     async def __call__(self, conn: HTTPConnection) -> None:
         try:
             await self._guard(conn)
-        except (AuthenticationError, AuthorizationError) as exc:
+        except (AuthenticationError, AuthenticationThrottledError, AuthorizationError) as exc:
             if isinstance(conn, WebSocket):
                 raise WebSocketException(_POLICY_VIOLATION, exc.message) from None
             raise
@@ -73,11 +73,12 @@ class Guard:
             return
         try:
             principal = await self._authenticate(conn)
-        except AuthenticationError:
+        except (AuthenticationError, AuthenticationThrottledError) as exc:
+            throttled = isinstance(exc, AuthenticationThrottledError)
             audit(
                 principal=ANONYMOUS,
                 action=action,
-                result="unauthenticated",
+                result="throttled" if throttled else "unauthenticated",
                 request_id=request_id,
                 remote=remote,
             )
