@@ -5,6 +5,8 @@ elects leaders and applies topic changes; the others stand by and forward admin 
 it. ``create_app(settings)`` wires the runtime (``service.Coordinator``) into FastAPI: the
 lifespan starts it (connecting to etcd in the background) and stops it (resigning first), so
 SIGTERM hands control to a standby at once. ``/readyz`` is ready once the metadata is loaded.
+``/metrics`` (``metrics``; docs/observability.md) is open, like the health checks; a standby
+answers it itself and forwards the request id of what it forwards.
 With ``YAK_SECURITY=on`` every admin route needs a user's credential and the ACL of its entry
 in ``security/route_acls.py`` (``security/guard.py``).
 """
@@ -19,6 +21,8 @@ from fastapi import Depends, FastAPI
 from yak import __version__
 from yak.clock import Clock
 from yak.metadata.store import MetadataStore
+from yak.observability.http import install_observability
+from yak.observability.metrics import ServiceMetrics
 from yak.web.cluster_secret import ClusterSecretMiddleware
 from yak.web.errors import install_error_handlers
 from yak.web.health import health_router
@@ -45,7 +49,8 @@ def create_app(
     ``MemoryMetadataStore``); the caller then owns it and closes it.
     """
     settings = settings if settings is not None else CoordinatorSettings()
-    coordinator = Coordinator(settings, store=store, clock=clock)
+    metrics = ServiceMetrics("coordinator")
+    coordinator = Coordinator(settings, store=store, clock=clock, metrics=metrics)
     security = AdminSecurity(coordinator, settings.super_users) if settings.security else None
 
     async def ready() -> str | None:
@@ -77,4 +82,5 @@ def create_app(
     if settings.cluster_secret is not None:
         # Outermost: a standby checks the secret before forwarding (with its own secret).
         app.add_middleware(ClusterSecretMiddleware, secret=settings.cluster_secret)
+    install_observability(app, metrics)  # outermost: times and ids every request
     return app

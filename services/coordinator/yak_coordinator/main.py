@@ -6,11 +6,11 @@ Flags win over the ``YAK_*`` environment (``yak up`` sets ``YAK_ETCD``, ``YAK_CL
 
 from __future__ import annotations
 
-import logging
 from typing import Annotated
 
 import typer
 
+from yak.observability.logs import configure_logging
 from yak.security.audit import install_audit_handler
 from yak.web.serve import serve
 from yak.web.tls import ServerTls
@@ -46,10 +46,7 @@ def run(
         node_id=node_id,
         lease_ttl_s=lease_ttl,
     )
-    logging.basicConfig(
-        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per forwarded request
+    configure_logging("coordinator", log_level)  # YAK_LOG_FORMAT=text|json
     if settings.security:
         install_audit_handler()
     serve(

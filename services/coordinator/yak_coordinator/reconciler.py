@@ -39,6 +39,7 @@ from yak.metadata.store import (
     TxnResult,
 )
 from yak_coordinator.election import Term
+from yak_coordinator.metrics import ControllerStats
 from yak_coordinator.reconcile import (
     Action,
     CreatePartitions,
@@ -72,7 +73,9 @@ class Reconciler:
         max_drain_moves: int = 10,
         resync_interval_s: float = 5.0,
         batch_size: int = 100,  # etcd allows 128 operations per transaction by default
+        stats: ControllerStats | None = None,
     ) -> None:
+        self._stats = stats if stats is not None else ControllerStats()
         self._store = store
         self._keyspace = keyspace
         self._cache = cache
@@ -154,6 +157,7 @@ class Reconciler:
             return 0
         for update in written:
             after = update.after
+            self._stats.on_partition_written(update.before, after, update.reason)
             log.info(
                 "%s-%d: %s: leader %d (epoch %d), isr %s",
                 after.topic,

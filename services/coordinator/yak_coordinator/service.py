@@ -24,15 +24,18 @@ import httpx
 from yak.clients.tls import ClientTls
 from yak.clock import Clock, SystemClock
 from yak.errors import MetadataStoreError
-from yak.metadata.cache import MetadataCache
+from yak.metadata.cache import ClusterSnapshot, MetadataCache
 from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.store import MetadataStore
+from yak.observability.metrics import ServiceMetrics
+from yak.observability.request_id import propagate_request_id
 from yak.security.cluster_secret import CLUSTER_SECRET_HEADER
 from yak_coordinator.cluster_admin import ClusterAdmin
 from yak_coordinator.election import Candidate, Election, Term
 from yak_coordinator.groups.group_admin import GroupAdmin
 from yak_coordinator.groups.group_coordinator import GroupCoordinator
+from yak_coordinator.metrics import ControllerCollector, ControllerStats
 from yak_coordinator.reconciler import Reconciler
 from yak_coordinator.settings import CoordinatorSettings
 from yak_coordinator.topic_admin import TopicAdmin
@@ -49,7 +52,13 @@ _CONNECT_WAIT_S = 2.0  # etcd is usually up: come up ready rather than ready a m
 class _Parts:
     """What exists once connected (one object, so it is all there or none of it)."""
 
-    def __init__(self, settings: CoordinatorSettings, store: MetadataStore, clock: Clock) -> None:
+    def __init__(
+        self,
+        settings: CoordinatorSettings,
+        store: MetadataStore,
+        clock: Clock,
+        stats: ControllerStats,
+    ) -> None:
         keyspace = Keyspace(settings.cluster_id)
         self.cache = MetadataCache(store, keyspace, clock=clock)
         candidate = Candidate(
@@ -65,6 +74,7 @@ class _Parts:
             auto_leader_rebalance=settings.auto_leader_rebalance,
             max_drain_moves=settings.decommission_max_moves,
             resync_interval_s=settings.resync_interval_s,
+            stats=stats,
         )
         self.groups = GroupCoordinator(store, keyspace, self.cache, clock=clock)
         self.group_admin = GroupAdmin(store, keyspace, self.cache)
@@ -91,8 +101,14 @@ class Coordinator:
         *,
         store: MetadataStore | None = None,
         clock: Clock | None = None,
+        metrics: ServiceMetrics | None = None,
     ) -> None:
         self.settings = settings
+        self.metrics = metrics if metrics is not None else ServiceMetrics("coordinator")
+        self._stats = ControllerStats(self.metrics.registry)
+        self.metrics.registry.register(
+            ControllerCollector(lambda: self.is_controller, self._snapshot)
+        )
         self._given_store = store
         self._store: MetadataStore | None = store
         self._clock: Clock = clock if clock is not None else SystemClock()
@@ -139,6 +155,9 @@ class Coordinator:
     def is_controller(self) -> bool:
         return self._parts is not None and self._parts.election.term is not None
 
+    def _snapshot(self) -> ClusterSnapshot | None:
+        return self._parts.cache.snapshot if self._parts is not None else None
+
     def controller_url(self) -> str | None:
         """The active controller's URL as the metadata says (None while nobody is elected)."""
         controller = self._connected().cache.snapshot.controller
@@ -159,6 +178,7 @@ class Coordinator:
                 timeout=self.settings.admin_wait_s + 5.0,
                 headers={CLUSTER_SECRET_HEADER: secret} if secret else None,
                 verify=tls.ssl_context() if tls.configured else True,
+                event_hooks={"request": [propagate_request_id]},
             )
             self._task = asyncio.get_running_loop().create_task(self._run())
             with contextlib.suppress(TimeoutError):
@@ -209,8 +229,10 @@ class Coordinator:
         delay = _RETRY_MIN_S
         while True:
             if self._store is None:
-                self._store = EtcdMetadataStore.from_url(self.settings.etcd_url)
-            parts = _Parts(self.settings, self._store, self._clock)
+                self._store = EtcdMetadataStore.from_url(
+                    self.settings.etcd_url, observer=self.metrics.observe_etcd
+                )
+            parts = _Parts(self.settings, self._store, self._clock, self._stats)
             try:
                 await parts.cache.start()
             except MetadataStoreError as exc:

@@ -50,6 +50,7 @@ _TOPIC = {op: (Check(T, Source.PATH, op),) for op in O}
 ROUTE_ACLS: dict[tuple[str, str], tuple[Check, ...] | None] = {
     ("GET", "/healthz"): None,
     ("GET", "/readyz"): None,
+    ("GET", "/metrics"): None,  # for Prometheus, like the health checks (docs/observability.md)
     ("GET", f"{_A}/cluster"): (Check(C, Source.CLUSTER, O.DESCRIBE),),
     ("GET", f"{_A}/partitions"): (Check(C, Source.CLUSTER, O.DESCRIBE),),
     ("GET", f"{_A}/topics"): (Check(T, Source.LISTED, O.DESCRIBE),),

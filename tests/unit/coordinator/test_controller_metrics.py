@@ -1,0 +1,85 @@
+"""The coordinator's metrics: election kinds, and partition health gauges from the snapshot."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from prometheus_client import CollectorRegistry
+
+from yak.metadata.cache import ClusterSnapshot
+from yak.metadata.models import NO_LEADER, BrokerRegistration, PartitionState, TopicRecord
+from yak_coordinator.metrics import ControllerCollector, ControllerStats, election_kind
+from yak_coordinator.reconcile import next_partition_state
+
+
+def _part(p: int, leader: int, isr: tuple[int, ...], replicas=(0, 1, 2)) -> PartitionState:
+    return PartitionState(
+        topic="t", partition=p, leader=leader, leader_epoch=0, partition_epoch=0,
+        replicas=replicas, isr=isr,
+    )  # fmt: skip
+
+
+def _snapshot(*states: PartitionState) -> ClusterSnapshot:
+    record = TopicRecord(
+        name="t", topic_id="id", partitions=len(states), replication_factor=3,
+        configs={"min.insync.replicas": "2"}, created_at_ms=1,
+    )  # fmt: skip
+    brokers = {
+        b: BrokerRegistration(broker_id=b, host="h", port=1, started_at_ms=1) for b in (0, 1)
+    }
+    return ClusterSnapshot(
+        revision=3,
+        brokers=MappingProxyType(brokers),
+        topics=MappingProxyType({"t": record}),
+        partitions=MappingProxyType({(s.topic, s.partition): s for s in states}),
+    )
+
+
+def test_election_kinds_follow_the_reconcile_reasons() -> None:
+    before = _part(0, 2, (2, 1))
+    change = next_partition_state(before, frozenset({0, 1}))
+    assert change is not None
+    assert election_kind(before, *change) == "clean"
+    lost = _part(0, 2, (2,))
+    unclean = next_partition_state(lost, frozenset({0, 1}), unclean=True)
+    assert unclean is not None
+    assert election_kind(lost, *unclean) == "unclean"
+    offline = next_partition_state(lost, frozenset({0, 1}))
+    assert offline is None or election_kind(lost, *offline) is None
+    back = _part(0, 1, (0, 1, 2))
+    preferred = next_partition_state(back, frozenset({0, 1, 2}))
+    assert preferred is not None
+    assert election_kind(back, *preferred) == "preferred"
+    shrink = _part(0, 0, (0, 1, 2))
+    assert election_kind(shrink, _part(0, 0, (0, 1)), "dead replica left the ISR") is None
+    assert election_kind(shrink, _part(0, NO_LEADER, (0,)), "no in-sync replica alive") is None
+    assert election_kind(shrink, _part(0, 1, (1,)), "reassignment completed") == "other"
+
+
+def test_elections_are_counted_by_kind_and_every_kind_starts_at_zero() -> None:
+    registry = CollectorRegistry()
+    stats = ControllerStats(registry)
+    stats.on_partition_written(_part(0, 2, (2, 1)), _part(0, 1, (1,)), "leader election")
+    name = "yak_coordinator_leader_elections_total"
+    assert registry.get_sample_value(name, {"kind": "clean"}) == 1
+    assert registry.get_sample_value(name, {"kind": "unclean"}) == 0
+
+
+def test_health_gauges_come_from_the_active_controllers_snapshot() -> None:
+    snapshot = _snapshot(_part(0, 0, (0, 1, 2)), _part(1, 0, (0, 1)), _part(2, NO_LEADER, (2,)))
+    active = True
+    registry = CollectorRegistry()
+    registry.register(ControllerCollector(lambda: active, lambda: snapshot))
+
+    def value(name: str) -> float | None:
+        return registry.get_sample_value(f"yak_coordinator_{name}")
+
+    assert value("active_controller") == 1
+    assert value("offline_partitions") == 1
+    assert value("under_replicated_partitions") == 2
+    assert value("under_min_isr_partitions") == 1
+    assert value("brokers") == 2
+    active = False
+    assert value("active_controller") == 0
+    assert value("offline_partitions") == 0
+    assert value("under_replicated_partitions") == 0
