@@ -47,6 +47,7 @@ from yak.api.admin import (
 from yak.clients._http import error_from_response
 from yak.clients.tls import ClientTls
 from yak.errors import KafkaTimeoutError, NetworkError
+from yak.observability.request_id import propagate_request_id
 from yak.security.cluster_secret import CLUSTER_SECRET_HEADER, load_cluster_secret
 
 __all__ = ["AdminClient"]
@@ -77,6 +78,7 @@ class AdminClient:
             auth=auth,
             headers={CLUSTER_SECRET_HEADER: secret} if secret else None,
             verify=tls.ssl_context() if tls.configured else True,
+            event_hooks={"request": [propagate_request_id]},
         )
 
     async def aclose(self) -> None:

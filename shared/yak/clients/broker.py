@@ -23,6 +23,7 @@ Security: ``https://`` URLs are verified with ``tls`` (default: ``ClientTls.from
 ``YAK_TLS_CA`` and an optional client certificate), and every request carries the cluster
 secret (default: ``load_cluster_secret()``, i.e. ``YAK_CLUSTER_SECRET[_FILE]``) when one is
 configured, in the ``X-Yak-Cluster-Secret`` header (``yak.security.cluster_secret``).
+A request made while serving one carries its ``X-Request-Id`` (``yak.observability``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import orjson
 from yak.clients._http import error_from_response
 from yak.clients.tls import ClientTls
 from yak.errors import KafkaTimeoutError, NetworkError, YakError
+from yak.observability.request_id import propagate_request_id, request_id_header
 from yak.protocol.broker_models import (
     DeleteRecordsPartition,
     DeleteRecordsRequest,
@@ -103,6 +105,7 @@ class BrokerClient:
             transport=transport,
             headers=headers,
             verify=context if context is not None else True,
+            event_hooks={"request": [propagate_request_id]},
         )
         self._pool = (
             httpcore.AsyncConnectionPool(max_connections=max_connections, ssl_context=context)
@@ -243,11 +246,15 @@ class BrokerClient:
             return _Reply(response.status_code, kind, response.content)
         url = self.base_url + path
         timeouts = {"connect": 10.0, "read": timeout_s, "write": timeout_s, "pool": timeout_s}
+        headers = [(b"content-type", content_type.encode()), *self._headers]
+        request_id = request_id_header()
+        if request_id is not None:
+            headers.append(request_id)
         try:
             raw = await self._pool.request(
                 "POST",
                 url,
-                headers=[(b"content-type", content_type.encode()), *self._headers],
+                headers=headers,
                 content=body,
                 extensions={"timeout": timeouts},
             )

@@ -46,6 +46,7 @@ from yak.errors import (
     ThrottlingQuotaExceededError,
     UnknownServerError,
 )
+from yak.observability.request_id import propagate_request_id
 
 __all__ = ["ApiClient", "Params", "Verify", "auth_headers", "client_verify", "throttle_ms"]
 
@@ -114,6 +115,8 @@ class ApiClient:
             transport=transport,
             headers=auth_headers(api_key=api_key, username=username, password=password),
             verify=client_verify(verify, cert),
+            # Inside a Yak service (the console) the request being served goes on.
+            event_hooks={"request": [propagate_request_id]},
         )
 
     async def aclose(self) -> None:
