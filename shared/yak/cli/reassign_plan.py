@@ -12,14 +12,17 @@ The format is kafka-reassign-partitions' ``--reassignment-json-file``::
 allows (Kafka's ``--generate`` places everything afresh; this keeps what it can):
 
 1. **keep** — each partition (in topic, partition order) keeps its replicas that are on the
-   listed brokers, as long as that broker holds fewer than ``ceil(total replicas / brokers)``
-   kept replicas and, with racks, its rack is not already used by the partition while another
-   rack is free;
+   listed brokers, except one whose rack the partition already uses while another rack is
+   free;
 2. **fill** — missing replicas go to the listed broker with (rack already used by the
    partition, replicas so far, id) smallest: racks spread first, then load;
-3. **lead** — the first replica (the preferred leader) stays the current one when it was kept
-   and leads fewer than ``ceil(partitions / brokers)`` partitions, else the partition's replica
-   leading the fewest so far.
+3. **balance** — while some broker holds two replicas more than another, one replica moves
+   from the fullest to the emptiest broker (a partition that has none there, without putting
+   two of its replicas in one rack), so each broker ends within one replica of the others;
+4. **lead** — the first replica (the preferred leader) stays the current one when it was kept
+   (else the partition's replica leading the fewest so far); then, while some broker leads
+   two partitions more than another, one partition's leadership moves between them when the
+   emptier broker is one of its replicas (a reorder, no copy).
 
 Only partitions whose replica list changes are in the plan. ``rollback_plan`` is the current
 assignment of the same partitions, to undo a plan with ``--execute``.
@@ -27,7 +30,7 @@ assignment of the same partitions, to undo a plan with ``--execute``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
 __all__ = [
@@ -133,34 +136,101 @@ def generate_plan(
                 f"{len(ids)} brokers are listed"
             )
     ordered = sorted(current)
-    cap = _ceil_div(sum(len(e.replicas) for e in ordered), len(ids))
-    rack_count = len({brokers[b] for b in ids})
+    racks = _Racks(brokers)
     load = dict.fromkeys(ids, 0)
-    kept: list[list[int]] = []
-    for e in ordered:
+    assigned: list[list[int]] = []
+    for e in ordered:  # keep what may stay
         keep: list[int] = []
         for r in e.replicas:
-            racks = {brokers[k] for k in keep}
-            crowded = brokers.get(r) in racks and len(racks) < rack_count
-            if r in brokers and load[r] < cap and not crowded:
+            if r in brokers and not racks.crowded(r, keep):
                 keep.append(r)
                 load[r] += 1
-        kept.append(keep)
-    for e, keep in zip(ordered, kept, strict=True):
+        assigned.append(keep)
+    for e, keep in zip(ordered, assigned, strict=True):  # fill
         while len(keep) < len(e.replicas):
-            racks = {brokers[k] for k in keep}
-            spare = [b for b in ids if b not in keep]
-            chosen = min(spare, key=lambda b: (brokers[b] in racks, load[b], b))
+            chosen = min(
+                (b for b in ids if b not in keep),
+                key=lambda b: (racks.used(b, keep), load[b], b),
+            )
             keep.append(chosen)
             load[chosen] += 1
-    leader_cap = _ceil_div(len(ordered), len(ids))
+    _balance(assigned, load, racks)
+    return _with_leaders(ordered, assigned, ids)
+
+
+class _Racks:
+    """Rack questions about the listed brokers."""
+
+    def __init__(self, brokers: Mapping[int, str | None]) -> None:
+        self._rack = dict(brokers)
+        self._count = len(set(brokers.values()))
+
+    def used(self, broker: int, replicas: Sequence[int]) -> bool:
+        """Whether ``broker``'s rack already holds one of ``replicas``."""
+        return self._rack.get(broker) in {self._rack.get(r) for r in replicas}
+
+    def crowded(self, broker: int, others: Sequence[int]) -> bool:
+        """Whether ``broker`` shares a rack with ``others`` while some rack holds none."""
+        held = {self._rack.get(r) for r in others}
+        return self._rack.get(broker) in held and len(held) < self._count
+
+
+def _even_out(
+    holders: list[list[int]], count: dict[int, int], move: Callable[[int, int, int], bool]
+) -> None:
+    """While some broker counts two more than another, ``move(i, hi, lo)`` one unit of
+    partition ``i`` from the fullest to the emptiest broker that it can (each move lowers the
+    sum of squared counts, so this ends)."""
+    while True:
+        by_count = sorted(count, key=lambda b: (count[b], b))
+        pairs = (
+            (hi, lo) for lo in by_count for hi in reversed(by_count) if count[hi] - count[lo] > 1
+        )
+        if not any(
+            any(hi in held and move(i, hi, lo) for i, held in enumerate(holders))
+            for hi, lo in pairs
+        ):
+            return
+
+
+def _balance(assigned: list[list[int]], load: dict[int, int], racks: _Racks) -> None:
+    """Move single replicas from the fullest brokers to the emptiest."""
+
+    def move(i: int, hi: int, lo: int) -> bool:
+        replicas = assigned[i]
+        others = [r for r in replicas if r != hi]
+        if lo in replicas or (racks.used(lo, others) and not racks.used(hi, others)):
+            return False  # no two replicas on one broker, nor newly in one rack
+        replicas[replicas.index(hi)] = lo
+        load[hi] -= 1
+        load[lo] += 1
+        return True
+
+    _even_out(assigned, load, move)
+
+
+def _with_leaders(
+    ordered: list[PlanEntry], assigned: list[list[int]], ids: list[int]
+) -> list[PlanEntry]:
+    """Keep each current leader that stays a replica, then even out leadership."""
     leading = dict.fromkeys(ids, 0)
-    plan: list[PlanEntry] = []
-    for e, keep in zip(ordered, kept, strict=True):
-        first = e.replicas[0]
-        if first not in keep or leading[first] >= leader_cap:
-            first = min(keep, key=lambda b: (leading[b], keep.index(b)))
+    leaders: list[list[int]] = []
+    for e, keep in zip(ordered, assigned, strict=True):
+        first = e.replicas[0] if e.replicas[0] in keep else min(keep, key=lambda b: leading[b])
         leading[first] += 1
+        leaders.append([first])
+
+    def move(i: int, hi: int, lo: int) -> bool:
+        if lo not in assigned[i]:
+            return False
+        leaders[i][0] = lo
+        leading[hi] -= 1
+        leading[lo] += 1
+        return True
+
+    _even_out(leaders, leading, move)
+    plan: list[PlanEntry] = []
+    for e, keep, (first,) in zip(ordered, assigned, leaders, strict=True):
         replicas = (first, *(r for r in keep if r != first))
         if replicas != e.replicas:
             plan.append(PlanEntry(e.topic, e.partition, replicas))

@@ -13,6 +13,7 @@ from yak_coordinator.reconcile import (
     CreatePartitions,
     DeleteTopic,
     UpdatePartition,
+    elect_preferred_leader,
     next_partition_state,
     plan_new_partitions,
     reconcile,
@@ -453,3 +454,43 @@ def test_reassignment_actions_come_out_of_reconcile() -> None:
         2,
         "reassignment completed",
     )
+
+
+# -- preferred leader election on request ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("state", "live", "stopping", "expected"),
+    [
+        # The preferred replica 1 is back in the ISR: it leads again, epochs bumped.
+        (part(0, 2, (1, 2, 3), (1, 2, 3), epoch=3), {1, 2, 3}, set(), 1),
+        (part(0, 1, (1, 2, 3), (1, 2, 3)), {1, 2, 3}, set(), "ELECTION_NOT_NEEDED"),
+        (part(0, 2, (1, 2, 3), (2, 3)), {1, 2, 3}, set(), "PREFERRED_LEADER_NOT_AVAILABLE"),
+        (part(0, 2, (1, 2, 3), (1, 2, 3)), {2, 3}, set(), "PREFERRED_LEADER_NOT_AVAILABLE"),
+        (part(0, 2, (1, 2, 3), (1, 2, 3)), {1, 2, 3}, {1}, "PREFERRED_LEADER_NOT_AVAILABLE"),
+    ],
+    ids=["elected", "already", "out of ISR", "dead", "stopping or draining"],
+)
+def test_elect_preferred_leader(
+    state: PartitionState, live: set[int], stopping: set[int], expected: int | str
+) -> None:
+    decided = elect_preferred_leader(state, frozenset(live), frozenset(stopping))
+    if isinstance(expected, str):
+        assert decided == expected
+        return
+    assert isinstance(decided, PartitionState)
+    assert decided.leader == expected
+    assert decided.isr == state.isr
+    assert (decided.leader_epoch, decided.partition_epoch) == (
+        state.leader_epoch + 1,
+        state.partition_epoch + 1,
+    )
+
+
+def test_without_auto_rebalance_the_preferred_replica_waits_for_a_request() -> None:
+    moved = part(0, 2, (1, 2), (1, 2), epoch=1)
+    snap = snapshot((1, 2), (topic("t", rf=2),), (moved,))
+    assert reconcile(snap, auto_leader_rebalance=False) == []
+    decided = elect_preferred_leader(moved, frozenset({1, 2}))
+    assert isinstance(decided, PartitionState)
+    assert decided.leader == 1
