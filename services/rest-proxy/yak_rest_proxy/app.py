@@ -6,7 +6,9 @@ served from one FastAPI app whose OpenAPI document covers every route. It keeps 
 own (``runtime.ProxyRuntime``): anything a client relies on lives in etcd or on the brokers, so
 any proxy serves any client. With ``YAK_SECURITY=on`` every route but the health checks and the
 OpenAPI docs goes through the guard (``security.guard``): a credential, then the route's ACL
-checks from ``security.route_acls``.
+checks from ``security.route_acls``. ``/metrics`` (docs/observability.md) is a plain route
+outside the guard, public like the health checks; the observability middleware, outermost,
+times every request and gives it its ``X-Request-Id``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from fastapi import Depends, FastAPI
 from yak import __version__
 from yak.clients.broker import BrokerClient
 from yak.metadata.store import MetadataStore
+from yak.observability.http import install_observability
+from yak.observability.metrics import ServiceMetrics
 from yak.web.health import health_router
 from yak_rest_proxy.consumers.consumer import Consumers
 from yak_rest_proxy.consumers.group_admin import GroupAdmin
@@ -57,10 +61,12 @@ def create_app(
     closes it); ``broker_client_factory`` replaces how broker clients are made (tests reach an
     in-process broker).
     """
+    metrics = ServiceMetrics("rest-proxy")
     runtime = ProxyRuntime(
         settings or ProxySettings.from_env(),
         store=store,
         broker_client_factory=broker_client_factory,
+        etcd_observer=metrics.observe_etcd,
     )
 
     @asynccontextmanager
@@ -100,5 +106,6 @@ def create_app(
     app.add_middleware(StripTrailingSlash)
     app.add_middleware(ForwardCredential)
     app.add_middleware(BodyReadTimeout, timeout_s=runtime.settings.request_read_timeout_ms / 1000)
+    install_observability(app, metrics)  # outermost: times and ids every request
     install_openapi(app)
     return app

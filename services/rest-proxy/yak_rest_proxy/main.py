@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from yak.observability.logs import configure_logging
 from yak.security.audit import install_audit_handler
 from yak.web.serve import serve
 from yak.web.tls import ServerTls
@@ -37,6 +38,7 @@ def run(
     log_level: Annotated[str, typer.Option(envvar="YAK_LOG_LEVEL")] = "info",
 ) -> None:
     """Serve the rest-proxy until SIGINT/SIGTERM."""
+    configure_logging("rest-proxy", log_level)  # YAK_LOG_FORMAT=text|json
     settings = ProxySettings.from_env(host=host, port=port, etcd_url=etcd, cluster_id=cluster_id)
     app = create_app(settings)
     if settings.security:

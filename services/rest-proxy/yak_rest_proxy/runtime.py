@@ -23,7 +23,7 @@ from yak.clients.admin import AdminClient
 from yak.clients.broker import BrokerClient
 from yak.errors import MetadataStoreError, NotControllerError
 from yak.metadata.cache import MetadataCache
-from yak.metadata.etcd_store import EtcdMetadataStore
+from yak.metadata.etcd_store import EtcdMetadataStore, RequestObserver
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.store import MetadataStore
 from yak.partitioner import StickyPartitioner
@@ -57,12 +57,15 @@ class ProxyRuntime:
         *,
         store: MetadataStore | None = None,
         broker_client_factory: Callable[[str], BrokerClient] | None = None,
+        etcd_observer: RequestObserver | None = None,
     ) -> None:
         self.settings = settings
         self.keyspace = Keyspace(settings.cluster_id)
         self._owns_store = store is None
         self.store: MetadataStore = (
-            store if store is not None else EtcdMetadataStore.from_url(settings.etcd_url)
+            store
+            if store is not None
+            else EtcdMetadataStore.from_url(settings.etcd_url, observer=etcd_observer)
         )
         self.cache = MetadataCache(self.store, self.keyspace)
         self.brokers = BrokerPool(

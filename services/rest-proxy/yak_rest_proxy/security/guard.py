@@ -21,7 +21,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import uuid
 from collections.abc import Iterator
 
 from fastapi import Request
@@ -30,6 +29,7 @@ from starlette.requests import HTTPConnection
 from starlette.websockets import WebSocket
 
 from yak.errors import AuthenticationError, AuthenticationThrottledError, AuthorizationError
+from yak.observability.request_id import current_request_id, new_request_id
 from yak.security.acl import CLUSTER_NAME, Operation, ResourceType, user_name, user_principal
 from yak.security.audit import audit
 from yak.security.cache import SecurityCache
@@ -66,7 +66,7 @@ class Guard:
         method = "WEBSOCKET" if isinstance(conn, WebSocket) else conn.scope["method"]
         method = "GET" if method == "HEAD" else method
         action = f"{method} {template}"
-        request_id = conn.headers.get("x-request-id") or uuid.uuid4().hex
+        request_id = current_request_id() or new_request_id()  # set by the middleware
         remote = f"{conn.client.host}:{conn.client.port}" if conn.client else ""
         checks = ROUTE_ACLS.get((method, template), _UNLISTED)
         if checks is None:

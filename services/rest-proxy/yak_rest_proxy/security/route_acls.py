@@ -65,6 +65,7 @@ ROUTE_ACLS: dict[tuple[str, str], tuple[Check, ...] | None] = {
     # Liveness and readiness answer load balancers and orchestrators, which hold no key.
     ("GET", "/healthz"): PUBLIC,
     ("GET", "/readyz"): PUBLIC,
+    ("GET", "/metrics"): PUBLIC,  # for Prometheus, like the health checks (docs/observability.md)
     # -- Confluent v2 ---------------------------------------------------------------------
     ("GET", "/"): AUTHENTICATED,
     ("POST", "/"): AUTHENTICATED,
