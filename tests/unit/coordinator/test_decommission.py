@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
 
 from yak.metadata.cache import ClusterSnapshot
@@ -35,7 +36,7 @@ def _part(
 
 
 def _snapshot(
-    brokers: dict[int, str | None],
+    brokers: Mapping[int, str | None],
     partitions: tuple[PartitionState, ...],
     draining: tuple[int, ...] = (),
     topics: tuple[TopicRecord, ...] | None = None,
