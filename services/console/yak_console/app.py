@@ -4,7 +4,9 @@ The console is a client of the public API like any user (``ConsoleRuntime``): it
 state of its own beyond the sampler's recent history. Pages live in ``pages/`` (one router
 module each); static files, with the front-end libraries vendored from npm, in ``static/``.
 Errors of the public API (``YakError``) become an error page with the API's status and code,
-or for an htmx request a fragment that the page shows in place. With security on
+or for an htmx request a fragment that the page shows in place. ``/readyz`` is ready once the
+sampler reached the public API; ``/metrics`` serves the HTTP and process metrics
+(docs/observability.md), and calls to the API carry the request's ``X-Request-Id``. With security on
 (``YAK_SECURITY=on``) the guard (``auth/guard.py``) needs a session on every page and a CSRF
 token on every POST; ``/login`` opens sessions; a 401 from the API during a session (a revoked
 key, a deleted user) ends it and sends the browser back to the login page.
@@ -25,6 +27,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from yak import __version__
 from yak.errors import AuthenticationError, YakError
+from yak.observability.http import install_observability
+from yak.observability.metrics import ServiceMetrics
 from yak.web.errors import describe_validation
 from yak.web.health import health_router
 from yak_console.auth.guard import ConsoleGuard, LoginRequiredError
@@ -47,6 +51,7 @@ def create_app(
     """Build the console ASGI app (``transport`` reaches the public API in tests)."""
     settings = settings or ConsoleSettings.from_env()
     runtime = ConsoleRuntime(settings, transport=transport)
+    metrics = ServiceMetrics("console")
     sessions = None
     if settings.security:
         signer = SessionSigner(settings.session_secret)
@@ -74,7 +79,7 @@ def create_app(
         dependencies=[Depends(ConsoleGuard(sessions))] if sessions is not None else [],
     )
     app.state.runtime = runtime
-    app.include_router(health_router("console"))
+    app.include_router(health_router("console", runtime.readiness))
     app.mount("/static", StaticFiles(directory=_STATIC), name="static")
 
     @app.get("/favicon.ico", include_in_schema=False)
@@ -110,6 +115,7 @@ def create_app(
         assert isinstance(exc, RequestValidationError)
         return _error(pages, request, 400, "INVALID_REQUEST", describe_validation(exc))
 
+    install_observability(app, metrics)  # outermost: times and ids every request
     return app
 
 

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from yak.observability.logs import configure_logging
 from yak.web.serve import serve
 from yak.web.tls import ServerTls
 from yak_console.app import create_app
@@ -36,6 +37,7 @@ def run(
     log_level: Annotated[str, typer.Option(envvar="YAK_LOG_LEVEL")] = "info",
 ) -> None:
     """Serve the console until SIGINT/SIGTERM."""
+    configure_logging("console", log_level)  # YAK_LOG_FORMAT=text|json
     settings = ConsoleSettings.from_env(
         host=host, port=port, api_url=api_url.rstrip("/"), read_only=read_only
     )

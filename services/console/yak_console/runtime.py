@@ -111,6 +111,16 @@ class ConsoleRuntime:
     async def start(self) -> None:
         self.sampler.start()
 
+    async def readiness(self) -> str | None:
+        """``/readyz``: ready once a sampling reached the public API (an answer refusing the
+        console's credential counts: the API is there), not ready while it is unreachable."""
+        if self.sampler.latest is None:
+            return "the public API has not been sampled yet"
+        if self.sampler.unreachable is not None:
+            api, why = self.settings.api_url, self.sampler.unreachable
+            return f"the public API at {api} is unreachable: {why}"
+        return None
+
     async def stop(self) -> None:
         await self.sampler.stop()
         await self.topics.aclose()

@@ -11,7 +11,8 @@ charts and the under-replicated banner are fed from the history over Server-Sent
 
 A failed call keeps the last good part and records the error in the sample (shown on the
 pages); the loop never dies of one. ``refresh()`` samples at once (after a change made through
-the console, so the next page shows it). Single event loop.
+the console, so the next page shows it). ``unreachable`` says whether the last sampling reached
+the API at all (the console's ``/readyz``). Single event loop.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import TypeVar
 
 from yak.api.admin import ClusterInfo, LogDirs, ReplicaLog
 from yak.api.groups import GroupDescription
-from yak.errors import YakError
+from yak.errors import KafkaTimeoutError, NetworkError, YakError
 from yak.sdk import AsyncAdmin
 
 __all__ = ["PartitionLog", "Sample", "Sampler", "derive"]
@@ -191,6 +192,9 @@ class Sampler:
         self._task: asyncio.Task[None] | None = None
         self._kick = asyncio.Event()
         self._lock = asyncio.Lock()
+        #: Why the public API could not be reached on the last sampling (None: it answered,
+        #: possibly with an error such as a refused credential).
+        self.unreachable: str | None = None
 
     @property
     def latest(self) -> Sample | None:
@@ -246,11 +250,13 @@ class Sampler:
 
     async def _take(self, previous: Sample | None) -> Sample:
         errors: list[str] = []
-        cluster_call = _attempt(self._admin.cluster(), "cluster", errors)
+        unreachable: list[str] = []
+        cluster_call = _attempt(self._admin.cluster(), "cluster", errors, unreachable)
         dirs_call = _attempt(self._admin.log_dirs(), "log dirs", errors)
         groups_call = _attempt(self._groups(), "groups", errors)
         cluster, log_dirs, found = await asyncio.gather(cluster_call, dirs_call, groups_call)
         groups: Mapping[str, GroupDescription] = found or {}
+        self.unreachable = unreachable[0] if unreachable else None
         if previous is not None:
             cluster = cluster if cluster is not None else previous.cluster
             log_dirs = log_dirs if log_dirs is not None else previous.log_dirs
@@ -272,9 +278,13 @@ class Sampler:
         return {d.group_id: d for d in found if d is not None}
 
 
-async def _attempt(call: Awaitable[_T], what: str, errors: list[str]) -> _T | None:
+async def _attempt(
+    call: Awaitable[_T], what: str, errors: list[str], unreachable: list[str] | None = None
+) -> _T | None:
     try:
         return await call
     except (YakError, OSError) as exc:
         errors.append(f"{what}: {exc}")
+        if unreachable is not None and isinstance(exc, NetworkError | KafkaTimeoutError | OSError):
+            unreachable.append(str(exc))
         return None
