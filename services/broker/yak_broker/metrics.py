@@ -8,8 +8,10 @@ Counted on the request path, once per partition of a request (never per record):
   apart (``yak_broker_replication_bytes_in_total`` fetched from leaders by this broker as a
   follower, ``..._out_total`` served to followers), per topic; requests by kind
   (``yak_broker_requests_total{request="produce|fetch|replica_fetch"}``); ISR shrinks and
-  expands this broker committed as a leader (``yak_broker_isr_shrinks_total``,
-  ``..._expands_total``).
+  expands of the partitions this broker leads (``yak_broker_isr_shrinks_total``,
+  ``..._expands_total``), counted where the leader learns of the committed change: its own
+  AlterIsr write (a lagging follower out, a caught-up one in) or a metadata update (the
+  controller took a dead broker out), each change once.
 
 Collected at scrape time from in-memory state (``BrokerCollector``), so nothing is computed on
 the hot path: log size, log end offset and high watermark per hosted partition; the number of
@@ -114,11 +116,11 @@ class BrokerTopicStats:
         self.fetch_requests = requests.labels("fetch")
         self.replica_fetch_requests = requests.labels("replica_fetch")
         self.isr_shrinks = Counter(
-            "yak_broker_isr_shrinks", "ISR shrinks committed by this broker as leader.",
+            "yak_broker_isr_shrinks", "ISR shrinks of partitions led by this broker.",
             registry=registry,
         )  # fmt: skip
         self.isr_expands = Counter(
-            "yak_broker_isr_expands", "ISR expansions committed by this broker as leader.",
+            "yak_broker_isr_expands", "ISR expansions of partitions led by this broker.",
             registry=registry,
         )  # fmt: skip
         self._topics: dict[str, _TopicCounters] = {}

@@ -317,6 +317,10 @@ class ReplicaManager:
             self._replicas[tp] = replica
         previous = replica.state
         state = desired.state
+        if (previous.leader, previous.leader_epoch) == (state.leader, state.leader_epoch) and (
+            state.leader == self.broker_id
+        ):  # e.g. the controller took a dead broker out of the ISR of a partition led here
+            self.stats.on_isr_change(previous.isr, state.isr)
         replica.state = state
         replica.min_insync_replicas = desired.min_insync_replicas
         if state.leader == self.broker_id:

@@ -57,6 +57,7 @@ _STANDARD = frozenset(
         "message",
         "asctime",
         "taskName",
+        "color_message",  # uvicorn's copy of the message with terminal colours
     }
 )
 
