@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 YAK_ARGS ?=
 
-.PHONY: install chromium peers deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers clean
+.PHONY: install chromium peers deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers soak clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
@@ -87,6 +87,12 @@ bench-spark: $(STAMP)
 ## Yak against Redis Streams and NATS JetStream: docs/benchmarks.md, loadtest/results/peers.json.
 bench-peers: $(STAMP) peers
 	$(BIN)/python -m loadtest.peers
+
+## Soak (not part of `make test`): 30 min at half the max produce rate with a broker restarted
+## every 5 min; loadtest/results/soak.json, docs/benchmarks/soak-*.png. SOAK_ARGS="--duration 2h".
+SOAK_ARGS ?=
+soak: $(STAMP)
+	$(BIN)/python -m loadtest.soak $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .import_linter_cache
