@@ -14,32 +14,32 @@ import os
 import ssl
 import sys
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 
 
-def service_port() -> int:
-    """The ``--port`` of PID 1 (the service the entry point exec'd), else ``YAK_PORT``."""
+def service_port(cmdline: Path, env: Mapping[str, str]) -> int:
+    """The ``--port`` in ``cmdline`` (PID 1: the service the entry point exec'd), else
+    ``YAK_PORT``."""
     try:
-        argv = Path("/proc/1/cmdline").read_bytes().decode().split("\0")
+        argv = cmdline.read_bytes().decode().split("\0")
     except OSError:
         argv = []
     for flag, value in itertools.pairwise(argv):
         if flag == "--port":
             return int(value)
-    return int(os.environ.get("YAK_PORT", "9420"))
+    return int(env.get("YAK_PORT", "9420"))
 
 
-def main() -> int:
+def main(cmdline: Path = Path("/proc/1/cmdline"), env: Mapping[str, str] = os.environ) -> int:
     context: ssl.SSLContext | None = None
     scheme = "http"
-    if os.environ.get("YAK_TLS_CERT"):
+    if env.get("YAK_TLS_CERT"):
         scheme = "https"
-        context = ssl.create_default_context(cafile=os.environ.get("YAK_TLS_CA") or None)
-        if os.environ.get("YAK_TLS_CLIENT_CERT"):
-            context.load_cert_chain(
-                os.environ["YAK_TLS_CLIENT_CERT"], os.environ.get("YAK_TLS_CLIENT_KEY")
-            )
-    url = f"{scheme}://127.0.0.1:{service_port()}/healthz"
+        context = ssl.create_default_context(cafile=env.get("YAK_TLS_CA") or None)
+        if env.get("YAK_TLS_CLIENT_CERT"):
+            context.load_cert_chain(env["YAK_TLS_CLIENT_CERT"], env.get("YAK_TLS_CLIENT_KEY"))
+    url = f"{scheme}://127.0.0.1:{service_port(cmdline, env)}/healthz"
     try:
         with urllib.request.urlopen(url, timeout=2.5, context=context) as answer:
             return 0 if answer.status == 200 else 1

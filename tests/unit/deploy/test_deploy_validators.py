@@ -5,15 +5,20 @@ last two come with the ``dev`` extra)."""
 
 from __future__ import annotations
 
+import http.server
+import importlib.util
 import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from tests.unit.deploy.compose_files import COMPOSE_DIR, COMPOSE_FILE, DOCKERFILE, SECURE_FILE
+
+HEALTHCHECK = DOCKERFILE.parent / "healthcheck.py"
 
 
 def _tool(name: str) -> str:
@@ -147,3 +152,34 @@ def test_the_entry_point_dispatches_on_its_first_argument(tmp_path: Path) -> Non
     assert run("yak", "topics", "list") == "yak topics list key="
     console = run("console", YAK_CONSOLE_API_KEY_FILE=str(tmp_path / "key"))
     assert console == "yak-console --port 19999 key=yak_k_s"
+
+
+class _Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200 if self.path == "/healthz" else 404)
+        self.end_headers()
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
+def test_the_health_check_gets_healthz_on_the_port_of_pid_1(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("healthcheck", HEALTHCHECK)
+    assert spec is not None
+    assert spec.loader is not None
+    healthcheck = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(healthcheck)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Health)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        port = server.server_address[1]
+        cmdline = tmp_path / "cmdline"
+        cmdline.write_bytes(b"/opt/yak/bin/yak-broker\0--port\0%d\0" % port)
+        assert healthcheck.main(cmdline, {}) == 0
+        assert healthcheck.main(tmp_path / "missing", {"YAK_PORT": str(port)}) == 0
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert healthcheck.main(cmdline, {}) == 1  # nothing listens any more
