@@ -65,8 +65,9 @@ async def _wait_drained(admin: AdminClient, broker_id: int, timeout_s: float) ->
         while True:
             drains = {d.broker_id: d for d in (await admin.decommissions()).brokers}
             status = drains.get(broker_id)
-            if status is None:  # recommissioned meanwhile
-                return await admin.recommission_broker(broker_id)
+            if status is None:
+                typer.echo(f"broker {broker_id} was recommissioned meanwhile", err=True)
+                raise typer.Exit(1)
             total = max(total or 0, status.replicas)
             progress.update(task, total=total, completed=total - status.replicas)
             if status.done or time.monotonic() > deadline:

@@ -149,7 +149,11 @@ def _print_cluster(info: ClusterInfo, unhealthy: PartitionHealthList) -> None:
             broker.host,
             str(broker.port),
             broker.rack or "-",
-            "shutting down" if broker.shutting_down else "",
+            "shutting down"
+            if broker.shutting_down
+            else "decommissioning"
+            if broker.decommissioning
+            else "",
         )
     console.print(table)
     if unhealthy.partitions:
