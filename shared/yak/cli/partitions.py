@@ -4,9 +4,10 @@ leader election (like kafka-leader-election).
 ``reassign`` works on a JSON plan in Kafka's format (``yak.cli.reassign_plan``), one mode at
 a time:
 
-* ``--generate --topic T --brokers 1,2,3`` prints a plan moving the topics onto the brokers
-  (only the partitions that change) on stdout, and the current assignment of the same
-  partitions (the rollback plan) on stderr or into ``--rollback FILE``;
+* ``--generate --topic T --brokers 1,2,3`` (or Kafka's ``--topics-to-move-json-file``)
+  prints a plan moving the topics onto the brokers (only the partitions that change) on
+  stdout, and the current assignment of the same partitions (the rollback plan) on stderr or
+  into ``--rollback FILE``;
 * ``PLAN --execute`` starts every move of the plan (``PUT …/reassignment``) and prints the
   rollback plan on stderr; partitions already on their planned replicas are skipped;
 * ``PLAN --verify`` tells per partition whether the move is complete, in progress or not
@@ -73,6 +74,17 @@ def _read_plan(path: Path) -> list[PlanEntry]:
         return parse_plan(json.loads(text))
     except (OSError, ValueError) as exc:
         raise typer.BadParameter(f"{path}: {exc}", param_hint="PLAN") from None
+
+
+def _topics_to_move(path: Path) -> list[str]:
+    """The topics of kafka-reassign-partitions' ``--topics-to-move-json-file``."""
+    try:
+        document = json.loads(path.read_text())
+        topics = [str(t["topic"]) for t in document["topics"]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        message = f'{path}: expected {{"topics": [{{"topic": "name"}}], "version": 1}}: {exc!r}'
+        raise typer.BadParameter(message, param_hint="--topics-to-move-json-file") from None
+    return topics
 
 
 def _broker_ids(text: str) -> list[int]:
@@ -240,6 +252,13 @@ def reassign(
     topic: Annotated[
         list[str] | None, typer.Option("--topic", help="--generate: a topic to move.")
     ] = None,
+    topics_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--topics-to-move-json-file",
+            help='--generate: Kafka\'s {"topics": [{"topic": "t"}], "version": 1} file.',
+        ),
+    ] = None,
     brokers: Annotated[
         str | None, typer.Option("--brokers", help="--generate: target broker ids, e.g. 1,2,3.")
     ] = None,
@@ -260,9 +279,10 @@ def reassign(
         raise typer.BadParameter("give one of --generate, --execute, --verify, --cancel, --status")
     target = _Coordinator(coordinator, data_dir, api_key)
     if generate:
-        if not topic or brokers is None:
+        topics = [*(topic or []), *(_topics_to_move(topics_file) if topics_file else [])]
+        if not topics or brokers is None:
             raise typer.BadParameter("--generate needs --topic (repeatable) and --brokers")
-        _generate(target, list(dict.fromkeys(topic)), _broker_ids(brokers), rollback)
+        _generate(target, list(dict.fromkeys(topics)), _broker_ids(brokers), rollback)
         return
     if status:
         _print_running(target.run(lambda admin: admin.reassignments()))
