@@ -5,7 +5,8 @@
   one transaction per chunk of partitions, each key compared on its ``mod_revision`` and the
   whole fenced by the controller's term (a deposed controller writes nothing and answers
   ``NOT_CONTROLLER``). A lost compare (a leader changed the ISR meanwhile) reads and decides
-  again, up to ``_CAS_ATTEMPTS`` times.
+  again, up to ``_CAS_ATTEMPTS`` times. Elections written count in
+  ``yak_coordinator_leader_elections_total{kind="preferred"}``.
 - ``decommission`` / ``recommission`` write or delete ``decommissions/<id>``, fenced likewise;
   the reconciler does the draining (``decommission.py``). Decommissioning is refused for a
   broker that is neither registered nor a replica of anything (``BROKER_NOT_AVAILABLE``) and
@@ -42,6 +43,7 @@ from yak.metadata.store import (
 )
 from yak_coordinator.decommission import drain_progress, eligible_brokers
 from yak_coordinator.election import Election, Term
+from yak_coordinator.metrics import ControllerStats
 from yak_coordinator.reconcile import elect_preferred_leader, stopping_brokers
 
 __all__ = ["ClusterAdmin"]
@@ -63,6 +65,7 @@ class ClusterAdmin:
         clock: Clock,
         *,
         wait_s: float = 10.0,
+        stats: ControllerStats | None = None,
     ) -> None:
         self._store = store
         self._keyspace = keyspace
@@ -70,6 +73,7 @@ class ClusterAdmin:
         self._election = election
         self._clock = clock
         self._wait_s = wait_s
+        self._stats = stats if stats is not None else ControllerStats()
 
     # -- preferred leader election ------------------------------------------------------------
 
@@ -108,6 +112,7 @@ class ClusterAdmin:
             results: dict[tuple[str, int], ElectionResult] = {}
             compares: list[Compare] = []
             puts: list[Op] = []
+            elected: list[tuple[PartitionState, PartitionState]] = []
             for (topic, partition), key, response in zip(chunk, keys, read.responses, strict=True):
                 assert isinstance(response, GetResponse)
                 if not response.kvs:
@@ -125,6 +130,7 @@ class ClusterAdmin:
                     continue
                 compares.append(Compare.mod_revision(key, kv.mod_revision))
                 puts.append(PutOp(key, decided.encode()))
+                elected.append((state, decided))
                 results[(topic, partition)] = ElectionResult(
                     topic=topic, partition=partition, leader=decided.leader
                 )
@@ -132,6 +138,8 @@ class ClusterAdmin:
                 return results
             written = await self._fenced(compares, puts, term)
             if written is not None:
+                for before, after in elected:
+                    self._stats.on_partition_written(before, after, "preferred leader election")
                 await self._cache.wait_for_revision(written.revision, self._wait_s)
                 return results
         raise KafkaTimeoutError("partition states kept changing during the election; retry")

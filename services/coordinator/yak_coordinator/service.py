@@ -88,7 +88,13 @@ class _Parts:
             wait_s=settings.admin_wait_s,
         )
         self.cluster_admin = ClusterAdmin(
-            store, keyspace, self.cache, self.election, clock, wait_s=settings.admin_wait_s
+            store,
+            keyspace,
+            self.cache,
+            self.election,
+            clock,
+            wait_s=settings.admin_wait_s,
+            stats=stats,
         )
 
 

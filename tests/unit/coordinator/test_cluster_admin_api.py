@@ -101,6 +101,11 @@ async def test_elect_leaders_moves_leadership_back_to_the_preferred_replica(
     }
     state = await cluster.state("el", 0)
     assert (state.leader, state.leader_epoch) == (p0.replicas[0], p0.leader_epoch + 2)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=cluster.app), base_url="http://test"
+    ) as http:
+        metrics = (await http.get("/metrics")).text
+    assert 'yak_coordinator_leader_elections_total{kind="preferred"} 1.0' in metrics
     # Every partition when none is named; nothing left to do.
     again = await cluster.admin.elect_leaders()
     assert {r.error for r in again.results} == {"ELECTION_NOT_NEEDED"}
