@@ -17,6 +17,7 @@ from yak.api.security import QuotaBody, QuotaInfo, QuotaList
 from yak.cli.cluster import DataDirOption
 from yak.cli.proxy import ApiKeyOption, UrlOption, proxy_url, run_or_exit
 from yak.cli.secure import cluster_api_key
+from yak.clients._http import segment
 from yak.sdk._client import ApiClient
 
 __all__ = ["quotas"]
@@ -61,7 +62,9 @@ def set_quota(
         client = _client(url, data_dir, api_key)
         body = QuotaBody(produce_bytes_per_s=produce, fetch_bytes_per_s=fetch)
         try:
-            return await client.call("PUT", f"/security/quotas/{principal}", QuotaInfo, body)
+            return await client.call(
+                "PUT", f"/security/quotas/{segment(principal)}", QuotaInfo, body
+            )
         finally:
             await client.aclose()
 
@@ -102,7 +105,7 @@ def delete_quota(
     async def run() -> None:
         client = _client(url, data_dir, api_key)
         try:
-            await client.call_empty("DELETE", f"/security/quotas/{principal}")
+            await client.call_empty("DELETE", f"/security/quotas/{segment(principal)}")
         finally:
             await client.aclose()
 

@@ -29,6 +29,7 @@ from yak.api.security import (
 from yak.cli.cluster import DataDirOption
 from yak.cli.proxy import ApiKeyOption, UrlOption, proxy_url, run_or_exit
 from yak.cli.secure import cluster_api_key
+from yak.clients._http import segment
 from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace
 from yak.sdk._client import ApiClient, Params
@@ -121,7 +122,7 @@ def delete(
     data_dir: DataDirOption = _DATA_DIR,
 ) -> None:
     """Delete a user and all its credentials (its ACLs stay)."""
-    _call_empty(url, data_dir, api_key, "DELETE", f"/security/users/{name}")
+    _call_empty(url, data_dir, api_key, "DELETE", f"/security/users/{segment(name)}")
     typer.echo(f"deleted User:{name}")
 
 
@@ -136,7 +137,7 @@ def add_key(
     """A new API key for the user (rotation: add a key, move clients, revoke the old one)."""
     body = CreateApiKeyRequest(description=description)
     made = _call(
-        url, data_dir, api_key, "POST", f"/security/users/{name}/keys", ApiKeyCreated, body
+        url, data_dir, api_key, "POST", f"/security/users/{segment(name)}/keys", ApiKeyCreated, body
     )
     _print_key(made)
 
@@ -150,7 +151,9 @@ def revoke_key(
     data_dir: DataDirOption = _DATA_DIR,
 ) -> None:
     """Revoke one API key: it stops working at once on every proxy."""
-    _call_empty(url, data_dir, api_key, "DELETE", f"/security/users/{name}/keys/{key_id}")
+    _call_empty(
+        url, data_dir, api_key, "DELETE", f"/security/users/{segment(name)}/keys/{segment(key_id)}"
+    )
     typer.echo(f"revoked key {key_id} of User:{name}")
 
 
@@ -164,7 +167,7 @@ def set_password(
 ) -> None:
     """Set the user's HTTP Basic password."""
     body = PasswordRequest(password=password)
-    _call_empty(url, data_dir, api_key, "PUT", f"/security/users/{name}/password", body)
+    _call_empty(url, data_dir, api_key, "PUT", f"/security/users/{segment(name)}/password", body)
     typer.echo(f"password of User:{name} set")
 
 

@@ -44,7 +44,7 @@ from yak.api.admin import (
     TopicList,
     TopicPartitionRef,
 )
-from yak.clients._http import error_from_response
+from yak.clients._http import error_from_response, segment
 from yak.clients.tls import ClientTls
 from yak.errors import KafkaTimeoutError, NetworkError
 from yak.observability.request_id import propagate_request_id
@@ -103,11 +103,11 @@ class AdminClient:
     ) -> PartitionInfo:
         """Start moving a partition to ``replicas`` (see the coordinator's TopicAdmin)."""
         body = ReassignmentRequest(replicas=list(replicas))
-        path = f"/topics/{topic}/partitions/{partition}/reassignment"
+        path = f"/topics/{segment(topic)}/partitions/{partition}/reassignment"
         return await self._call("PUT", path, PartitionInfo, body)
 
     async def cancel_reassignment(self, topic: str, partition: int) -> PartitionInfo:
-        path = f"/topics/{topic}/partitions/{partition}/reassignment"
+        path = f"/topics/{segment(topic)}/partitions/{partition}/reassignment"
         return await self._call("DELETE", path, PartitionInfo)
 
     async def reassignments(self) -> ReassignmentList:
@@ -148,7 +148,7 @@ class AdminClient:
         return await self._call("GET", "/topics", TopicList)
 
     async def describe_topic(self, name: str) -> TopicDescription:
-        return await self._call("GET", f"/topics/{name}", TopicDescription)
+        return await self._call("GET", f"/topics/{segment(name)}", TopicDescription)
 
     async def create_topic(
         self,
@@ -167,7 +167,7 @@ class AdminClient:
         return await self._call("POST", "/topics", TopicDescription, body)
 
     async def delete_topic(self, name: str) -> TopicDeleted:
-        return await self._call("DELETE", f"/topics/{name}", TopicDeleted)
+        return await self._call("DELETE", f"/topics/{segment(name)}", TopicDeleted)
 
     async def alter_topic_configs(
         self,
@@ -177,11 +177,13 @@ class AdminClient:
         delete_configs: Sequence[str] = (),
     ) -> TopicDescription:
         body = AlterConfigsRequest(set=dict(set_configs or {}), delete=list(delete_configs))
-        return await self._call("PATCH", f"/topics/{name}/configs", TopicDescription, body)
+        return await self._call("PATCH", f"/topics/{segment(name)}/configs", TopicDescription, body)
 
     async def create_partitions(self, name: str, count: int) -> TopicDescription:
         body = CreatePartitionsRequest(count=count)
-        return await self._call("POST", f"/topics/{name}/partitions", TopicDescription, body)
+        return await self._call(
+            "POST", f"/topics/{segment(name)}/partitions", TopicDescription, body
+        )
 
     async def list_groups(self) -> GroupList:
         """Every consumer group with its state and member count."""
@@ -189,7 +191,7 @@ class AdminClient:
 
     async def describe_group(self, group_id: str) -> GroupDescription:
         """A group's state, epochs and members (``GroupIdNotFoundError`` if none exists)."""
-        return await self._call("GET", f"/groups/{group_id}", GroupDescription)
+        return await self._call("GET", f"/groups/{segment(group_id)}", GroupDescription)
 
     async def _call(
         self, method: str, path: str, model: type[_M], body: BaseModel | None = None

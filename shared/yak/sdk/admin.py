@@ -35,6 +35,7 @@ from yak.api.groups import (
     OffsetResetResult,
 )
 from yak.api.security import WhoAmI
+from yak.clients._http import segment
 from yak.sdk._client import ApiClient
 
 __all__ = ["AsyncAdmin", "ResetTarget"]
@@ -107,7 +108,7 @@ class AsyncAdmin:
         whose timestamp is at or after ``timestamp`` ms (-1 if none)."""
         return await self._api.call(
             "GET",
-            f"/topics/{topic}/partitions/{partition}/offsets",
+            f"/topics/{segment(topic)}/partitions/{partition}/offsets",
             PartitionOffset,
             params={"timestamp": str(timestamp)},
         )
@@ -137,10 +138,10 @@ class AsyncAdmin:
 
     async def describe_topic(self, name: str) -> TopicDescription:
         """The topic's configs and each partition's leader, epochs, replicas and ISR."""
-        return await self._api.call("GET", f"/topics/{name}", TopicDescription)
+        return await self._api.call("GET", f"/topics/{segment(name)}", TopicDescription)
 
     async def delete_topic(self, name: str) -> TopicDeleted:
-        return await self._api.call("DELETE", f"/topics/{name}", TopicDeleted)
+        return await self._api.call("DELETE", f"/topics/{segment(name)}", TopicDeleted)
 
     async def alter_topic_configs(
         self,
@@ -151,12 +152,16 @@ class AsyncAdmin:
     ) -> TopicDescription:
         """Set some config overrides and reset others to their defaults."""
         body = AlterConfigsRequest(set=dict(set_configs or {}), delete=list(delete_configs))
-        return await self._api.call("PATCH", f"/topics/{name}/configs", TopicDescription, body)
+        return await self._api.call(
+            "PATCH", f"/topics/{segment(name)}/configs", TopicDescription, body
+        )
 
     async def create_partitions(self, name: str, count: int) -> TopicDescription:
         """Raise the topic's partition count to ``count`` (it can only grow)."""
         body = CreatePartitionsRequest(count=count)
-        return await self._api.call("POST", f"/topics/{name}/partitions", TopicDescription, body)
+        return await self._api.call(
+            "POST", f"/topics/{segment(name)}/partitions", TopicDescription, body
+        )
 
     # --- consumer groups ------------------------------------------------------------------
 
@@ -165,11 +170,11 @@ class AsyncAdmin:
 
     async def describe_group(self, group: str) -> GroupDescription:
         """State, members and, per partition, committed offset, end offset, lag and owner."""
-        return await self._api.call("GET", f"/groups/{group}", GroupDescription)
+        return await self._api.call("GET", f"/groups/{segment(group)}", GroupDescription)
 
     async def delete_group(self, group: str) -> None:
         """Delete an empty group and its committed offsets (``GroupNotEmptyError`` if not)."""
-        await self._api.call_empty("DELETE", f"/groups/{group}")
+        await self._api.call_empty("DELETE", f"/groups/{segment(group)}")
 
     async def reset_offsets(
         self,
@@ -201,5 +206,5 @@ class AsyncAdmin:
             dry_run=dry_run,
         )
         return await self._api.call(
-            "POST", f"/groups/{group}/offsets/reset", OffsetResetResult, body
+            "POST", f"/groups/{segment(group)}/offsets/reset", OffsetResetResult, body
         )

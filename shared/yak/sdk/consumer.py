@@ -45,6 +45,7 @@ from yak.api.groups import (
     SeekRequest,
     TopicPartitionList,
 )
+from yak.clients._http import segment
 from yak.errors import IllegalStateError, UnknownMemberIdError
 from yak.sdk._client import ApiClient
 from yak.sdk.records import ConsumerRecord, TopicPartition, consumer_record
@@ -133,7 +134,7 @@ class AsyncConsumer:
 
     async def _join_group(self) -> None:
         info = await self._api.call(
-            "POST", f"/groups/{self.group}/members", GroupMemberInfo, self._join
+            "POST", f"/groups/{segment(self.group)}/members", GroupMemberInfo, self._join
         )
         self._member_id = info.member_id
         # Re-joining under the same id keeps the id the caller chose or was given.
@@ -172,7 +173,7 @@ class AsyncConsumer:
     def _path(self, suffix: str = "") -> str:
         if self._member_id is None:
             raise IllegalStateError("the consumer has not joined its group: call start() first")
-        return f"/groups/{self.group}/members/{self._member_id}{suffix}"
+        return f"/groups/{segment(self.group)}/members/{segment(self._member_id)}{suffix}"
 
     def _update(self, epoch: int, assignment: Iterable[TopicPartitionList]) -> None:
         self._epoch = epoch

@@ -14,6 +14,7 @@ import contextlib
 import time
 
 from yak.api.admin import TopicDescription
+from yak.clients._http import segment
 from yak.errors import KafkaTimeoutError, UnknownTopicOrPartitionError, YakError
 from yak.sdk._client import ApiClient
 
@@ -60,7 +61,9 @@ class TopicMetadata:
         backoff = _BACKOFF_S
         while True:
             try:
-                described = await self._api.call("GET", f"/topics/{topic}", TopicDescription)
+                described = await self._api.call(
+                    "GET", f"/topics/{segment(topic)}", TopicDescription
+                )
             except UnknownTopicOrPartitionError:
                 raise
             except YakError as exc:

@@ -17,6 +17,7 @@ import httpx
 
 from yak.api.admin import TopicDescription
 from yak.api.records import PartitionRecords
+from yak.clients._http import segment
 from yak.errors import OffsetOutOfRangeError
 from yak.sdk._client import ApiClient
 from yak.sdk.records import ConsumerRecord, consumer_record
@@ -75,7 +76,9 @@ class AsyncPartitionReader:
 
     async def partition_count(self, topic: str) -> int:
         """How many partitions ``topic`` has (``UnknownTopicOrPartitionError`` if none)."""
-        return (await self._api.call("GET", f"/topics/{topic}", TopicDescription)).partition_count
+        return (
+            await self._api.call("GET", f"/topics/{segment(topic)}", TopicDescription)
+        ).partition_count
 
     async def read(
         self,
@@ -97,7 +100,7 @@ class AsyncPartitionReader:
         }
         answer = await self._api.call(
             "GET",
-            f"/topics/{topic}/partitions/{partition}/records",
+            f"/topics/{segment(topic)}/partitions/{partition}/records",
             PartitionRecords,
             params=params,
             timeout_s=timeout_ms / 1000 + self._request_timeout_s,

@@ -42,7 +42,7 @@ from yak.api.records import (
     ProduceRecordsResponse,
     ProducerSession,
 )
-from yak.clients._http import error_from_response
+from yak.clients._http import error_from_response, segment
 from yak.errors import (
     InvalidProducerEpochError,
     KafkaTimeoutError,
@@ -273,7 +273,7 @@ class Sender:
             value_encoding=Encoding.BASE64,
             header_encoding=HeaderEncoding.BASE64,
         )
-        path = f"/topics/{tp.topic}/partitions/{tp.partition}/batches"
+        path = f"/topics/{segment(tp.topic)}/partitions/{tp.partition}/batches"
         answer = await self._api.call(
             "POST", path, ProduceBatchResponse, body, params={"acks": "all"}
         )
@@ -289,7 +289,7 @@ class Sender:
             value_encoding=Encoding.BASE64,
             header_encoding=HeaderEncoding.BASE64,
         )
-        path = f"/topics/{tp.topic}/records"
+        path = f"/topics/{segment(tp.topic)}/records"
         response = await self._api.send("POST", path, body, params={"acks": self._config.acks})
         try:
             answer = ProduceRecordsResponse.model_validate_json(response.content)

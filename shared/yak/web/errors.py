@@ -1,9 +1,11 @@
 """One table from typed errors to HTTP responses, for every Yak service's native API.
 
 Error body: ``{"code": "<KAFKA_NAME>", "message": "<precise text>", "details": {...}}`` with the
-status the error class declares (``YakError.http_status``). Request validation failures become
-400 ``INVALID_REQUEST`` naming the offending field; anything unexpected becomes 500
-``UNKNOWN_SERVER_ERROR`` (logged with its traceback, never leaked to the client). A 401
+status the error class declares (``YakError.http_status``). A path no route serves answers 404
+``NOT_FOUND`` (405 ``METHOD_NOT_ALLOWED`` for another method) in the same shape. Request
+validation failures become 400 ``INVALID_REQUEST`` naming the offending field; anything
+unexpected becomes 500 ``UNKNOWN_SERVER_ERROR`` (logged with its traceback, never leaked to the
+client). A 401
 (``AuthenticationError``) carries the ``WWW-Authenticate`` challenge of the schemes Yak accepts
 (RFC 9110 §11.6.1); a 429 (``ThrottlingQuotaExceededError`` and its kin) carries
 ``Retry-After`` from ``details["retry_after_s"]``. The Confluent v2-compatible API of the REST
@@ -17,6 +19,7 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
 
 from yak.errors import AuthenticationError, InvalidRequestError, UnknownServerError, YakError
 
@@ -74,6 +77,14 @@ def install_error_handlers(app: FastAPI) -> None:
         log.exception("unhandled error serving %s %s", request.method, request.url.path)
         return error_response(UnknownServerError(f"internal error: {type(exc).__name__}"))
 
+    async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, HTTPException)
+        code = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}.get(exc.status_code, "HTTP_ERROR")
+        message = f"{request.method} {request.url.path}: {exc.detail}"
+        body = {"code": code, "message": message, "details": {}}
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+    app.add_exception_handler(HTTPException, on_http_error)
     app.add_exception_handler(YakError, on_yak_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(Exception, on_unexpected)
