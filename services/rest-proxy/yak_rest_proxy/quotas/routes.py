@@ -14,6 +14,7 @@ from fastapi import APIRouter, Request, Response
 from yak.api.records import API_PREFIX
 from yak.api.security import QuotaBody, QuotaInfo, QuotaList
 from yak.security.audit import audit
+from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.quotas.quota_store import QuotaConfig, quota_principal
 from yak_rest_proxy.quotas.quotas import ANONYMOUS, QuotaKind
@@ -24,6 +25,7 @@ __all__ = ["quota_router"]
 
 _TAG = "native security"
 _JSON = "application/json"
+_BODY_LIMIT = 64 * 1024  # two numbers: a larger body answers 413
 
 
 def quota_router(runtime: ProxyRuntime) -> APIRouter:
@@ -67,9 +69,12 @@ def quota_router(runtime: ProxyRuntime) -> APIRouter:
         """The principal's override (404 ``RESOURCE_NOT_FOUND`` if it has none)."""
         return json_response(info(principal, await store.get(principal)), _JSON)
 
-    @router.put("/{principal}", response_model=QuotaInfo)
-    async def set_quota(request: Request, principal: str, body: QuotaBody) -> Response:
+    @router.put(
+        "/{principal}", response_model=QuotaInfo, openapi_extra=openapi_body(QuotaBody, _JSON)
+    )
+    async def set_quota(request: Request, principal: str) -> Response:
         """Set the principal's override; it applies to its very next request on every proxy."""
+        body = parse_model(QuotaBody, await read_body(request, _BODY_LIMIT))
         quota = QuotaConfig(body.produce_bytes_per_s, body.fetch_bytes_per_s)
         revision = await store.put(quota_principal(principal), quota)
         await changed(request, principal, revision)

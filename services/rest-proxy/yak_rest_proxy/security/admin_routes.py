@@ -10,7 +10,7 @@ written to the audit log.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
@@ -33,10 +33,11 @@ from yak.security.acl import AclBinding, AclFilter, Operation, PatternType, Perm
 from yak.security.audit import audit
 from yak.security.credentials import UserRecord
 from yak.security.store import NewApiKey
+from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.runtime import ProxyRuntime
 from yak_rest_proxy.security.access import current_access
-from yak_rest_proxy.security.guard import ANONYMOUS
+from yak_rest_proxy.security.guard import ANONYMOUS, BODY_LIMIT
 
 __all__ = ["security_router"]
 
@@ -81,6 +82,12 @@ def _acl_filter(
     return AclFilter(principal, resource_type, resource_name, pattern_type, operation, permission)
 
 
+def _optional(extra: dict[str, Any]) -> dict[str, Any]:
+    """An ``openapi_body`` whose body may be left out."""
+    extra["requestBody"]["required"] = False
+    return extra
+
+
 def security_router(runtime: ProxyRuntime) -> APIRouter:
     router = APIRouter(prefix=f"{API_PREFIX}/security", tags=[SECURITY_TAG])
     store = runtime.security_store
@@ -117,9 +124,15 @@ def security_router(runtime: ProxyRuntime) -> APIRouter:
         users = sorted(await store.list_users(), key=lambda record: record.name)
         return json_response(UserList(users=[_user_info(u) for u in users]), _JSON)
 
-    @router.post("/users", status_code=201, response_model=UserCreated)
-    async def create_user(request: Request, body: CreateUserRequest) -> Response:
+    @router.post(
+        "/users",
+        status_code=201,
+        response_model=UserCreated,
+        openapi_extra=openapi_body(CreateUserRequest, _JSON),
+    )
+    async def create_user(request: Request) -> Response:
         """Create a user; with ``api_key`` true the answer holds its first key, shown once."""
+        body = parse_model(CreateUserRequest, await read_body(request, BODY_LIMIT))
         record, made, revision = await store.create_user(
             body.name, password=body.password, with_key=body.api_key
         )
@@ -134,12 +147,17 @@ def security_router(runtime: ProxyRuntime) -> APIRouter:
         await changed(request, "/users/{user}", f"USER:{user}", revision)
         return Response(status_code=204)
 
-    @router.post("/users/{user}/keys", status_code=201, response_model=ApiKeyCreated)
-    async def add_key(
-        request: Request, user: str, body: CreateApiKeyRequest | None = None
-    ) -> Response:
+    @router.post(
+        "/users/{user}/keys",
+        status_code=201,
+        response_model=ApiKeyCreated,
+        openapi_extra=_optional(openapi_body(CreateApiKeyRequest, _JSON)),
+    )
+    async def add_key(request: Request, user: str) -> Response:
         """A new API key for the user: the token is in this answer and nowhere else."""
-        made = await store.add_key(user, body.description if body is not None else "")
+        raw = await read_body(request, BODY_LIMIT)
+        body = parse_model(CreateApiKeyRequest, raw, empty_ok=True)
+        made = await store.add_key(user, body.description)
         await changed(request, "/users/{user}/keys", f"KEY:{user}/{made.key_id}", made.revision)
         return json_response(_key(made), _JSON, status_code=201)
 
@@ -150,9 +168,14 @@ def security_router(runtime: ProxyRuntime) -> APIRouter:
         await changed(request, "/users/{user}/keys/{key_id}", f"KEY:{user}/{key_id}", revision)
         return Response(status_code=204)
 
-    @router.put("/users/{user}/password", status_code=204)
-    async def set_password(request: Request, user: str, body: PasswordRequest) -> Response:
+    @router.put(
+        "/users/{user}/password",
+        status_code=204,
+        openapi_extra=openapi_body(PasswordRequest, _JSON),
+    )
+    async def set_password(request: Request, user: str) -> Response:
         """Set the user's HTTP Basic password (null removes it)."""
+        body = parse_model(PasswordRequest, await read_body(request, BODY_LIMIT))
         revision = await store.set_password(user, body.password)
         await changed(request, "/users/{user}/password", f"USER:{user}", revision)
         return Response(status_code=204)
@@ -162,9 +185,12 @@ def security_router(runtime: ProxyRuntime) -> APIRouter:
         acls = await store.list_acls(selected)
         return json_response(AclList(acls=[AclBody.of(a) for a in acls]), _JSON)
 
-    @router.post("/acls", status_code=201, response_model=AclList)
-    async def add_acls(request: Request, body: AclList) -> Response:
+    @router.post(
+        "/acls", status_code=201, response_model=AclList, openapi_extra=openapi_body(AclList, _JSON)
+    )
+    async def add_acls(request: Request) -> Response:
         """Add bindings (one that exists already is left as it is)."""
+        body = parse_model(AclList, await read_body(request, BODY_LIMIT))
         acls = [_binding(acl) for acl in body.acls]
         revision = await store.add_acls(acls) if acls else 0
         await changed(request, "/acls", ";".join(map(_describe, acls)), revision)
