@@ -260,6 +260,15 @@ async def test_group_offsets_export_then_import_into_a_new_group(
         (0, 4), (1, 7), (2, 10),
     }  # fmt: skip
 
+    # An offset past a partition's end is moved to the end (10 records each), as Kafka does.
+    document["offsets"] = [{"topic": topic, "partition": 0, "offset": 1_000}]
+    (tmp_path / "far.json").write_text(json.dumps(document))
+    preview = await yak(cluster, tmp_path, "groups", "offsets", "import", unique("g-far"),
+                        str(tmp_path / "far.json"), "--dry-run")  # fmt: skip
+    assert preview.returncode == 0, preview.stdout + preview.stderr
+    assert "1000 is outside the log" in preview.stdout
+    assert "dry run: nothing changed" in preview.stdout
+
 
 async def test_dump_and_restore_a_topic_record_by_record(
     cluster: LocalCluster, metadata: MetadataCache, tmp_path: Path
