@@ -41,7 +41,7 @@ from yak_rest_proxy.consumers.consumer import Consumers, PolledRecord
 from yak_rest_proxy.consumers.members import Member, new_instance_id
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
-from yak_rest_proxy.native.routes import render_record
+from yak_rest_proxy.native.render import renderer
 from yak_rest_proxy.quotas.quotas import QuotaKind, Quotas
 from yak_rest_proxy.runtime import ProxyRuntime
 
@@ -64,14 +64,14 @@ class _Encodings:
     def __init__(self, key: Encoding, value: Encoding, header: HeaderEncoding) -> None:
         self.key, self.value, self.header = key, value, header
 
-    def poll_body(self, member: Member, polled: list[PolledRecord]) -> PollResponse:
-        return PollResponse(
-            member_epoch=member.epoch,
-            assignment=_assignment(member),
-            records=[
-                render_record(t, p, r, self.key, self.value, self.header) for t, p, r in polled
-            ],
-        )
+    def poll_body(self, member: Member, polled: list[PolledRecord]) -> dict[str, Any]:
+        """``PollResponse``'s JSON, records rendered as dicts (no model per record)."""
+        render = renderer(self.key, self.value, self.header)
+        return {
+            "member_epoch": member.epoch,
+            "assignment": [a.model_dump(mode="json") for a in _assignment(member)],
+            "records": [render(t, p, r) for t, p, r in polled],
+        }
 
 
 def _paused(values: list[str]) -> frozenset[tuple[str, int]]:
@@ -239,7 +239,7 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
                 if not polled:
                     yield b": idle\n\n"
                     continue
-                body = encodings.poll_body(state, polled).model_dump(mode="json")
+                body = encodings.poll_body(state, polled)
                 event = b"event: records\ndata: " + orjson.dumps(body) + b"\n\n"
                 quotas.charge(QuotaKind.FETCH, principal, len(event))
                 yield event
@@ -315,7 +315,7 @@ async def _ws_reply(
         state, polled = await consumers.poll_member(
             group, member, timeout_ms=max(0, timeout), max_bytes=max(1, max_bytes)
         )
-        return {"type": "records", **encodings.poll_body(state, polled).model_dump(mode="json")}
+        return {"type": "records", **encodings.poll_body(state, polled)}
     if kind == "commit":
         fields = {k: v for k, v in message.items() if k != "type"}
         try:

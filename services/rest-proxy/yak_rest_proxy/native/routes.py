@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import struct
 import time
-from typing import Annotated, Literal
+from collections.abc import Sequence
+from itertools import repeat
+from typing import Annotated, Any, Literal
 
+import orjson
 from fastapi import APIRouter, Query, Request, Response
 
 from yak.api.records import (
     API_PREFIX,
     INT64_MAX,
-    ConsumedRecord,
     Encoding,
     HeaderEncoding,
     PartitionRecords,
@@ -30,18 +32,17 @@ from yak.api.records import (
     ProduceRecordsRequest,
     ProduceRecordsResponse,
     ProducerSession,
-    RecordError,
-    RecordHeader,
-    RecordResult,
-    decode_data,
     encode_data,
     utf8,
 )
 from yak.errors import InvalidRequestError, MessageTooLargeError, YakError
-from yak.record import CompressionType, Record, RecordInput, encode_batch
+from yak.record import CompressionType, RecordInput, encode_batch
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
+from yak_rest_proxy.native.produce_body import fast_outgoing
+from yak_rest_proxy.native.render import renderer
 from yak_rest_proxy.produce.direct import send_batch
+from yak_rest_proxy.produce.producer import ProducedRecord
 from yak_rest_proxy.produce.publish import (
     OutgoingRecord,
     check_record_count,
@@ -53,7 +54,7 @@ from yak_rest_proxy.quotas.quotas import QuotaKind
 from yak_rest_proxy.runtime import ProxyRuntime
 from yak_rest_proxy.v2.metadata_routes import topic_record
 
-__all__ = ["native_router", "render_record"]
+__all__ = ["native_router", "produce_response"]
 
 NATIVE_TAG = "native records"
 _ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
@@ -92,35 +93,25 @@ def _outgoing(body: ProduceRecordsRequest | ProduceBatchRequest) -> list[Outgoin
     return records
 
 
-def render_record(
-    topic: str,
-    partition: int,
-    record: Record,
-    key_encoding: Encoding,
-    value_encoding: Encoding,
-    header_encoding: HeaderEncoding = HeaderEncoding.STRING,
-) -> ConsumedRecord:
-    """A stored record as the native API shows it."""
-    headers = [
-        RecordHeader(
-            key=k,
-            value=None
-            if v is None
-            else v.decode("utf-8", errors="replace")
-            if header_encoding is HeaderEncoding.STRING
-            else decode_data(v, Encoding.BASE64),
-        )
-        for k, v in record.headers
-    ]
-    return ConsumedRecord(
-        topic=topic,
-        partition=partition,
-        offset=record.offset,
-        timestamp=record.timestamp,
-        key=decode_data(record.key, key_encoding),
-        value=decode_data(record.value, value_encoding),
-        headers=headers,
-    )
+def produce_response(results: Sequence[ProducedRecord | YakError]) -> Response:
+    """``ProduceRecordsResponse`` of ``results``, rendered without models (one dict a record):
+    status 200 when a record was written, else the first error's status."""
+    rendered: list[dict[str, Any]] = []
+    first_error: YakError | None = None
+    for result in results:
+        if isinstance(result, YakError):
+            first_error = first_error or result
+            error = {"code": result.code, "message": result.message, "retriable": result.retriable}
+            rendered.append({"partition": None, "offset": None, "timestamp": None, "error": error})
+        else:
+            partition, offset, timestamp = result
+            rendered.append(
+                {"partition": partition, "offset": offset, "timestamp": timestamp, "error": None}
+            )
+    status = 200
+    if first_error is not None and all(r["error"] is not None for r in rendered):
+        status = first_error.http_status
+    return Response(orjson.dumps({"results": rendered}), status_code=status, media_type=_JSON)
 
 
 def native_router(runtime: ProxyRuntime) -> APIRouter:
@@ -142,37 +133,19 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
         principal = runtime.quotas.admit(QuotaKind.PRODUCE)
         raw = await read_body(request, settings.max_request_bytes)
         runtime.quotas.charge(QuotaKind.PRODUCE, principal, len(raw))
-        body = parse_model(ProduceRecordsRequest, raw)
-        check_record_count(len(body.records), settings.max_records_per_request)
+        outgoing = fast_outgoing(raw, int(time.time() * 1000))
+        if outgoing is None:  # not the plain shape: the model parses it (and names any error)
+            outgoing = _outgoing(parse_model(ProduceRecordsRequest, raw))
+        check_record_count(len(outgoing), settings.max_records_per_request)
         results = await publish(
             runtime.producer,
             runtime.partitioner,
             runtime.cache.snapshot,
             topic,
-            _outgoing(body),
+            outgoing,
             acks=_ACKS[acks],
         )
-        rendered = []
-        first_error: YakError | None = None
-        for result in results:
-            if isinstance(result, YakError):
-                first_error = first_error or result
-                error = RecordError(
-                    code=result.code, message=result.message, retriable=result.retriable
-                )
-                rendered.append(RecordResult(error=error))
-            else:
-                rendered.append(
-                    RecordResult(
-                        partition=result.partition,
-                        offset=result.offset,
-                        timestamp=result.timestamp,
-                    )
-                )
-        status = 200
-        if first_error is not None and all(r.error is not None for r in rendered):
-            status = first_error.http_status
-        return json_response(ProduceRecordsResponse(results=rendered), _JSON, status)
+        return produce_response(results)
 
     @router.post("/producers", status_code=201, response_model=ProducerSession)
     async def new_producer() -> Response:
@@ -260,17 +233,21 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
         )
         if read.error is not None:
             raise read.error
-        body = PartitionRecords(
-            topic=topic,
-            partition=partition,
-            records=[
-                render_record(topic, partition, r, key_encoding, value_encoding, header_encoding)
-                for r in read.records
-            ],
-            next_offset=read.next_offset,
-            high_watermark=read.high_watermark,
-            log_start_offset=read.log_start_offset,
-        )
+        body = {  # PartitionRecords
+            "topic": topic,
+            "partition": partition,
+            "records": list(
+                map(
+                    renderer(key_encoding, value_encoding, header_encoding),
+                    repeat(topic),
+                    repeat(partition),
+                    read.records,
+                )
+            ),
+            "next_offset": read.next_offset,
+            "high_watermark": read.high_watermark,
+            "log_start_offset": read.log_start_offset,
+        }
         response = json_response(body, _JSON)
         runtime.quotas.charge(QuotaKind.FETCH, principal, len(response.body))
         return response

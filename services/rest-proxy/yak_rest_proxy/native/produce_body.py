@@ -1,0 +1,112 @@
+"""The native produce body on the hot path: one ``orjson.loads`` and plain checks, no models.
+
+``ProduceRecordsRequest`` (pydantic) is the documented schema, and parsing a 500-record body
+through it, then walking the models again to encode keys and values, was the largest per-record
+cost of the proxy's produce path (about 5 µs a record of 1 KiB, against 2 µs here). This reads
+the common shape — an object with ``records`` and the three encodings, each record an object of
+``key``, ``value``, ``headers``, ``timestamp``, ``partition`` with values of exactly the
+expected JSON types — and turns it straight into ``OutgoingRecord``-s stamped ``now_ms``.
+
+Anything else (malformed JSON, an unknown field, a string where an integer belongs, an
+out-of-range number, an empty list) makes ``fast_outgoing`` return ``None``, and the caller
+parses the body with the model: so every error, and every value the model would coerce, is
+answered exactly as the schema says, and only well-formed bodies take this path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from yak.api.records import INT32_MAX, INT64_MAX, Encoding, HeaderEncoding, encode_data, utf8
+from yak.errors import InvalidRequestError
+from yak.record import RecordInput
+from yak_rest_proxy.produce.publish import OutgoingRecord
+
+__all__ = ["fast_outgoing"]
+
+_BODY_FIELDS = frozenset({"records", "key_encoding", "value_encoding", "header_encoding"})
+_RECORD_FIELDS = frozenset({"key", "value", "headers", "timestamp", "partition"})
+_HEADER_FIELDS = frozenset({"key", "value"})
+_ENCODINGS = {e.value: e for e in Encoding}
+_HEADER_ENCODINGS = {e.value: e for e in HeaderEncoding}
+_EMPTY: tuple[tuple[str, bytes | None], ...] = ()
+_NO_HEADERS: list[Any] = []
+
+
+def _int_in(value: Any, high: int) -> bool:
+    return type(value) is int and 0 <= value <= high
+
+
+def _headers(given: Any, encoding: HeaderEncoding, where: str) -> tuple[Any, ...] | None:
+    """The record's headers as (key, bytes) pairs; None when the shape is not the plain one."""
+    if type(given) is not list:
+        return None
+    headers: list[tuple[str, bytes | None]] = []
+    for i, header in enumerate(given):
+        if type(header) is not dict or not header.keys() <= _HEADER_FIELDS:
+            return None
+        key, value = header.get("key"), header.get("value")
+        if type(key) is not str or (value is not None and type(value) is not str):
+            return None
+        at = f"{where}.headers[{i}]"
+        utf8(key, f"{at}.key")
+        if value is None:
+            headers.append((key, None))
+        elif encoding is HeaderEncoding.STRING:
+            headers.append((key, utf8(value, at)))
+        else:
+            headers.append((key, encode_data(value, Encoding.BASE64, at)))
+    return tuple(headers)
+
+
+def fast_outgoing(body: bytes, now_ms: int) -> list[OutgoingRecord] | None:
+    """The body's records ready to publish, or None: parse it with the model (see above).
+
+    Data the encodings refuse (a non-string key with ``key_encoding`` string, bad base64, a
+    lone surrogate) also returns None: the model path reports it, after any shape error of a
+    later record, as it always has."""
+    try:
+        data = orjson.loads(body)
+        return _outgoing(data, now_ms)
+    except (orjson.JSONDecodeError, InvalidRequestError):
+        return None
+
+
+def _outgoing(data: Any, now_ms: int) -> list[OutgoingRecord] | None:
+    if type(data) is not dict or not data.keys() <= _BODY_FIELDS:
+        return None
+    items = data.get("records")
+    key_encoding = _ENCODINGS.get(data.get("key_encoding", "string"))
+    value_encoding = _ENCODINGS.get(data.get("value_encoding", "json"))
+    header_encoding = _HEADER_ENCODINGS.get(data.get("header_encoding", "string"))
+    if type(items) is not list or not items:
+        return None
+    if key_encoding is None or value_encoding is None or header_encoding is None:
+        return None
+    records = []
+    for index, item in enumerate(items):
+        if type(item) is not dict or not item.keys() <= _RECORD_FIELDS:
+            return None
+        timestamp = item.get("timestamp")
+        if timestamp is None:
+            timestamp = now_ms
+        elif not _int_in(timestamp, INT64_MAX):
+            return None
+        partition = item.get("partition")
+        if partition is not None and not _int_in(partition, INT32_MAX):
+            return None
+        where = f"records[{index}]"
+        given = item.get("headers", _NO_HEADERS)
+        headers = _headers(given, header_encoding, where) if given else _EMPTY
+        if headers is None or type(given) is not list:
+            return None
+        record = RecordInput(
+            key=encode_data(item.get("key"), key_encoding, f"{where}.key"),
+            value=encode_data(item.get("value"), value_encoding, f"{where}.value"),
+            headers=headers,
+            timestamp=timestamp,
+        )
+        records.append(OutgoingRecord(record, partition))
+    return records
