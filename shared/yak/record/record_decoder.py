@@ -145,6 +145,9 @@ def _decode(
             n = b >> 1  # one byte, even: a short non-null key (the common case)
             key: bytes | None = data[pos + 1 : pos + 1 + n]
             pos += 1 + n
+        elif b == 1:  # zig-zag -1: a null key (the other common case)
+            key = None
+            pos += 1
         else:
             key, pos = _read_bytes(data, pos, "key")
         b = data[pos]
