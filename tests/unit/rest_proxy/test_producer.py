@@ -30,7 +30,7 @@ from yak.protocol.broker_wire import (
 )
 from yak.record import RecordInput, decode_batch
 from yak_rest_proxy.brokers import BrokerPool
-from yak_rest_proxy.produce.producer import Producer
+from yak_rest_proxy.produce.producer import ProducedRecord, Producer, Result
 from yak_rest_proxy.produce.producer_ids import ProducerIds
 
 KS = Keyspace("unit")
@@ -110,6 +110,15 @@ def ok(base: int) -> Answer:
     return answer
 
 
+async def landed(sent: asyncio.Future[list[Result]]) -> list[ProducedRecord]:
+    """Where the records of one ``send`` landed; the first record's error is raised."""
+    results = await sent
+    for result in results:
+        if isinstance(result, YakError):
+            raise result
+    return [r for r in results if isinstance(r, ProducedRecord)]
+
+
 def values(n: int) -> list[RecordInput]:
     return [RecordInput(value=f"v{i}".encode()) for i in range(n)]
 
@@ -125,7 +134,7 @@ async def test_a_new_leader_gets_the_same_bytes(store: MemoryMetadataStore) -> N
     brokers = FakeBrokers(answer)
     producer, cache, pool = await make_producer(store, brokers)
     try:
-        results = await asyncio.gather(*producer.send("t", 0, values(3)))
+        results = await landed(producer.send("t", 0, values(3)))
     finally:
         await close(producer, cache, pool)
     assert [r.offset for r in results] == [40, 41, 42]
@@ -150,10 +159,10 @@ async def test_sequences_continue_and_are_given_back_after_a_refusal(
     brokers = FakeBrokers(answer)
     producer, cache, pool = await make_producer(store, brokers)
     try:
-        await asyncio.gather(*producer.send("t", 0, values(2)))
+        await landed(producer.send("t", 0, values(2)))
         with pytest.raises(MessageTooLargeError):
-            await asyncio.gather(*producer.send("t", 0, values(3)))
-        await asyncio.gather(*producer.send("t", 0, values(1)))
+            await landed(producer.send("t", 0, values(3)))
+        await landed(producer.send("t", 0, values(1)))
     finally:
         await close(producer, cache, pool)
     sequences = [decode_batch(batch).header.base_sequence for _, batch in brokers.seen]
@@ -171,7 +180,7 @@ async def test_a_refused_sequence_moves_to_a_fresh_producer_id(store: MemoryMeta
     brokers = FakeBrokers(answer)
     producer, cache, pool = await make_producer(store, brokers)
     try:
-        results = await asyncio.gather(*producer.send("t", 0, values(2)))
+        results = await landed(producer.send("t", 0, values(2)))
     finally:
         await close(producer, cache, pool)
     assert [r.offset for r in results] == [7, 8]
@@ -184,7 +193,7 @@ async def test_linger_gathers_concurrent_sends_into_one_batch(store: MemoryMetad
     brokers = FakeBrokers(ok(0))
     producer, cache, pool = await make_producer(store, brokers, linger_ms=20)
     try:
-        futures = [f for _ in range(5) for f in producer.send("t", 0, values(2))]
+        futures = [producer.send("t", 0, values(2)) for _ in range(5)]
         await asyncio.gather(*futures)
     finally:
         await close(producer, cache, pool)
@@ -199,7 +208,7 @@ async def test_undeliverable_records_time_out(store: MemoryMetadataStore) -> Non
     producer, cache, pool = await make_producer(store, FakeBrokers(answer), timeout_ms=300)
     try:
         with pytest.raises(YakError, match="not delivered in time"):
-            await asyncio.gather(*producer.send("t", 0, values(1)))
+            await landed(producer.send("t", 0, values(1)))
     finally:
         await close(producer, cache, pool)
 
@@ -210,9 +219,54 @@ async def test_a_record_that_cannot_be_encoded_fails_alone(store: MemoryMetadata
     try:
         bad = producer.send("t", 0, [RecordInput(value=b"x", timestamp=2**63)])
         with pytest.raises(YakError):
-            await asyncio.gather(*bad)
-        good = await asyncio.gather(*producer.send("t", 0, values(1)))  # the sender lives on
+            await landed(bad)
+        good = await landed(producer.send("t", 0, values(1)))  # the sender lives on
     finally:
         await close(producer, cache, pool)
     assert [r.offset for r in good] == [3]
     assert decode_batch(brokers.seen[0][1]).header.base_sequence == 0  # no number was used
+
+
+async def test_rounds_to_one_broker_overlap(store: MemoryMetadataStore) -> None:
+    """A ready partition does not wait for another partition's answer from the same broker."""
+    topic = TopicRecord(name="u", topic_id="y", partitions=2, replication_factor=2, created_at_ms=0)
+    await store.put(KS.topic("u"), topic.encode())
+    for partition in (0, 1):
+        state = PartitionState(
+            topic="u", partition=partition, leader=0, leader_epoch=0, replicas=(0, 1), isr=(0, 1)
+        )
+        await store.put(KS.partition("u", partition), state.encode())
+    first_sent, second_answered = asyncio.Event(), asyncio.Event()
+    order: list[int] = []
+
+    async def handle(request: httpx.Request) -> httpx.Response:
+        (part,) = decode_produce_request(request.content).partitions
+        if part.partition == 0:  # held until partition 1's round, sent after it, is answered
+            first_sent.set()
+            await asyncio.wait_for(second_answered.wait(), 5)
+        order.append(part.partition)
+        result = ProduceResult("u", part.partition, base_offset=10 * part.partition)
+        return httpx.Response(
+            200,
+            content=encode_produce_response([result]),
+            headers={"content-type": "application/json"},
+        )
+
+    def factory(url: str) -> BrokerClient:
+        return BrokerClient(url, transport=httpx.MockTransport(handle))
+
+    cache = MetadataCache(store, KS)
+    await cache.start()
+    pool = BrokerPool(cache, client_factory=factory)
+    producer = Producer(cache, pool, ProducerIds(store, KS), linger_ms=0)
+    try:
+        first = producer.send("u", 0, values(1))
+        await asyncio.wait_for(first_sent.wait(), 5)  # partition 0's round is in flight
+        assert not first.done()
+        second = await landed(producer.send("u", 1, values(1)))
+        second_answered.set()
+        assert [r.offset for r in await landed(first)] == [0]
+    finally:
+        await close(producer, cache, pool)
+    assert second == [ProducedRecord(1, 10, second[0].timestamp)]
+    assert order == [1, 0]

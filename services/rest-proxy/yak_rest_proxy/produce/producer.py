@@ -4,8 +4,11 @@ Every HTTP produce request hands its records to one ``Producer`` per process; th
 queue per (topic, partition, acks) and leave as one RecordBatch when the queue holds
 ``batch_max_bytes`` (capped by the topic's ``max.message.bytes``) or ``linger_ms`` after its
 first record, whichever comes first. One sender task per leader broker sends every ready queue
-of that broker in one produce request; while it waits for the answer, new records pile up and
-leave together in the next round (so batches grow with load, as Kafka's producer's do).
+of that broker in one produce request, with up to ``max_in_flight`` such rounds under way
+(Kafka's ``max.in.flight.requests.per.connection``, 5); a queue's records that arrive while its
+batch is in flight pile up and leave together after the answer (so batches grow with load, as
+Kafka's producer's do). Each ``send`` gets one future for all its records, resolved with one
+result per record once every batch holding them was answered.
 
 Idempotence (KIP-98): each queue writes with its own producer id (from etcd,
 ``ProducerIds``), epoch 0 and consecutive sequence numbers, and has at most one batch in
@@ -50,7 +53,7 @@ from yak.topic_config import effective_config
 from yak_rest_proxy.brokers import BrokerPool, leader_of
 from yak_rest_proxy.produce.producer_ids import ProducerIds
 
-__all__ = ["ProducedRecord", "Producer", "record_size"]
+__all__ = ["ProducedRecord", "Producer", "Result", "record_size"]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +71,10 @@ class ProducedRecord(NamedTuple):
     timestamp: int
 
 
+#: Where one record landed, or why it did not.
+Result = ProducedRecord | YakError
+
+
 def record_size(record: RecordInput) -> int:
     """An upper bound of the record's bytes inside a batch."""
     size = _RECORD_OVERHEAD + len(record.key or b"") + len(record.value or b"")
@@ -76,10 +83,31 @@ def record_size(record: RecordInput) -> int:
     return size
 
 
+class _Call:
+    """The records of one ``send``: their results fill in as their batches are answered, and
+    ``future`` resolves once all are in (one future per call, not one per record)."""
+
+    __slots__ = ("future", "remaining", "results")
+
+    def __init__(self, future: asyncio.Future[list[Result]], count: int) -> None:
+        self.future = future
+        self.results: list[Result | None] = [None] * count
+        self.remaining = count
+
+    def settle(self, index: int, result: Result) -> None:
+        results = self.results
+        if results[index] is None:
+            results[index] = result
+            self.remaining -= 1
+            if not self.remaining and not self.future.done():
+                self.future.set_result(results)  # type: ignore[arg-type]  # all filled in
+
+
 class _Pending(NamedTuple):
     record: RecordInput
     size: int
-    future: asyncio.Future[ProducedRecord]
+    call: _Call
+    slot: int  # the record's place in its call
 
 
 @dataclass(slots=True)
@@ -105,34 +133,61 @@ class _Queue:
 
 
 class _Sender:
-    """Sends the ready queues led by one broker, one produce request per round and acks."""
+    """Sends the ready queues led by one broker: one produce request per round and acks, up to
+    ``max_in_flight`` rounds at once (Kafka's ``max.in.flight.requests.per.connection``).
 
-    def __init__(self, producer: Producer, broker_id: int) -> None:
+    A queue has at most one batch in flight, so rounds in parallel never reorder a partition;
+    they only stop a record that became ready from waiting for an unrelated partition's
+    answer (with one round at a time, a record waited half a round trip on average before its
+    own round started)."""
+
+    def __init__(self, producer: Producer, broker_id: int, max_in_flight: int) -> None:
         self.broker_id = broker_id
         self.ready: dict[int, _Queue] = {}
         self.wake = asyncio.Event()
         self._producer = producer
+        self._slots = asyncio.Semaphore(max_in_flight)
+        self._rounds: set[asyncio.Task[None]] = set()
         self.task = asyncio.get_running_loop().create_task(self._run())
 
     def enqueue(self, queue: _Queue) -> None:
         self.ready[id(queue)] = queue
         self.wake.set()
 
+    async def aclose(self) -> None:
+        tasks = [self.task, *self._rounds]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
     async def _run(self) -> None:
         while True:
             await self.wake.wait()
+            await self._slots.acquire()  # a free round first: meanwhile more queues get ready
             self.wake.clear()
             queues = list(self.ready.values())
             self.ready.clear()
             by_acks: dict[int, list[_Queue]] = {}
             for queue in queues:
                 by_acks.setdefault(queue.acks, []).append(queue)
-            for acks, group in by_acks.items():
-                try:
-                    await self._producer._send_round(self.broker_id, acks, group)
-                except Exception as exc:  # a bug must fail these records, not this sender
-                    log.exception("produce round to broker %d failed", self.broker_id)
-                    self._producer._abort(group, UnknownServerError(f"produce failed: {exc!r}"))
+            groups = list(by_acks.items())
+            for index, (acks, group) in enumerate(groups):
+                if index:  # one slot was taken above for the first group
+                    await self._slots.acquire()
+                task = asyncio.get_running_loop().create_task(self._round(acks, group))
+                self._rounds.add(task)
+                task.add_done_callback(self._rounds.discard)
+
+    async def _round(self, acks: int, group: list[_Queue]) -> None:
+        try:
+            await self._producer._send_round(self.broker_id, acks, group)
+        except Exception as exc:  # a bug must fail these records, not this sender
+            log.exception("produce round to broker %d failed", self.broker_id)
+            self._producer._abort(group, UnknownServerError(f"produce failed: {exc!r}"))
+        finally:
+            self._slots.release()
 
 
 class Producer:
@@ -148,6 +203,7 @@ class Producer:
         batch_max_bytes: int = 1024 * 1024,
         compression: CompressionType = CompressionType.NONE,
         delivery_timeout_ms: int = 30_000,
+        max_in_flight: int = 5,
     ) -> None:
         self._cache = cache
         self._brokers = brokers
@@ -156,13 +212,16 @@ class Producer:
         self._batch_max_bytes = batch_max_bytes
         self._compression = compression
         self._delivery_timeout_s = delivery_timeout_ms / 1000
+        self._max_in_flight = max_in_flight
         self._queues: dict[tuple[str, int, int], _Queue] = {}
         self._senders: dict[int, _Sender] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def aclose(self) -> None:
         """Stop sending; records still queued fail with ``REQUEST_TIMED_OUT``."""
-        tasks = [*(s.task for s in self._senders.values()), *self._tasks]
+        for sender in self._senders.values():
+            await sender.aclose()
+        tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -175,8 +234,7 @@ class Producer:
                 queue.timer.cancel()
             inflight = queue.in_flight.entries if queue.in_flight else []
             for entry in [*inflight, *queue.pending]:
-                if not entry.future.done():
-                    entry.future.set_exception(error)
+                entry.call.settle(entry.slot, error)
 
     def send(
         self,
@@ -186,30 +244,31 @@ class Producer:
         *,
         acks: int = -1,
         sizes: Sequence[int] | None = None,
-    ) -> list[asyncio.Future[ProducedRecord]]:
-        """Queue ``records`` for one partition; each future gives where its record landed.
+    ) -> asyncio.Future[list[Result]]:
+        """Queue ``records`` for one partition; the future gives, in order, where each record
+        landed or why it did not (a ``YakError``; batches of one call may fare differently).
         Records without a timestamp get the current time; ``sizes`` (``record_size`` of each,
         when the caller has them) saves computing them again."""
         key = (topic, partition, acks)
         queue = self._queues.get(key)
         if queue is None:
             queue = self._queues[key] = _Queue(topic, partition, acks)
-        loop = asyncio.get_running_loop()
+        future: asyncio.Future[list[Result]] = asyncio.get_running_loop().create_future()
+        call = _Call(future, len(records))
         now_ms = int(time.time() * 1000)
-        futures = []
         pending = queue.pending
         added = 0
         for index, record in enumerate(records):
             if record.timestamp is None:
                 record = record._replace(timestamp=now_ms)
-            future: asyncio.Future[ProducedRecord] = loop.create_future()
             size = sizes[index] if sizes is not None else record_size(record)
-            pending.append(_Pending(record, size, future))
+            pending.append(_Pending(record, size, call, index))
             added += size
-            futures.append(future)
         queue.pending_bytes += added
+        if not records:
+            future.set_result([])
         self._schedule(queue)
-        return futures
+        return future
 
     # --- queue state -------------------------------------------------------------------------
 
@@ -245,7 +304,9 @@ class Producer:
             return
         sender = self._senders.get(broker.broker_id)
         if sender is None:
-            sender = self._senders[broker.broker_id] = _Sender(self, broker.broker_id)
+            sender = self._senders[broker.broker_id] = _Sender(
+                self, broker.broker_id, self._max_in_flight
+            )
         queue.routing = True
         sender.enqueue(queue)
 
@@ -282,8 +343,7 @@ class Producer:
             self._finish(queue, error)
         while queue.pending:
             entry = queue.pending.popleft()
-            if not entry.future.done():
-                entry.future.set_exception(error)
+            entry.call.settle(entry.slot, error)
         queue.pending_bytes = 0
 
     # --- sending -----------------------------------------------------------------------------
@@ -300,7 +360,7 @@ class Producer:
             entry = queue.pending.popleft()
             queue.pending_bytes -= entry.size
             size += entry.size
-            if not entry.future.done():  # a cancelled request's records are not sent
+            if not entry.call.future.done():  # a cancelled request's records are not sent
                 entries.append(entry)
         if not entries:
             return None
@@ -312,8 +372,7 @@ class Producer:
         except Exception as exc:  # a field out of range: these records (only) cannot be sent
             error = exc if isinstance(exc, YakError) else InvalidRecordError(str(exc))
             for entry in entries:
-                if not entry.future.done():
-                    entry.future.set_exception(error)
+                entry.call.settle(entry.slot, error)
             return None
         queue.next_sequence = (queue.next_sequence + len(entries)) % _SEQUENCE_LIMIT
         queue.in_flight = inflight
@@ -373,13 +432,15 @@ class Producer:
         inflight = queue.in_flight
         assert inflight is not None
         base = result.base_offset
-        for i, entry in enumerate(inflight.entries):
-            if not entry.future.done():
-                offset = base + i if base >= 0 else -1
-                stamp = entry.record.timestamp
-                entry.future.set_result(
-                    ProducedRecord(queue.partition, offset, -1 if stamp is None else stamp)
-                )
+        partition = queue.partition
+        for i, (record, _, call, slot) in enumerate(inflight.entries):
+            stamp = record.timestamp
+            call.settle(
+                slot,
+                ProducedRecord(
+                    partition, base + i if base >= 0 else -1, -1 if stamp is None else stamp
+                ),
+            )
         queue.in_flight = None
         if queue.pending:
             self._route(queue)  # they waited a round trip already: no more linger
@@ -427,8 +488,7 @@ class Producer:
         inflight = queue.in_flight
         assert inflight is not None
         for entry in inflight.entries:
-            if not entry.future.done():
-                entry.future.set_exception(error)
+            entry.call.settle(entry.slot, error)
         queue.in_flight = None
         if queue.pending:
             self._route(queue)

@@ -11,20 +11,18 @@ to the same partition keep their order and land in one batch unless the batch wo
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 
 from yak.errors import (
     MessageTooLargeError,
     TooManyRecordsError,
     UnknownTopicOrPartitionError,
-    YakError,
 )
 from yak.metadata.cache import ClusterSnapshot
 from yak.partitioner import StickyPartitioner
 from yak.record import RecordInput
 from yak.topic_config import effective_config
-from yak_rest_proxy.produce.producer import ProducedRecord, Producer, record_size
+from yak_rest_proxy.produce.producer import Producer, Result, record_size
 
 __all__ = ["OutgoingRecord", "check_record_count", "check_records", "max_message_bytes", "publish"]
 
@@ -96,7 +94,7 @@ async def publish(
     records: Sequence[OutgoingRecord],
     *,
     acks: int,
-) -> list[ProducedRecord | YakError]:
+) -> list[Result]:
     """Send ``records`` to ``topic``; one result per record (see the module docstring)."""
     count = check_records(snapshot, topic, records)
     by_partition: dict[int, list[int]] = {}
@@ -105,22 +103,21 @@ async def publish(
         if partition is None:  # murmur2 of the key, else sticky
             partition = partitioner.partition(topic, outgoing.record.key, count, outgoing.size)
         by_partition.setdefault(partition, []).append(index)
-    futures: list[asyncio.Future[ProducedRecord] | None] = [None] * len(records)
-    for partition, indexes in by_partition.items():
-        sent = producer.send(
-            topic,
-            partition,
-            [records[i].record for i in indexes],
-            acks=acks,
-            sizes=[records[i].size for i in indexes],
+    sent = [
+        (
+            indexes,
+            producer.send(
+                topic,
+                partition,
+                [records[i].record for i in indexes],
+                acks=acks,
+                sizes=[records[i].size for i in indexes],
+            ),
         )
-        for index, future in zip(indexes, sent, strict=True):
-            futures[index] = future
-    results: list[ProducedRecord | YakError] = []
-    for pending in futures:
-        assert pending is not None
-        try:
-            results.append(await pending)
-        except YakError as exc:
-            results.append(exc)
+        for partition, indexes in by_partition.items()
+    ]
+    results: list[Result] = [None] * len(records)  # type: ignore[list-item]  # all filled below
+    for indexes, future in sent:
+        for index, result in zip(indexes, await future, strict=True):
+            results[index] = result
     return results
