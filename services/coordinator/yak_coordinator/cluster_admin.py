@@ -13,11 +13,13 @@
   when the brokers left could not hold some partition of it
   (``INVALID_REPLICATION_FACTOR``). Both are idempotent.
 
-Reads come from the metadata cache. Single event loop.
+Reads come from the metadata cache. Single event loop; decommission and recommission
+requests are serialised (each checks the brokers left after the others).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 from yak.api.admin import DecommissionStatus, ElectionResult
@@ -74,6 +76,9 @@ class ClusterAdmin:
         self._clock = clock
         self._wait_s = wait_s
         self._stats = stats if stats is not None else ControllerStats()
+        # Decommissions are checked against the others (enough brokers must remain): one at a
+        # time on this controller, each seeing the previous one's write in the cache.
+        self._drain_lock = asyncio.Lock()
 
     # -- preferred leader election ------------------------------------------------------------
 
@@ -153,19 +158,22 @@ class ClusterAdmin:
 
     async def decommission(self, broker_id: int) -> DecommissionStatus:
         """Mark ``broker_id`` draining (see ``decommission.py``); idempotent."""
-        snapshot = self._cache.snapshot
-        if broker_id not in snapshot.decommissions:
-            _check_can_drain(snapshot, broker_id)
-            key = self._keyspace.decommission(broker_id)
-            mark = BrokerDecommission(broker_id=broker_id, requested_at_ms=self._clock.time_ms())
-            await self._write([Compare.absent(key)], [PutOp(key, mark.encode())])
+        async with self._drain_lock:
+            snapshot = self._cache.snapshot
+            if broker_id not in snapshot.decommissions:
+                _check_can_drain(snapshot, broker_id)
+                key = self._keyspace.decommission(broker_id)
+                now = self._clock.time_ms()
+                mark = BrokerDecommission(broker_id=broker_id, requested_at_ms=now)
+                await self._write([Compare.absent(key)], [PutOp(key, mark.encode())])
         return _status(self._cache.snapshot, broker_id)
 
     async def recommission(self, broker_id: int) -> DecommissionStatus:
         """Stop draining ``broker_id`` (nothing moves back); idempotent."""
         key = self._keyspace.decommission(broker_id)
-        if broker_id in self._cache.snapshot.decommissions:
-            await self._write([], [DeleteOp(key)])
+        async with self._drain_lock:
+            if broker_id in self._cache.snapshot.decommissions:
+                await self._write([], [DeleteOp(key)])
         status = _status(self._cache.snapshot, broker_id)
         return status.model_copy(update={"decommissioning": False, "requested_at_ms": None})
 

@@ -175,6 +175,18 @@ async def test_decommission_refusals(cluster: Cluster) -> None:
     assert (await cluster.admin.decommissions()).brokers == []
 
 
+async def test_concurrent_decommissions_cannot_leave_too_few_brokers(cluster: Cluster) -> None:
+    await cluster.admin.create_topic("two", partitions=3, replication_factor=2)
+    results = await asyncio.gather(
+        cluster.admin.decommission_broker(1),
+        cluster.admin.decommission_broker(2),
+        return_exceptions=True,
+    )
+    refused = [r for r in results if isinstance(r, InvalidReplicationFactorError)]
+    assert len(refused) == 1, results
+    assert len((await cluster.admin.decommissions()).brokers) == 1
+
+
 def test_operations_settings_from_the_environment() -> None:
     settings = CoordinatorSettings.from_env(
         {"YAK_AUTO_LEADER_REBALANCE": "false", "YAK_DECOMMISSION_MAX_MOVES": "3"}
