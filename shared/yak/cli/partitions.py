@@ -48,9 +48,9 @@ from yak.cli.cluster import AdminApiKeyOption, CoordinatorOption, DataDirOption,
 from yak.cli.reassign_plan import (
     PlanEntry,
     PlanStatus,
+    format_plan,
     generate_plan,
     parse_plan,
-    plan_document,
     plan_status,
 )
 from yak.clients.admin import AdminClient
@@ -95,10 +95,6 @@ def _broker_ids(text: str) -> list[int]:
     if not ids or len(set(ids)) != len(ids):
         raise typer.BadParameter(f"broker ids like 1,2,3 without repeats, not {text!r}")
     return ids
-
-
-def _json(document: object) -> str:
-    return json.dumps(document, indent=2)
 
 
 def _current(topics: list[TopicDescription]) -> list[PlanEntry]:
@@ -178,12 +174,12 @@ def _generate(
         raise typer.BadParameter(str(exc)) from None
     moved = {(e.topic, e.partition) for e in plan}
     _write_rollback([e for e in current if (e.topic, e.partition) in moved], rollback)
-    typer.echo(_json(plan_document(plan)))
+    typer.echo(format_plan(plan))
     _err.print(f"{len(plan)} of {len(current)} partitions move")
 
 
 def _write_rollback(current: list[PlanEntry], rollback: Path | None) -> None:
-    text = _json(plan_document(current))
+    text = format_plan(current)
     if rollback is not None:
         rollback.write_text(text + "\n")
         _err.print(f"current assignment (rollback plan) written to {rollback}")

@@ -30,12 +30,14 @@ assignment of the same partitions, to undo a plan with ``--execute``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
 __all__ = [
     "PlanEntry",
     "PlanStatus",
+    "format_plan",
     "generate_plan",
     "parse_plan",
     "plan_document",
@@ -116,6 +118,14 @@ def plan_document(entries: Iterable[PlanEntry]) -> dict[str, Any]:
             for e in sorted(entries)
         ],
     }
+
+
+def format_plan(entries: Iterable[PlanEntry]) -> str:
+    """The plan document as JSON text, one partition per line (compact like Kafka's output,
+    and readable in a diff)."""
+    document = plan_document(entries)
+    lines = [json.dumps(p, separators=(",", ":")) for p in document["partitions"]]
+    return '{"version":1,"partitions":[\n' + ",\n".join(lines) + "\n]}"
 
 
 def _ceil_div(a: int, b: int) -> int:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
 
 from yak.cli.reassign_plan import (
     PlanEntry,
+    format_plan,
     generate_plan,
     parse_plan,
     plan_document,
@@ -25,6 +27,11 @@ def test_a_plan_round_trips_through_kafkas_format() -> None:
         "log_dirs": ["any", "any", "any"],
     }
     assert parse_plan(document) == sorted(entries)
+    text = format_plan(entries)
+    assert text.splitlines()[1] == (
+        '{"topic":"a","partition":1,"replicas":[1,2,3],"log_dirs":["any","any","any"]},'
+    )
+    assert parse_plan(json.loads(text)) == sorted(entries)
     # Kafka's files may omit log_dirs and version.
     assert parse_plan({"partitions": [{"topic": "t", "partition": 0, "replicas": [1]}]}) == [
         PlanEntry("t", 0, (1,))
