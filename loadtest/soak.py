@@ -400,7 +400,7 @@ def _document(
     drain_s: float,
     delivery: Delivery,
 ) -> dict[str, Any]:
-    windows = [w for w in soak.windows if w["end_s"] <= load_s + options.sample_every_s]
+    windows = [w for w in soak.windows if w["start_s"] < load_s]  # not the drain's
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(options).items()}
     return {
         "benchmark": "soak",
