@@ -313,7 +313,7 @@ BODY_ROUTES = [
         "proxy",
         "POST",
         "/api/v1/security/acls",
-        '{"acls": [{"principal": "User:{name}", "resource_type": "TOPIC", "name": "t", '
+        '{"acls": [{"principal": "User:{name}", "resource_type": "TOPIC", "resource_name": "t", '
         '"operation": "READ"}]}',
         creates=True,
         in_body=True,
