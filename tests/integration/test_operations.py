@@ -2,7 +2,8 @@
 through the ``yak`` CLI as an operator would: a reassignment plan, preferred leader election
 after a failover, group offsets export and import, topic dump and restore, and (last, since
 it changes the cluster) decommissioning a broker. The coordinator runs without automatic
-leader rebalance, so only ``elect-leaders`` moves leadership back.
+leader rebalance, so only ``elect-leaders`` moves leadership back. A broker restarted on an
+empty data folder (a replaced disk) copies its replicas back.
 
 Conditions on the metadata are awaited on a ``MetadataCache`` of the cluster (etcd watch
 events); the CLI runs as a subprocess in the test's folder.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import subprocess
 import sys
 import uuid
@@ -305,6 +307,42 @@ async def test_dump_and_restore_a_topic_record_by_record(
     assert any(r.key is None for r in source)
     assert any(r.value is None for r in source)
     assert any(r.headers for r in source)
+
+
+async def test_a_broker_on_an_empty_data_folder_fetches_its_replicas_back(
+    cluster: LocalCluster, metadata: MetadataCache, tmp_path: Path
+) -> None:
+    """Replacing a failed disk (docs/operations.md): kill -9, wait until the controller took
+    the broker out of the ISRs, empty its folder, start it: it copies every replica back
+    from the leaders and rejoins the ISR."""
+    topic, victim = unique("disk"), 3
+    await create(cluster, topic, 4, 3)
+    await until(metadata, in_sync(topic))
+    await produce(cluster, topic, 80, 4)
+    hosted = [s.partition for s in metadata.snapshot.partitions_of(topic) if victim in s.replicas]
+    assert hosted
+
+    cluster.kill(victim)
+    await until(
+        metadata,
+        lambda s: (
+            victim not in s.brokers and all(victim not in p.isr for p in s.partitions_of(topic))
+        ),
+    )
+    folder = cluster.folder / f"broker-{victim}"
+    await asyncio.to_thread(shutil.rmtree, folder)
+    await asyncio.to_thread(cluster.start_broker, victim)
+    await until(metadata, in_sync(topic))
+
+    async with AsyncAdmin(cluster.proxy_url(0)) as admin:
+        dirs = {b.broker_id: b for b in (await admin.log_dirs([topic])).brokers}
+    copies = {r.partition: r for r in dirs[victim].replicas}
+    assert sorted(copies) == hosted
+    for partition in hosted:
+        leader = metadata.snapshot.partitions[(topic, partition)].leader
+        (led,) = [r for r in dirs[leader].replicas if r.partition == partition]
+        assert copies[partition].log_end_offset == led.log_end_offset == 20
+    assert (folder / "meta.properties").exists()
 
 
 async def test_decommission_drains_broker_2_and_it_can_stop_with_nothing_under_replicated(
