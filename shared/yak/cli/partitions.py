@@ -190,9 +190,12 @@ def _write_rollback(current: list[PlanEntry], rollback: Path | None) -> None:
 
 def _execute(target: _Coordinator, plan: list[PlanEntry], rollback: Path | None) -> None:
     rows = target.run(lambda admin: _statuses(admin, plan))
-    _write_rollback(
-        [PlanEntry(e.topic, e.partition, tuple(s.replicas)) for e, s, _ in rows], rollback
-    )
+    # A partition already moving rolls back to its replicas before that move.
+    original = [
+        PlanEntry(e.topic, e.partition, tuple(r for r in s.replicas if r not in s.adding_replicas))
+        for e, s, _ in rows
+    ]
+    _write_rollback(original, rollback)
     todo = [e for e, _, status in rows if status != "complete"]
 
     async def start(admin: AdminClient) -> None:
