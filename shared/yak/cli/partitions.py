@@ -98,7 +98,13 @@ def _broker_ids(text: str) -> list[int]:
 
 
 def _current(topics: list[TopicDescription]) -> list[PlanEntry]:
-    return [PlanEntry(t.name, p.partition, tuple(p.replicas)) for t in topics for p in t.partitions]
+    """Each partition's replicas; for one being moved, those of its target (the merged list
+    would count the replicas being removed)."""
+    return [
+        PlanEntry(t.name, p.partition, tuple(r for r in p.replicas if r not in p.removing_replicas))
+        for t in topics
+        for p in t.partitions
+    ]
 
 
 async def _statuses(
