@@ -88,9 +88,10 @@ class ServiceMetrics:
 
 
 def metrics_route(metrics: ServiceMetrics) -> Route:
-    """``GET /metrics``: a plain Starlette route (no FastAPI dependencies, so no auth guard)."""
+    """``GET /metrics``: a plain Starlette route (no FastAPI dependencies, so no auth guard),
+    left out of the OpenAPI documents and the route-ACL tables like ``/openapi.json``."""
 
     async def endpoint(_request: Request) -> Response:
         return Response(await metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
-    return Route(METRICS_PATH, endpoint, methods=["GET"], name="metrics")
+    return Route(METRICS_PATH, endpoint, methods=["GET"], name="metrics", include_in_schema=False)

@@ -50,7 +50,6 @@ _TOPIC = {op: (Check(T, Source.PATH, op),) for op in O}
 ROUTE_ACLS: dict[tuple[str, str], tuple[Check, ...] | None] = {
     ("GET", "/healthz"): None,
     ("GET", "/readyz"): None,
-    ("GET", "/metrics"): None,  # for Prometheus, like the health checks (docs/observability.md)
     ("GET", f"{_A}/cluster"): (Check(C, Source.CLUSTER, O.DESCRIBE),),
     ("GET", f"{_A}/partitions"): (Check(C, Source.CLUSTER, O.DESCRIBE),),
     ("GET", f"{_A}/topics"): (Check(T, Source.LISTED, O.DESCRIBE),),
@@ -81,7 +80,7 @@ def app_routes(app: FastAPI) -> set[tuple[str, str]]:
     found: set[tuple[str, str]] = set()
     for route in iter_route_contexts(app.routes):
         if not getattr(route.original_route, "include_in_schema", True):
-            continue  # /openapi.json and the docs pages: public, as on the rest-proxy
+            continue  # /openapi.json, the docs pages and /metrics: public, as on the rest-proxy
         path = route.path_format or route.path
         assert path is not None
         found.update((m, path) for m in route.methods or () if m != "HEAD")

@@ -65,7 +65,6 @@ ROUTE_ACLS: dict[tuple[str, str], tuple[Check, ...] | None] = {
     # Liveness and readiness answer load balancers and orchestrators, which hold no key.
     ("GET", "/healthz"): PUBLIC,
     ("GET", "/readyz"): PUBLIC,
-    ("GET", "/metrics"): PUBLIC,  # for Prometheus, like the health checks (docs/observability.md)
     # -- Confluent v2 ---------------------------------------------------------------------
     ("GET", "/"): AUTHENTICATED,
     ("POST", "/"): AUTHENTICATED,
@@ -159,7 +158,9 @@ def app_routes(app: FastAPI) -> set[tuple[str, str]]:
     found: set[tuple[str, str]] = set()
     for route in iter_route_contexts(app.routes):
         if not getattr(route.original_route, "include_in_schema", True):
-            continue  # /openapi.json and the docs pages: public on purpose (docs/security.md)
+            # /openapi.json, the docs pages and /metrics (a plain route outside the guard, for
+            # Prometheus): public on purpose (docs/security.md, docs/observability.md)
+            continue
         path = route.path_format or route.path
         assert path is not None
         methods = route.methods if route.methods is not None else {"WEBSOCKET"}
