@@ -91,13 +91,15 @@ async def test_elect_leaders_moves_leadership_back_to_the_preferred_replica(
     )
     await cluster.wait_for(lambda s: s.partitions[("el", 0)].leader == other)
 
-    result = await cluster.admin.elect_leaders([("el", 0), ("el", 1), ("nope", 0), ("el", 9)])
+    asked = [("el", 0), ("el", 1), ("nope", 0), ("el", 9), ("../x", 0)]
+    result = await cluster.admin.elect_leaders(asked)
     outcome = {(r.topic, r.partition): (r.leader, r.error) for r in result.results}
     assert outcome == {
         ("el", 0): (p0.replicas[0], None),
         ("el", 1): (created.partitions[1].leader, "ELECTION_NOT_NEEDED"),
         ("nope", 0): (-1, "UNKNOWN_TOPIC_OR_PARTITION"),
         ("el", 9): (-1, "UNKNOWN_TOPIC_OR_PARTITION"),
+        ("../x", 0): (-1, "UNKNOWN_TOPIC_OR_PARTITION"),  # never becomes a key
     }
     state = await cluster.state("el", 0)
     assert (state.leader, state.leader_epoch) == (p0.replicas[0], p0.leader_epoch + 2)
