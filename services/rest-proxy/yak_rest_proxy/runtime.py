@@ -79,6 +79,7 @@ class ProxyRuntime:
             self.brokers,
             self.producer_ids,
             linger_ms=settings.linger_ms,
+            max_in_flight=settings.max_in_flight,
             batch_max_bytes=settings.batch_max_bytes,
             compression=settings.compression,
             delivery_timeout_ms=settings.produce_timeout_ms,

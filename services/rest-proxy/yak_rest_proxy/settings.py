@@ -12,6 +12,8 @@ node_id                             YAK_NODE_ID                 0 (in generated 
 advertised_url                      YAK_ADVERTISED_URL          http://host:port (``base_uri``)
 linger_ms                           YAK_LINGER_MS               2: how long records for one
                                                                 partition wait for company
+max_in_flight                       YAK_MAX_IN_FLIGHT           5: produce requests under way
+                                                                to one broker at once
 batch_max_bytes                     YAK_BATCH_MAX_BYTES         1 MiB (and never over the
                                                                 topic's max.message.bytes)
 compression                         YAK_COMPRESSION             none (gzip, snappy, lz4, zstd)
@@ -74,6 +76,7 @@ class ProxySettings:
     node_id: str = "0"
     advertised_url: str | None = None
     linger_ms: float = 2.0
+    max_in_flight: int = 5
     batch_max_bytes: int = 1024 * 1024
     compression: CompressionType = CompressionType.NONE
     acks: int = -1
@@ -102,6 +105,8 @@ class ProxySettings:
             raise ValueError(f"acks must be -1, 0 or 1, got {self.acks}")
         if self.linger_ms < 0:
             raise ValueError("linger_ms must be >= 0")
+        if self.max_in_flight < 1:
+            raise ValueError("max_in_flight must be >= 1")
         if self.consumer_instance_timeout_ms < 1_000:
             raise ValueError("consumer_instance_timeout_ms must be at least 1000")
         for name in ("max_records_per_request", "request_read_timeout_ms"):
@@ -162,6 +167,7 @@ _ENV: tuple[tuple[str, str, Callable[[str], object]], ...] = (
     ("node_id", "YAK_NODE_ID", str),
     ("advertised_url", "YAK_ADVERTISED_URL", str),
     ("linger_ms", "YAK_LINGER_MS", float),
+    ("max_in_flight", "YAK_MAX_IN_FLIGHT", int),
     ("batch_max_bytes", "YAK_BATCH_MAX_BYTES", int),
     ("compression", "YAK_COMPRESSION", _compression),
     ("acks", "YAK_ACKS", int),
