@@ -47,7 +47,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from pyspark import SparkConf
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812  # Spark's own convention
 from pyspark.sql.streaming.query import StreamingQuery
@@ -169,11 +168,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--watermarks", help="write archived_to per partition here (JSON)")
     args = parser.parse_args(argv)
 
-    conf = SparkConf()
-    if not conf.contains("spark.master"):  # not set by spark-submit --master
-        conf.setMaster("local[*]")
-    conf.set("spark.sql.session.timeZone", "UTC")
-    spark = SparkSession.builder.appName("yak-archive").config(conf=conf).getOrCreate()
+    # No master here: spark-submit's --master wins, and without one (plain `python`) PySpark
+    # starts its JVM through spark-submit, whose default is local[*]. A SparkConf made before
+    # the JVM exists never sees --master, so testing one for it made every run local.
+    builder = SparkSession.builder.appName("yak-archive")
+    spark = builder.config("spark.sql.session.timeZone", "UTC").getOrCreate()
     register(spark)
     query = start(
         spark,

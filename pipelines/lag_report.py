@@ -32,7 +32,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Literal, NamedTuple
 
-from pyspark import SparkConf
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812  # Spark's own convention
 from pyspark.sql.types import (
@@ -185,11 +184,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--format", choices=("parquet", "csv"), default="parquet")
     args = parser.parse_args(argv)
 
-    conf = SparkConf()
-    if not conf.contains("spark.master"):  # not set by spark-submit --master
-        conf.setMaster("local[*]")
-    conf.set("spark.sql.session.timeZone", "UTC")
-    spark = SparkSession.builder.appName("yak-lag-report").config(conf=conf).getOrCreate()
+    # No master here: spark-submit's --master wins, and without one (plain `python`) PySpark
+    # starts its JVM through spark-submit, whose default is local[*]. A SparkConf made before
+    # the JVM exists never sees --master, so testing one for it made every run local.
+    builder = SparkSession.builder.appName("yak-lag-report")
+    spark = builder.config("spark.sql.session.timeZone", "UTC").getOrCreate()
     register(spark)
     report = run(
         spark,

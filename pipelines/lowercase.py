@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from pyspark import SparkConf
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812  # Spark's own convention
 from pyspark.sql.streaming.query import StreamingQuery
@@ -78,10 +77,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--starting-offsets", default="earliest", help="earliest, latest, JSON")
     args = parser.parse_args(argv)
 
-    conf = SparkConf()
-    if not conf.contains("spark.master"):  # not set by spark-submit --master
-        conf.setMaster("local[*]")
-    spark = SparkSession.builder.appName("yak-lowercase").config(conf=conf).getOrCreate()
+    # No master here: spark-submit's --master wins, and without one (plain `python`) PySpark
+    # starts its JVM through spark-submit, whose default is local[*]. A SparkConf made before
+    # the JVM exists never sees --master, so testing one for it made every run local.
+    spark = SparkSession.builder.appName("yak-lowercase").getOrCreate()
     register(spark)
     query = start(
         spark,
