@@ -16,6 +16,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from yak.observability.http import UNMATCHED, ObservabilityMiddleware, install_observability
 from yak.observability.metrics import ServiceMetrics
 from yak.observability.request_id import current_request_id
+from yak.web.cluster_secret import ClusterSecretMiddleware
 
 
 class _CopyScope:
@@ -178,3 +179,15 @@ async def test_a_failing_before_scrape_hook_does_not_fail_the_scrape(
     metrics.before_scrape.append(broken)
     assert b"process_open_fds" in await metrics.render()
     assert "refreshing metrics before a scrape failed" in caplog.text
+
+
+async def test_metrics_needs_no_cluster_secret(metrics: ServiceMetrics) -> None:
+    app = FastAPI()
+    app.add_middleware(ClusterSecretMiddleware, secret="s3cret-s3cret-s3cret")
+    install_observability(app, metrics)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://broker") as client:
+        assert (await client.get("/metrics")).status_code == 200
+        refused = await client.get("/v1/fetch")
+    assert refused.status_code == 401
+    assert refused.headers["x-request-id"]  # refusals are timed and carry an id too
