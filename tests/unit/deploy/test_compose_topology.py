@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -12,6 +13,7 @@ import pytest
 from tests.unit.deploy.compose_files import (
     COMPOSE_DIR,
     ETCD_MEMBERS,
+    ROOT,
     SECURE_FILE,
     YAK_SERVICES,
     load,
@@ -136,29 +138,58 @@ def test_prometheus_scrapes_every_service(config: str) -> None:
     assert {f"{m}:2379" for m in ETCD_MEMBERS} <= targets
 
 
+def _dashboard() -> dict[str, Any]:
+    found = json.loads((COMPOSE_DIR / "grafana" / "dashboards" / "yak.json").read_text())
+    assert isinstance(found, dict)
+    return found
+
+
+def _expressions(dashboard: dict[str, Any]) -> str:
+    return " ".join(
+        t["expr"] for p in dashboard["panels"] if p["type"] != "row" for t in p["targets"]
+    )
+
+
 def test_grafana_is_provisioned_with_the_datasource_and_the_dashboard() -> None:
     provisioning = COMPOSE_DIR / "grafana" / "provisioning"
     (datasource,) = load(provisioning / "datasources" / "prometheus.yml")["datasources"]
     assert datasource["url"] == "http://prometheus:9090"
-    dashboard = json.loads((COMPOSE_DIR / "grafana" / "dashboards" / "yak.json").read_text())
-    exprs = " ".join(
-        t["expr"] for p in dashboard["panels"] if p["type"] != "row" for t in p["targets"]
-    )
+    (provider,) = load(provisioning / "dashboards" / "yak.yml")["providers"]
+    grafana = services()["grafana"]
+    assert any(v.endswith(f":{provider['options']['path']}:ro") for v in grafana["volumes"])
+    dashboard = _dashboard()
+    exprs = _expressions(dashboard)
     for metric in (
-        "yak_broker_bytes_in_total",
-        "yak_broker_bytes_out_total",
-        "yak_broker_records_in_total",
+        "yak_broker_topic_bytes_in_total",  # produce bytes per topic
+        "yak_broker_topic_bytes_out_total",  # consume bytes per topic
+        "yak_broker_topic_records_in_total",
+        "yak_broker_topic_records_out_total",
         "yak_http_request_duration_seconds_bucket",
-        "yak_partitions_under_replicated",
-        "yak_partitions_offline",
-        "yak_isr_shrinks_total",
-        "yak_isr_expands_total",
-        "yak_consumer_lag",
+        "yak_coordinator_under_replicated_partitions",
+        "yak_coordinator_offline_partitions",
+        "yak_broker_isr_shrinks_total",
+        "yak_broker_isr_expands_total",
+        "yak_consumer_group_lag",
     ):
         assert metric in exprs, metric
     for panel in dashboard["panels"]:
         if panel["type"] != "row":
             assert panel["datasource"]["uid"] == datasource["uid"], panel["title"]
+
+
+def test_every_metric_on_the_dashboard_is_one_the_services_export() -> None:
+    """The names in the queries, less Prometheus's suffixes, are declared in the code."""
+    code = " ".join(
+        path.read_text()
+        for folder in (ROOT / "services", ROOT / "shared")
+        for path in folder.rglob("*.py")
+    )
+    declared = set(re.findall(r'"(yak_[a-z_]+)"', code))
+    used = set(re.findall(r"\b(yak_[a-z_]+)", _expressions(_dashboard())))
+    assert used
+    for name in used:
+        base = re.sub(r"_(total|bucket|count|sum)$", "", name)
+        assert base in declared or name in declared, f"{name} is not exported by any service"
 
 
 def test_spark_runs_the_pipelines_from_a_shared_folder() -> None:
