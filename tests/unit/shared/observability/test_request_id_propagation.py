@@ -10,6 +10,7 @@ from yak.clients.broker import BrokerClient
 from yak.errors import YakError
 from yak.observability.request_id import begin_request, end_request
 from yak.protocol.broker_wire import FetchRequest
+from yak.sdk import AsyncAdmin
 
 
 def _recording(seen: list[str | None], body: bytes = b"{}") -> httpx.MockTransport:
@@ -40,3 +41,16 @@ async def test_the_broker_and_admin_clients_pass_the_id_on() -> None:
             end_request(scope, token)
         await call_both()
     assert seen == [None, None, "rid-42", "rid-42", None, None]
+
+
+async def test_the_sdk_passes_the_id_on_from_inside_a_service() -> None:
+    seen: list[str | None] = []
+    admin = AsyncAdmin("http://proxy", transport=_recording(seen))
+    scope, token = begin_request("console-7")
+    try:
+        with pytest.raises(YakError):
+            await admin.cluster()
+    finally:
+        end_request(scope, token)
+    await admin.aclose()
+    assert seen == ["console-7"]
