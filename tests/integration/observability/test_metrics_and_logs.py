@@ -280,3 +280,29 @@ async def test_a_request_id_travels_from_the_proxy_to_the_broker(cluster: LocalC
     labels = {"service": "rest-proxy", "route": route, "method": "GET", "status": "200"}
     assert value(samples, "yak_http_request_duration_seconds_count", **labels) >= 1
     assert not any(name.startswith("yak_http") and topic in str(key) for name, key in samples)
+
+
+async def test_leader_elections_are_counted_by_kind(cluster: LocalCluster) -> None:
+    topic, leader, replicas = await new_topic(cluster, "obs-elect")
+    coordinator = cluster.coordinator_url
+    elections = "yak_coordinator_leader_elections_total"
+    before = await scrape(coordinator)
+
+    cluster.kill(leader)  # an in-sync follower takes over: a clean election
+    elected = await eventually(
+        coordinator,
+        "a clean leader election",
+        lambda s: value(s, elections, kind="clean") > value(before, elections, kind="clean"),
+    )
+    assert value(elected, elections, kind="unclean") == value(before, elections, kind="unclean")
+    await asyncio.to_thread(cluster.start_broker, leader)
+    if replicas[0] == leader:  # its preferred replica is back in sync: leadership moves back
+        await eventually(
+            coordinator,
+            "a preferred leader election",
+            lambda s: (
+                value(s, elections, kind="preferred") > value(elected, elections, kind="preferred")
+            ),
+        )
+    async with AdminClient(coordinator) as admin:
+        await wait_for(admin, topic, "full-isr")
