@@ -6,10 +6,12 @@ coordinator, one broker and a secured rest-proxy.
 * The proxy forwards its caller's credential: a user with TOPIC CREATE creates a topic through
   the proxy (the coordinator authorizes that user, not the proxy).
 * ``yak topics`` takes ``--api-key``.
+* A 401 carries the Bearer and Basic challenge; refusals are in the coordinator's audit log.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -90,6 +92,7 @@ async def test_admin_calls_need_a_credential_and_an_acl(secured: Secured) -> Non
             answer = await anonymous.request(method, path)
             assert answer.status_code == 401, path
             assert answer.json()["code"] == "UNAUTHENTICATED"
+            assert 'Bearer realm="yak"' in answer.headers["www-authenticate"]
         body = {"name": "t", "partitions": 1, "replication_factor": 1}
         assert (await anonymous.post("/admin/v1/topics", json=body)).status_code == 401
     async with secured.coordinator("yak_0123456789abcdef_" + "x" * 43) as wrong:
@@ -107,6 +110,11 @@ async def test_admin_calls_need_a_credential_and_an_acl(secured: Secured) -> Non
         assert answer.status_code == 403
         assert answer.json()["code"] == "TOPIC_AUTHORIZATION_FAILED"
         assert (await denied.get("/admin/v1/topics")).json() == {"topics": []}
+    log = (secured.cluster.folder / "logs" / "coordinator.log").read_text()
+    audited = [json.loads(line) for line in log.splitlines() if line.startswith('{"time"')]
+    refused = {(a["action"], a["result"], a["resource"]) for a in audited}
+    assert ("GET /admin/v1/cluster", "unauthenticated", "") in refused
+    assert ("POST /admin/v1/topics", "denied", f"TOPIC:{name}") in refused
 
 
 async def test_the_proxy_forwards_the_callers_credential(secured: Secured) -> None:
