@@ -222,12 +222,15 @@ class Consumers:
         paused: frozenset[TopicPartition] = frozenset(),
         before_fetch: Callable[[GroupMember], None] | None = None,
         max_timeout_ms: int = 30_000,
+        while_saving: Callable[[Member, list[PolledRecord]], object] | None = None,
     ) -> tuple[Member, list[PolledRecord]]:
         """Poll; also the member as it stood (epoch, assignment) when the records were read.
         ``paused`` partitions are not read (their positions stay); ``before_fetch`` may refuse
         the poll (raise) once the instance is loaded, before any position moves. A None
         ``timeout_ms`` is the instance's own ``request_timeout_ms``; waits are capped at
-        ``max_timeout_ms``."""
+        ``max_timeout_ms``. ``while_saving(member, records)`` (e.g. rendering the answer) runs
+        while the new positions are on their way to etcd, not after: the answer still leaves
+        only once they are stored, but the etcd round trip no longer adds to the poll."""
         member = await self.members.reconcile(group, member_id, _now_ms())
         if before_fetch is not None:
             before_fetch(member.record)
@@ -271,7 +274,15 @@ class Consumers:
                     break
                 polled.append((read.topic, read.partition, record))
                 positions[key] = record.offset + 1
-        await self._save(member, previous, positions)
+        if while_saving is None:
+            await self._save(member, previous, positions)
+            return member, polled
+        saving = asyncio.ensure_future(self._save(member, previous, positions))
+        await asyncio.sleep(0)  # let the save send its request before the CPU work below
+        try:
+            while_saving(member, polled)
+        finally:
+            await saving
         return member, polled
 
     async def _start_positions(self, member: Member) -> dict[str, int]:

@@ -158,13 +158,24 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
         """Records from the member's partitions, as soon as there are any (or at the timeout)."""
         wait = min(timeout_ms, settings.consumer_request_max_timeout_ms)
         principal = runtime.quotas.admit(QuotaKind.FETCH)
-        state, polled = await consumers.poll_member(
-            group, member, timeout_ms=wait, max_bytes=max_bytes, paused=_paused(paused or [])
-        )
         encodings = _Encodings(key_encoding, value_encoding, header_encoding)
-        response = json_response(encodings.poll_body(state, polled), _JSON)
-        runtime.quotas.charge(QuotaKind.FETCH, principal, len(response.body))
-        return response
+        body: list[bytes] = []
+
+        def render(state: Member, polled: list[PolledRecord]) -> None:
+            body.append(orjson.dumps(encodings.poll_body(state, polled)))
+
+        state, polled = await consumers.poll_member(
+            group,
+            member,
+            timeout_ms=wait,
+            max_bytes=max_bytes,
+            paused=_paused(paused or []),
+            while_saving=render,
+        )
+        if not body:  # the poll ended before reading (nothing owned, all paused)
+            render(state, polled)
+        runtime.quotas.charge(QuotaKind.FETCH, principal, len(body[0]))
+        return Response(body[0], media_type=_JSON)
 
     @router.post(
         member_path + "/commit",

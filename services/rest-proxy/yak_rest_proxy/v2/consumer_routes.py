@@ -12,6 +12,7 @@ import time
 from datetime import datetime
 from typing import Annotated
 
+import orjson
 from fastapi import APIRouter, Query, Request, Response
 
 from yak.errors import InvalidConfigError, InvalidRequestError
@@ -19,8 +20,8 @@ from yak.metadata.keyspace import validate_member_id
 from yak.metadata.models import GroupMember
 from yak.names import validate_group_id
 from yak.record import Headers
-from yak_rest_proxy.consumers.consumer import Consumers
-from yak_rest_proxy.consumers.members import new_instance_id
+from yak_rest_proxy.consumers.consumer import Consumers, PolledRecord
+from yak_rest_proxy.consumers.members import Member, new_instance_id
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.content import EmbeddedFormat, negotiate, request_format
 from yak_rest_proxy.http.responses import json_response
@@ -275,28 +276,36 @@ def consumer_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
             max_bytes or settings.consumer_request_max_bytes, settings.consumer_request_max_bytes
         )
         principal = runtime.quotas.admit(QuotaKind.FETCH)
-        _, polled = await consumers.poll_member(
+        rendered: list[bytes] = []
+
+        def render(_member: Member, polled: list[PolledRecord]) -> None:
+            fmt = chosen[0][0]
+            body = [
+                {
+                    "topic": topic,
+                    "key": to_embedded(r.key, fmt),
+                    "value": to_embedded(r.value, fmt),
+                    "partition": partition,
+                    "offset": r.offset,
+                    "timestamp": r.timestamp,
+                    "headers": _headers(r.headers) if r.headers else [],
+                }
+                for topic, partition, r in polled
+            ]
+            rendered.append(orjson.dumps(body))
+
+        state, polled = await consumers.poll_member(
             group,
             instance,
             timeout_ms=wait_ms if wait_ms is not None and wait_ms >= 0 else None,
             max_bytes=limit,
             before_fetch=check,
             max_timeout_ms=settings.consumer_request_max_timeout_ms,
+            while_saving=render,
         )
-        fmt, media = chosen[0]
-        body = [
-            {
-                "topic": topic,
-                "key": to_embedded(r.key, fmt),
-                "value": to_embedded(r.value, fmt),
-                "partition": partition,
-                "offset": r.offset,
-                "timestamp": r.timestamp,
-                "headers": _headers(r.headers) if r.headers else [],
-            }
-            for topic, partition, r in polled
-        ]
-        response = json_response(body, media)
+        if not rendered:  # the poll ended before reading (nothing owned, all paused)
+            render(state, polled)
+        response = Response(rendered[0], media_type=chosen[0][1])
         runtime.quotas.charge(QuotaKind.FETCH, principal, len(response.body))
         return response
 
