@@ -6,8 +6,9 @@
 - **Yak**: an etcd, a coordinator, three brokers and one rest-proxy
   (``loadtest.local_cluster``); Yak's default flush policy (no fsync per write: durability
   from replication, as Kafka's), topics with replication factor 3 and ``min.insync.replicas``
-  2, acks=all. etcd runs with ``unsafe_no_fsync``: it holds only metadata and is off the record
-  path, so its fsync would time topic creation, not the benchmark.
+  2, acks=all. etcd runs with ``unsafe_no_fsync``: it holds metadata and, on the consume
+  path, group members' positions (a read and a write per poll), like the consumer-group state
+  Redis keeps in memory and its append-only file (fsync once a second).
 
 Each context manager yields the URL clients connect to and stops the processes on exit, also
 on errors. ``versions`` reports the exact server versions for the report.
