@@ -22,6 +22,7 @@ from yak_rest_proxy.runtime import ProxyRuntime
 from yak_rest_proxy.settings import ProxySettings
 
 CLUSTER = "console-login"
+_FORM = "application/x-www-form-urlencoded"
 
 
 class Setup(NamedTuple):
@@ -192,3 +193,12 @@ async def test_failed_logins_are_limited_per_address() -> None:
             refused = await login(browser, api_key="yak_0123456789abcdef_x")
             assert refused.status_code == 429
     await etcd.aclose()
+
+
+async def test_an_oversized_login_body_is_refused(setup: Setup) -> None:
+    page = await setup.browser.get("/login")
+    assert page.status_code == 200
+    huge = await setup.browser.post(
+        "/login", content=b"username=" + b"x" * 100_000, headers={"content-type": _FORM}
+    )
+    assert huge.status_code == 413

@@ -13,7 +13,8 @@ Failed logins are limited (``yak.security.login_limiter``): after
 within ``YAK_CONSOLE_LOGIN_WINDOW_S``, the form answers 429 with ``Retry-After`` without asking
 the API, until the oldest failure leaves the window. A success forgets the user name's
 failures (not the address's). Behind a reverse proxy every browser has the proxy's address:
-size the limit for it, or set it to 0 and rely on the per-user count.
+size the limit for it, or set it to 0 and rely on the per-user count. The login form's body
+is bounded (16 KiB, then 413): it is the one POST anyone may send without a session.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from yak_console.pages.common import Pages
 __all__ = ["CHALLENGE", "LOGIN_COOKIE", "login_redirect", "router", "safe_next"]
 
 LOGIN_COOKIE = "yak_console_login"
+_LOGIN_BODY_LIMIT = 16 * 1024  # a user name, a password or a key, two tokens: 413 beyond
 #: The challenge of a 401 (RFC 9110 requires one): a cookie session, opened by the form at
 #: ``/login`` (the scheme of draft-broyer-http-cookie-auth; no HTTP client answers it itself).
 CHALLENGE = f'Cookie realm="yak-console", form-action="/login", cookie-name="{COOKIE}"'
@@ -50,7 +52,8 @@ def safe_next(target: str) -> str:
 
 
 def router(pages: Pages) -> APIRouter:
-    routes = APIRouter()
+    # The login form is the one POST anyone may send without a session: bound its body.
+    routes = APIRouter(max_body_size=_LOGIN_BODY_LIMIT)
     settings = pages.settings
     sessions = pages.sessions
     assert sessions is not None
