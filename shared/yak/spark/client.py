@@ -28,7 +28,7 @@ from yak.api.records import (
     ProduceRecord,
     RecordHeader,
 )
-from yak.clients._http import error_from_response
+from yak.clients._http import error_from_response, segment
 from yak.errors import KafkaTimeoutError, NetworkError, OffsetOutOfRangeError, YakError
 from yak.sdk.idempotence import BatchStamp
 
@@ -133,7 +133,7 @@ class YakHttp:
         raise NetworkError(f"no rest-proxy of {self._urls} answers: {failure}") from failure
 
     def describe_topic(self, topic: str) -> TopicDescription:
-        return self._call("GET", f"/topics/{topic}", TopicDescription)
+        return self._call("GET", f"/topics/{segment(topic)}", TopicDescription)
 
     def list_topics(self) -> TopicList:
         return self._call("GET", "/topics", TopicList)
@@ -142,7 +142,7 @@ class YakHttp:
         self, topic: str, partition: int, timestamp: int | Literal["earliest", "latest"]
     ) -> int:
         """ListOffsets: log start, high watermark, or the first offset at ``timestamp`` ms."""
-        path = f"/topics/{topic}/partitions/{partition}/offsets"
+        path = f"/topics/{segment(topic)}/partitions/{partition}/offsets"
         return self._call("GET", path, PartitionOffset, params={"timestamp": str(timestamp)}).offset
 
     def read(self, topic: str, partition: int, offset: int, max_bytes: int) -> PartitionRecords:
@@ -155,7 +155,7 @@ class YakHttp:
             "value_encoding": _B64,
             "header_encoding": _B64,
         }
-        path = f"/topics/{topic}/partitions/{partition}/records"
+        path = f"/topics/{segment(topic)}/partitions/{partition}/records"
         return self._call("GET", path, PartitionRecords, params=params)
 
     def bounds(self, topic: str, partition: int) -> tuple[int, int]:
@@ -197,5 +197,5 @@ class YakHttp:
                 ],
             }
         )
-        path = f"/topics/{topic}/partitions/{partition}/batches"
+        path = f"/topics/{segment(topic)}/partitions/{partition}/batches"
         return self._call("POST", path, ProduceBatchResponse, body=body)
