@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -29,9 +28,7 @@ from rich.table import Table
 
 from yak.api.groups import GroupDescription
 from yak.cli.cluster import DataDirOption
-from yak.cli.proxy import ApiKeyOption, UrlOption, proxy_url, run_or_exit
-from yak.cli.secure import cluster_api_key
-from yak.sdk import AsyncAdmin
+from yak.cli.proxy import ApiKeyOption, UrlOption, admin_call
 
 __all__ = ["app", "offsets_document", "parse_offsets"]
 
@@ -80,21 +77,6 @@ def parse_offsets(document: object) -> dict[tuple[str, int], int]:
     return out
 
 
-def _admin_call(
-    url: str | None,
-    api_key: str | None,
-    data_dir: Path,
-    call: Callable[[AsyncAdmin], Awaitable[_T]],
-) -> _T:
-    target = proxy_url(url, data_dir)
-
-    async def run() -> _T:
-        async with AsyncAdmin(target, api_key=cluster_api_key(api_key, data_dir)) as admin:
-            return await call(admin)
-
-    return run_or_exit(run())
-
-
 @app.command("export")
 def export_offsets(
     group: str,
@@ -104,7 +86,7 @@ def export_offsets(
     data_dir: DataDirOption = _DATA_DIR,
 ) -> None:
     """Write a group's committed offsets as JSON."""
-    described = _admin_call(url, api_key, data_dir, lambda admin: admin.describe_group(group))
+    described = admin_call(url, api_key, data_dir, lambda admin: admin.describe_group(group))
     document = offsets_document(described, int(time.time() * 1000))
     text = json.dumps(document, indent=2) + "\n"
     if out is None:
@@ -131,7 +113,7 @@ def import_offsets(
         raise typer.BadParameter(f"{file}: {exc}", param_hint="FILE") from None
     if not offsets:
         raise typer.BadParameter(f"{file} holds no offsets", param_hint="FILE")
-    result = _admin_call(
+    result = admin_call(
         url,
         api_key,
         data_dir,

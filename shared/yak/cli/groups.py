@@ -12,7 +12,6 @@ group's committed offsets to a JSON file and set them from one (``yak.cli.group_
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, TypeVar
 
@@ -23,9 +22,8 @@ from rich.table import Table
 from yak.api.groups import GroupDescription, TopicPartitionList
 from yak.cli import group_offsets
 from yak.cli.cluster import DataDirOption
-from yak.cli.proxy import ApiKeyOption, UrlOption, proxy_url, run_or_exit
-from yak.cli.secure import cluster_api_key
-from yak.sdk import AsyncAdmin, ResetTarget
+from yak.cli.proxy import ApiKeyOption, UrlOption, admin_call
+from yak.sdk import ResetTarget
 
 __all__ = ["app"]
 
@@ -34,21 +32,6 @@ _DATA_DIR = Path(".yak")
 
 app = typer.Typer(no_args_is_help=True, help="List, describe and reset consumer groups.")
 app.add_typer(group_offsets.app, name="offsets")
-
-
-def _admin_call(
-    url: str | None,
-    api_key: str | None,
-    data_dir: Path,
-    call: Callable[[AsyncAdmin], Awaitable[_T]],
-) -> _T:
-    target = proxy_url(url, data_dir)
-
-    async def run() -> _T:
-        async with AsyncAdmin(target, api_key=cluster_api_key(api_key, data_dir)) as admin:
-            return await call(admin)
-
-    return run_or_exit(run())
 
 
 def _partitions(lists: list[TopicPartitionList]) -> str:
@@ -85,7 +68,7 @@ def list_groups(
     url: UrlOption = None, api_key: ApiKeyOption = None, data_dir: DataDirOption = _DATA_DIR
 ) -> None:
     """List the consumer groups with their state and member count."""
-    listing = _admin_call(url, api_key, data_dir, lambda admin: admin.list_groups())
+    listing = admin_call(url, api_key, data_dir, lambda admin: admin.list_groups())
     table = Table("group", "state", "members")
     for group in listing.groups:
         table.add_row(group.group_id, group.state, str(group.members))
@@ -100,7 +83,7 @@ def describe(
     data_dir: DataDirOption = _DATA_DIR,
 ) -> None:
     """Show a group's members and, per partition, committed offset, end offset, lag, owner."""
-    _print_group(_admin_call(url, api_key, data_dir, lambda admin: admin.describe_group(group)))
+    _print_group(admin_call(url, api_key, data_dir, lambda admin: admin.describe_group(group)))
 
 
 @app.command("reset-offsets")
@@ -138,7 +121,7 @@ def reset_offsets(
         raise typer.BadParameter(
             "give one of --to-earliest, --to-latest, --to-timestamp, --to-offset"
         )
-    result = _admin_call(
+    result = admin_call(
         url,
         api_key,
         data_dir,
@@ -168,5 +151,5 @@ def delete(
     data_dir: DataDirOption = _DATA_DIR,
 ) -> None:
     """Delete an empty group and its committed offsets."""
-    _admin_call(url, api_key, data_dir, lambda admin: admin.delete_group(group))
+    admin_call(url, api_key, data_dir, lambda admin: admin.delete_group(group))
     typer.echo(f"deleted group {group}")

@@ -11,16 +11,24 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
 
-from yak.cli.secure import apply_cluster_security
+from yak.cli.secure import apply_cluster_security, cluster_api_key
 from yak.errors import YakError
+from yak.sdk import AsyncAdmin
 
-__all__ = ["DEFAULT_PROXY_URL", "ApiKeyOption", "UrlOption", "proxy_url", "run_or_exit"]
+__all__ = [
+    "DEFAULT_PROXY_URL",
+    "ApiKeyOption",
+    "UrlOption",
+    "admin_call",
+    "proxy_url",
+    "run_or_exit",
+]
 
 _T = TypeVar("_T")
 
@@ -72,3 +80,19 @@ def run_or_exit(coroutine: Coroutine[Any, Any, _T]) -> _T:
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
+
+
+def admin_call(
+    url: str | None,
+    api_key: str | None,
+    data_dir: Path,
+    call: Callable[[AsyncAdmin], Awaitable[_T]],
+) -> _T:
+    """``call`` with an ``AsyncAdmin`` on the proxy (see ``proxy_url``), through ``run_or_exit``."""
+    target = proxy_url(url, data_dir)
+
+    async def run() -> _T:
+        async with AsyncAdmin(target, api_key=cluster_api_key(api_key, data_dir)) as admin:
+            return await call(admin)
+
+    return run_or_exit(run())
