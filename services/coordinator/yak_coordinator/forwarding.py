@@ -9,6 +9,12 @@ coordinator that gets one while not active answers 503 instead of forwarding aga
 coordinators with stale views cannot bounce a request between them.
 
 ``GET /admin/v1/cluster`` is always answered locally: it is how one finds out who controls.
+
+The request is forwarded with its path as the client sent it (``raw_path``, still
+percent-encoded): a topic named ``..%2F..%2Fx`` stays one path segment instead of being
+decoded and resolved into another route on the controller. Its body is read up to
+``ADMIN_BODY_LIMIT`` (1 MiB, the admin router's own limit); a larger one answers 413
+``MESSAGE_TOO_LARGE`` without being read whole.
 """
 
 from __future__ import annotations
@@ -21,11 +27,11 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from yak.api.admin import ADMIN_PREFIX
-from yak.errors import NotControllerError, YakError
+from yak.errors import MessageTooLargeError, NotControllerError, YakError
 from yak.web.errors import error_response
 from yak_coordinator.service import Coordinator
 
-__all__ = ["FORWARDED_HEADER", "ControllerForwarding"]
+__all__ = ["ADMIN_BODY_LIMIT", "FORWARDED_HEADER", "ControllerForwarding"]
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +39,8 @@ FORWARDED_HEADER = "x-yak-forwarded-by"
 _LOCAL_PATHS = {f"{ADMIN_PREFIX}/cluster"}
 #: ``authorization``: the controller authenticates and authorizes the original caller.
 _PASSED_HEADERS = ("content-type", "accept", "authorization")
+#: The largest admin request body (a topic's configs, a reassignment plan): 413 beyond.
+ADMIN_BODY_LIMIT = 1024 * 1024
 
 
 class ControllerForwarding:
@@ -70,12 +78,14 @@ class ControllerForwarding:
             raise NotControllerError("no active controller is elected; retry shortly")
         headers = {k: v for k, v in request.headers.items() if k in _PASSED_HEADERS}
         headers[FORWARDED_HEADER] = node
+        raw_path = request.scope.get("raw_path") or request.url.path.encode()
+        body = await _bounded_body(request)
         try:
             answer = await self.coordinator.http.request(
                 request.method,
-                f"{target}{request.url.path}",
+                f"{target}{raw_path.decode('latin-1')}",
                 params=str(request.query_params),
-                content=await request.body(),
+                content=body,
                 headers=headers,
             )
         except httpx.HTTPError as exc:
@@ -85,3 +95,19 @@ class ControllerForwarding:
             ) from exc
         kept = {k: v for k, v in answer.headers.items() if k in _PASSED_HEADERS}
         return Response(answer.content, status_code=answer.status_code, headers=kept)
+
+
+async def _bounded_body(request: Request) -> bytes:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > ADMIN_BODY_LIMIT:
+        raise MessageTooLargeError(
+            f"the request body is {int(declared):,} bytes; the limit is {ADMIN_BODY_LIMIT:,}"
+        )
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > ADMIN_BODY_LIMIT:
+            raise MessageTooLargeError(f"the request body is over {ADMIN_BODY_LIMIT:,} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)

@@ -35,6 +35,7 @@ from yak.errors import InvalidRequestError
 from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import PartitionState
 from yak.security.acl import ResourceType
+from yak_coordinator.forwarding import ADMIN_BODY_LIMIT
 from yak_coordinator.partition_health import HealthFilter, partition_health
 from yak_coordinator.security.guard import visible
 from yak_coordinator.service import Coordinator
@@ -88,7 +89,7 @@ def cluster_info(snapshot: ClusterSnapshot, cluster_id: str, coordinator_id: str
 
 def admin_router(coordinator: Coordinator) -> APIRouter:
     """The admin routes of one coordinator."""
-    router = APIRouter(prefix=ADMIN_PREFIX, tags=["admin"])
+    router = APIRouter(prefix=ADMIN_PREFIX, tags=["admin"], max_body_size=ADMIN_BODY_LIMIT)
 
     @router.get("/cluster")
     async def get_cluster() -> ClusterInfo:
