@@ -6,9 +6,10 @@ object and a parser for as long as it likes, and a few hundred such clients exha
 service's file descriptors. This protocol is uvicorn's httptools protocol with one timer per
 connection:
 
-* armed when the connection is made (a client that connects and sends nothing) and when a
-  request's first byte arrives (``on_message_begin``, also for the next request on a kept-alive
-  connection, whose idle wait uvicorn's ``timeout_keep_alive`` bounds);
+* armed when the connection is made (a client that connects and sends nothing), and when a
+  read ends with a request begun but its headers incomplete (also for the next request on a
+  kept-alive connection, whose idle wait uvicorn's ``timeout_keep_alive`` bounds) — headers
+  that arrive in one read, as nearly all do, never touch a timer;
 * disarmed when the request's headers are complete (``on_headers_complete``): from then on the
   body is the app's business (the rest-proxy's ``BodyReadTimeout`` answers 408 for a stalled
   body) and a long poll or a stream may take as long as it needs;
@@ -54,10 +55,14 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
         self._disarm_header_timer()
         super().connection_lost(exc)
 
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._request_begun and not self.transport.is_closing():
+            self._arm_header_timer()
+
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._request_begun = True
-        self._arm_header_timer()
 
     def on_headers_complete(self) -> None:
         self._disarm_header_timer()
