@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import time
 from collections import deque
@@ -148,7 +149,11 @@ class _Sender:
         self._producer = producer
         self._slots = asyncio.Semaphore(max_in_flight)
         self._rounds: set[asyncio.Task[None]] = set()
-        self.task = asyncio.get_running_loop().create_task(self._run())
+        # A context of its own: not that of the request that happened to create the sender
+        # (its request id would label every later round).
+        self.task = asyncio.get_running_loop().create_task(
+            self._run(), context=contextvars.Context()
+        )
 
     def enqueue(self, queue: _Queue) -> None:
         self.ready[id(queue)] = queue
