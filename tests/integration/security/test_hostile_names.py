@@ -1,16 +1,18 @@
 """Hostile names on a real cluster: every route that takes a name refuses them, and nothing is
 written for them — not on disk outside the brokers' data folders, not in etcd.
 
-One etcd, a coordinator, a broker, a rest-proxy and the console (security off: the names reach
-validation, not the guard). A table of routes (the proxy's native and Confluent v2 APIs, the
-security admin API, the coordinator's admin API, the console's pages and forms) times a table
-of names (``..``, ``../x``, ``%2e%2e``, NUL, control characters, look-alike letters, 250 and
-10,000 characters, ...), each sent twice where the name fits a request line as typed: percent-
-encoded (the server sees the name itself) and raw (the server decodes ``%2e%2e`` to ``..``).
-Every answer must be a 4xx with one of the documented codes of its dialect — never a 2xx,
-never a 5xx; a route that would *create* something must refuse the name itself (400/422), not
-merely miss it (404). Afterwards no path appeared under the test's temp folder (outside the
-logs) and no etcd key was written. Oversized bodies answer 413 and write nothing.
+One etcd, a coordinator, a broker, two rest-proxies and the console: proxy 0 and the console
+with security off (the names reach validation), proxy 1 with security on, called by a
+super-user (every name goes through the guard's ACL checks and audit first). A table of
+routes (the proxy's native and Confluent v2 APIs, the security admin API, the coordinator's
+admin API, the console's pages and forms) times a table of names (``..``, ``../x``,
+``%2e%2e``, NUL, control characters, look-alike letters, 250 and 10,000 characters, ...),
+each sent twice where the name fits a request line as typed: percent-encoded (the server sees
+the name itself) and raw (the server decodes ``%2e%2e`` to ``..``). Every answer must be a 4xx
+with one of the documented codes of its dialect — never a 2xx, never a 5xx; a route that
+would *create* something must refuse the name itself (400/422), not merely miss it (404).
+Afterwards no path appeared under the test's temp folder (outside the logs) and no etcd key
+was written. Oversized bodies answer 413 and write nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ import httpx
 import pytest
 
 from loadtest.local_cluster import LocalCluster, local_cluster
-from tests.integration.rest_proxy.conftest import V2, V2_JSON, create_topic
+from tests.integration.rest_proxy.conftest import V2, V2_JSON
+from tests.integration.rest_proxy.test_security import _cli
+from tests.integration.security.helpers import ready_topic
 from tests.integration.security.raw_http import Answer, request
 from yak.etcd_server import EmbeddedEtcd
 from yak.metadata.etcd_store import EtcdMetadataStore
@@ -386,10 +390,13 @@ def cases(routes: list[Route], names: list[str]) -> Iterator[Case]:
 class Cluster(NamedTuple):
     running: LocalCluster
     folder: Path
+    admin_key: str
 
     def url(self, service: str) -> str:
         if service == "proxy":
             return self.running.proxy_url(0)
+        if service == "secure-proxy":
+            return self.running.proxy_url(1)
         if service == "coordinator":
             return self.running.coordinator_url
         return self.running.console_url
@@ -399,10 +406,22 @@ class Cluster(NamedTuple):
 def cluster(tmp_path_factory: pytest.TempPathFactory, etcd: EmbeddedEtcd) -> Iterator[Cluster]:
     folder: Path = tmp_path_factory.mktemp("hostile")
     cluster_id = f"hostile-{uuid.uuid4().hex[:8]}"
+    output = _cli(
+        *("users", "create", "admin", "--bootstrap"),
+        *("--etcd", etcd.endpoint, "--cluster-id", cluster_id),
+    )
+    admin_key = output.strip().splitlines()[-1]
     with local_cluster(folder / "cluster", etcd, cluster_id, brokers=1) as running:
         running.start_proxy(0, YAK_MAX_REQUEST_BYTES=str(MAX_BODY))
+        # The same routes with security on, as a super-user: the guard sees every name first.
+        running.start_proxy(
+            1,
+            YAK_MAX_REQUEST_BYTES=str(MAX_BODY),
+            YAK_SECURITY="on",
+            YAK_SUPER_USERS="User:admin",
+        )
         running.start_console(0)
-        yield Cluster(running, folder)
+        yield Cluster(running, folder, admin_key)
 
 
 async def _prepare(cluster: Cluster) -> None:
@@ -410,7 +429,7 @@ async def _prepare(cluster: Cluster) -> None:
     async with httpx.AsyncClient(base_url=cluster.url("proxy"), timeout=30) as proxy:
         if (await proxy.get(f"/api/v1/topics/{TOPIC}")).status_code == 200:
             return
-        await create_topic(cluster.running, TOPIC, partitions=1, replication_factor=1)
+        await ready_topic(cluster.running, TOPIC)
         produced = await proxy.post(f"/api/v1/topics/{TOPIC}/records", content=_RECORDS)
         assert produced.status_code == 200, produced.text
         instance = await proxy.post(
@@ -466,6 +485,8 @@ async def _sweep(cluster: Cluster, all_cases: list[Case]) -> list[str]:
 
     async def one(case: Case) -> None:
         headers = {"content-type": case.route.content_type, "accept": "*/*"}
+        if case.route.service == "secure-proxy":
+            headers["authorization"] = f"Bearer {cluster.admin_key}"
         base = cluster.url(case.route.service)
         async with semaphore:
             # A server that refuses from the path alone answers without reading the body, and
@@ -499,6 +520,11 @@ async def test_hostile_names_are_refused_and_nothing_is_written(cluster: Cluster
         *cases(PATH_ROUTES, HOSTILE),
         *cases(BODY_ROUTES, [*HOSTILE, ""]),
         *cases(PARTITION_ROUTES, BAD_PARTITIONS),
+    ]
+    all_cases += [
+        case._replace(route=case.route._replace(service="secure-proxy"))
+        for case in all_cases
+        if case.route.service == "proxy"
     ]
     problems = await _sweep(cluster, all_cases)
     assert not problems, f"{len(problems)} of {len(all_cases)} answers:\n" + "\n".join(problems)

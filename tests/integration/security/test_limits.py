@@ -32,6 +32,7 @@ from websockets.asyncio.client import connect
 from loadtest.local_cluster import LocalCluster, local_cluster
 from tests.integration.rest_proxy.conftest import V2, unique
 from tests.integration.rest_proxy.test_security import _cli
+from tests.integration.security.helpers import ready_topic
 from yak.etcd_server import EmbeddedEtcd
 from yak.sdk import AsyncConsumer, AsyncPartitionReader, AsyncProducer
 
@@ -77,22 +78,6 @@ def limits(tmp_path_factory: pytest.TempPathFactory, etcd: EmbeddedEtcd) -> Iter
         yield Limits(running, admin_key)
 
 
-async def _topic(cluster: LocalCluster, name: str) -> None:
-    """A one-partition topic, ready on proxy 0."""
-    async with httpx.AsyncClient(base_url=cluster.coordinator_url, timeout=30) as admin:
-        body = {"name": name, "partitions": 1, "replication_factor": 1}
-        made = await admin.post("/admin/v1/topics", json=body)
-        assert made.status_code == 201, made.text
-    deadline = time.monotonic() + 20
-    async with httpx.AsyncClient(base_url=cluster.proxy_url(0)) as proxy:
-        while True:
-            parts = (await proxy.get(f"/topics/{name}")).json().get("partitions", [])
-            if parts and parts[0]["leader"] >= 0:
-                return
-            assert time.monotonic() < deadline, name
-            await asyncio.sleep(0.05)  # another process's metadata: nothing to await here
-
-
 async def _trickle_headers(url: str) -> tuple[bytes, float]:
     """Send request headers a byte every 0.2 s; the answer and how long until the close."""
     parts = urlsplit(url)
@@ -134,7 +119,7 @@ async def test_slow_headers_are_cut_off_on_every_public_listener(limits: Limits)
 async def test_the_sdk_waits_out_429s_and_gets_its_quota(limits: Limits) -> None:
     cluster = limits.cluster
     topic = unique("throttled")
-    await _topic(cluster, topic)
+    await ready_topic(cluster, topic)
     url = cluster.proxy_url(0)
     started = time.monotonic()
     async with AsyncProducer(url, linger_ms=0, batch_max_bytes=4 * VALUE) as producer:
@@ -183,7 +168,7 @@ async def _member(client: httpx.AsyncClient, group: str, topic: str) -> str:
 async def test_streams_are_held_to_the_fetch_quota(limits: Limits) -> None:
     cluster = limits.cluster
     topic = unique("streamed")
-    await _topic(cluster, topic)
+    await ready_topic(cluster, topic)
     url = cluster.proxy_url(0)
     async with AsyncProducer(url, linger_ms=0) as producer:  # waits out the produce quota
         for _ in range(RECORDS):
