@@ -59,13 +59,13 @@ record = st.fixed_dictionaries(
         "extra": st.just(0),
     },
 )
-encodings = st.sampled_from(["string", "json", "base64", "nope", 3])
+encodings = st.sampled_from(["string", "json", "base64", "nope", 3, None]) | json_values
 body = st.fixed_dictionaries(
     {"records": st.lists(record, max_size=4) | st.just(None)},
     optional={
         "key_encoding": encodings,
         "value_encoding": encodings,
-        "header_encoding": st.sampled_from(["string", "base64", "json"]),
+        "header_encoding": st.sampled_from(["string", "base64", "json"]) | json_values,
         "other": st.just(1),
     },
 )
@@ -110,6 +110,8 @@ def test_the_plain_shape_takes_the_fast_path() -> None:
         b'{"records": [{"headers": null}]}',
         b'{"records": [{"key": 7}]}',
         b'{"records": [{"value": "!!"}], "value_encoding": "base64"}',
+        b'{"records": [{"value": 1}], "value_encoding": {}}',
+        b'{"records": [{"value": 1}], "key_encoding": ["json"]}',
     ],
 )
 def test_anything_unusual_goes_to_the_model(raw: bytes) -> None:

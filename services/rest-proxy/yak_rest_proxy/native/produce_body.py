@@ -35,6 +35,11 @@ _EMPTY: tuple[tuple[str, bytes | None], ...] = ()
 _NO_HEADERS: list[Any] = []
 
 
+def _text(value: Any) -> str:
+    """``value`` if it is a string, else "" (found in no table: any JSON value may come)."""
+    return value if type(value) is str else ""
+
+
 def _int_in(value: Any, high: int) -> bool:
     return type(value) is int and 0 <= value <= high
 
@@ -70,17 +75,17 @@ def fast_outgoing(body: bytes, now_ms: int) -> list[OutgoingRecord] | None:
     try:
         data = orjson.loads(body)
         return _outgoing(data, now_ms)
-    except (orjson.JSONDecodeError, InvalidRequestError):
-        return None
+    except (ValueError, TypeError, InvalidRequestError):  # JSONDecodeError is a ValueError
+        return None  # and a shape this path did not foresee is the model's to judge
 
 
 def _outgoing(data: Any, now_ms: int) -> list[OutgoingRecord] | None:
     if type(data) is not dict or not data.keys() <= _BODY_FIELDS:
         return None
     items = data.get("records")
-    key_encoding = _ENCODINGS.get(data.get("key_encoding", "string"))
-    value_encoding = _ENCODINGS.get(data.get("value_encoding", "json"))
-    header_encoding = _HEADER_ENCODINGS.get(data.get("header_encoding", "string"))
+    key_encoding = _ENCODINGS.get(_text(data.get("key_encoding", "string")))
+    value_encoding = _ENCODINGS.get(_text(data.get("value_encoding", "json")))
+    header_encoding = _HEADER_ENCODINGS.get(_text(data.get("header_encoding", "string")))
     if type(items) is not list or not items:
         return None
     if key_encoding is None or value_encoding is None or header_encoding is None:
