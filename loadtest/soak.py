@@ -32,6 +32,7 @@ import datetime
 import functools
 import json
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -67,9 +68,12 @@ __all__ = ["SoakOptions", "main", "run_soak"]
 
 RESULTS = Path(__file__).parent / "results" / "soak.json"
 PLOTS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks"
+LOGS = Path(__file__).resolve().parents[1] / ".artifacts" / "soak-logs"
 TOPIC = "soak"
 PROBE_TOPIC = "soak-probe"
 GROUP = "soak"
+#: Attempts to start a stopped broker again before the soak goes on without it.
+RESTART_ATTEMPTS = 3
 _CLIENT_ERRORS = (YakError, httpx.HTTPError, OSError)
 
 
@@ -278,10 +282,7 @@ class Soak:
             process.popen.send_signal(how)
             code = await asyncio.to_thread(process.popen.wait)
             stopped = self.now_s()
-            try:
-                await asyncio.to_thread(self.cluster.start_broker, broker_id)
-            except StartupError as exc:
-                self._error("restart", exc)
+            failures = await self._start_again(broker_id)
             self.restarts.append(
                 {
                     "t_s": round(began, 2),
@@ -290,8 +291,26 @@ class Soak:
                     "exit_code": code,
                     "stop_s": round(stopped - began, 2),
                     "down_s": round(self.now_s() - began, 2),
+                    "failed_starts": failures,
                 }
             )
+
+    async def _start_again(self, broker_id: int) -> list[str]:
+        """Start the broker again, up to ``RESTART_ATTEMPTS`` times; the failed attempts'
+        messages (with the log's tail), so a broker that stays down is seen and explained."""
+        failures: list[str] = []
+        for _ in range(RESTART_ATTEMPTS):
+            try:
+                await asyncio.to_thread(self.cluster.start_broker, broker_id)
+                return failures
+            except StartupError as exc:
+                self._error("restart", exc)
+                failures.append(str(exc)[-4000:])
+                for process in self.cluster.supervisor.processes:  # one that is not ready yet
+                    if process.spec.name == f"broker-{broker_id}" and process.alive():
+                        process.popen.kill()
+                        await asyncio.to_thread(process.popen.wait)
+        return failures
 
 
 async def probe_max_rate(proxy: str, value_size: int, seconds: float) -> dict[str, float]:
@@ -485,6 +504,10 @@ def _print_summary(document: dict[str, Any]) -> None:
     for name, slopes in sorted(document["processes"].items()):
         print(f"  {name:<14} RSS {slopes['rss_mb_per_hour']} MB/h, fds {slopes['fds_per_hour']}/h")
     print(f"  latency {document['latency']}")
+    for restart in document["restarts"]:
+        for failure in restart.get("failed_starts", ()):
+            print(f"  broker-{restart['broker']} failed to start at {restart['t_s']} s:")
+            print("    " + "\n    ".join(failure.splitlines()[-12:]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -499,6 +522,9 @@ def main(argv: list[str] | None = None) -> int:
                 document = asyncio.run(run_soak(cluster, options))
         finally:
             etcd.stop()
+            if (root / "logs").is_dir():  # every process's log, kept for a post-mortem
+                shutil.rmtree(LOGS, ignore_errors=True)
+                shutil.copytree(root / "logs", LOGS)
     options.results.parent.mkdir(parents=True, exist_ok=True)
     options.results.write_text(json.dumps(document, indent=2) + "\n")
     plots = plot_soak(document, options.plots)
