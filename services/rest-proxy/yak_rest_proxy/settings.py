@@ -12,7 +12,7 @@ node_id                             YAK_NODE_ID                 0 (in generated 
 advertised_url                      YAK_ADVERTISED_URL          http://host:port (``base_uri``)
 linger_ms                           YAK_LINGER_MS               2: how long records for one
                                                                 partition wait for company
-max_in_flight                       YAK_MAX_IN_FLIGHT           5: produce requests under way
+max_in_flight                       YAK_MAX_IN_FLIGHT           1: produce requests under way
                                                                 to one broker at once
 batch_max_bytes                     YAK_BATCH_MAX_BYTES         1 MiB (and never over the
                                                                 topic's max.message.bytes)
@@ -76,7 +76,7 @@ class ProxySettings:
     node_id: str = "0"
     advertised_url: str | None = None
     linger_ms: float = 2.0
-    max_in_flight: int = 5
+    max_in_flight: int = 1
     batch_max_bytes: int = 1024 * 1024
     compression: CompressionType = CompressionType.NONE
     acks: int = -1

@@ -258,7 +258,7 @@ async def test_rounds_to_one_broker_overlap(store: MemoryMetadataStore) -> None:
     cache = MetadataCache(store, KS)
     await cache.start()
     pool = BrokerPool(cache, client_factory=factory)
-    producer = Producer(cache, pool, ProducerIds(store, KS), linger_ms=0)
+    producer = Producer(cache, pool, ProducerIds(store, KS), linger_ms=0, max_in_flight=2)
     try:
         first = producer.send("u", 0, values(1))
         await asyncio.wait_for(first_sent.wait(), 5)  # partition 0's round is in flight
