@@ -9,8 +9,8 @@ of that broker in one produce request, with up to ``max_in_flight`` such rounds 
 batch is in flight pile up and leave together after the answer (so batches grow with load, as
 Kafka's producer's do). The proxy's default is one round at a time: measured with
 ``make bench-peers`` on two cores, five rounds in flight meant more, smaller requests to the
-brokers and more replication fetches, and lower throughput (1 KiB: 17,018 against 20,700
-msg/s) and a higher end-to-end p99 at 10,000 msg/s (141 against 94 ms). Each ``send`` gets
+brokers and more replication fetches, and lower throughput (1 KiB: 17,018 against 19,550
+msg/s) and a higher end-to-end p99 at 10,000 msg/s (141 against 90 ms). Each ``send`` gets
 one future for all its records, resolved with one result per record once every batch holding
 them was answered.
 
