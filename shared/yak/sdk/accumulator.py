@@ -4,10 +4,12 @@ Kafka's ``RecordAccumulator``, per partition and without I/O: ``append`` adds a 
 last open batch, or starts a new one when that batch holds ``max_records`` records or the
 record would take it past ``max_bytes`` (a record larger than ``max_bytes`` gets a batch of its
 own). ``ready_at`` says when the head batch may be sent: at once when it is full, when more
-batches wait behind it, or when the caller flushes; else ``linger_ms`` after it was started.
-Times are milliseconds of any monotonic clock the caller chooses. A batch that was not written
-may be put back at the head (``push_front``), e.g. the two halves of a batch the broker found
-too large. Not thread-safe: one event loop owns a queue.
+batches wait behind it, when the caller flushes, or when the caller says nothing is in flight
+(``idle``: adaptive linger, an idle producer never waits); else ``linger_ms`` after it was
+started — the upper bound of the wait behind requests in flight. Times are milliseconds of
+any monotonic clock the caller chooses. A batch that was not written may be put back at the
+head (``push_front``), e.g. the two halves of a batch the broker found too large. Not
+thread-safe: one event loop owns a queue.
 """
 
 from __future__ import annotations
@@ -86,12 +88,14 @@ class BatchQueue(Generic[T]):
         last.sizes.append(size)
         last.size += size
 
-    def ready_at(self, linger_ms: float, flushing: bool = False) -> float | None:
+    def ready_at(
+        self, linger_ms: float, flushing: bool = False, idle: bool = False
+    ) -> float | None:
         """When the head batch may be sent (a time in the past: now); None if nothing waits."""
         if not self._batches:
             return None
         head = self._batches[0]
-        if flushing or len(self._batches) > 1 or self._full(head):
+        if flushing or idle or len(self._batches) > 1 or self._full(head):
             return head.created_ms
         return head.created_ms + linger_ms
 

@@ -6,7 +6,8 @@ written (or to its typed ``YakError``). Partitions are chosen here, exactly as K
 client does (``yak.partitioner``): murmur2 of the key bytes over the topic's partition count,
 keyless records sticky to one partition per batch; the count comes from
 ``GET /api/v1/topics/{t}`` and is looked up again after an ``UNKNOWN_TOPIC_OR_PARTITION``.
-Batching, linger, retries and idempotence are the ``Sender``'s (``yak.sdk.sender``).
+Batching, linger (adaptive: an idle producer sends at once, ``linger_ms`` bounds the wait
+behind requests in flight), retries and idempotence are the ``Sender``'s (``yak.sdk.sender``).
 
 ``send`` waits only for the topic's metadata and for buffer space (``buffer_max_bytes`` of
 records not yet delivered), each for at most ``max_block_ms``. ``flush`` sends everything now

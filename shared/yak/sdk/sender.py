@@ -1,9 +1,17 @@
 """``Sender``: delivers each partition's batches to the rest-proxy, with retries.
 
 One task per partition drains its ``BatchQueue``: it waits — woken by an event, never by
-polling — until the head batch is ready (full, lingered ``linger_ms``, or a flush or close
-asked), sends it, and sends the next only once the answer is in: one batch in flight per
-partition, so records of a partition are written in the order they were sent.
+polling — until the head batch is ready, sends it, and sends the next only once the answer is
+in: one batch in flight per partition, so records of a partition are written in the order they
+were sent.
+
+Linger is adaptive (issue 18), as the proxy's own producer's: the proxy is this producer's one
+destination, and while none of its batches is in flight there, a ready batch is sent at once
+(so are the other partitions' batches that became ready in the same event-loop turn). While
+batches are in flight, a partition's batch waits until the next answer comes back, until it is
+full, until a flush or close asks, or ``linger_ms`` after it was started, whichever comes
+first. An idle producer never waits; under load, records gather behind the requests in flight
+and batches grow with the load.
 
 Idempotent mode (``POST /api/v1/topics/{t}/partitions/{p}/batches``): the batch is stamped
 once with the session's producer id, epoch and base sequence (``SequenceNumbers``); a
@@ -94,12 +102,14 @@ def _now_ms() -> float:
 
 
 class _Partition:
-    __slots__ = ("queue", "task", "wake")
+    __slots__ = ("answers_seen", "queue", "task", "wake")
 
     def __init__(self, queue: BatchQueue[PendingRecord]) -> None:
         self.queue = queue
         self.wake = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
+        #: the producer's answer count when the head batch began to wait (None: nothing waits)
+        self.answers_seen: int | None = None
 
 
 class Sender:
@@ -114,6 +124,10 @@ class Sender:
         self._partitions: dict[TopicPartition, _Partition] = {}
         self._flushing = 0
         self._closing = False
+        self._in_flight = 0  # batches sent and not answered yet, over every partition
+        self._answers = 0  # answers received: a batch waiting behind them leaves on the next
+        self._burst = False  # an idle producer began sending in this event-loop turn
+        self._lingering: set[_Partition] = set()
 
     def append(self, tp: TopicPartition, pending: PendingRecord, size: int) -> None:
         """Queue a record for ``tp``; its delivery task starts with the partition's first."""
@@ -127,6 +141,8 @@ class Sender:
             state = self._partitions[tp] = _Partition(queue)
             state.task = asyncio.create_task(self._run(tp, state), name=f"yak-sender-{tp}")
         state.queue.append(pending, size, _now_ms())
+        if state.answers_seen is None:
+            state.answers_seen = self._answers
         state.wake.set()
 
     def begin_flush(self) -> None:
@@ -150,29 +166,61 @@ class Sender:
 
     # --- the per-partition loop -----------------------------------------------------------
 
+    def _idle(self, state: _Partition) -> bool:
+        """Whether the head batch goes without lingering (see the module docstring)."""
+        return not self._in_flight or self._burst or state.answers_seen != self._answers
+
+    def _sending(self) -> None:
+        if not self._in_flight and not self._burst:
+            self._burst = True  # partitions woken in this same turn go along
+            asyncio.get_running_loop().call_soon(self._end_burst)
+        self._in_flight += 1
+
+    def _end_burst(self) -> None:
+        self._burst = False
+
+    def _answered(self) -> None:
+        self._in_flight -= 1
+        self._answers += 1
+        for state in self._lingering:
+            state.wake.set()
+
     async def _run(self, tp: TopicPartition, state: _Partition) -> None:
         config = self._config
         while True:
-            ready_at = state.queue.ready_at(config.linger_ms, self._flushing > 0 or self._closing)
+            if state.answers_seen is None:
+                state.answers_seen = self._answers
+            ready_at = state.queue.ready_at(
+                config.linger_ms, self._flushing > 0 or self._closing, self._idle(state)
+            )
             if ready_at is None:
                 if self._closing:
                     return
+                state.answers_seen = None
                 state.wake.clear()
                 await state.wake.wait()
                 continue
             delay_ms = ready_at - _now_ms()
             if delay_ms > 0:
                 state.wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(delay_ms / 1000):
-                        await state.wake.wait()
+                self._lingering.add(state)
+                try:
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(delay_ms / 1000):
+                            await state.wake.wait()
+                finally:
+                    self._lingering.discard(state)
                 continue
             batch = state.queue.pop()
+            self._sending()
+            state.answers_seen = self._answers  # what waits behind this batch leaves after it
             try:
                 await self._deliver(tp, state.queue, batch)
             except Exception as exc:  # a bug must fail the records, not stop the partition
                 self._give_up(tp, batch, ambiguous=True)
                 self._fail(batch, exc)
+            finally:
+                self._answered()
 
     async def _deliver(
         self,

@@ -270,3 +270,118 @@ async def test_rounds_to_one_broker_overlap(store: MemoryMetadataStore) -> None:
         await close(producer, cache, pool)
     assert second == [ProducedRecord(1, 10, second[0].timestamp)]
     assert order == [1, 0]
+
+
+@dataclass
+class HeldBroker:
+    """Broker 0 answering every produce request at once, except the first, held until
+    ``release`` is set; ``requests`` keeps each request's (topic, partition, record count)."""
+
+    topic: str
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+    first_in: asyncio.Event = field(default_factory=asyncio.Event)
+    requests: list[list[tuple[int, int]]] = field(default_factory=list)
+
+    async def handle(self, request: httpx.Request) -> httpx.Response:
+        parts = decode_produce_request(request.content).partitions
+        self.requests.append(
+            [(part.partition, len(decode_batch(bytes(part.records)).records)) for part in parts]
+        )
+        if len(self.requests) == 1:
+            self.first_in.set()
+            await asyncio.wait_for(self.release.wait(), 5)
+        results = [ProduceResult(self.topic, part.partition, base_offset=0) for part in parts]
+        return httpx.Response(
+            200,
+            content=encode_produce_response(results),
+            headers={"content-type": "application/json"},
+        )
+
+    def factory(self, url: str) -> BrokerClient:
+        return BrokerClient(url, transport=httpx.MockTransport(self.handle))
+
+
+async def two_partitions(store: MemoryMetadataStore) -> None:
+    topic = TopicRecord(name="u", topic_id="y", partitions=2, replication_factor=2, created_at_ms=0)
+    await store.put(KS.topic("u"), topic.encode())
+    for partition in (0, 1):
+        state = PartitionState(
+            topic="u", partition=partition, leader=0, leader_epoch=0, replicas=(0, 1), isr=(0, 1)
+        )
+        await store.put(KS.partition("u", partition), state.encode())
+
+
+async def held_producer(
+    store: MemoryMetadataStore, broker: HeldBroker, *, linger_ms: float, max_in_flight: int = 1
+) -> tuple[Producer, MetadataCache, BrokerPool]:
+    await two_partitions(store)
+    cache = MetadataCache(store, KS)
+    await cache.start()
+    pool = BrokerPool(cache, client_factory=broker.factory)
+    producer = Producer(
+        cache, pool, ProducerIds(store, KS), linger_ms=linger_ms, max_in_flight=max_in_flight
+    )
+    return producer, cache, pool
+
+
+async def test_an_idle_broker_gets_a_record_without_the_linger(
+    store: MemoryMetadataStore,
+) -> None:
+    """Adaptive linger: nothing in flight to the leader, so the record is sent at once, long
+    before a 10 s linger would have let it go."""
+    broker = HeldBroker("u")
+    broker.release.set()
+    producer, cache, pool = await held_producer(store, broker, linger_ms=10_000)
+    try:
+        sent = producer.send("u", 0, values(1))
+        await asyncio.wait_for(broker.first_in.wait(), 5)  # the request left, linger unspent
+        assert [r.offset for r in await asyncio.wait_for(landed(sent), 5)] == [0]
+    finally:
+        await close(producer, cache, pool)
+    assert broker.requests == [[(0, 1)]]
+
+
+async def test_records_behind_a_round_in_flight_leave_together_after_its_answer(
+    store: MemoryMetadataStore,
+) -> None:
+    """While a round to the broker is outstanding, records of the same and of another
+    partition wait; its answer sends them all in one request, one batch per partition."""
+    broker = HeldBroker("u")
+    producer, cache, pool = await held_producer(store, broker, linger_ms=10_000)
+    try:
+        first = producer.send("u", 0, values(1))
+        await asyncio.wait_for(broker.first_in.wait(), 5)
+        behind = [
+            producer.send("u", 0, values(2)),
+            producer.send("u", 0, values(1)),
+            producer.send("u", 1, values(3)),
+        ]
+        for _ in range(5):  # turns of the event loop: nothing may leave before the answer
+            await asyncio.sleep(0)
+        assert len(broker.requests) == 1
+        assert not any(future.done() for future in behind)
+        broker.release.set()
+        await asyncio.wait_for(asyncio.gather(first, *behind), 5)
+    finally:
+        await close(producer, cache, pool)
+    assert broker.requests[0] == [(0, 1)]
+    assert sorted(broker.requests[1]) == [(0, 3), (1, 3)]
+    assert len(broker.requests) == 2
+
+
+async def test_linger_bounds_the_wait_behind_a_busy_broker(store: MemoryMetadataStore) -> None:
+    """With a second round allowed, a record lingering behind an unanswered round leaves once
+    its linger is spent, without that answer."""
+    broker = HeldBroker("u")
+    producer, cache, pool = await held_producer(store, broker, linger_ms=20, max_in_flight=2)
+    try:
+        first = producer.send("u", 0, values(1))
+        await asyncio.wait_for(broker.first_in.wait(), 5)
+        second = await asyncio.wait_for(landed(producer.send("u", 1, values(1))), 5)
+        assert not first.done()  # its round is still held
+        broker.release.set()
+        await asyncio.wait_for(first, 5)
+    finally:
+        await close(producer, cache, pool)
+    assert [r.partition for r in second] == [1]
+    assert broker.requests == [[(0, 1)], [(1, 1)]]

@@ -1,18 +1,24 @@
 """The proxy's producer: records of concurrent requests batched per partition, sent idempotently.
 
 Every HTTP produce request hands its records to one ``Producer`` per process; they wait in a
-queue per (topic, partition, acks) and leave as one RecordBatch when the queue holds
-``batch_max_bytes`` (capped by the topic's ``max.message.bytes``) or ``linger_ms`` after its
-first record, whichever comes first. One sender task per leader broker sends every ready queue
-of that broker in one produce request, with up to ``max_in_flight`` such rounds under way
-(Kafka's ``max.in.flight.requests.per.connection``); a queue's records that arrive while its
-batch is in flight pile up and leave together after the answer (so batches grow with load, as
-Kafka's producer's do). The proxy's default is one round at a time: measured with
-``make bench-peers`` on two cores, five rounds in flight meant more, smaller requests to the
-brokers and more replication fetches, and lower throughput (1 KiB: 17,018 against 19,550
-msg/s) and a higher end-to-end p99 at 10,000 msg/s (141 against 90 ms). Each ``send`` gets
-one future for all its records, resolved with one result per record once every batch holding
-them was answered.
+queue per (topic, partition, acks). One sender task per leader broker sends every ready queue
+of that broker in one produce request (a *round*), with up to ``max_in_flight`` rounds under
+way (Kafka's ``max.in.flight.requests.per.connection``).
+
+Linger is adaptive (issue 18): a queue whose leader's sender has no round under way is routed
+at once, with no wait; the sender picks up, in the next event-loop turn, every queue that
+became ready meanwhile, so the records of concurrent requests still share one round. While a
+round to that broker is outstanding, records wait and leave together when an answer from that
+broker comes back, when their batch reaches ``batch_max_bytes`` (capped by the topic's
+``max.message.bytes``), or ``linger_ms`` after they started waiting, whichever comes first.
+So an idle proxy adds nothing to a produce's latency, and batches grow with load (as Kafka's
+producer's do); ``linger_ms`` only bounds the wait behind a busy broker. A queue's records
+that arrive while its own batch is in flight leave together after that batch's answer. The
+proxy's default is one round at a time: measured with ``make bench-peers`` on two cores, five
+rounds in flight meant more, smaller requests to the brokers and more replication fetches, and
+lower throughput (1 KiB: 17,018 against 19,550 msg/s) and a higher end-to-end p99 at 10,000
+msg/s (141 against 90 ms). Each ``send`` gets one future for all its records, resolved with one
+result per record once every batch holding them was answered.
 
 Idempotence (KIP-98): each queue writes with its own producer id (from etcd,
 ``ProducerIds``), epoch 0 and consecutive sequence numbers, and has at most one batch in
@@ -132,6 +138,7 @@ class _Queue:
     pending_bytes: int = 0
     in_flight: _InFlight | None = None
     timer: asyncio.TimerHandle | None = None
+    lingering: _Sender | None = None  # the busy sender this queue waits on (its linger)
     routing: bool = False
     producer_id: int = -1
     next_sequence: int = 0
@@ -143,11 +150,17 @@ class _Sender:
 
     A queue has at most one batch in flight, so rounds in parallel never reorder a partition;
     they let a record that became ready skip the wait for an unrelated partition's answer, at
-    the price of more, smaller requests (see the module docstring for the default)."""
+    the price of more, smaller requests (see the module docstring for the default).
+
+    ``outstanding`` counts the rounds under way: while it is 0 the broker is idle and a queue
+    that gets records is routed at once; otherwise the queue waits in ``lingering`` until the
+    next answer from this broker (or its linger timer, or a full batch) routes it."""
 
     def __init__(self, producer: Producer, broker_id: int, max_in_flight: int) -> None:
         self.broker_id = broker_id
         self.ready: dict[int, _Queue] = {}
+        self.lingering: dict[int, _Queue] = {}
+        self.outstanding = 0
         self.wake = asyncio.Event()
         self._producer = producer
         self._slots = asyncio.Semaphore(max_in_flight)
@@ -184,6 +197,7 @@ class _Sender:
             for index, (acks, group) in enumerate(groups):
                 if index:  # one slot was taken above for the first group
                     await self._slots.acquire()
+                self.outstanding += 1
                 task = asyncio.get_running_loop().create_task(self._round(acks, group))
                 self._rounds.add(task)
                 task.add_done_callback(self._rounds.discard)
@@ -195,7 +209,11 @@ class _Sender:
             log.exception("produce round to broker %d failed", self.broker_id)
             self._producer._abort(group, UnknownServerError(f"produce failed: {exc!r}"))
         finally:
+            self.outstanding -= 1
             self._slots.release()
+            # An answer came back: what waited behind this round leaves (in the next round).
+            for queue in list(self.lingering.values()):
+                self._producer._release(queue)
 
 
 class Producer:
@@ -238,8 +256,7 @@ class Producer:
         self._senders.clear()
         error = KafkaTimeoutError("the proxy is shutting down")
         for queue in self._queues.values():
-            if queue.timer is not None:
-                queue.timer.cancel()
+            self._stop_lingering(queue)
             inflight = queue.in_flight.entries if queue.in_flight else []
             for entry in [*inflight, *queue.pending]:
                 entry.call.settle(entry.slot, error)
@@ -290,24 +307,24 @@ class Producer:
     def _schedule(self, queue: _Queue) -> None:
         if queue.in_flight is not None or queue.routing or not queue.pending:
             return
-        if self._linger_s == 0 or queue.pending_bytes >= self._max_batch_bytes(queue.topic):
-            self._route(queue)
-        elif queue.timer is None:
-            queue.timer = asyncio.get_running_loop().call_later(self._linger_s, self._route, queue)
+        full = queue.pending_bytes >= self._max_batch_bytes(queue.topic)
+        if queue.lingering is None or full:
+            self._route(queue, linger=not full and self._linger_s > 0)
 
-    def _route(self, queue: _Queue) -> None:
-        """Hand the queue to its leader's sender (or wait for a leader)."""
-        if queue.timer is not None:
-            queue.timer.cancel()
-            queue.timer = None
+    def _route(self, queue: _Queue, *, linger: bool = False) -> None:
+        """Hand the queue to its leader's sender (or wait for a leader). With ``linger``, a
+        queue whose leader has a round under way waits instead (see the module docstring)."""
         if queue.routing:
+            self._stop_lingering(queue)
             return
         try:
             broker = leader_of(self._cache.snapshot, queue.topic, queue.partition)
         except UnknownTopicOrPartitionError as exc:
+            self._stop_lingering(queue)
             self._fail_all(queue, exc)
             return
         except YakError:
+            self._stop_lingering(queue)
             self._route_later(queue, -1)
             return
         sender = self._senders.get(broker.broker_id)
@@ -315,8 +332,31 @@ class Producer:
             sender = self._senders[broker.broker_id] = _Sender(
                 self, broker.broker_id, self._max_in_flight
             )
+        if linger and sender.outstanding:
+            if queue.lingering is None:
+                queue.lingering = sender
+                sender.lingering[id(queue)] = queue
+                queue.timer = asyncio.get_running_loop().call_later(
+                    self._linger_s, self._route, queue
+                )
+            return
+        self._stop_lingering(queue)
         queue.routing = True
         sender.enqueue(queue)
+
+    def _stop_lingering(self, queue: _Queue) -> None:
+        if queue.timer is not None:
+            queue.timer.cancel()
+            queue.timer = None
+        if queue.lingering is not None:
+            queue.lingering.lingering.pop(id(queue), None)
+            queue.lingering = None
+
+    def _release(self, queue: _Queue) -> None:
+        """The broker a queue lingered on answered: route it now (unless it moved on)."""
+        self._stop_lingering(queue)
+        if queue.in_flight is None and not queue.routing and queue.pending:
+            self._route(queue)
 
     def _route_later(self, queue: _Queue, failed_broker: int) -> None:
         """Route again once the metadata changes (a new leader), at most a backoff later."""

@@ -47,6 +47,14 @@ def test_ready_at(appended: list[int], flushing: bool, expected: float | None) -
     assert queue.ready_at(linger_ms=5, flushing=flushing) == expected
 
 
+def test_an_idle_producer_does_not_linger() -> None:
+    queue: BatchQueue[int] = BatchQueue(max_records=3, max_bytes=100)
+    assert queue.ready_at(linger_ms=5, idle=True) is None
+    queue.append(10, 10, now_ms=1_000.0)
+    assert queue.ready_at(linger_ms=5, idle=True) == 1_000.0  # nothing in flight: now
+    assert queue.ready_at(linger_ms=5, idle=False) == 1_005.0
+
+
 def test_split_halves_go_back_first_unstamped() -> None:
     queue: BatchQueue[str] = BatchQueue(max_records=4, max_bytes=1_000)
     for item in "abcde":

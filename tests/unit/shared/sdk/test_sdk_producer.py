@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.unit.shared.sdk.fake_proxy import FakeProxy
@@ -182,3 +183,58 @@ async def test_a_full_buffer_blocks_send_until_delivery() -> None:
         second = await asyncio.wait_for(blocked, 5)
         await p.flush()
         assert (await second).offset == 1
+
+
+class HeldProxy:
+    """The fake proxy behind a gate: the first batch request waits for ``release``."""
+
+    def __init__(self, proxy: FakeProxy) -> None:
+        self.proxy = proxy
+        self.first_in = asyncio.Event()
+        self.release = asyncio.Event()
+        self.batch_requests = 0
+
+    async def handle(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/batches"):
+            self.batch_requests += 1
+            if self.batch_requests == 1:
+                self.first_in.set()
+                await asyncio.wait_for(self.release.wait(), 5)
+        return self.proxy.handle(request)
+
+    def producer(self, **options: Any) -> AsyncProducer:
+        return AsyncProducer(
+            URL, transport=httpx.MockTransport(self.handle), retry_backoff_ms=1, **options
+        )
+
+
+async def test_an_idle_producer_sends_without_lingering() -> None:
+    """Adaptive linger: nothing in flight, so the record goes at once, not after 10 s."""
+    held = HeldProxy(FakeProxy(partitions={"t": 1}))
+    held.release.set()
+    async with held.producer(linger_ms=10_000) as p:
+        future = await p.send("t", "now")
+        await asyncio.wait_for(held.first_in.wait(), 5)  # sent with the linger unspent
+        assert (await asyncio.wait_for(future, 5)).offset == 0
+    assert held.batch_requests == 1
+
+
+async def test_records_behind_a_batch_in_flight_leave_together_after_its_answer() -> None:
+    held = HeldProxy(FakeProxy(partitions={"t": 2}))
+    async with held.producer(linger_ms=10_000) as p:
+        first = await p.send("t", "a", partition=0)
+        await asyncio.wait_for(held.first_in.wait(), 5)
+        behind = [
+            await p.send("t", "b", partition=0),
+            await p.send("t", "c", partition=0),
+            await p.send("t", "d", partition=1),
+        ]
+        for _ in range(5):  # turns of the event loop: nothing may leave before the answer
+            await asyncio.sleep(0)
+        assert held.batch_requests == 1
+        held.release.set()
+        await asyncio.wait_for(asyncio.gather(first, *behind), 5)  # not the 10 s linger
+    batches = [(b["records"], b["base_sequence"]) for b in held.proxy.batches]
+    assert [len(records) for records, _ in batches] == [1, 2, 1]  # b and c in one batch
+    assert held.proxy.values("t", 0) == [b"a", b"b", b"c"]
+    assert held.proxy.values("t", 1) == [b"d"]
