@@ -66,6 +66,7 @@ __all__ = [
     "UnsupportedMediaTypeError",
     "YakError",
     "error_for_code",
+    "error_for_kafka_code",
 ]
 
 
@@ -537,3 +538,11 @@ def error_for_code(code: str, message: str, **details: Any) -> YakError:
     """Rebuild the typed error from its wire ``code`` (clients use this on error bodies)."""
     cls = _all_error_classes().get(code, UnknownServerError)
     return cls(message, **details)
+
+
+def error_for_kafka_code(kafka_code: int, message: str, **details: Any) -> YakError:
+    """The typed error of a Kafka protocol error number (the class that declares it)."""
+    for cls in _all_error_classes().values():
+        if "kafka_code" in vars(cls) and cls.kafka_code == kafka_code:
+            return cls(message, **details)
+    return UnknownServerError(f"Kafka error {kafka_code}: {message}", **details)

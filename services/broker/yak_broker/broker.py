@@ -8,17 +8,20 @@ Start (``Broker.start``, from the app's lifespan):
    recover every partition log, each with its topic's config;
 4. reconcile the hosted replicas with the metadata (delete stray logs, create missing ones),
    then start the log manager's background work and the reconcile loop;
-5. register ``brokers/<id>`` — last, so the broker is announced only once it can serve.
+5. open the internal listener (``internal_listener``: produce, fetch and replication in
+   Kafka's framing) on ``data_port``;
+6. register ``brokers/<id>`` with both ports — last, so the broker is announced only once it
+   can serve.
 
 Stop (``Broker.stop``): first a controlled shutdown (Kafka's): if this broker leads partitions
 that have another live in-sync replica, it marks its registration ``shutting_down`` and waits
 (on metadata events, up to ``controlled_shutdown_timeout_s``) until the controller has moved
 those leaderships away — so producers fail over at once instead of after the lease expires.
-Then: wake every long-polling fetch, deregister (revoke the lease: the key
-goes at once), stop the reconcile loop, the ISR ticks and the replica fetchers (waiting acks=all
-producers get ``NOT_LEADER_OR_FOLLOWER``), the cache, shut the log manager down cleanly
-(flush, checkpoints, clean-shutdown marker, unlock), close the etcd connection. A failed start
-undoes what it did.
+Then: wake every long-polling fetch, deregister (revoke the lease: the key goes at once), close the
+internal listener and its connections, stop the reconcile loop, the ISR ticks and the replica
+fetchers (waiting acks=all producers get ``NOT_LEADER_OR_FOLLOWER``), the cache, shut the log
+manager down cleanly (flush, checkpoints, clean-shutdown marker, unlock), close the etcd
+connection. A failed start undoes what it did.
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ from yak.metadata.keyspace import Keyspace, ParsedKey
 from yak.metadata.models import BrokerRegistration, PartitionState
 from yak.metadata.store import MetadataStore
 from yak.observability.metrics import ServiceMetrics
+from yak.web.tls import ServerTls
 from yak_broker.fetch_waiter import FetchWaiters
+from yak_broker.internal_listener import InternalListener
 from yak_broker.isr_writer import alter_isr
 from yak_broker.meta_properties import check_meta_properties
 from yak_broker.metrics import BrokerCollector, BrokerTopicStats, ConsumerOffsets
@@ -103,6 +108,7 @@ class Broker:
         self._metadata_changed = asyncio.Event()
         self._logs_open = False
         self._started = False
+        self.listener: InternalListener | None = None
 
     def _etcd(self, url: str) -> MetadataStore:
         return EtcdMetadataStore.from_url(url, observer=self.metrics.observe_etcd)
@@ -138,6 +144,9 @@ class Broker:
             await self.logs.start()
             self._reconcile = asyncio.create_task(self.replicas.run(), name="replica-reconcile")
             self._ticks = asyncio.create_task(self.replicas.run_ticks(), name="isr-ticks")
+            tls = ServerTls.from_env() if settings.tls else None
+            self.listener = InternalListener(self, tls.ssl_context() if tls is not None else None)
+            await self.listener.start(settings.host, settings.data_port)
             self._registrar = BrokerRegistrar(
                 self._store,
                 self.keyspace,
@@ -159,6 +168,7 @@ class Broker:
             started_at_ms=time.time_ns() // 1_000_000,
             incarnation=self.incarnation,
             scheme="https" if self.settings.tls else "http",
+            data_port=self.listener.port if self.listener is not None else None,
         )
 
     async def _alter_isr(self, proposal: AlterIsr) -> PartitionState | None:
@@ -217,6 +227,9 @@ class Broker:
         registrar, self._registrar = self._registrar, None
         if registrar is not None:
             await registrar.deregister()
+        listener, self.listener = self.listener, None
+        if listener is not None:
+            await listener.stop()
         for task in (self._reconcile, self._ticks):
             if task is not None:
                 task.cancel()

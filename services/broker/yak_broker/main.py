@@ -30,6 +30,13 @@ cli = typer.Typer(
 def run(
     host: Annotated[str, typer.Option(envvar="YAK_HOST", help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(envvar="YAK_PORT", help="Port to bind.")] = 9092,
+    data_port: Annotated[
+        int,
+        typer.Option(
+            envvar="YAK_DATA_PORT",
+            help="Port of the internal listener (Kafka framing); 0: any free port.",
+        ),
+    ] = 0,
     advertised_host: Annotated[
         str | None,
         typer.Option(
@@ -74,6 +81,7 @@ def run(
         broker_id=broker_id,
         host=host,
         port=port,
+        data_port=data_port,
         advertised_host=advertised_host or None,
         data_dir=data_dir,
         etcd_url=etcd,

@@ -8,8 +8,10 @@ it. One ``ReplicaFetcher`` per leader broker loops:
 1. ``session.build()`` → epoch queries (partitions that must find their divergence point
    first) and fetch positions;
 2. ``POST /v1/offsets-for-leader-epoch`` for the queries, then ``session.on_epoch_answers``;
-3. ``POST /v1/fetch`` with this broker's id as ``replica_id`` (a long poll: ``min_bytes`` 1,
-   ``max_wait_ms`` 500), then ``session.on_fetch_answers`` — the session appends the batches
+3. a Fetch with this broker's id as ``replica_id`` (a long poll: ``min_bytes`` 1,
+   ``max_wait_ms`` 500) on the leader's internal listener (Kafka framing, one persistent
+   connection; HTTP ``POST /v1/fetch`` for a leader without one), then
+   ``session.on_fetch_answers`` — the session appends the batches
    to the follower logs and moves their high watermarks;
 4. on a network error, back off ``fetch_backoff_ms`` (woken early by a change of the session).
 
@@ -106,12 +108,16 @@ class ReplicaFetcher:
         registration = self._snapshot().brokers.get(self.leader_id)
         if registration is None:
             return None
-        url = registration.url
+        url = f"{registration.url}#{registration.data_port}"
         if self._client is None or self._client_url != url:
             if self._client is not None:
                 await self._client.aclose()
             # Generous timeout: a long poll lasts up to max_wait_ms by design.
-            self._client = BrokerClient(url, timeout_s=self._max_wait_ms / 1000 + 10)
+            self._client = BrokerClient(
+                registration.url,
+                timeout_s=self._max_wait_ms / 1000 + 10,
+                data_port=registration.data_port,
+            )
             self._client_url = url
         return self._client
 

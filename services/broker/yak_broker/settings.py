@@ -10,6 +10,8 @@ setting                     environment            default
 ==========================  =====================  ==========================================
 broker_id                   YAK_NODE_ID            0
 host / port                 YAK_HOST / YAK_PORT    127.0.0.1 / 9092
+data_port                   YAK_DATA_PORT          0 (any free port): the internal listener
+                                                   (Kafka framing), advertised in etcd
 advertised_host             YAK_ADVERTISED_HOST    ``host`` (127.0.0.1 for 0.0.0.0): the
                                                    address registered for other processes
 data_dir                    YAK_DATA_DIR           ./.yak-broker
@@ -52,6 +54,9 @@ class BrokerSettings:
     broker_id: int = 0
     host: str = "127.0.0.1"
     port: int = 9092
+    #: The internal listener's port (Kafka framing: produce, fetch, replication); 0: any free
+    #: port, advertised in the registration.
+    data_port: int = 0
     #: The address other processes reach this broker at (registered in etcd); default ``host``.
     advertised_host: str | None = None
     data_dir: Path = Path(".yak-broker")
@@ -111,6 +116,7 @@ _ENV: tuple[tuple[str, str, type], ...] = (
     ("broker_id", "YAK_NODE_ID", int),
     ("host", "YAK_HOST", str),
     ("port", "YAK_PORT", int),
+    ("data_port", "YAK_DATA_PORT", int),
     ("advertised_host", "YAK_ADVERTISED_HOST", str),
     ("data_dir", "YAK_DATA_DIR", Path),
     ("etcd_url", "YAK_ETCD", str),

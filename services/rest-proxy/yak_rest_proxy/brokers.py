@@ -1,7 +1,9 @@
 """``BrokerPool``: one ``BrokerClient`` per live broker, found through the metadata cache.
 
-A client is made on first use and kept while the broker's URL stays the same (a broker that
-restarts on another port gets a new client; the old one is closed). Leader lookups raise the
+A client is made on first use and kept while the broker's URL and internal listener port stay
+the same (a broker that restarts on other ports gets a new client; the old one is closed).
+Produce and fetch go to the broker's internal listener (Kafka framing, one pipelined
+connection per client) when it registered one, else over HTTP. Leader lookups raise the
 typed errors a producer or reader retries on: ``UnknownTopicOrPartitionError`` for a partition
 the metadata does not know, ``LeaderNotAvailableError`` while it has no live leader.
 Single event loop.
@@ -23,6 +25,7 @@ __all__ = ["BrokerPool", "leader_of"]
 #: long-polling fetches (one per waiting consumer poll).
 _PRODUCE_CONNECTIONS = 64
 _FETCH_CONNECTIONS = 512
+_Factory = Callable[[BrokerRegistration], BrokerClient]
 
 
 def leader_of(snapshot: ClusterSnapshot, topic: str, partition: int) -> BrokerRegistration:
@@ -60,11 +63,25 @@ class BrokerPool:
         client_factory: Callable[[str], BrokerClient] | None = None,
     ) -> None:
         self._cache = cache
-        self._factory = client_factory or (
-            lambda url: BrokerClient(url, timeout_s=timeout_s, max_connections=_PRODUCE_CONNECTIONS)
+        self._factory: _Factory = (
+            (lambda broker: client_factory(broker.url))
+            if client_factory is not None
+            else lambda broker: BrokerClient(
+                broker.url,
+                timeout_s=timeout_s,
+                max_connections=_PRODUCE_CONNECTIONS,
+                data_port=broker.data_port,
+            )
         )
-        self._fetch_factory = client_factory or (
-            lambda url: BrokerClient(url, timeout_s=timeout_s, max_connections=_FETCH_CONNECTIONS)
+        self._fetch_factory: _Factory = (
+            (lambda broker: client_factory(broker.url))
+            if client_factory is not None
+            else lambda broker: BrokerClient(
+                broker.url,
+                timeout_s=timeout_s,
+                max_connections=_FETCH_CONNECTIONS,
+                data_port=broker.data_port,
+            )
         )
         self._fetch_clients: dict[int, BrokerClient] = {}
         self._clients: dict[int, BrokerClient] = {}
@@ -84,15 +101,19 @@ class BrokerPool:
     def _get(
         self,
         clients: dict[int, BrokerClient],
-        factory: Callable[[str], BrokerClient],
+        factory: _Factory,
         broker: BrokerRegistration,
     ) -> BrokerClient:
         client = clients.get(broker.broker_id)
-        if client is not None and client.base_url == broker.url.rstrip("/"):
+        if (
+            client is not None
+            and client.base_url == broker.url.rstrip("/")
+            and client.data_port in (broker.data_port, None)
+        ):
             return client
         if client is not None:
             self._retire(client)
-        client = factory(broker.url)
+        client = factory(broker)
         clients[broker.broker_id] = client
         return client
 

@@ -68,6 +68,9 @@ class BrokerRegistration(MetadataValue):
     shutting_down: bool = False
     #: ``https`` when the broker's listener speaks TLS (``YAK_TLS_CERT``).
     scheme: Literal["http", "https"] = "http"
+    #: The internal listener (Kafka framing: produce, fetch, replication) on ``host``; None
+    #: for a broker that has none (clients then use HTTP).
+    data_port: int | None = Field(default=None, ge=1, le=65535)
 
     @property
     def url(self) -> str:
@@ -98,6 +101,9 @@ class ControllerRecord(MetadataValue):
     elected_at_ms: int
     #: ``https`` when the coordinator's listener speaks TLS (``YAK_TLS_CERT``).
     scheme: Literal["http", "https"] = "http"
+    #: The internal listener (Kafka framing: produce, fetch, replication) on ``host``; None
+    #: for a broker that has none (clients then use HTTP).
+    data_port: int | None = Field(default=None, ge=1, le=65535)
 
     @property
     def url(self) -> str:

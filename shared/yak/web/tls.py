@@ -92,6 +92,16 @@ class ServerTls:
             ) from None
         return cls(cert, key, env.get("YAK_TLS_CA") or None, client_auth)
 
+    def ssl_context(self) -> ssl.SSLContext:
+        """A server context with the same certificate and client policy, for listeners
+        that are not uvicorn's (the broker's internal listener)."""
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(self.cert_file, self.key_file)
+        if self.ca_file:
+            context.load_verify_locations(self.ca_file)
+        context.verify_mode = self.client_auth.cert_reqs
+        return context
+
     def uvicorn_options(self) -> dict[str, Any]:
         """Keyword arguments of ``uvicorn.Config``."""
         options: dict[str, Any] = {

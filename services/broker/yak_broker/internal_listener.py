@@ -1,0 +1,258 @@
+"""The broker's internal listener: produce and fetch in Kafka's framing on persistent connections.
+
+The rest-proxies' producers and readers and the followers replicating from this broker keep one
+TCP connection (or a few) open here instead of one HTTP/1.1 exchange per request. Messages are
+Kafka's (``yak.protocol.kafka_wire``): Produce v9, Fetch v12, and SaslHandshake v1 +
+SaslAuthenticate v2 when a cluster secret is configured. The port is ``data_port`` (0: one the
+system picks), advertised in the broker's registration (``BrokerRegistration.data_port``); TLS
+when the broker's HTTP listener has it (the same certificate).
+
+Per connection:
+
+- **Requests are served concurrently**, each in a task of its own, and answered as they
+  complete, matched by correlation id: a parked long-poll fetch never holds back a produce on
+  the same connection. Within one partition, appends keep arrival order (nothing in the append
+  path awaits before the log write).
+- **Authentication**: with a cluster secret, the first requests must be SaslHandshake
+  (mechanism ``PLAIN``) and SaslAuthenticate with the secret as the password; anything else,
+  or a wrong secret, closes the connection (Kafka closes it too).
+- **Errors**: a malformed request gets a request-level error (``INVALID_REQUEST``) in its
+  response header and nothing of it is applied; a frame larger than ``max_request_bytes``
+  closes the connection, as Kafka does (the stream has no point to resume at); per-partition
+  errors travel in the responses.
+- **Back-pressure**: when the socket's send buffer is above its high-water mark the listener
+  stops reading further requests from that connection until it drains.
+
+Metrics are the data plane's (``BrokerTopicStats``), counted the same way as over HTTP.
+Single event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
+
+from yak.errors import InvalidRequestError, YakError
+from yak.observability.request_id import begin_request, end_request, valid_request_id
+from yak.protocol import kafka_wire as kw
+from yak.protocol.broker_wire import Buffer, FetchedPartition
+from yak.security.cluster_secret import secret_matches
+from yak_broker.appender import append_partitions
+from yak_broker.delayed_fetch import delayed_fetch
+from yak_broker.fetcher import read_partitions
+
+if TYPE_CHECKING:
+    from yak_broker.broker import Broker
+
+__all__ = ["InternalListener"]
+
+_log = logging.getLogger(__name__)
+_MECHANISM = "PLAIN"
+_SASL_AUTHENTICATION_FAILED = 58
+_UNSUPPORTED_SASL_MECHANISM = 33
+
+
+class InternalListener:
+    """Accepts the internal plane's connections for one broker."""
+
+    def __init__(self, broker: Broker, ssl_context: ssl.SSLContext | None = None) -> None:
+        self._broker = broker
+        self._ssl = ssl_context
+        self._server: asyncio.Server | None = None
+        self._connections: set[_Connection] = set()
+        self.port = 0
+
+    async def start(self, host: str, port: int) -> int:
+        """Listen on ``host:port`` (0: any free port); return the port bound."""
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: _Connection(self._broker, self._connections),
+            host,
+            port,
+            ssl=self._ssl,
+            reuse_address=True,
+        )
+        self.port = int(self._server.sockets[0].getsockname()[1])
+        _log.info("internal listener on %s:%d (Kafka framing)", host, self.port)
+        return self.port
+
+    async def stop(self) -> None:
+        """Stop accepting, close every connection and cancel what they were serving."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.close()
+        for connection in list(self._connections):
+            connection.abort()
+        with contextlib.suppress(Exception):
+            await server.wait_closed()
+
+
+class _Connection(asyncio.BufferedProtocol):
+    def __init__(self, broker: Broker, registry: set[_Connection]) -> None:
+        self._broker = broker
+        self._registry = registry
+        settings = broker.settings
+        self._secret = (
+            settings.cluster_secret.encode() if settings.cluster_secret is not None else None
+        )
+        self._handshaken = False
+        self._authenticated = self._secret is None
+        self._splitter = kw.FrameSplitter(max_bytes=settings.max_request_bytes + 1024)
+        self._transport: asyncio.Transport | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._paused = False
+        self._peer = "?"
+
+    # --- asyncio.BufferedProtocol -----------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports implement asyncio.Transport without subclassing it.
+        self._transport = cast(asyncio.Transport, transport)
+        self._registry.add(self)
+        peer = transport.get_extra_info("peername")
+        self._peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._splitter.buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        try:
+            frames = self._splitter.filled(nbytes)
+        except kw.FrameTooLargeError as exc:
+            _log.warning("closing the connection of %s: %s", self._peer, exc)
+            self.abort()
+            return
+        for data in frames:
+            self._dispatch(data)
+
+    def pause_writing(self) -> None:
+        if self._transport is not None and not self._paused:
+            self._paused = True
+            self._transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self._transport is not None and self._paused:
+            self._paused = False
+            self._transport.resume_reading()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._registry.discard(self)
+        self._transport = None
+        for task in list(self._tasks):
+            task.cancel()
+
+    def abort(self) -> None:
+        if self._transport is not None:
+            self._transport.abort()
+
+    # --- requests ---------------------------------------------------------------------------
+
+    def _dispatch(self, data: Buffer) -> None:
+        try:
+            header, body = kw.decode_request_header(data)
+        except InvalidRequestError as exc:
+            _log.warning("closing the connection of %s: %s", self._peer, exc)
+            self.abort()
+            return
+        if not self._authenticated:
+            self._authenticate(header, body)
+            return
+        task = asyncio.get_running_loop().create_task(self._serve(header, body))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _serve(self, header: kw.RequestHeader, body: memoryview) -> None:
+        client_id = header.client_id
+        scope = None
+        if client_id and client_id != "yak" and valid_request_id(client_id):
+            scope = begin_request(client_id)
+        try:
+            try:
+                parts = await self._answer(header, body)
+            except YakError as exc:
+                parts = kw.error_response(header.correlation_id, exc)
+            if parts and self._transport is not None and not self._transport.is_closing():
+                self._transport.writelines(parts)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            _log.exception("serving a request of %s failed; closing its connection", self._peer)
+            self.abort()
+        finally:
+            if scope is not None:
+                end_request(*scope)
+
+    async def _answer(self, header: kw.RequestHeader, body: memoryview) -> list[Buffer]:
+        broker = self._broker
+        stats = broker.replicas.stats
+        key, version, correlation_id = header.api_key, header.api_version, header.correlation_id
+        if key == kw.API_PRODUCE and version == kw.PRODUCE_VERSION:
+            stats.produce_requests.inc()
+            request = kw.decode_produce_request(body)
+            results = await append_partitions(request, broker.replicas)
+            if request.acks == 0:
+                return []
+            return kw.encode_produce_response(correlation_id, results)
+        if key == kw.API_FETCH and version == kw.FETCH_VERSION:
+            fetch = kw.decode_fetch_request(body)
+            replicas = broker.replicas
+            follower = fetch.replica_id >= 0
+            (stats.replica_fetch_requests if follower else stats.fetch_requests).inc()
+            partitions: Sequence[FetchedPartition] = await delayed_fetch(
+                fetch,
+                lambda r: read_partitions(r, replicas),
+                replicas.replica_waiters if follower else replicas.waiters,
+                max_wait_limit_ms=broker.settings.max_wait_ms_limit,
+            )
+            for fetched in partitions:
+                stats.on_fetch(fetched.topic, fetched.records, follower=follower)
+            return kw.encode_fetch_response(correlation_id, partitions)
+        raise InvalidRequestError(
+            f"the internal listener does not serve api key {key} version {version}",
+            api_key=key,
+            api_version=version,
+        )
+
+    def _authenticate(self, header: kw.RequestHeader, body: memoryview) -> None:
+        transport = self._transport
+        if transport is None:
+            return
+        try:
+            if header.api_key == kw.API_SASL_HANDSHAKE and not self._handshaken:
+                mechanism = kw.decode_sasl_handshake_request(body)
+                ok = mechanism == _MECHANISM
+                transport.writelines(
+                    kw.encode_sasl_handshake_response(
+                        header.correlation_id,
+                        0 if ok else _UNSUPPORTED_SASL_MECHANISM,
+                        [_MECHANISM],
+                    )
+                )
+                self._handshaken = ok
+                return
+            if header.api_key == kw.API_SASL_AUTHENTICATE and self._handshaken:
+                token = kw.decode_sasl_authenticate_request(body)
+                password = token.split(b"\x00")[-1] if token.count(b"\x00") == 2 else None
+                assert self._secret is not None
+                if secret_matches(self._secret, password):
+                    self._authenticated = True
+                    transport.writelines(
+                        kw.encode_sasl_authenticate_response(header.correlation_id, 0, None)
+                    )
+                    return
+                transport.writelines(
+                    kw.encode_sasl_authenticate_response(
+                        header.correlation_id,
+                        _SASL_AUTHENTICATION_FAILED,
+                        "the cluster secret does not match",
+                    )
+                )
+        except InvalidRequestError as exc:
+            _log.warning("bad authentication request from %s: %s", self._peer, exc)
+        _log.warning("closing an unauthenticated connection from %s", self._peer)
+        transport.close()
