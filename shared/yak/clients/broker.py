@@ -121,7 +121,7 @@ class BrokerClient:
             else None
         )
         self._connection: BrokerConnection | None = None
-        if data_port is not None and transport is None:
+        if data_port is not None:
             url = httpx.URL(self.base_url)
             # The internal listener has TLS when the HTTP one has (the same certificate).
             secure = url.scheme == "https"

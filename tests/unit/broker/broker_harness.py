@@ -30,6 +30,8 @@ class BrokerHarness:
     broker: Broker
     client: BrokerClient
     http: httpx.AsyncClient
+    #: The app as an in-process HTTP transport (for more clients of the same broker).
+    transport: httpx.AsyncBaseTransport | None = None
 
     async def create_topic(
         self,

@@ -34,6 +34,6 @@ async def broker(tmp_path: Path) -> AsyncIterator[BrokerHarness]:
             httpx.AsyncClient(transport=transport, base_url="http://broker") as http,
             BrokerClient("http://broker", transport=transport) as client,
         ):
-            yield BrokerHarness(store, Keyspace("local"), app.state.broker, client, http)
+            yield BrokerHarness(store, Keyspace("local"), app.state.broker, client, http, transport)
     finally:
         await store.aclose()

@@ -1,12 +1,19 @@
-"""The broker app in-process: produce, fetch, long poll, errors, offsets (in-memory etcd)."""
+"""The broker app in-process: produce, fetch, long poll, errors, offsets (in-memory etcd).
+
+Every test that goes through ``broker.client`` runs twice: with produce and fetch over HTTP
+and over the internal listener (Kafka framing): both transports must behave the same.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+from collections.abc import AsyncIterator
 
 import pytest
 
 from tests.unit.broker.broker_harness import BrokerHarness
+from yak.clients.broker import BrokerClient
 from yak.errors import (
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
@@ -25,6 +32,22 @@ from yak.protocol.broker_wire import (
 from yak.record import RecordInput, decode_batches, encode_batch, iter_records
 from yak.record.batch_header import parse_header
 from yak_broker.storage.log_manager import TopicPartition
+
+
+@pytest.fixture(params=["http", "kafka"])
+async def broker(
+    request: pytest.FixtureRequest, broker: BrokerHarness
+) -> AsyncIterator[BrokerHarness]:
+    """The conftest's broker, its client on HTTP or on the internal listener."""
+    if request.param == "http":
+        yield broker
+        return
+    listener = broker.broker.listener
+    assert listener is not None
+    async with BrokerClient(
+        "http://127.0.0.1", transport=broker.transport, data_port=listener.port
+    ) as client:
+        yield dataclasses.replace(broker, client=client)
 
 
 def batch(*values: bytes, timestamp: int = 1_700_000_000_000) -> bytes:
