@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 YAK_ARGS ?=
 
-.PHONY: install chromium peers deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers soak clean
+.PHONY: install chromium peers deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers bench-latency soak clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
@@ -61,7 +61,7 @@ unit: $(STAMP) chromium peers deploy-tools
 	$(BIN)/pytest
 
 ## Benchmarks (not part of `make test`); each writes loadtest/results/<name>.json.
-bench: bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark
+bench: bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-latency
 
 bench-codec: $(STAMP)
 	$(BIN)/python -m loadtest.bench_codec
@@ -87,6 +87,13 @@ bench-spark: $(STAMP)
 ## Yak against Redis Streams and NATS JetStream: docs/benchmarks.md, loadtest/results/peers.json.
 bench-peers: $(STAMP) peers
 	$(BIN)/python -m loadtest.peers
+
+## Idle produce latency, end-to-end latency at 1k and 10k msg/s and CPU per record, next to
+## Redis Streams and a baseline build (BENCH_LATENCY_ARGS="--baseline REF" or "--no-baseline"):
+## loadtest/results/latency.json and the results block of docs/performance.md.
+BENCH_LATENCY_ARGS ?=
+bench-latency: $(STAMP) peers
+	$(BIN)/python -m loadtest.bench_latency $(BENCH_LATENCY_ARGS)
 
 ## Soak (not part of `make test`): 30 min at half the max produce rate with a broker restarted
 ## every 5 min; loadtest/results/soak.json, docs/benchmarks/soak-*.png. SOAK_ARGS="--duration 2h".

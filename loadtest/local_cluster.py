@@ -8,6 +8,13 @@ sequence numbers, and retries the *same* batch after any retriable error (a new 
 timeout, a dropped connection) — the broker's idempotence must turn those retries into
 exactly-once appends. Used by ``tests/integration/test_replication_faults.py`` and
 ``loadtest/bench_replication.py``.
+
+``python_path`` (empty by default: this checkout's code, through the venv's entry points) runs
+the services on other code instead: its folders go first on each service's ``PYTHONPATH`` (e.g.
+another checkout's ``shared`` and ``services/*``, see ``code_path``) and each service starts as
+``python -c`` importing its package, printing ``code: <yak.__file__> <package.__file__>`` as the
+first line of its log so a caller can check what ran (``loadtest/bench_latency.py`` measures an
+older commit from a ``git worktree`` this way).
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,11 +45,32 @@ __all__ = [
     "IdempotentProducer",
     "LocalCluster",
     "RegistrationWatch",
+    "code_path",
     "local_cluster",
     "read_partition",
 ]
 
 HOST = "127.0.0.1"
+#: The folders of a checkout that hold its importable packages (``yak`` and the services).
+CODE_FOLDERS = (
+    "shared",
+    "services/broker",
+    "services/coordinator",
+    "services/rest-proxy",
+    "services/console",
+)
+#: How a service starts on ``python_path``: its package's ``main``, after saying where it is.
+_LAUNCH = (
+    "import sys, yak, {package}; "
+    "print('code:', yak.__file__, {package}.__file__, flush=True); "
+    "sys.argv[0] = {script!r}; "
+    "from {package}.main import main; main()"
+)
+
+
+def code_path(checkout: Path) -> tuple[str, ...]:
+    """The ``python_path`` that runs the services of ``checkout`` (a clone or a worktree)."""
+    return tuple(str(checkout / folder) for folder in CODE_FOLDERS)
 
 
 @dataclass
@@ -60,6 +88,20 @@ class LocalCluster:
     proxies: dict[int, ManagedProcess] = field(default_factory=dict)
     console_port: int = 0
     console: ManagedProcess | None = None
+    #: Folders first on the services' PYTHONPATH (see the module doc); empty: this checkout.
+    python_path: tuple[str, ...] = ()
+
+    def _command(self, script: str) -> tuple[str, ...]:
+        """The argv start of service ``script`` (``yak-broker`` ...), on ``python_path``."""
+        if not self.python_path:
+            return (_script(script),)
+        package = script.replace("-", "_")
+        return (sys.executable, "-c", _LAUNCH.format(package=package, script=script))
+
+    def _code_env(self) -> dict[str, str]:
+        if not self.python_path:
+            return {}
+        return {"PYTHONPATH": os.pathsep.join(self.python_path)}
 
     def broker_url(self, broker_id: int) -> str:
         return f"http://{HOST}:{self.broker_ports[broker_id]}"
@@ -69,7 +111,7 @@ class LocalCluster:
         (port,) = free_ports(1)
         self.coordinator_url = f"http://{HOST}:{port}"
         argv = (
-            _script("yak-coordinator"),
+            *self._command("yak-coordinator"),
             *("--host", HOST, "--port", str(port), "--etcd", self.etcd.endpoint),
             *("--cluster-id", self.cluster_id, "--node-id", "c0"),
             *("--lease-ttl", str(self.lease_ttl_s), "--log-level", "warning"),
@@ -81,7 +123,7 @@ class LocalCluster:
                 log_path=self.folder / "logs" / "coordinator.log",
                 health_url=f"{self.coordinator_url}/readyz",
                 url=self.coordinator_url,
-                env=env,
+                env={**self._code_env(), **env},
             )
         )
 
@@ -93,7 +135,7 @@ class LocalCluster:
         process = self.supervisor.start(
             ProcessSpec(
                 name=f"broker-{broker_id}",
-                argv=(_script("yak-broker"), "--host", HOST, "--port", str(port)),
+                argv=(*self._command("yak-broker"), "--host", HOST, "--port", str(port)),
                 log_path=self.folder / "logs" / f"broker-{broker_id}.log",
                 health_url=f"http://{HOST}:{port}/readyz",
                 url=f"http://{HOST}:{port}",
@@ -105,6 +147,7 @@ class LocalCluster:
                     "YAK_LEASE_TTL_S": str(self.lease_ttl_s),
                     "YAK_REPLICA_LAG_TIME_MAX_MS": str(self.replica_lag_time_max_ms),
                     "YAK_LOG_LEVEL": "info",
+                    **self._code_env(),
                 },
             )
         )
@@ -123,7 +166,7 @@ class LocalCluster:
         process = self.supervisor.start(
             ProcessSpec(
                 name=f"rest-proxy-{index}",
-                argv=(_script("yak-rest-proxy"), "--host", HOST, "--port", str(port)),
+                argv=(*self._command("yak-rest-proxy"), "--host", HOST, "--port", str(port)),
                 log_path=self.folder / "logs" / f"rest-proxy-{index}.log",
                 health_url=f"http://{HOST}:{port}/readyz",
                 url=f"http://{HOST}:{port}",
@@ -132,6 +175,7 @@ class LocalCluster:
                     "YAK_CLUSTER_ID": self.cluster_id,
                     "YAK_NODE_ID": str(index),
                     "YAK_LOG_LEVEL": "info",
+                    **self._code_env(),
                     **env,
                 },
             )
@@ -148,13 +192,14 @@ class LocalCluster:
         self.console = self.supervisor.start(
             ProcessSpec(
                 name="console",
-                argv=(_script("yak-console"), "--host", HOST, "--port", str(port)),
+                argv=(*self._command("yak-console"), "--host", HOST, "--port", str(port)),
                 log_path=self.folder / "logs" / "console.log",
                 health_url=f"http://{HOST}:{port}/healthz",
                 url=f"http://{HOST}:{port}",
                 env={
                     "YAK_API_URL": self.proxy_url(proxy_index),
                     "YAK_LOG_LEVEL": "info",
+                    **self._code_env(),
                     **env,
                 },
             )
@@ -203,10 +248,13 @@ def local_cluster(
     lease_ttl_s: int = 2,
     replica_lag_time_max_ms: int = 5_000,
     coordinator_env: Mapping[str, str] | None = None,
+    python_path: Sequence[str] = (),
 ) -> Iterator[LocalCluster]:
     """Start a coordinator (with ``coordinator_env`` added to its environment) and ``brokers``
-    brokers on ``etcd``; stop them all at the end."""
+    brokers on ``etcd``; stop them all at the end. ``python_path``: run other code (see the
+    module doc)."""
     cluster = LocalCluster(folder, etcd, cluster_id, lease_ttl_s, replica_lag_time_max_ms)
+    cluster.python_path = tuple(python_path)
     try:
         cluster.start_coordinator(**(coordinator_env or {}))
         for broker_id in range(brokers):

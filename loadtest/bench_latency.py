@@ -1,0 +1,631 @@
+"""Latency benchmark (issue 18): idle produce latency, end-to-end latency at fixed rates and
+CPU per record, Yak next to Redis Streams and next to a baseline build of itself, in one run on
+one machine. Run with ``python -m loadtest.bench_latency`` (``make bench-latency``); the method
+is described in ``docs/performance.md``.
+
+1. **Idle one-record produce latency** (the peers' 1 KiB JSON payload as the value, one request
+   at a time on one connection, ``--warmup`` unmeasured then ``--samples`` measured, 2 ms
+   apart; exact p50/p90/p99):
+
+   - ``broker``: ``BrokerClient.produce`` to the partition's leader (found from the
+     coordinator), topics of replication factor 1 and 3, acks 0, 1 and -1; in a process of its
+     own running the measured build's client (``loadtest.latency.probe``);
+   - ``proxy``: the rest-proxy's ``POST /api/v1/topics/{t}/records?acks=0|1|all``, RF 1 and 3;
+   - ``redis``: ``XADD`` from ``redis.asyncio`` with hiredis (``loadtest.peers.servers``'
+     redis-server: AOF, fsync every second).
+
+2. **End-to-end latency** at each ``--rates`` (default 1,000 and 10,000 msg/s), measured by
+   the peers harness's ``Runner``: 1 KiB records carrying ``time.monotonic_ns()``, one topic of
+   16 partitions (RF 3, ``min.insync.replicas`` 2, acks=all, native produce route), batches
+   paced every 5 ms, one native group member long-polling ``GET …/records``; Redis the same
+   with pipelined XADD and ``XREADGROUP BLOCK`` + ``XACK``. ``--e2e-warmup`` then
+   ``--e2e-duration`` measured; p50/p99/p99.9 (HDR).
+
+3. **CPU per record**: ``--cpu-records`` records (default 200,000) through the native produce
+   route as fast as 8 concurrent clients of 500 records a request get them acknowledged
+   (acks=all, RF 3, 16 partitions); user + system CPU seconds of the rest-proxy and the three
+   brokers from ``/proc/<pid>/stat`` after minus before, per acknowledged record.
+
+**Baseline**: ``--baseline REF`` (default ``5db3bf7``, the code before the speed work; ``--no-
+baseline`` skips it) is checked out with ``git worktree add --detach`` in a temporary folder
+and a second cluster runs its code (its ``shared`` and ``services/*`` first on the services'
+``PYTHONPATH``, ``loadtest.local_cluster``'s ``python_path``; each process logs the files it
+imported and the run stops if they are not the worktree's). It measures the idle latencies,
+the end-to-end latencies (``--no-baseline-e2e`` skips them) and, last, the CPU phase; the
+current build's cluster then starts with the CPU phase, so the two CPU phases run back to back.
+One cluster runs at a time; Redis is measured first, alone. The worktree is removed at the end.
+
+Output: ``loadtest/results/latency.json`` (``--results``): the headline keys
+(``proxy_acks1_p50_ms``, ``proxy_acksall_p50_ms`` — RF 3 —, ``redis_xadd_p50_ms``,
+``e2e_p99_1k_ms``, ``e2e_p99_10k_ms``, ``redis_e2e_p99_10k_ms``, ``cpu_us_per_record``,
+``cpu_us_per_record_before`` and more, see ``loadtest.latency.stats.headline``), the goals,
+every row and CPU phase, the machine, the load and the git revisions; tables on the terminal;
+and the generated block of ``docs/performance.md`` (``--doc``; ``--no-doc`` leaves it alone).
+Every process started is stopped at the end, also on errors, Ctrl-C and SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import shlex
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from redis.utils import HIREDIS_AVAILABLE
+from rich.console import Console
+from rich.table import Table
+
+from loadtest.latency.baseline import (
+    ROOT,
+    check_origins,
+    code_origins,
+    current_origins,
+    resolve,
+    revision,
+    worktree,
+)
+from loadtest.latency.measure import (
+    CPU_CLIENTS,
+    CPU_RECORDS_PER_REQUEST,
+    E2E_PARTITIONS,
+    VALUE_BYTES,
+    IdleSettings,
+    cpu_phase,
+    end_to_end,
+    idle_proxy,
+    idle_redis,
+    wait_until_producible,
+)
+from loadtest.latency.stats import (
+    CpuPhase,
+    Row,
+    document,
+    evaluate_goals,
+    find_row,
+    headline,
+    latency_row,
+    markdown,
+    splice,
+)
+from loadtest.local_cluster import LocalCluster, code_path, local_cluster, wait_for
+from loadtest.peers.drivers.redis_streams import RedisStreamsDriver
+from loadtest.peers.drivers.yak_rest import YakRestDriver
+from loadtest.peers.environment import machine_description
+from loadtest.peers.servers import redis_server, server_versions
+from yak.clients.admin import AdminClient
+from yak.etcd_server import EmbeddedEtcd, free_ports
+from yak.supervisor import StartupError
+
+__all__ = ["Options", "main", "parse"]
+
+RESULTS = ROOT / "loadtest" / "results" / "latency.json"
+DOC = ROOT / "docs" / "performance.md"
+LOGS = ROOT / ".artifacts" / "bench-latency-logs"
+DEFAULT_BASELINE = "5db3bf7"
+IDLE_TOPICS = {1: "lat-rf1", 3: "lat-rf3"}
+CPU_TOPIC = "lat-cpu"
+ACKS_NAMES = {0: "0", 1: "1", -1: "all"}
+PROBE_TIMEOUT_S = 600.0
+#: Wide enough for the tables when the output goes to a file or a pipe.
+console = Console(width=None if sys.stdout.isatty() else 150, log_path=False)
+
+
+@dataclass(frozen=True)
+class Options:
+    idle: IdleSettings = field(default_factory=IdleSettings)
+    rates: tuple[int, ...] = (1_000, 10_000)
+    e2e_warmup_s: float = 5.0
+    e2e_duration_s: float = 10.0
+    cpu_records: int = 200_000
+    cpu_warmup_requests: int = 40
+    baseline: str | None = DEFAULT_BASELINE
+    baseline_e2e: bool = True
+    results: Path = RESULTS
+    doc: Path | None = DOC
+    command: str = "python -m loadtest.bench_latency"
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "value_bytes": VALUE_BYTES,
+            "idle_samples": self.idle.samples,
+            "idle_warmup": self.idle.warmup,
+            "idle_interval_s": self.idle.interval_s,
+            "e2e_rates": list(self.rates),
+            "e2e_partitions": E2E_PARTITIONS,
+            "e2e_warmup_s": self.e2e_warmup_s,
+            "e2e_duration_s": self.e2e_duration_s,
+            "cpu_records": self.cpu_records,
+            "cpu_clients": CPU_CLIENTS,
+            "cpu_records_per_request": CPU_RECORDS_PER_REQUEST,
+            "cpu_warmup_requests": self.cpu_warmup_requests,
+            "baseline_e2e": self.baseline_e2e and self.baseline is not None,
+        }
+
+
+def _rates(text: str) -> tuple[int, ...]:
+    rates = tuple(int(part) for part in text.split(",") if part.strip())
+    if not rates or any(rate <= 0 for rate in rates):
+        raise argparse.ArgumentTypeError(f"rates are positive msg/s, comma-separated: {text!r}")
+    return rates
+
+
+def parse(argv: Sequence[str] | None = None) -> Options:
+    parser = argparse.ArgumentParser(
+        prog="python -m loadtest.bench_latency",
+        description=(__doc__ or "").partition("\n\n")[0],
+    )
+    add = parser.add_argument
+    add("--samples", type=int, default=300, help="measured requests per idle row")
+    add("--warmup", type=int, default=50, help="unmeasured requests before each idle row")
+    add("--rates", type=_rates, default=(1_000, 10_000), help="e2e rates, msg/s (1000,10000)")
+    add("--e2e-warmup", type=float, default=5.0, help="seconds before each e2e measurement")
+    add("--e2e-duration", type=float, default=10.0, help="seconds measured per e2e rate")
+    add("--cpu-records", type=int, default=200_000, help="records of the CPU phase")
+    add("--cpu-warmup-requests", type=int, default=40, help="requests before the CPU phase")
+    add("--baseline", default=DEFAULT_BASELINE, help="the commit to compare with (5db3bf7)")
+    add("--no-baseline", action="store_true", help="measure the current code only")
+    add("--no-baseline-e2e", action="store_true", help="no e2e rows for the baseline")
+    add("--results", type=Path, default=RESULTS, help="the JSON document")
+    add("--doc", type=Path, default=DOC, help="the page whose results block is rewritten")
+    add("--no-doc", action="store_true", help="leave docs/performance.md alone")
+    args = parser.parse_args(argv)
+    if args.samples < 1 or args.warmup < 0 or args.cpu_records < 1:
+        parser.error("--samples and --cpu-records must be ≥ 1, --warmup ≥ 0")
+    shown = " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    return Options(
+        idle=IdleSettings(samples=args.samples, warmup=args.warmup),
+        rates=args.rates,
+        e2e_warmup_s=args.e2e_warmup,
+        e2e_duration_s=args.e2e_duration,
+        cpu_records=args.cpu_records,
+        cpu_warmup_requests=args.cpu_warmup_requests,
+        baseline=None if args.no_baseline else args.baseline,
+        baseline_e2e=not args.no_baseline_e2e,
+        results=args.results,
+        doc=None if args.no_doc else args.doc,
+        command=f"python -m loadtest.bench_latency {shown}".strip(),
+    )
+
+
+# --- processes ------------------------------------------------------------------------------
+
+
+@dataclass
+class Yak:
+    """A running cluster of one build: its processes' pids by name (``etcd``, ``coordinator``,
+    ``broker-N``, ``rest-proxy-0``) and the code path its services run on."""
+
+    cluster: LocalCluster
+    python_path: tuple[str, ...]
+    pids: dict[str, int]
+
+    @property
+    def proxy_url(self) -> str:
+        return self.cluster.proxy_url(0)
+
+
+def _start_etcd(folder: Path) -> EmbeddedEtcd:
+    for attempt in range(1, 4):  # a port picked by free_ports may be taken before etcd binds
+        client_port, peer_port = free_ports(2)
+        server = EmbeddedEtcd(
+            folder / f"etcd-{attempt}", client_port, peer_port, unsafe_no_fsync=True
+        )
+        try:
+            return server.start()
+        except StartupError:
+            if attempt == 3:
+                raise
+    raise AssertionError("unreachable")
+
+
+@contextmanager
+def yak_cluster(label: str, python_path: tuple[str, ...]) -> Iterator[Yak]:
+    """etcd, a coordinator, 3 brokers and a rest-proxy on ``python_path``'s code; all
+    stopped on exit, their logs then copied to ``LOGS/<label>``."""
+    with tempfile.TemporaryDirectory(prefix=f"yak-bench-latency-{label}-") as tmp:
+        folder = Path(tmp)
+        etcd = _start_etcd(folder)
+        try:
+            cluster_id = f"latency{uuid.uuid4().hex[:8]}"
+            with local_cluster(folder, etcd, cluster_id, python_path=python_path) as cluster:
+                cluster.start_proxy(0)
+                pids = {p.spec.name: p.pid for p in cluster.supervisor.processes}
+                if etcd.pid is not None:
+                    pids["etcd"] = etcd.pid
+                yield Yak(cluster, python_path, pids)
+        finally:
+            etcd.stop()
+            if (folder / "logs").is_dir():  # every process's log, kept for a post-mortem
+                shutil.rmtree(LOGS / label, ignore_errors=True)
+                shutil.copytree(folder / "logs", LOGS / label)
+
+
+def _interrupt(_signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt  # SIGTERM unwinds like Ctrl-C: every process gets stopped
+
+
+# --- measuring ------------------------------------------------------------------------------
+
+
+async def _create_topics(yak: Yak) -> dict[int, int]:
+    """The idle topics (1 partition, RF 1 and 3) and the CPU topic; the idle topics' leaders."""
+    async with AdminClient(yak.cluster.coordinator_url) as admin:
+        for rf, topic in IDLE_TOPICS.items():
+            configs = {"min.insync.replicas": "2"} if rf == 3 else {}
+            await admin.create_topic(topic, partitions=1, replication_factor=rf, configs=configs)
+        await admin.create_topic(
+            CPU_TOPIC,
+            partitions=E2E_PARTITIONS,
+            replication_factor=3,
+            configs={"min.insync.replicas": "2"},
+        )
+        leaders = {}
+        for rf, topic in IDLE_TOPICS.items():
+            described = await wait_for(admin, topic, "full-isr", timeout_s=60)
+            leaders[rf] = described.partitions[0].leader
+        await wait_for(admin, CPU_TOPIC, "full-isr", timeout_s=60)
+    for topic in (*IDLE_TOPICS.values(), CPU_TOPIC):
+        await wait_until_producible(yak.proxy_url, topic)
+    return leaders
+
+
+async def idle_broker(
+    system: str, yak: Yak, leaders: dict[int, int], settings: IdleSettings
+) -> tuple[list[Row], str]:
+    """The ``broker`` rows, from ``loadtest.latency.probe`` run on the build's code; and the
+    file its ``yak`` package was imported from."""
+    targets = [
+        {"rf": rf, "acks": acks, "topic": topic, "partition": 0, "url": ""}
+        for rf, topic in sorted(IDLE_TOPICS.items())
+        for acks in (0, 1, -1)
+    ]
+    for target in targets:
+        target["url"] = yak.cluster.broker_url(leaders[int(target["rf"])])
+    spec = {
+        "samples": settings.samples,
+        "warmup": settings.warmup,
+        "interval_s": settings.interval_s,
+        "value_bytes": VALUE_BYTES,
+        "targets": targets,
+    }
+    env = dict(os.environ)
+    if yak.python_path:
+        env["PYTHONPATH"] = os.pathsep.join(yak.python_path)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *("-m", "loadtest.latency.probe", json.dumps(spec)),
+        cwd=ROOT,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), PROBE_TIMEOUT_S)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    if process.returncode != 0:
+        raise RuntimeError(f"the broker probe failed ({process.returncode}):\n{err.decode()}")
+    answer = json.loads(out.decode().strip().splitlines()[-1])
+    rows = [
+        latency_row(system, "broker", r["rf"], ACKS_NAMES[r["acks"]], r["ms"], errors=r["errors"])
+        for r in answer["rows"]
+    ]
+    return rows, str(answer["code"])
+
+
+async def measure_yak(
+    yak: Yak, system: str, build: str, options: Options, *, cpu_first: bool, e2e: bool
+) -> tuple[list[Row], CpuPhase, str]:
+    """Every Yak measurement on one build (see the module docstring); the rows, the CPU phase
+    and where the probe imported ``yak`` from."""
+    console.log(f"[bold]{system}[/]: cluster up, creating topics")
+    leaders = await _create_topics(yak)
+    counted = tuple(name for name in yak.pids if name.startswith(("broker-", "rest-proxy-")))
+
+    async def cpu() -> CpuPhase:
+        console.log(f"[bold]{system}[/]: CPU phase, {options.cpu_records:,} records")
+        phase = await cpu_phase(
+            build,
+            yak.proxy_url,
+            CPU_TOPIC,
+            yak.pids,
+            counted,
+            records=options.cpu_records,
+            warmup_requests=options.cpu_warmup_requests,
+        )
+        await asyncio.sleep(1.0)  # followers finish what the phase left in flight
+        return phase
+
+    phase = await cpu() if cpu_first else None
+    console.log(f"[bold]{system}[/]: idle produce straight to the brokers")
+    rows, probe_code = await idle_broker(system, yak, leaders, options.idle)
+    console.log(f"[bold]{system}[/]: idle produce through the rest-proxy")
+    rows += await idle_proxy(system, yak.proxy_url, IDLE_TOPICS, options.idle)
+    if e2e:
+        driver = YakRestDriver(yak.proxy_url, replication_factor=3)
+        try:
+            for rate in options.rates:
+                console.log(f"[bold]{system}[/]: end to end at {rate:,} msg/s")
+                rows.append(
+                    await end_to_end(
+                        system,
+                        driver,
+                        rate,
+                        rf=3,
+                        acks="all",
+                        warmup_s=options.e2e_warmup_s,
+                        duration_s=options.e2e_duration_s,
+                    )
+                )
+        finally:
+            await driver.aclose()
+    if phase is None:
+        phase = await cpu()
+    return rows, phase, probe_code
+
+
+async def measure_redis(url: str, options: Options) -> list[Row]:
+    console.log("[bold]redis[/]: idle XADD")
+    rows = [await idle_redis(url, options.idle)]
+    driver = RedisStreamsDriver(url)
+    try:
+        for rate in options.rates:
+            console.log(f"[bold]redis[/]: end to end at {rate:,} msg/s")
+            rows.append(
+                await end_to_end(
+                    "redis",
+                    driver,
+                    rate,
+                    rf=1,
+                    acks=None,
+                    warmup_s=options.e2e_warmup_s,
+                    duration_s=options.e2e_duration_s,
+                )
+            )
+    finally:
+        await driver.aclose()
+    return rows
+
+
+# --- reporting ------------------------------------------------------------------------------
+
+_SYSTEM_ORDER = {"yak": 0, "yak-before": 1, "redis": 2}
+_PATH_ORDER = {"broker": 0, "proxy": 1, "xadd": 2, "e2e": 3}
+_ACKS_ORDER = {"0": 0, "1": 1, "all": 2, None: 3}
+
+
+def _ordered(rows: Sequence[Row]) -> list[Row]:
+    return sorted(
+        rows,
+        key=lambda r: (
+            _PATH_ORDER.get(r.path, 9),
+            r.rate or 0,
+            r.rf or 0,
+            _ACKS_ORDER.get(r.acks, 9),
+            _SYSTEM_ORDER.get(r.system, 9),
+        ),
+    )
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.2f}"
+
+
+def print_report(doc: dict[str, Any], rows: Sequence[Row], cpu: Sequence[CpuPhase]) -> None:
+    table = Table(
+        "system",
+        "path",
+        "RF",
+        "acks",
+        "rate",
+        "p50",
+        "p90",
+        "p99",
+        "p99.9",
+        "samples",
+        "err",
+        title="produce latency, ms (idle: one 1 KiB record a request; e2e: producer → consumer)",
+    )
+    for row in rows:
+        table.add_row(
+            row.system,
+            row.path,
+            str(row.rf or "-"),
+            row.acks or "-",
+            f"{row.rate:,}/s" if row.rate else "idle",
+            _ms(row.p50),
+            _ms(row.p90),
+            _ms(row.p99),
+            _ms(row.p999),
+            f"{row.samples:,}",
+            str(row.errors),
+        )
+    console.print(table)
+    befores = [r for r in rows if r.system == "yak-before"]
+    if befores:
+        compare = Table(
+            "path",
+            "RF",
+            "acks",
+            "rate",
+            "p50 before",
+            "p50 now",
+            "p99 before",
+            "p99 now",
+            title=f"before ({doc.get('baseline')}) and now (ms)",
+        )
+        for before in befores:
+            now = find_row(
+                rows, "yak", before.path, rf=before.rf, acks=before.acks, rate=before.rate
+            )
+            compare.add_row(
+                before.path,
+                str(before.rf or "-"),
+                before.acks or "-",
+                f"{before.rate:,}/s" if before.rate else "idle",
+                _ms(before.p50),
+                _ms(None if now is None else now.p50),
+                _ms(before.p99),
+                _ms(None if now is None else now.p99),
+            )
+        console.print(compare)
+    cpu_table = Table(
+        "build",
+        "records",
+        "s",
+        "records/s",
+        "µs/record",
+        "proxy µs",
+        "brokers µs",
+        "coordinator µs",
+        "etcd µs",
+        "errors",
+        title="CPU per acknowledged record (counted: rest-proxy + brokers)",
+    )
+    for phase in cpu:
+        per = {name: phase.us_per_record([name]) for name in phase.cpu_s}
+        brokers = sum(v for k, v in per.items() if k.startswith("broker-") and v is not None)
+        cpu_table.add_row(
+            phase.build,
+            f"{phase.records:,}",
+            f"{phase.elapsed_s:.1f}",
+            f"{phase.records_per_s:,.0f}",
+            _ms(phase.cpu_us_per_record),
+            _ms(per.get("rest-proxy-0")),
+            _ms(brokers),
+            _ms(per.get("coordinator")),
+            _ms(per.get("etcd")),
+            f"{phase.errors + phase.failed_requests}",
+        )
+    console.print(cpu_table)
+    goals = Table("goal", "measured", "from", "verdict", title="goals (issue 18)")
+    for goal in evaluate_goals(headline(rows, cpu)):
+        style = {None: "dim", True: "green", False: "red"}[goal.ok]
+        goals.add_row(goal.name, goal.shown, goal.detail, f"[{style}]{goal.verdict}[/]")
+    console.print(goals)
+
+
+def environment(options: Options, baseline_commit: str | None) -> dict[str, Any]:
+    one, five, fifteen = os.getloadavg()
+    versions = server_versions()
+    return {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": options.command,
+        "machine": machine_description(),
+        "load": f"load average {one:.2f} / {five:.2f} / {fifteen:.2f} (1 / 5 / 15 min) at start",
+        "revision": revision(),
+        "baseline": baseline_commit[:12] if baseline_commit else None,
+        "versions": {
+            "python": versions["python"],
+            "redis-server": versions["redis-server"],
+            "redis-py hiredis parser": HIREDIS_AVAILABLE,
+        },
+    }
+
+
+@contextmanager
+def _stage(name: str, failures: dict[str, str]) -> Iterator[None]:
+    """Run a stage; an error in it is printed and kept in ``failures``, and the run goes on
+    (what the other stages measured is still written)."""
+    try:
+        yield
+    except Exception as exc:  # reported with the results, not lost with them
+        failures[name] = f"{type(exc).__name__}: {exc}"
+        console.print(f"[red]{name} failed[/] (logs in {LOGS}):")
+        console.print_exception(max_frames=8)
+
+
+def run(options: Options) -> dict[str, Any]:
+    """Every measurement (see the module docstring); the results document."""
+    started = time.monotonic()
+    baseline_commit = resolve(options.baseline) if options.baseline else None
+    env = environment(options, baseline_commit)
+    rows: list[Row] = []
+    cpu: list[CpuPhase] = []
+    origins: dict[str, dict[str, str]] = {}
+    failures: dict[str, str] = {}
+    with _stage("redis", failures), redis_server() as url:
+        rows += asyncio.run(measure_redis(url, options))
+    if options.baseline:
+        with _stage("baseline", failures), worktree(options.baseline) as tree:
+            console.log(f"[bold]yak-before[/]: starting a cluster on {tree}")
+            with yak_cluster("baseline", code_path(tree)) as yak:
+                processes = {p.spec.name: p for p in yak.cluster.supervisor.processes}
+                origins["baseline"] = code_origins(processes)
+                check_origins(origins["baseline"], tree)
+                found, phase, probe_code = asyncio.run(
+                    measure_yak(
+                        yak, "yak-before", "baseline", options,
+                        cpu_first=False, e2e=options.baseline_e2e,
+                    )
+                )  # fmt: skip
+                origins["baseline"]["broker probe"] = probe_code
+                check_origins(origins["baseline"], tree)
+                rows += found
+                cpu.append(phase)
+    console.log("[bold]yak[/]: starting a cluster on this checkout")
+    with _stage("current", failures), yak_cluster("current", ()) as yak:
+        found, phase, probe_code = asyncio.run(
+            measure_yak(yak, "yak", "current", options, cpu_first=True, e2e=True)
+        )
+        origins["current"] = {**current_origins(), "broker probe": probe_code}
+        rows += found
+        cpu.insert(0, phase)
+    one, five, fifteen = os.getloadavg()
+    env["load_at_end"] = f"load average {one:.2f} / {five:.2f} / {fifteen:.2f} at the end"
+    env["code"] = origins
+    env["failures"] = failures
+    rows = _ordered(rows)
+    doc = document(rows, cpu, env, options.settings())
+    doc["wall_s"] = round(time.monotonic() - started, 1)
+    print_report(doc, rows, cpu)
+    for name, failure in failures.items():
+        console.print(f"[red]{name} failed:[/] {failure}")
+    return doc
+
+
+def write(doc: dict[str, Any], options: Options) -> None:
+    options.results.parent.mkdir(parents=True, exist_ok=True)
+    options.results.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    console.print(f"written to {options.results} ({doc['wall_s']:.0f} s)")
+    if options.doc is None:
+        return
+    if doc["failures"]:
+        console.print(f"[yellow]{options.doc} not updated: a stage failed[/]")
+        return
+    try:
+        options.doc.write_text(splice(options.doc.read_text(), markdown(doc)))
+    except (OSError, ValueError) as exc:
+        console.print(f"[yellow]{options.doc} not updated: {exc}[/]")
+        return
+    console.print(f"results block of {options.doc} rewritten")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    options = parse(argv)
+    signal.signal(signal.SIGTERM, _interrupt)
+    doc = run(options)
+    write(doc, options)
+    return 1 if doc["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

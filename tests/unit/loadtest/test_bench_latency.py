@@ -1,0 +1,268 @@
+"""The latency benchmark's pure parts: percentiles, rows, ``/proc`` CPU parsing, the headline
+keys, the goals, the Markdown block, the options, and the code-path plumbing of a baseline."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from loadtest.bench_latency import DEFAULT_BASELINE, parse
+from loadtest.latency.baseline import check_origins, code_origins
+from loadtest.latency.measure import cpu_seconds
+from loadtest.latency.stats import (
+    BEGIN_MARKER,
+    END_MARKER,
+    CpuPhase,
+    Row,
+    cpu_seconds_of_stat,
+    document,
+    evaluate_goals,
+    headline,
+    latency_row,
+    markdown,
+    parse_proc_stat,
+    percentile,
+    rate_label,
+    splice,
+)
+from loadtest.local_cluster import CODE_FOLDERS, LocalCluster, code_path
+from yak.supervisor import ManagedProcess, ProcessSpec
+
+# A real line of /proc/<pid>/stat, its command name holding a space and parentheses.
+STAT = (
+    "4242 (yak (rest) proxy) S 1 4242 4242 0 -1 4194560 52340 0 0 0 "
+    "1234 567 0 0 20 0 3 0 12345 456789012 23456 18446744073709551615 1 1 0 0 0 0 0 "
+    "16781312 16386 0 0 0 17 1 0 0 0 0 0"
+)
+
+
+def test_nearest_rank_percentiles() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert percentile(values, 50) == 50.0
+    assert percentile(values, 90) == 90.0
+    assert percentile(values, 99) == 99.0
+    assert percentile(values, 100) == 100.0
+    assert percentile(values, 0) == 1.0
+    assert percentile([7.0], 99.9) == 7.0
+    assert percentile([1.0, 2.0, 3.0], 50) == 2.0
+
+
+@pytest.mark.parametrize("percent", [-1, 100.5])
+def test_percentiles_out_of_range(percent: float) -> None:
+    with pytest.raises(ValueError, match=r"within 0\.\.100"):
+        percentile([1.0], percent)
+
+
+def test_percentile_of_nothing() -> None:
+    with pytest.raises(ValueError, match="no samples"):
+        percentile([], 50)
+
+
+def test_a_row_sorts_its_samples() -> None:
+    row = latency_row("yak", "proxy", 3, "1", [5.0, 1.0, 3.0, 2.0, 4.0], errors=1)
+    assert (row.p50, row.p90, row.p99, row.samples, row.errors) == (3.0, 5.0, 5.0, 5, 1)
+    assert row.to_json()["acks"] == "1"
+
+
+def test_a_row_without_samples_has_no_percentiles() -> None:
+    row = latency_row("yak", "broker", 1, "0", [], errors=4)
+    assert (row.p50, row.p90, row.p99, row.samples) == (None, None, None, 0)
+
+
+@pytest.mark.parametrize(("rate", "label"), [(1000, "1k"), (10_000, "10k"), (250, "250")])
+def test_rate_labels(rate: int, label: str) -> None:
+    assert rate_label(rate) == label
+
+
+def test_proc_stat_counts_fields_after_the_command_name() -> None:
+    assert parse_proc_stat(STAT) == (1234, 567)
+    assert cpu_seconds_of_stat(STAT, 100) == pytest.approx(18.01)
+
+
+@pytest.mark.parametrize("text", ["", "4242 yak S 1", "4242 (yak) S 1 2 3"])
+def test_proc_stat_refuses_what_it_cannot_read(text: str) -> None:
+    with pytest.raises(ValueError, match="/proc/<pid>/stat"):
+        parse_proc_stat(text)
+
+
+def test_cpu_seconds_of_this_process() -> None:
+    before = cpu_seconds(os.getpid())
+    sum(i * i for i in range(200_000))  # burn a little CPU
+    assert cpu_seconds(os.getpid()) >= before >= 0
+
+
+def test_cpu_per_record_counts_only_the_counted_processes() -> None:
+    phase = CpuPhase(
+        "current",
+        records=100_000,
+        errors=0,
+        failed_requests=0,
+        elapsed_s=5.0,
+        cpu_s={"rest-proxy-0": 1.5, "broker-0": 0.5, "broker-1": 0.25, "coordinator": 9.0},
+        counted=("rest-proxy-0", "broker-0", "broker-1"),
+    )
+    assert phase.records_per_s == 20_000
+    assert phase.cpu_us_per_record == pytest.approx(22.5)
+    data = phase.to_json()
+    assert data["cpu_us_per_record_by_process"]["coordinator"] == pytest.approx(90.0)
+    assert data["cpu_us_per_record"] == pytest.approx(22.5)
+    empty = CpuPhase("baseline", 0, 0, 3, 1.0, {"broker-0": 1.0}, ("broker-0",))
+    assert empty.cpu_us_per_record is None
+
+
+def _rows() -> list[Row]:
+    return [
+        latency_row("yak", "proxy", 3, "1", [0.8, 0.9, 1.0]),
+        latency_row("yak", "proxy", 3, "all", [1.5, 1.8, 2.5]),
+        latency_row("yak", "proxy", 1, "1", [0.5, 0.6, 0.7]),
+        latency_row("yak-before", "proxy", 3, "1", [4.0, 5.0, 6.0]),
+        latency_row("yak", "broker", 3, "all", [1.0, 1.1, 1.2]),
+        latency_row("redis", "xadd", 1, None, [0.2, 0.25, 0.3]),
+        Row("yak", "e2e", 3, "all", 2.0, 3.0, 4.0, 1000, p999=4.5, max=5.0, rate=1000),
+        Row("yak", "e2e", 3, "all", 5.0, 7.0, 9.0, 10_000, p999=12.0, max=20.0, rate=10_000),
+        Row("redis", "e2e", 1, None, 1.0, 2.0, 3.0, 10_000, p999=4.0, max=5.0, rate=10_000),
+        Row("yak-before", "e2e", 3, "all", 50.0, 70.0, 90.0, 9_000, p999=110.0, rate=10_000),
+    ]
+
+
+def _cpu() -> list[CpuPhase]:
+    current = CpuPhase("current", 1000, 0, 0, 1.0, {"broker-0": 0.01}, ("broker-0",))
+    baseline = CpuPhase("baseline", 1000, 0, 0, 1.0, {"broker-0": 0.03}, ("broker-0",))
+    return [current, baseline]
+
+
+def test_headline_keys() -> None:
+    figures = headline(_rows(), _cpu())
+    assert figures["proxy_acks1_p50_ms"] == 0.9
+    assert figures["proxy_acksall_p50_ms"] == 1.8
+    assert figures["proxy_rf1_acks1_p50_ms"] == 0.6
+    assert figures["proxy_acks1_p50_ms_before"] == 5.0
+    assert figures["proxy_acks0_p50_ms"] is None
+    assert figures["broker_acksall_p99_ms"] == 1.2
+    assert figures["redis_xadd_p50_ms"] == 0.25
+    assert figures["e2e_p99_1k_ms"] == 4.0
+    assert figures["e2e_p99_10k_ms"] == 9.0
+    assert figures["e2e_p999_10k_ms"] == 12.0
+    assert figures["redis_e2e_p99_10k_ms"] == 3.0
+    assert figures["e2e_p99_10k_ms_before"] == 90.0
+    assert figures["cpu_us_per_record"] == pytest.approx(10.0)
+    assert figures["cpu_us_per_record_before"] == pytest.approx(30.0)
+
+
+def test_goals() -> None:
+    goals = {g.name: g for g in evaluate_goals(headline(_rows(), _cpu()))}
+    assert goals["proxy acks=1 p50 ≤ 1 ms"].ok is True
+    assert goals["proxy acks=1 p50 ≤ 5x Redis XADD p50"].value == pytest.approx(3.6)
+    assert goals["proxy acks=1 p50 ≤ 5x Redis XADD p50"].ok is True
+    assert goals["proxy acks=all RF 3 p50 ≤ 2 ms"].ok is True
+    assert goals["e2e p99 at 1,000 msg/s ≤ 5 ms"].ok is True
+    ratio = goals["e2e p99 at 10,000 msg/s ≤ 2x Redis"]
+    assert (ratio.value, ratio.ok, ratio.verdict, ratio.shown) == (3.0, False, "missed", "3.00x")
+    cpu = goals["CPU per record ≤ 0.5x before"]
+    assert cpu.value == pytest.approx(1 / 3)
+    assert cpu.ok is True
+    assert cpu.detail == "10 / 30 µs"
+
+
+def test_goals_without_figures_are_not_judged() -> None:
+    goals = evaluate_goals({"proxy_acks1_p50_ms": 0.5, "redis_xadd_p50_ms": None})
+    assert [g.verdict for g in goals] == ["ok", "n/a", "n/a", "n/a", "n/a", "n/a"]
+    assert goals[1].shown == "n/a"
+
+
+def test_the_document_has_the_keys_the_issue_names() -> None:
+    env = {"date": "2026-11-25 12:00 UTC", "machine": "test", "revision": "abc"}
+    doc = document(_rows(), _cpu(), env, {"idle_samples": 3})
+    for key in (
+        "proxy_acks1_p50_ms",
+        "proxy_acksall_p50_ms",
+        "redis_xadd_p50_ms",
+        "e2e_p99_1k_ms",
+        "e2e_p99_10k_ms",
+        "redis_e2e_p99_10k_ms",
+        "cpu_us_per_record",
+        "cpu_us_per_record_before",
+    ):
+        assert doc[key] is not None, key
+    assert doc["machine"] == "test"
+    assert doc["settings"] == {"idle_samples": 3}
+    assert len(doc["rows"]) == len(_rows())
+    assert {"system", "path", "rf", "acks", "p50", "p90", "p99", "samples"} <= set(doc["rows"][0])
+    assert [c["build"] for c in doc["cpu"]] == ["current", "baseline"]
+    assert len(doc["goals"]) == 6
+
+
+def test_markdown_block_spliced_between_the_markers() -> None:
+    doc = document(_rows(), _cpu(), {"date": "today", "wall_s": 12.0}, {})
+    block = markdown(doc)
+    assert "| yak | e2e | 3 | all | 10,000 | 5.00 | 7.00 | 9.00 | 12.00 |" in block
+    assert "| redis | xadd | 1 | - | idle |" in block
+    assert "| CPU per record ≤ 0.5x before | 0.33x | 10 / 30 µs | ok |" in block
+    page = f"# Title\n\nintro\n\n{BEGIN_MARKER}\n\nold\n\n{END_MARKER}\n\n## Budget per hop\n"
+    spliced = splice(page, block)
+    assert "old" not in spliced
+    assert spliced.startswith("# Title\n\nintro\n\n")
+    assert spliced.endswith(f"{END_MARKER}\n\n## Budget per hop\n")
+    assert splice(spliced, block) == spliced
+
+
+def test_splice_needs_both_markers() -> None:
+    with pytest.raises(ValueError, match="markers"):
+        splice(f"{END_MARKER}\n{BEGIN_MARKER}", "x")
+    with pytest.raises(ValueError, match="markers"):
+        splice("no markers", "x")
+
+
+def test_options() -> None:
+    options = parse([])
+    assert options.baseline == DEFAULT_BASELINE
+    assert options.rates == (1_000, 10_000)
+    assert options.doc is not None
+    quick = parse(["--no-baseline", "--rates", "200,500", "--samples", "5", "--no-doc"])
+    assert (quick.baseline, quick.rates, quick.idle.samples, quick.doc) == (
+        None,
+        (200, 500),
+        5,
+        None,
+    )
+    assert quick.settings()["baseline_e2e"] is False
+    assert "--no-baseline" in quick.command
+
+
+def test_bad_rates_are_refused() -> None:
+    with pytest.raises(SystemExit):
+        parse(["--rates", "0"])
+
+
+def test_a_cluster_on_other_code_starts_its_services_on_that_code(tmp_path: Path) -> None:
+    checkout = tmp_path / "baseline"
+    path = code_path(checkout)
+    assert path == tuple(str(checkout / folder) for folder in CODE_FOLDERS)
+    cluster = LocalCluster(tmp_path, None, "c", 2, 5_000, python_path=path)  # type: ignore[arg-type]
+    argv = cluster._command("yak-rest-proxy")
+    assert argv[:2] == (sys.executable, "-c")
+    assert "from yak_rest_proxy.main import main" in argv[2]
+    assert cluster._code_env() == {"PYTHONPATH": os.pathsep.join(path)}
+    plain = LocalCluster(tmp_path, None, "c", 2, 5_000)  # type: ignore[arg-type]
+    assert plain._command("yak-broker") == (str(Path(sys.executable).with_name("yak-broker")),)
+    assert plain._code_env() == {}
+
+
+def test_origins_are_read_from_the_logs_and_checked(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    log = tmp_path / "broker-0.log"
+    log.write_text(f"code: {tree}/shared/yak/__init__.py {tree}/services/broker/x.py\nINFO up\n")
+    spec = ProcessSpec(name="broker-0", argv=("true",), log_path=log)
+    process = ManagedProcess(spec, None)  # type: ignore[arg-type]
+    missing = ManagedProcess(ProcessSpec("proxy", ("true",), tmp_path / "none.log"), None)  # type: ignore[arg-type]
+    origins = code_origins({"broker-0": process, "proxy": missing})
+    assert origins["broker-0"].startswith(f"{tree}/shared/yak/__init__.py ")
+    assert origins["proxy"] == "?"
+    check_origins({"broker-0": origins["broker-0"]}, tree)
+    with pytest.raises(RuntimeError, match="did not import"):
+        check_origins(origins, tree)
+    with pytest.raises(RuntimeError, match="did not import"):
+        check_origins({"broker-0": "/work/main/shared/yak/__init__.py"}, tree)
