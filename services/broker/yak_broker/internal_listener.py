@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, cast
 
 from yak.errors import InvalidRequestError, YakError
 from yak.observability.request_id import begin_request, end_request, valid_request_id
+from yak.protocol import kafka_sasl as sasl
 from yak.protocol import kafka_wire as kw
 from yak.protocol.broker_wire import Buffer, FetchedPartition
 from yak.security.cluster_secret import secret_matches
@@ -224,10 +225,10 @@ class _Connection(asyncio.BufferedProtocol):
             return
         try:
             if header.api_key == kw.API_SASL_HANDSHAKE and not self._handshaken:
-                mechanism = kw.decode_sasl_handshake_request(body)
+                mechanism = sasl.decode_sasl_handshake_request(body)
                 ok = mechanism == _MECHANISM
                 transport.writelines(
-                    kw.encode_sasl_handshake_response(
+                    sasl.encode_sasl_handshake_response(
                         header.correlation_id,
                         0 if ok else _UNSUPPORTED_SASL_MECHANISM,
                         [_MECHANISM],
@@ -236,17 +237,17 @@ class _Connection(asyncio.BufferedProtocol):
                 self._handshaken = ok
                 return
             if header.api_key == kw.API_SASL_AUTHENTICATE and self._handshaken:
-                token = kw.decode_sasl_authenticate_request(body)
+                token = sasl.decode_sasl_authenticate_request(body)
                 password = token.split(b"\x00")[-1] if token.count(b"\x00") == 2 else None
                 assert self._secret is not None
                 if secret_matches(self._secret, password):
                     self._authenticated = True
                     transport.writelines(
-                        kw.encode_sasl_authenticate_response(header.correlation_id, 0, None)
+                        sasl.encode_sasl_authenticate_response(header.correlation_id, 0, None)
                     )
                     return
                 transport.writelines(
-                    kw.encode_sasl_authenticate_response(
+                    sasl.encode_sasl_authenticate_response(
                         header.correlation_id,
                         _SASL_AUTHENTICATION_FAILED,
                         "the cluster secret does not match",

@@ -32,6 +32,7 @@ from yak.errors import (
     YakError,
 )
 from yak.observability.request_id import current_request_id
+from yak.protocol import kafka_sasl as sasl
 from yak.protocol import kafka_wire as kw
 from yak.protocol.broker_wire import (
     Buffer,
@@ -134,12 +135,12 @@ class BrokerConnection:
         handshake_id = next(self._ids)
         body = await protocol.call(
             handshake_id,
-            kw.encode_sasl_handshake_request("PLAIN", handshake_id),
+            sasl.encode_sasl_handshake_request("PLAIN", handshake_id),
             self._connect_timeout_s,
             self.address,
             flexible=False,
         )
-        code, mechanisms = kw.decode_sasl_handshake_response(body)
+        code, mechanisms = sasl.decode_sasl_handshake_response(body)
         if code != 0:
             protocol.close()
             raise AuthenticationError(
@@ -149,11 +150,11 @@ class BrokerConnection:
         token = b"\x00yak\x00" + self._secret.encode()
         body = await protocol.call(
             auth_id,
-            kw.encode_sasl_authenticate_request(token, auth_id),
+            sasl.encode_sasl_authenticate_request(token, auth_id),
             self._connect_timeout_s,
             self.address,
         )
-        code, message = kw.decode_sasl_authenticate_response(body)
+        code, message = sasl.decode_sasl_authenticate_response(body)
         if code != 0:
             protocol.close()
             raise AuthenticationError(

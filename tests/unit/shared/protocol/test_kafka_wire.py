@@ -32,6 +32,7 @@ from yak.errors import (
     OutOfOrderSequenceError,
     YakError,
 )
+from yak.protocol import kafka_sasl as sasl
 from yak.protocol import kafka_wire as kw
 from yak.protocol.broker_wire import (
     Buffer,
@@ -296,19 +297,19 @@ def test_request_level_error_rides_in_the_response_header() -> None:
 
 
 def test_sasl_messages_round_trip() -> None:
-    body = _unframe(_joined(kw.encode_sasl_handshake_request("PLAIN", 1)))
+    body = _unframe(_joined(sasl.encode_sasl_handshake_request("PLAIN", 1)))
     header, rest = kw.decode_request_header(body)
     assert header.api_key == kw.API_SASL_HANDSHAKE
-    assert kw.decode_sasl_handshake_request(rest) == "PLAIN"
-    body = _unframe(_joined(kw.encode_sasl_handshake_response(1, 0, ["PLAIN"])))
+    assert sasl.decode_sasl_handshake_request(rest) == "PLAIN"
+    body = _unframe(_joined(sasl.encode_sasl_handshake_response(1, 0, ["PLAIN"])))
     _, rest = kw.decode_response_header(body, is_flexible=False)
-    assert kw.decode_sasl_handshake_response(rest) == (0, ["PLAIN"])
-    body = _unframe(_joined(kw.encode_sasl_authenticate_request(b"\x00a\x00b", 2)))
+    assert sasl.decode_sasl_handshake_response(rest) == (0, ["PLAIN"])
+    body = _unframe(_joined(sasl.encode_sasl_authenticate_request(b"\x00a\x00b", 2)))
     _, rest = kw.decode_request_header(body)
-    assert kw.decode_sasl_authenticate_request(rest) == b"\x00a\x00b"
-    body = _unframe(_joined(kw.encode_sasl_authenticate_response(2, 58, "no")))
+    assert sasl.decode_sasl_authenticate_request(rest) == b"\x00a\x00b"
+    body = _unframe(_joined(sasl.encode_sasl_authenticate_response(2, 58, "no")))
     _, rest = kw.decode_response_header(body, is_flexible=True)
-    assert kw.decode_sasl_authenticate_response(rest) == (58, "no")
+    assert sasl.decode_sasl_authenticate_response(rest) == (58, "no")
 
 
 @pytest.mark.parametrize(
