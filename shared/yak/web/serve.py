@@ -25,6 +25,7 @@ from yak.web.header_timeout import (
     with_header_timeout,
 )
 from yak.web.tls import ServerTls
+from yak.web.workers import reuse_port_socket
 
 __all__ = ["HEADER_TIMEOUT_ENV", "header_timeout_s", "serve"]
 
@@ -53,10 +54,13 @@ def serve(
     graceful_shutdown_s: float = 5.0,
     tls: ServerTls | None = None,
     header_timeout: float | None = None,
+    reuse_port: bool = False,
 ) -> None:
     """Serve ``app`` on ``host:port`` (HTTPS with ``tls``) until SIGINT/SIGTERM.
 
-    ``header_timeout`` (seconds) defaults to ``YAK_REQUEST_HEADER_TIMEOUT_MS``.
+    ``header_timeout`` (seconds) defaults to ``YAK_REQUEST_HEADER_TIMEOUT_MS``; ``reuse_port``
+    binds with ``SO_REUSEPORT`` so that several processes share the port
+    (``yak.web.workers``).
     """
     options: dict[str, Any] = {"loop": "auto", "http": HeaderTimeoutProtocol}
     if tls is not None:
@@ -73,4 +77,7 @@ def serve(
         timeout_graceful_shutdown=int(graceful_shutdown_s),
         **options,
     )
-    uvicorn.Server(config).run()
+    if not reuse_port:
+        uvicorn.Server(config).run()
+        return
+    uvicorn.Server(config).run(sockets=[reuse_port_socket(host, port)])
