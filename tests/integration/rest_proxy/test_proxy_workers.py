@@ -3,6 +3,7 @@ SIGTERM stops them all."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
@@ -28,6 +29,16 @@ def _children(pid: int) -> list[int]:
         text = (task / "children").read_text().split()
         found.extend(int(child) for child in text)
     return found
+
+
+def _gone(pids: list[int], timeout_s: float) -> list[int]:
+    """Wait for ``pids`` to exit (other processes: nothing to await); those still running."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        running = [pid for pid in pids if Path(f"/proc/{pid}").exists()]
+        if not running or time.monotonic() > deadline:
+            return running
+        time.sleep(0.1)
 
 
 async def test_two_workers_share_the_port_and_stop_together(cluster: LocalCluster) -> None:
@@ -58,9 +69,6 @@ async def test_two_workers_share_the_port_and_stop_together(cluster: LocalCluste
         read = await proxy.get(f"/api/v1/topics/{topic}/partitions/0/records", params={"offset": 0})
     assert [r["value"] for r in read.json()["records"]] == [0, 10, 20, 30]
     os.kill(process.pid, signal.SIGTERM)
-    deadline = time.monotonic() + 20
-    while any(Path(f"/proc/{w}").exists() for w in workers) and time.monotonic() < deadline:
-        time.sleep(0.1)  # other processes' exits: nothing to await
-    assert not [w for w in workers if Path(f"/proc/{w}").exists()]
-    process.popen.wait(timeout=20)
+    assert await asyncio.to_thread(_gone, workers, 20.0) == []
+    await asyncio.to_thread(process.popen.wait, 20)
     cluster.proxies.pop(7, None)
