@@ -21,7 +21,7 @@ is described in ``docs/performance.md``.
    with pipelined XADD and ``XREADGROUP BLOCK`` + ``XACK``. ``--e2e-warmup`` then
    ``--e2e-duration`` measured; p50/p99/p99.9 (HDR).
 
-3. **CPU per record**: ``--cpu-records`` records (default 200,000) through the native produce
+3. **CPU per record**: ``--cpu-records`` records (default 400,000) through the native produce
    route as fast as 8 concurrent clients of 500 records a request get them acknowledged
    (acks=all, RF 3, 16 partitions); user + system CPU seconds of the rest-proxy and the three
    brokers from ``/proc/<pid>/stat`` after minus before, per acknowledged record.
@@ -34,6 +34,8 @@ imported and the run stops if they are not the worktree's). It measures the idle
 the end-to-end latencies (``--no-baseline-e2e`` skips them) and, last, the CPU phase; the
 current build's cluster then starts with the CPU phase, so the two CPU phases run back to back.
 One cluster runs at a time; Redis is measured first, alone. The worktree is removed at the end.
+Each build's services are imported once before it is measured (``preflight``): a tree that
+cannot start fails the run at once, not minutes into it.
 
 Output: ``loadtest/results/latency.json`` (``--results``): the headline keys
 (``proxy_acks1_p50_ms``, ``proxy_acksall_p50_ms`` — RF 3 —, ``redis_xadd_p50_ms``,
@@ -74,6 +76,7 @@ from loadtest.latency.baseline import (
     check_origins,
     code_origins,
     current_origins,
+    preflight,
     resolve,
     revision,
     worktree,
@@ -130,7 +133,7 @@ class Options:
     rates: tuple[int, ...] = (1_000, 10_000)
     e2e_warmup_s: float = 5.0
     e2e_duration_s: float = 10.0
-    cpu_records: int = 200_000
+    cpu_records: int = 400_000
     cpu_warmup_requests: int = 40
     baseline: str | None = DEFAULT_BASELINE
     baseline_e2e: bool = True
@@ -174,7 +177,7 @@ def parse(argv: Sequence[str] | None = None) -> Options:
     add("--rates", type=_rates, default=(1_000, 10_000), help="e2e rates, msg/s (1000,10000)")
     add("--e2e-warmup", type=float, default=5.0, help="seconds before each e2e measurement")
     add("--e2e-duration", type=float, default=10.0, help="seconds measured per e2e rate")
-    add("--cpu-records", type=int, default=200_000, help="records of the CPU phase")
+    add("--cpu-records", type=int, default=400_000, help="records of the CPU phase")
     add("--cpu-warmup-requests", type=int, default=40, help="requests before the CPU phase")
     add("--baseline", default=DEFAULT_BASELINE, help="the commit to compare with (5db3bf7)")
     add("--no-baseline", action="store_true", help="measure the current code only")
@@ -556,6 +559,7 @@ def _stage(name: str, failures: dict[str, str]) -> Iterator[None]:
 def run(options: Options) -> dict[str, Any]:
     """Every measurement (see the module docstring); the results document."""
     started = time.monotonic()
+    preflight()
     baseline_commit = resolve(options.baseline) if options.baseline else None
     env = environment(options, baseline_commit)
     rows: list[Row] = []
@@ -566,6 +570,7 @@ def run(options: Options) -> dict[str, Any]:
         rows += asyncio.run(measure_redis(url, options))
     if options.baseline:
         with _stage("baseline", failures), worktree(options.baseline) as tree:
+            preflight(code_path(tree))
             console.log(f"[bold]yak-before[/]: starting a cluster on {tree}")
             with yak_cluster("baseline", code_path(tree)) as yak:
                 processes = {p.spec.name: p for p in yak.cluster.supervisor.processes}

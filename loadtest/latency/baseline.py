@@ -11,8 +11,10 @@ the worktree.
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -26,6 +28,7 @@ __all__ = [
     "code_origins",
     "current_origins",
     "git",
+    "preflight",
     "resolve",
     "revision",
     "worktree",
@@ -75,6 +78,28 @@ def worktree(ref: str) -> Iterator[Path]:
         shutil.rmtree(parent, ignore_errors=True)
         with suppress(OSError, subprocess.SubprocessError):
             git("worktree", "prune")
+
+
+def preflight(python_path: tuple[str, ...] = ()) -> None:
+    """RuntimeError (with the traceback) unless every service's ``main`` module imports on
+    ``python_path``'s code (empty: this checkout's), so that a build that cannot start fails
+    the run in a second rather than after minutes of measuring."""
+    env = dict(os.environ)
+    if python_path:
+        env["PYTHONPATH"] = os.pathsep.join(python_path)
+    modules = ", ".join(f"{package}.main" for package in _PACKAGES[1:])
+    done = subprocess.run(
+        [sys.executable, "-c", f"import {modules}"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if done.returncode != 0:
+        where = python_path[0] if python_path else str(ROOT)
+        raise RuntimeError(f"the services of {where} do not import:\n{done.stderr[-3000:]}")
 
 
 def code_origins(processes: Mapping[str, ManagedProcess]) -> dict[str, str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from loadtest.bench_latency import DEFAULT_BASELINE, parse
-from loadtest.latency.baseline import check_origins, code_origins
+from loadtest.latency.baseline import check_origins, code_origins, preflight
 from loadtest.latency.measure import cpu_seconds
 from loadtest.latency.stats import (
     BEGIN_MARKER,
@@ -266,3 +266,23 @@ def test_origins_are_read_from_the_logs_and_checked(tmp_path: Path) -> None:
         check_origins(origins, tree)
     with pytest.raises(RuntimeError, match="did not import"):
         check_origins({"broker-0": "/work/main/shared/yak/__init__.py"}, tree)
+
+
+def _checkout(root: Path, broker_main: str) -> Path:
+    for folder, package in (
+        ("broker", "yak_broker"),
+        ("coordinator", "yak_coordinator"),
+        ("rest-proxy", "yak_rest_proxy"),
+    ):
+        path = root / "services" / folder / package
+        path.mkdir(parents=True)
+        (path / "__init__.py").write_text("")
+        (path / "main.py").write_text(broker_main if package == "yak_broker" else "")
+    return root
+
+
+def test_preflight_imports_the_services_of_a_checkout(tmp_path: Path) -> None:
+    preflight(code_path(_checkout(tmp_path / "good", "")))
+    broken = _checkout(tmp_path / "broken", "raise ImportError('half-edited')\n")
+    with pytest.raises(RuntimeError, match="half-edited"):
+        preflight(code_path(broken))
