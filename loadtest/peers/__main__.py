@@ -33,7 +33,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from loadtest.peers.drivers.base import Driver
 from loadtest.peers.drivers.nats_jetstream import NatsJetStreamDriver
 from loadtest.peers.drivers.redis_streams import RedisStreamsDriver
-from loadtest.peers.drivers.yak_rest import YakRestDriver
+from loadtest.peers.drivers.yak_rest import YakRestDriver, YakRestRf1Driver
 from loadtest.peers.drivers.yak_sdk import YakSdkDriver
 from loadtest.peers.environment import environment
 from loadtest.peers.plots import plot_workloads
@@ -49,7 +49,7 @@ RESULTS = ROOT / "loadtest" / "results"
 DOCS = ROOT / "docs"
 INTRO = Path(__file__).with_name("intro.md")
 NOTES = Path(__file__).with_name("notes.md")
-DRIVERS = ("yak-rest", "yak-sdk", "redis", "nats")
+DRIVERS = ("yak-rest", "yak-rest-rf1", "yak-sdk", "redis", "nats")
 console = Console()
 
 
@@ -66,12 +66,13 @@ def _peer(server: Callable[[], AbstractContextManager[str]]) -> Iterator[tuple[s
 
 
 SYSTEMS: dict[str, tuple[Callable[[], AbstractContextManager[tuple[str, int]]], list[str]]] = {
-    "yak": (_yak, ["yak-rest", "yak-sdk"]),
+    "yak": (_yak, ["yak-rest", "yak-rest-rf1", "yak-sdk"]),
     "redis": (lambda: _peer(redis_server), ["redis"]),
     "nats": (lambda: _peer(nats_server), ["nats"]),
 }
 FACTORIES: dict[str, Callable[[str], Driver]] = {
     "yak-rest": YakRestDriver,
+    "yak-rest-rf1": YakRestRf1Driver,
     "yak-sdk": YakSdkDriver,
     "redis": RedisStreamsDriver,
     "nats": NatsJetStreamDriver,
@@ -178,7 +179,7 @@ def main() -> None:
     write_json(RESULTS / ("peers-quick.json" if args.quick else "peers.json"), doc)
     if not args.quick:
         write_docs(doc, results)
-    console.print(doc["ratios"], doc["ratios_sdk"])
+    console.print(doc["ratios"], doc["ratios_rf1"], doc["ratios_sdk"])
     if args.profile and (args.profile / "rest-proxy-max-rate.txt").exists():
         for function, own, total in hot_spots(args.profile / "rest-proxy-max-rate.txt"):
             console.print(f"{own:6.1%} self {total:6.1%} total  {function}")

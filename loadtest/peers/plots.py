@@ -19,7 +19,13 @@ from loadtest.peers.result import RunResult
 
 __all__ = ["plot_workloads"]
 
-_COLOURS = {"yak-rest": "#1f77b4", "yak-sdk": "#17becf", "redis": "#d62728", "nats": "#2ca02c"}
+_COLOURS = {
+    "yak-rest": "#1f77b4",
+    "yak-rest-rf1": "#9467bd",
+    "yak-sdk": "#17becf",
+    "redis": "#d62728",
+    "nats": "#2ca02c",
+}
 
 
 def plot_workloads(results: Sequence[RunResult], folder: Path) -> dict[str, Path]:

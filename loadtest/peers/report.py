@@ -4,7 +4,8 @@ plots (``plots``).
 The ratios compare Yak with the peers on the workloads the issue names: produce throughput on
 ``1-topic-16-partitions-1kb`` (the maximum sustainable rate), consume throughput on the backlog
 drain, and end-to-end p99 at the fixed 10,000 msg/s. ``ratios`` use the Yak REST driver (the
-HTTP-first API is Yak's product); ``ratios_sdk`` the same for the Python SDK. A ratio is None
+HTTP-first API is Yak's product); ``ratios_rf1`` the same with replication factor 1 (like
+for like with the single-node peers); ``ratios_sdk`` the same for the Python SDK. A ratio is None
 when a figure is missing (a workload or driver left out of the run).
 """
 
@@ -90,6 +91,7 @@ def document(
         "drivers": drivers,
         "ratios_use": "yak-rest",
         "ratios": ratios(results, "yak-rest"),
+        "ratios_rf1": ratios(results, "yak-rest-rf1"),
         "ratios_sdk": ratios(results, "yak-sdk"),
         "goals": {k: f"{c} {g}" for k, (c, g) in GOALS.items()},
         "results": [r.to_json() for r in results],
@@ -126,14 +128,17 @@ def results_table(results: Sequence[RunResult]) -> list[str]:
 
 
 def ratio_table(doc: dict[str, Any]) -> list[str]:
-    lines = ["| ratio | Yak REST | Yak SDK | goal |", "|---|--:|--:|---|"]
+    lines = [
+        "| ratio | Yak REST (RF 3) | Yak REST RF 1 | Yak SDK | goal |",
+        "|---|--:|--:|--:|---|",
+    ]
     for name, (comparison, goal) in GOALS.items():
         cells = []
-        for key in ("ratios", "ratios_sdk"):
-            value = doc[key][name]
+        for key in ("ratios", "ratios_rf1", "ratios_sdk"):
+            value = doc.get(key, {}).get(name)
             verdict = {True: "met", False: "missed", None: ""}[met(name, value)]
             cells.append("n/a" if value is None else f"{value:.2f}x {verdict}")
-        lines.append(f"| `{name}` | {cells[0]} | {cells[1]} | {comparison} {goal:g}x |")
+        lines.append(f"| `{name}` | {' | '.join(cells)} | {comparison} {goal:g}x |")
     return lines
 
 

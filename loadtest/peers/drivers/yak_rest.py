@@ -152,3 +152,17 @@ class YakRestDriver(Driver):
             await client.aclose()
         self._clients.clear()
         await self._admin.aclose()
+
+
+class YakRestRf1Driver(YakRestDriver):
+    """The same as ``YakRestDriver`` with replication factor 1: like for like with Redis and
+    NATS, which run as single nodes without replicas."""
+
+    name = "yak-rest-rf1"
+    description = (
+        "Yak rest-proxy native JSON API as yak-rest, topics with replication factor 1 "
+        "(like for like with the single-node peers)"
+    )
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url, replication_factor=1)
