@@ -27,12 +27,15 @@ order.
 Timestamps are the producer's (CreateTime): ``log_append_time`` is always -1.
 Each appended partition adds its bytes and records to the topic's bytes-in and records-in
 counters (``metrics.BrokerTopicStats``); a retried batch the log recognised as a duplicate
-does not.
+does not. Once per request, whatever the transport, ``append`` (the log appends, summed) and,
+with acks=all, ``replication`` (from the last append to the answer) are observed in
+``yak_broker_produce_stage_seconds``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 
 from yak.errors import KafkaTimeoutError, UnknownServerError, YakError
 from yak.protocol.broker_wire import (
@@ -48,19 +51,43 @@ from yak_broker.storage.log_manager import TopicPartition
 __all__ = ["append_partitions"]
 
 
+class _Timing:
+    """One request's appends: their summed time and when the last one ended."""
+
+    __slots__ = ("appended_at", "seconds")
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.appended_at = 0.0
+
+
 async def append_partitions(
     request: ProduceRequest, replicas: ReplicaManager
 ) -> list[ProduceResult]:
     """Append every partition of ``request``; one result per partition, in request order."""
     timeout_s = request.timeout_ms / 1000
+    timing = _Timing()
     if len(request.partitions) == 1:
-        return [await _append(request.partitions[0], request.acks, timeout_s, replicas)]
-    appends = [_append(p, request.acks, timeout_s, replicas) for p in request.partitions]
-    return list(await asyncio.gather(*appends))
+        results = [await _append(request.partitions[0], request.acks, timeout_s, replicas, timing)]
+    else:
+        appends = [
+            _append(p, request.acks, timeout_s, replicas, timing) for p in request.partitions
+        ]
+        results = list(await asyncio.gather(*appends))
+    if timing.appended_at:  # something was appended
+        stats = replicas.stats
+        stats.produce_append.observe(timing.seconds)
+        if request.acks == ACKS_ALL:
+            stats.produce_replication.observe(time.perf_counter() - timing.appended_at)
+    return results
 
 
 async def _append(
-    wanted: ProducePartition, acks: int, timeout_s: float, replicas: ReplicaManager
+    wanted: ProducePartition,
+    acks: int,
+    timeout_s: float,
+    replicas: ReplicaManager,
+    timing: _Timing,
 ) -> ProduceResult:
     tp = TopicPartition(wanted.topic, wanted.partition)
     try:
@@ -68,7 +95,10 @@ async def _append(
         if acks == ACKS_ALL:
             leader.check_acks_all(replica.min_insync_replicas)
         log = replica.log
+        started = time.perf_counter()
         info = log.append(wanted.records, leader.leader_epoch)  # validates all, then writes
+        timing.appended_at = time.perf_counter()
+        timing.seconds += timing.appended_at - started
         if not info.duplicate:
             replicas.stats.on_produce(tp.topic, len(memoryview(wanted.records)), info.record_count)
         end = info.last_offset + 1

@@ -15,11 +15,15 @@ after the append, with no body: like Kafka, the producer learns nothing (errors 
 Metrics (``metrics.BrokerTopicStats``): each request counts once by kind (produce, consumer
 fetch, follower fetch); a fetch adds each partition's returned bytes (and, for consumers, the
 records its batch headers count) to the topic's bytes-out or replication bytes-out counter.
+The HTTP transport's own produce stages are timed here: ``receive`` (from the route's start:
+the body read and decoded) and ``answer`` (the response encoded); the domain functions time
+the rest (``append_partitions``; ``delayed_fetch`` with this transport's ``FetchStages``).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 
 from starlette.requests import ClientDisconnect, Request
@@ -88,17 +92,22 @@ def data_plane_routes(broker: Broker) -> list[Route]:
 
     async def produce(request: Request) -> Response:
         stats.produce_requests.inc()
+        started = time.perf_counter()
         body = await read_body(request, settings.max_request_bytes)
         produce_request = decode_produce_request(body)
+        stats.produce_receive.observe(time.perf_counter() - started)
         results = await append_partitions(produce_request, broker.replicas)
         if produce_request.acks == 0:
             _log_dropped(results)
             return Response(status_code=204)
-        return Response(
+        answering = time.perf_counter()
+        response = Response(
             encode_produce_response(results),
             status_code=_status([r.error for r in results]),
             media_type=JSON_CONTENT_TYPE,
         )
+        stats.produce_answer.observe(time.perf_counter() - answering)
+        return response
 
     async def fetch(request: Request) -> Response:
         body = await read_body(request, settings.max_request_bytes)
@@ -111,6 +120,7 @@ def data_plane_routes(broker: Broker) -> list[Route]:
             lambda r: read_partitions(r, replicas),
             replicas.replica_waiters if follower else replicas.waiters,
             max_wait_limit_ms=settings.max_wait_ms_limit,
+            stages=stats.replica_fetch_stages if follower else stats.fetch_stages,
         )
         for fetched in partitions:
             stats.on_fetch(fetched.topic, fetched.records, follower=follower)

@@ -23,6 +23,19 @@ each partition has one leader, so summing the brokers' series counts every parti
 
 Records out are counted from the fetched batches' headers (``batch_record_count``: one read of
 two header fields per batch, the records are not decoded).
+
+The latency budget (issue 18), observed once per request (never per record or partition), in
+seconds, with ``time.perf_counter`` pairs:
+
+- ``yak_broker_produce_stage_seconds{stage}``: ``receive`` (the request's body read and
+  decoded, by the transport: ``data_plane``), ``append`` (the local log appends of the
+  request's partitions, summed), ``replication`` (acks=all only: from the last append to the
+  answer, i.e. until the high watermark covers every partition; in ``flush.mode=sync`` it
+  includes the fsync), ``answer`` (the response encoded, by the transport). ``append`` and
+  ``replication`` are timed in ``appender.append_partitions``, so every transport gets them.
+- ``yak_broker_fetch_stage_seconds{request, stage}``: ``wait`` (time parked in the long poll,
+  0 when the first read answered) and ``read`` (the reads of the logs, summed over wake-ups),
+  timed in ``delayed_fetch`` for consumer (``fetch``) and follower (``replica_fetch``) fetches.
 """
 
 from __future__ import annotations
@@ -32,7 +45,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import NamedTuple
 
 import orjson
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -41,12 +54,20 @@ from yak.metadata.store import MetadataStore
 from yak.protocol.broker_wire import Buffer
 
 __all__ = [
+    "STAGE_BUCKETS",
     "BrokerCollector",
     "BrokerTopicStats",
     "ConsumerOffsets",
+    "FetchStages",
     "PartitionView",
     "batch_record_count",
 ]
+
+#: Stage latency buckets: 50 µs (an append to the page cache) to 5 s (a parked long poll).
+STAGE_BUCKETS = (
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+    1.0, 2.5, 5.0,
+)  # fmt: skip
 
 # RecordBatch v2: batchLength (i32) at 8 counts the bytes after offset 12; recordCount at 57.
 _LENGTH = struct.Struct(">i")
@@ -67,6 +88,13 @@ def batch_record_count(records: Buffer) -> int:
         total += max(count, 0)
         position += 12 + length
     return total
+
+
+class FetchStages(NamedTuple):
+    """The fetch stage histograms of one kind of fetch (consumer or follower)."""
+
+    wait: Histogram
+    read: Histogram
 
 
 class _TopicCounters:
@@ -123,6 +151,30 @@ class BrokerTopicStats:
             "yak_broker_isr_expands", "ISR expansions of partitions led by this broker.",
             registry=registry,
         )  # fmt: skip
+        produce = Histogram(
+            "yak_broker_produce_stage_seconds",
+            "Time of each stage of a produce request at the broker.",
+            ["stage"],
+            buckets=STAGE_BUCKETS,
+            registry=registry,
+        )
+        self.produce_receive = produce.labels("receive")
+        self.produce_append = produce.labels("append")
+        self.produce_replication = produce.labels("replication")
+        self.produce_answer = produce.labels("answer")
+        fetch = Histogram(
+            "yak_broker_fetch_stage_seconds",
+            "Time of each stage of a fetch at the broker: parked waiting, reading the logs.",
+            ["request", "stage"],
+            buckets=STAGE_BUCKETS,
+            registry=registry,
+        )
+        self.fetch_stages = FetchStages(
+            fetch.labels("fetch", "wait"), fetch.labels("fetch", "read")
+        )
+        self.replica_fetch_stages = FetchStages(
+            fetch.labels("replica_fetch", "wait"), fetch.labels("replica_fetch", "read")
+        )
         self._topics: dict[str, _TopicCounters] = {}
 
     def topic(self, topic: str) -> _TopicCounters:

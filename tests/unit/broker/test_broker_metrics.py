@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from prometheus_client import CollectorRegistry
 
+from tests.unit.broker.broker_harness import BrokerHarness
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
 from yak.metadata.models import CommittedOffset
@@ -15,6 +18,7 @@ from yak_broker.metrics import (
     PartitionView,
     batch_record_count,
 )
+from yak_broker.storage.log_manager import TopicPartition
 
 
 def _batch(count: int, compression: CompressionType = CompressionType.NONE) -> bytes:
@@ -95,3 +99,56 @@ async def test_the_collector_reports_partitions_health_and_consumer_lag() -> Non
         registry.get_sample_value(lag, {"group": "billing", "topic": "t", "partition": "1"}) is None
     )
     await store.aclose()
+
+
+def _stage_counts(registry: CollectorRegistry, name: str, **labels: str) -> dict[str, float]:
+    """How many observations each stage of ``name`` holds."""
+    stages = {
+        "yak_broker_produce_stage_seconds": ("receive", "append", "replication", "answer"),
+        "yak_broker_fetch_stage_seconds": ("wait", "read"),
+    }[name]
+    return {s: _value(registry, f"{name}_count", stage=s, **labels) for s in stages}
+
+
+async def test_a_produce_observes_each_stage_once(broker: BrokerHarness) -> None:
+    await broker.create_topic("stages")
+    registry = broker.broker.metrics.registry
+    produce = "yak_broker_produce_stage_seconds"
+    await broker.client.produce_one("stages", 0, _batch(3), acks=-1)
+    assert _stage_counts(registry, produce) == {
+        "receive": 1,
+        "append": 1,
+        "replication": 1,
+        "answer": 1,
+    }
+    await broker.client.produce_one("stages", 0, _batch(3), acks=1)  # no replication wait
+    assert _stage_counts(registry, produce) == {
+        "receive": 2,
+        "append": 2,
+        "replication": 1,
+        "answer": 2,
+    }
+    assert _value(registry, f"{produce}_sum", stage="append") > 0
+
+
+async def test_a_fetch_observes_its_wait_and_its_reads_once(broker: BrokerHarness) -> None:
+    await broker.create_topic("waits")
+    registry = broker.broker.metrics.registry
+    fetch = "yak_broker_fetch_stage_seconds"
+    await broker.client.produce_one("waits", 0, _batch(1), acks=1)
+    await broker.client.fetch_one("waits", 0, 0, max_wait_ms=0)  # answered by its first read
+    assert _stage_counts(registry, fetch, request="fetch") == {"wait": 1, "read": 1}
+    assert _value(registry, f"{fetch}_sum", request="fetch", stage="wait") == 0
+
+    tp = TopicPartition("waits", 0)
+    parked = asyncio.create_task(broker.client.fetch_one("waits", 0, 1, max_wait_ms=30_000))
+    for _ in range(100):  # let the fetch reach its wait (a few event-loop turns)
+        if broker.broker.waiters.waiting(tp):
+            break
+        await asyncio.sleep(0)
+    assert broker.broker.waiters.waiting(tp) == 1
+    await broker.client.produce_one("waits", 0, _batch(1), acks=1)
+    await asyncio.wait_for(parked, 5)
+    assert _stage_counts(registry, fetch, request="fetch") == {"wait": 2, "read": 2}
+    assert _value(registry, f"{fetch}_sum", request="fetch", stage="wait") > 0
+    assert _stage_counts(registry, fetch, request="replica_fetch") == {"wait": 0, "read": 0}
