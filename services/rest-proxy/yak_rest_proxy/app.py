@@ -30,6 +30,7 @@ from yak_rest_proxy.http.errors import install_error_handlers
 from yak_rest_proxy.http.openapi import install_openapi
 from yak_rest_proxy.http.read_timeout import BodyReadTimeout
 from yak_rest_proxy.http.slashes import StripTrailingSlash
+from yak_rest_proxy.metrics import ProxyStats
 from yak_rest_proxy.native.admin_routes import admin_router
 from yak_rest_proxy.native.group_admin_routes import group_admin_router
 from yak_rest_proxy.native.group_routes import group_router
@@ -67,6 +68,7 @@ def create_app(
         store=store,
         broker_client_factory=broker_client_factory,
         etcd_observer=metrics.observe_etcd,
+        stats=ProxyStats(metrics.registry),
     )
 
     @asynccontextmanager

@@ -7,11 +7,16 @@ whose leader moved (``NOT_LEADER_OR_FOLLOWER``, no leader, a broker that cannot 
 reported with its error so the caller can retry it after the metadata changed; records come
 back decoded, from the asked offset on (a batch may start below it), at most ``max_bytes``
 beyond the first record.
+
+Each ``fetch`` observes two poll stages once (``metrics.PollStats``): ``decode``, the decoding
+of the batches it hands out (a fetch taken over from an earlier poll was decoded then), and
+``fetch``, the rest of its time: waiting for the brokers.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -22,6 +27,7 @@ from yak.protocol.broker_wire import Buffer, FetchPartition, FetchRequest
 from yak.record import Record, iter_records
 from yak.security.acl import Operation, ResourceType
 from yak_rest_proxy.brokers import BrokerPool, leader_of
+from yak_rest_proxy.metrics import PollStats
 from yak_rest_proxy.security.access import require
 
 __all__ = ["PartitionRead", "Reader"]
@@ -45,16 +51,30 @@ class PartitionRead(NamedTuple):
     error: YakError | None = None
 
 
-class Reader:
-    """Fetches and offset look-ups for the proxy's consumers and the stateless read API."""
+class _Answer(NamedTuple):
+    """One broker's fetch: its partitions' reads and the time their decoding took."""
 
-    def __init__(self, cache: MetadataCache, brokers: BrokerPool) -> None:
+    reads: list[PartitionRead]
+    decode_s: float = 0.0
+
+
+class Reader:
+    """Fetches and offset look-ups for the proxy's consumers and the stateless read API.
+
+    ``stats`` holds every poll stage of the proxy (``metrics.PollStats``): the reader observes
+    ``fetch`` and ``decode``; the group polls built on it observe their ``reconcile``,
+    ``render`` and ``save`` there too."""
+
+    def __init__(
+        self, cache: MetadataCache, brokers: BrokerPool, stats: PollStats | None = None
+    ) -> None:
         self._cache = cache
         self._brokers = brokers
+        self.stats = stats if stats is not None else PollStats()
         #: Per (consumer, broker): the fetch still running or answered but not handed out.
         self._parked: dict[
             tuple[str, int],
-            tuple[tuple[tuple[str, int, int], ...], asyncio.Future[list[PartitionRead]]],
+            tuple[tuple[tuple[str, int, int], ...], asyncio.Future[_Answer]],
         ] = {}
 
     async def fetch(
@@ -78,6 +98,7 @@ class Reader:
         With security on, every topic read needs READ (``TOPIC_AUTHORIZATION_FAILED`` before
         anything is fetched): a consumer's topics are checked as it reads them, as Kafka does.
         """
+        started = time.perf_counter()
         require(ResourceType.TOPIC, (topic for topic, _, _ in positions), Operation.READ)
         by_broker: dict[int, list[tuple[str, int, int]]] = {}
         failed: list[PartitionRead] = []
@@ -93,8 +114,8 @@ class Reader:
             return failed
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_ms / 1000
-        tasks: dict[int, asyncio.Future[list[PartitionRead]]] = {}
-        fresh: set[asyncio.Future[list[PartitionRead]]] = set()
+        tasks: dict[int, asyncio.Future[_Answer]] = {}
+        fresh: set[asyncio.Future[_Answer]] = set()
         for broker_id, group in by_broker.items():
             parked = self._parked.get((owner, broker_id)) if owner is not None else None
             if parked is not None and parked[0] == tuple(sorted(group)):
@@ -106,13 +127,13 @@ class Reader:
                 fresh.add(tasks[broker_id])
         while True:
             finished = [t for t in tasks.values() if t.done()]
-            if any(r.records for t in finished for r in t.result()):
+            if any(r.records for t in finished for r in t.result().reads):
                 break  # records: answer now
             remaining = deadline - loop.time()
             if remaining > 0.001:
                 for broker_id, task in list(tasks.items()):
                     # A fetch that ran out empty before this poll's wait did: park a new one.
-                    if task.done() and not any(r.error for r in task.result()):
+                    if task.done() and not any(r.error for r in task.result().reads):
                         wait_ms = int(remaining * 1000)
                         group = by_broker[broker_id]
                         tasks[broker_id] = self._start(
@@ -131,11 +152,18 @@ class Reader:
             if loop.time() >= deadline + margin:
                 break
         reads = list(failed)
+        decode_s = decoded_here_s = 0.0
         for broker_id, task in tasks.items():
             if task.done():
-                reads.extend(task.result())
+                answer = task.result()
+                reads.extend(answer.reads)
+                decode_s += answer.decode_s
+                if task in fresh:
+                    decoded_here_s += answer.decode_s
                 if owner is not None and self._parked.get((owner, broker_id), _NONE)[1] is task:
                     del self._parked[(owner, broker_id)]  # its records are handed out now
+        self.stats.fetch.observe(time.perf_counter() - started - decoded_here_s)
+        self.stats.decode.observe(decode_s)
         return reads
 
     def _start(
@@ -146,8 +174,8 @@ class Reader:
         max_wait_ms: int,
         max_bytes: int,
         min_bytes: int,
-    ) -> asyncio.Future[list[PartitionRead]]:
-        task: asyncio.Future[list[PartitionRead]] = asyncio.ensure_future(
+    ) -> asyncio.Future[_Answer]:
+        task: asyncio.Future[_Answer] = asyncio.ensure_future(
             self._fetch_from(broker_id, group, max_wait_ms, max_bytes, min_bytes)
         )
         if owner is not None:
@@ -159,12 +187,12 @@ class Reader:
         owner: str,
         broker_id: int,
         signature: tuple[tuple[str, int, int], ...],
-        task: asyncio.Future[list[PartitionRead]],
+        task: asyncio.Future[_Answer],
     ) -> None:
         key = (owner, broker_id)
         self._parked[key] = (signature, task)
 
-        def forget(_task: asyncio.Future[list[PartitionRead]]) -> None:
+        def forget(_task: asyncio.Future[_Answer]) -> None:
             # A finished fetch nobody took over is dropped a while later (its owner moved on,
             # or polls through another proxy).
             def drop() -> None:
@@ -182,7 +210,7 @@ class Reader:
         max_wait_ms: int,
         max_bytes: int,
         min_bytes: int,
-    ) -> list[PartitionRead]:
+    ) -> _Answer:
         broker = self._cache.snapshot.brokers.get(broker_id)
         offsets = {(t, p): o for t, p, o in group}
         try:
@@ -199,7 +227,8 @@ class Reader:
             # (encode/httpcore#1093); the fetch ends by itself at its max wait.
             fetched = await asyncio.shield(self._brokers.fetch_client(broker).fetch(request))
         except YakError as exc:
-            return [PartitionRead(t, p, [], o, error=exc) for t, p, o in group]
+            return _Answer([PartitionRead(t, p, [], o, error=exc) for t, p, o in group])
+        started = time.perf_counter()
         reads = []
         for part in fetched:
             offset = offsets[(part.topic, part.partition)]
@@ -219,7 +248,7 @@ class Reader:
                     part.log_start_offset,
                 )
             )
-        return reads
+        return _Answer(reads, time.perf_counter() - started)
 
     async def list_offsets(self, topic: str, partition: int, timestamp: int | str) -> OffsetResult:
         """ListOffsets of one partition at its leader (``earliest``, ``latest`` or ms)."""

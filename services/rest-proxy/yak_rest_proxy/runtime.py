@@ -31,6 +31,7 @@ from yak.security.cache import SecurityCache
 from yak.security.login_limiter import FailedLoginLimiter
 from yak.security.store import SecurityStore
 from yak_rest_proxy.brokers import BrokerPool
+from yak_rest_proxy.metrics import ProxyStats
 from yak_rest_proxy.produce.producer import Producer
 from yak_rest_proxy.produce.producer_ids import ProducerIds
 from yak_rest_proxy.quotas.quota_store import QuotaOverrides, QuotaStore
@@ -58,8 +59,10 @@ class ProxyRuntime:
         store: MetadataStore | None = None,
         broker_client_factory: Callable[[str], BrokerClient] | None = None,
         etcd_observer: RequestObserver | None = None,
+        stats: ProxyStats | None = None,
     ) -> None:
         self.settings = settings
+        self.stats = stats if stats is not None else ProxyStats()
         self.keyspace = Keyspace(settings.cluster_id)
         self._owns_store = store is None
         self.store: MetadataStore = (
@@ -83,9 +86,10 @@ class ProxyRuntime:
             batch_max_bytes=settings.batch_max_bytes,
             compression=settings.compression,
             delivery_timeout_ms=settings.produce_timeout_ms,
+            stats=self.stats.produce,
         )
         self.partitioner = StickyPartitioner()
-        self.reader = Reader(self.cache, self.brokers)
+        self.reader = Reader(self.cache, self.brokers, self.stats.poll)
         self.security_store = SecurityStore(self.store, self.keyspace)
         self.security_cache: SecurityCache | None = None
         if settings.security:

@@ -161,6 +161,32 @@ async def test_topic_bytes_and_records_in_and_out(cluster: LocalCluster) -> None
     assert value(consumed, "process_resident_memory_bytes") > 0
 
 
+async def test_the_latency_budget_is_on_metrics(cluster: LocalCluster) -> None:
+    """A produce and a read through the proxy observe every stage of their hops: the proxy's
+    own and, at the leader, the append and (acks=all) the replication; a fetch at the broker
+    its wait and read."""
+    topic, leader, _ = await new_topic(cluster, "obs-stages")
+    await produce_through_proxy(cluster, topic, ["x"] * 3)
+    async with httpx.AsyncClient(base_url=cluster.proxy_url(), timeout=30) as proxy:
+        read = await proxy.get(f"/api/v1/topics/{topic}/partitions/0/records")
+    assert read.status_code == 200, read.text
+    assert len(read.json()["records"]) == 3
+    at_proxy = await scrape(cluster.proxy_url())
+    produce, poll = "yak_proxy_produce_stage_seconds_count", "yak_proxy_poll_stage_seconds_count"
+    for stage in ("read", "parse", "queue", "sender", "broker", "render"):
+        assert value(at_proxy, produce, stage=stage) >= 1, stage
+    for stage in ("fetch", "decode", "render"):
+        assert value(at_proxy, poll, stage=stage) >= 1, stage
+    at_leader = await scrape(cluster.broker_url(leader))
+    for stage in ("append", "replication"):
+        assert value(at_leader, "yak_broker_produce_stage_seconds_count", stage=stage) >= 1
+    async with BrokerClient(cluster.broker_url(leader)) as broker:  # the HTTP data plane
+        await broker.fetch(FetchRequest((FetchPartition(topic, 0, 0, 1 << 20),), max_wait_ms=0))
+    fetched = await scrape(cluster.broker_url(leader))
+    for stage in ("wait", "read"):
+        assert value(fetched, "yak_broker_fetch_stage_seconds_count", request="fetch", stage=stage)
+
+
 async def test_consumer_lag_is_produced_minus_committed(cluster: LocalCluster) -> None:
     topic, leader, _ = await new_topic(cluster, "obs-lag")
     group = f"obs-group-{uuid.uuid4().hex[:8]}"

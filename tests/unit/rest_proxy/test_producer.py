@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import httpx
 import pytest
+from prometheus_client import CollectorRegistry
 
 from yak.clients.broker import BrokerClient
 from yak.errors import (
@@ -30,6 +31,7 @@ from yak.protocol.broker_wire import (
 )
 from yak.record import RecordInput, decode_batch
 from yak_rest_proxy.brokers import BrokerPool
+from yak_rest_proxy.metrics import ProduceStats
 from yak_rest_proxy.produce.producer import ProducedRecord, Producer, Result
 from yak_rest_proxy.produce.producer_ids import ProducerIds
 
@@ -385,3 +387,27 @@ async def test_linger_bounds_the_wait_behind_a_busy_broker(store: MemoryMetadata
         await close(producer, cache, pool)
     assert [r.partition for r in second] == [1]
     assert broker.requests == [[(0, 1)], [(1, 1)]]
+
+
+async def test_a_round_observes_its_queue_sender_and_broker_stages_once(
+    store: MemoryMetadataStore,
+) -> None:
+    registry = CollectorRegistry()
+    brokers = FakeBrokers(ok(0))
+    cache = MetadataCache(store, KS)
+    await cache.start()
+    pool = BrokerPool(cache, client_factory=brokers.factory)
+    producer = Producer(
+        cache, pool, ProducerIds(store, KS), linger_ms=0, stats=ProduceStats(registry)
+    )
+    try:
+        await asyncio.gather(producer.send("t", 0, values(2)), producer.send("t", 0, values(1)))
+    finally:
+        await close(producer, cache, pool)
+    assert len(brokers.seen) == 1  # both calls in one round
+    for stage in ("queue", "sender", "broker"):
+        count = registry.get_sample_value("yak_proxy_produce_stage_seconds_count", {"stage": stage})
+        assert count == 1, stage
+    for stage in ("read", "parse", "render"):  # the routes' stages
+        count = registry.get_sample_value("yak_proxy_produce_stage_seconds_count", {"stage": stage})
+        assert count == 0, stage

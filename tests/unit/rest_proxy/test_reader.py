@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
+from prometheus_client import CollectorRegistry
 
 from yak.clients.broker import BrokerClient
 from yak.metadata.cache import MetadataCache
@@ -22,6 +23,7 @@ from yak.protocol.broker_wire import (
 )
 from yak.record import RecordInput, encode_batch
 from yak_rest_proxy.brokers import BrokerPool
+from yak_rest_proxy.metrics import PollStats
 from yak_rest_proxy.reader import Reader
 
 KS = Keyspace("unit")
@@ -117,3 +119,20 @@ async def test_a_parked_fetch_is_taken_over_by_the_next_poll(cache: MetadataCach
         assert brokers.requests[1] == 1
     finally:
         await pool.aclose()
+
+
+async def test_a_fetch_observes_its_fetch_and_decode_stages_once(cache: MetadataCache) -> None:
+    registry = CollectorRegistry()
+    pool = BrokerPool(cache, client_factory=Brokers().factory)
+    reader = Reader(cache, pool, PollStats(registry))
+    try:
+        (read,) = await reader.fetch([("t", 0, 0)], max_wait_ms=0, max_bytes=1000)
+    finally:
+        await pool.aclose()
+    assert [r.value for r in read.records] == [b"b0"]
+
+    def count(stage: str) -> float | None:
+        return registry.get_sample_value("yak_proxy_poll_stage_seconds_count", {"stage": stage})
+
+    assert (count("fetch"), count("decode")) == (1, 1)
+    assert (count("reconcile"), count("render"), count("save")) == (0, 0, 0)

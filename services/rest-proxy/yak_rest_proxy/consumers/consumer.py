@@ -231,7 +231,9 @@ class Consumers:
         ``max_timeout_ms``. ``while_saving(member, records)`` (e.g. rendering the answer) runs
         while the new positions are on their way to etcd, not after: the answer still leaves
         only once they are stored, but the etcd round trip no longer adds to the poll."""
+        reconciling = time.perf_counter()  # stage timing (reader.stats: metrics.PollStats)
         member = await self.members.reconcile(group, member_id, _now_ms())
+        self._reader.stats.reconcile.observe(time.perf_counter() - reconciling)
         if before_fetch is not None:
             before_fetch(member.record)
         if timeout_ms is None:
@@ -280,7 +282,9 @@ class Consumers:
         saving = asyncio.ensure_future(self._save(member, previous, positions))
         await asyncio.sleep(0)  # let the save send its request before the CPU work below
         try:
+            rendering = time.perf_counter()
             while_saving(member, polled)
+            self._reader.stats.render.observe(time.perf_counter() - rendering)
         finally:
             await saving
         return member, polled
@@ -317,7 +321,9 @@ class Consumers:
         if member.record.auto_commit:
             commit = {tuple_of(k): v for k, v in previous.items() if v >= 0}
         if commit or positions != member.positions:
+            saving = time.perf_counter()
             await self.members.save_poll(member, positions, commit)
+            self._reader.stats.save.observe(time.perf_counter() - saving)
 
     async def _wait_for_assignment(self, group: str, timeout_ms: int) -> None:
         """Until the group's state changes (an etcd watch) or the timeout."""

@@ -8,6 +8,9 @@
   partition from an explicit offset, no consumer group: waits up to ``timeout_ms`` for a first
   record (woken by the append, not by polling) and answers ``next_offset`` and the high
   watermark. Only records below the high watermark are ever returned.
+
+Each produce and read observes its stages (``metrics``: ``yak_proxy_produce_stage_seconds``,
+``yak_proxy_poll_stage_seconds``) once, with ``time.perf_counter`` pairs.
 """
 
 from __future__ import annotations
@@ -47,8 +50,8 @@ from yak_rest_proxy.produce.publish import (
     OutgoingRecord,
     check_record_count,
     check_records,
+    enqueue,
     max_message_bytes,
-    publish,
 )
 from yak_rest_proxy.quotas.quotas import QuotaKind
 from yak_rest_proxy.runtime import ProxyRuntime
@@ -117,6 +120,7 @@ def produce_response(results: Sequence[ProducedRecord | YakError]) -> Response:
 def native_router(runtime: ProxyRuntime) -> APIRouter:
     router = APIRouter(prefix=API_PREFIX, tags=[NATIVE_TAG])
     settings = runtime.settings
+    produce_stats, poll_stats = runtime.stats.produce, runtime.stats.poll
 
     @router.post(
         "/topics/{topic}/records",
@@ -129,15 +133,17 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
         acks: Annotated[Literal["all", "-1", "1", "0"], Query()] = "all",
     ) -> Response:
         """Produce records; per-record results in request order."""
+        started = time.perf_counter()
         topic_record(runtime.cache.snapshot, topic)
         principal = runtime.quotas.admit(QuotaKind.PRODUCE)
         raw = await read_body(request, settings.max_request_bytes)
+        read = time.perf_counter()
         runtime.quotas.charge(QuotaKind.PRODUCE, principal, len(raw))
         outgoing = fast_outgoing(raw, int(time.time() * 1000))
         if outgoing is None:  # not the plain shape: the model parses it (and names any error)
             outgoing = _outgoing(parse_model(ProduceRecordsRequest, raw))
         check_record_count(len(outgoing), settings.max_records_per_request)
-        results = await publish(
+        publication = enqueue(
             runtime.producer,
             runtime.partitioner,
             runtime.cache.snapshot,
@@ -145,7 +151,12 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
             outgoing,
             acks=_ACKS[acks],
         )
-        return produce_response(results)
+        parsed = time.perf_counter()
+        results = await publication.results()
+        answered = time.perf_counter()
+        response = produce_response(results)
+        produce_stats.on_request(read - started, parsed - read, time.perf_counter() - answered)
+        return response
 
     @router.post("/producers", status_code=201, response_model=ProducerSession)
     async def new_producer() -> Response:
@@ -165,9 +176,11 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
         acks: Annotated[Literal["all", "-1", "1"], Query()] = "all",
     ) -> Response:
         """Append one idempotent batch: a retry of it returns its first offsets, never a copy."""
+        started = time.perf_counter()
         topic_record(runtime.cache.snapshot, topic)
         principal = runtime.quotas.admit(QuotaKind.PRODUCE)
         raw = await read_body(request, settings.max_request_bytes)
+        read = time.perf_counter()
         runtime.quotas.charge(QuotaKind.PRODUCE, principal, len(raw))
         body = parse_model(ProduceBatchRequest, raw)
         check_record_count(len(body.records), settings.max_records_per_request)
@@ -179,6 +192,7 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
         for record in records:
             record.partition = partition
         check_records(runtime.cache.snapshot, topic, records)
+        parsed = time.perf_counter()
         now_ms = int(time.time() * 1000)
         try:
             batch = encode_batch(
@@ -198,6 +212,8 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
                 "(max.message.bytes)",
                 topic=topic,
             )
+        sent = time.perf_counter()
+        produce_stats.sender.observe(sent - parsed)
         result = await send_batch(
             runtime.cache,
             runtime.brokers,
@@ -207,11 +223,15 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
             acks=_ACKS[acks],
             timeout_s=settings.produce_timeout_ms / 1000,
         )
+        answered = time.perf_counter()
+        produce_stats.broker.observe(answered - sent)
         offsets = [result.base_offset + i for i in range(len(records))]
         answer = ProduceBatchResponse(
             partition=partition, base_offset=result.base_offset, offsets=offsets
         )
-        return json_response(answer, _JSON)
+        response = json_response(answer, _JSON)
+        produce_stats.on_request(read - started, parsed - read, time.perf_counter() - answered)
+        return response
 
     @router.get("/topics/{topic}/partitions/{partition}/records", response_model=PartitionRecords)
     async def read(
@@ -233,6 +253,7 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
         )
         if read.error is not None:
             raise read.error
+        rendering = time.perf_counter()
         body = {  # PartitionRecords
             "topic": topic,
             "partition": partition,
@@ -249,6 +270,7 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
             "log_start_offset": read.log_start_offset,
         }
         response = json_response(body, _JSON)
+        poll_stats.render.observe(time.perf_counter() - rendering)
         runtime.quotas.charge(QuotaKind.FETCH, principal, len(response.body))
         return response
 

@@ -32,6 +32,10 @@ its sequence numbers back. A batch not delivered within ``delivery_timeout_ms`` 
 ``REQUEST_TIMED_OUT``, and its queue moves to a fresh producer id, since the broker may or may
 not have appended it.
 
+Latency (``metrics.ProduceStats``, observed once per round, never per record): ``queue`` (the
+round's oldest record, enqueued → the round's start), ``sender`` (round start → the request
+handed to the broker client) and ``broker`` (that call).
+
 Single event loop; ``send`` may be called from any number of concurrent tasks.
 """
 
@@ -62,6 +66,7 @@ from yak.protocol.broker_wire import ProducePartition, ProduceResult
 from yak.record import CompressionType, RecordInput, encode_batch
 from yak.topic_config import effective_config
 from yak_rest_proxy.brokers import BrokerPool, leader_of
+from yak_rest_proxy.metrics import ProduceStats
 from yak_rest_proxy.produce.producer_ids import ProducerIds
 
 __all__ = ["ProducedRecord", "Producer", "Result", "record_size"]
@@ -98,12 +103,13 @@ class _Call:
     """The records of one ``send``: their results fill in as their batches are answered, and
     ``future`` resolves once all are in (one future per call, not one per record)."""
 
-    __slots__ = ("future", "remaining", "results")
+    __slots__ = ("enqueued", "future", "remaining", "results")
 
-    def __init__(self, future: asyncio.Future[list[Result]], count: int) -> None:
+    def __init__(self, future: asyncio.Future[list[Result]], count: int, enqueued: float) -> None:
         self.future = future
         self.results: list[Result | None] = [None] * count
         self.remaining = count
+        self.enqueued = enqueued  # time.perf_counter() when its records were queued
 
     def settle(self, index: int, result: Result) -> None:
         results = self.results
@@ -187,6 +193,7 @@ class _Sender:
         while True:
             await self.wake.wait()
             await self._slots.acquire()  # a free round first: meanwhile more queues get ready
+            started = time.perf_counter()
             self.wake.clear()
             queues = list(self.ready.values())
             self.ready.clear()
@@ -197,14 +204,15 @@ class _Sender:
             for index, (acks, group) in enumerate(groups):
                 if index:  # one slot was taken above for the first group
                     await self._slots.acquire()
+                    started = time.perf_counter()
                 self.outstanding += 1
-                task = asyncio.get_running_loop().create_task(self._round(acks, group))
+                task = asyncio.get_running_loop().create_task(self._round(acks, group, started))
                 self._rounds.add(task)
                 task.add_done_callback(self._rounds.discard)
 
-    async def _round(self, acks: int, group: list[_Queue]) -> None:
+    async def _round(self, acks: int, group: list[_Queue], started: float) -> None:
         try:
-            await self._producer._send_round(self.broker_id, acks, group)
+            await self._producer._send_round(self.broker_id, acks, group, started)
         except Exception as exc:  # a bug must fail these records, not this sender
             log.exception("produce round to broker %d failed", self.broker_id)
             self._producer._abort(group, UnknownServerError(f"produce failed: {exc!r}"))
@@ -230,8 +238,10 @@ class Producer:
         compression: CompressionType = CompressionType.NONE,
         delivery_timeout_ms: int = 30_000,
         max_in_flight: int = 1,
+        stats: ProduceStats | None = None,
     ) -> None:
         self._cache = cache
+        self._stats = stats if stats is not None else ProduceStats()
         self._brokers = brokers
         self._ids = producer_ids
         self._linger_s = linger_ms / 1000
@@ -279,7 +289,7 @@ class Producer:
         if queue is None:
             queue = self._queues[key] = _Queue(topic, partition, acks)
         future: asyncio.Future[list[Result]] = asyncio.get_running_loop().create_future()
-        call = _Call(future, len(records))
+        call = _Call(future, len(records), time.perf_counter())
         now_ms = int(time.time() * 1000)
         pending = queue.pending
         added = 0
@@ -435,7 +445,12 @@ class Producer:
             base_sequence=base_sequence,
         )
 
-    async def _send_round(self, broker_id: int, acks: int, queues: list[_Queue]) -> None:
+    async def _send_round(
+        self, broker_id: int, acks: int, queues: list[_Queue], started: float
+    ) -> None:
+        waited = [q.pending[0].call.enqueued for q in queues if q.in_flight is None and q.pending]
+        if waited:  # fresh records, not only a retry
+            self._stats.queue.observe(started - min(waited))
         sending: list[_Queue] = []
         for queue in queues:
             drained = await self._drain(queue)
@@ -454,14 +469,19 @@ class Producer:
             for q in sending
         ]
         timeout_ms = int(self._delivery_timeout_s * 1000)
+        stats = self._stats
+        sent = time.perf_counter()
+        stats.sender.observe(sent - started)
         try:
             results = await self._brokers.client(broker).produce(
                 parts, acks=acks, timeout_ms=timeout_ms
             )
         except YakError as exc:
+            stats.broker.observe(time.perf_counter() - sent)
             for queue in sending:
                 self._on_error(queue, exc, broker_id)
             return
+        stats.broker.observe(time.perf_counter() - sent)
         if acks == 0:
             for queue in sending:
                 self._complete(queue, ProduceResult(queue.topic, queue.partition))

@@ -5,7 +5,8 @@ checked (JSON, shape, base64, partitions, sizes) before any record is sent, so a
 writes nothing. As in Confluent's proxy, records that fail once sent are reported in their
 ``offsets`` entry (``error_code`` 50003 when retrying may succeed, else 50002) and the status is
 still 200; ``docs/rest-api.md`` lists where Yak differs. Records are acknowledged with the
-proxy's ``acks`` setting (default all in-sync replicas).
+proxy's ``acks`` setting (default all in-sync replicas). Each request observes its ``read``,
+``parse`` and ``render`` stages (``metrics.ProduceStats``) once.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from yak_rest_proxy.http.body import openapi_body, read_body
 from yak_rest_proxy.http.content import negotiate, request_format
 from yak_rest_proxy.http.errors import v2_error
 from yak_rest_proxy.http.responses import json_response
-from yak_rest_proxy.produce.publish import OutgoingRecord, check_record_count, publish
+from yak_rest_proxy.produce.publish import OutgoingRecord, check_record_count, enqueue
 from yak_rest_proxy.quotas.quotas import QuotaKind
 from yak_rest_proxy.runtime import ProxyRuntime
 from yak_rest_proxy.v2.embedded import from_embedded
@@ -40,13 +41,16 @@ _PRODUCE_TYPES = (
 def produce_router(runtime: ProxyRuntime) -> APIRouter:
     router = APIRouter(tags=[V2_TAG])
     settings = runtime.settings
+    stats = runtime.stats.produce
 
     async def produce(request: Request, topic: str, partition: int | None) -> Response:
+        started = time.perf_counter()
         media = negotiate(request.headers.get("accept"))
         fmt = request_format(request.headers.get("content-type"))
         topic_record(runtime.cache.snapshot, topic)
         principal = runtime.quotas.admit(QuotaKind.PRODUCE)
         raw = await read_body(request, settings.max_request_bytes)
+        read = time.perf_counter()
         runtime.quotas.charge(QuotaKind.PRODUCE, principal, len(raw))
         items = parse_produce_body(raw)
         check_record_count(len(items), settings.max_records_per_request)
@@ -61,7 +65,7 @@ def produce_router(runtime: ProxyRuntime) -> APIRouter:
                 timestamp=now_ms,
             )
             records.append(OutgoingRecord(record, partition if partition is not None else given))
-        results = await publish(
+        publication = enqueue(
             runtime.producer,
             runtime.partitioner,
             runtime.cache.snapshot,
@@ -69,6 +73,9 @@ def produce_router(runtime: ProxyRuntime) -> APIRouter:
             records,
             acks=settings.acks,
         )
+        parsed = time.perf_counter()
+        results = await publication.results()
+        answered = time.perf_counter()
         offsets = []
         for result in results:
             if isinstance(result, YakError):
@@ -91,9 +98,11 @@ def produce_router(runtime: ProxyRuntime) -> APIRouter:
                         "error": None,
                     }
                 )
-        return json_response(
+        response = json_response(
             {"offsets": offsets, "key_schema_id": None, "value_schema_id": None}, media
         )
+        stats.on_request(read - started, parsed - read, time.perf_counter() - answered)
+        return response
 
     @router.post(
         "/topics/{topic}",
