@@ -62,7 +62,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -264,6 +264,11 @@ def _interrupt(_signum: int, _frame: FrameType | None) -> None:
 # --- measuring ------------------------------------------------------------------------------
 
 
+def _loaded(rows: list[Row], load: float) -> list[Row]:
+    """``rows`` stamped with the 1-minute load average ``load`` taken when they started."""
+    return [replace(row, load=round(load, 2)) for row in rows]
+
+
 async def _create_topics(yak: Yak) -> dict[int, int]:
     """The idle topics (1 partition, RF 1 and 3) and the CPU topic; the idle topics' leaders."""
     async with AdminClient(yak.cluster.coordinator_url) as admin:
@@ -343,6 +348,7 @@ async def measure_yak(
 
     async def cpu() -> CpuPhase:
         console.log(f"[bold]{system}[/]: CPU phase, {options.cpu_records:,} records")
+        load = os.getloadavg()[0]
         phase = await cpu_phase(
             build,
             yak.proxy_url,
@@ -352,30 +358,34 @@ async def measure_yak(
             records=options.cpu_records,
             warmup_requests=options.cpu_warmup_requests,
         )
+        phase.load = round(load, 2)
         await asyncio.sleep(1.0)  # followers finish what the phase left in flight
         return phase
 
     phase = await cpu() if cpu_first else None
     console.log(f"[bold]{system}[/]: idle produce straight to the brokers")
-    rows, probe_code = await idle_broker(system, yak, leaders, options.idle)
+    load = os.getloadavg()[0]
+    found, probe_code = await idle_broker(system, yak, leaders, options.idle)
+    rows = _loaded(found, load)
     console.log(f"[bold]{system}[/]: idle produce through the rest-proxy")
-    rows += await idle_proxy(system, yak.proxy_url, IDLE_TOPICS, options.idle)
+    load = os.getloadavg()[0]
+    rows += _loaded(await idle_proxy(system, yak.proxy_url, IDLE_TOPICS, options.idle), load)
     if e2e:
         driver = YakRestDriver(yak.proxy_url, replication_factor=3)
         try:
             for rate in options.rates:
                 console.log(f"[bold]{system}[/]: end to end at {rate:,} msg/s")
-                rows.append(
-                    await end_to_end(
-                        system,
-                        driver,
-                        rate,
-                        rf=3,
-                        acks="all",
-                        warmup_s=options.e2e_warmup_s,
-                        duration_s=options.e2e_duration_s,
-                    )
+                load = os.getloadavg()[0]
+                row = await end_to_end(
+                    system,
+                    driver,
+                    rate,
+                    rf=3,
+                    acks="all",
+                    warmup_s=options.e2e_warmup_s,
+                    duration_s=options.e2e_duration_s,
                 )
+                rows += _loaded([row], load)
         finally:
             await driver.aclose()
     if phase is None:
@@ -385,22 +395,23 @@ async def measure_yak(
 
 async def measure_redis(url: str, options: Options) -> list[Row]:
     console.log("[bold]redis[/]: idle XADD")
-    rows = [await idle_redis(url, options.idle)]
+    load = os.getloadavg()[0]
+    rows = _loaded([await idle_redis(url, options.idle)], load)
     driver = RedisStreamsDriver(url)
     try:
         for rate in options.rates:
             console.log(f"[bold]redis[/]: end to end at {rate:,} msg/s")
-            rows.append(
-                await end_to_end(
-                    "redis",
-                    driver,
-                    rate,
-                    rf=1,
-                    acks=None,
-                    warmup_s=options.e2e_warmup_s,
-                    duration_s=options.e2e_duration_s,
-                )
+            load = os.getloadavg()[0]
+            row = await end_to_end(
+                "redis",
+                driver,
+                rate,
+                rf=1,
+                acks=None,
+                warmup_s=options.e2e_warmup_s,
+                duration_s=options.e2e_duration_s,
             )
+            rows += _loaded([row], load)
     finally:
         await driver.aclose()
     return rows
@@ -434,20 +445,12 @@ def _ms(value: float | None) -> str:
 
 def print_report(doc: dict[str, Any], rows: Sequence[Row], cpu: Sequence[CpuPhase]) -> None:
     table = Table(
-        "system",
-        "path",
-        "RF",
-        "acks",
-        "rate",
-        "p50",
-        "p90",
-        "p99",
-        "p99.9",
-        "samples",
-        "err",
+        *("system", "path", "RF", "acks", "rate", "p50", "p90", "p99", "p99.9"),
+        *("ack p50/p99", "samples", "err", "load"),
         title="produce latency, ms (idle: one 1 KiB record a request; e2e: producer → consumer)",
     )
     for row in rows:
+        ack = "-" if row.ack_p50 is None else f"{_ms(row.ack_p50)}/{_ms(row.ack_p99)}"
         table.add_row(
             row.system,
             row.path,
@@ -458,8 +461,10 @@ def print_report(doc: dict[str, Any], rows: Sequence[Row], cpu: Sequence[CpuPhas
             _ms(row.p90),
             _ms(row.p99),
             _ms(row.p999),
+            ack,
             f"{row.samples:,}",
             str(row.errors),
+            "-" if row.load is None else f"{row.load:.1f}",
         )
     console.print(table)
     befores = [r for r in rows if r.system == "yak-before"]
@@ -501,6 +506,7 @@ def print_report(doc: dict[str, Any], rows: Sequence[Row], cpu: Sequence[CpuPhas
         "coordinator µs",
         "etcd µs",
         "errors",
+        "load",
         title="CPU per acknowledged record (counted: rest-proxy + brokers)",
     )
     for phase in cpu:
@@ -517,6 +523,7 @@ def print_report(doc: dict[str, Any], rows: Sequence[Row], cpu: Sequence[CpuPhas
             _ms(per.get("coordinator")),
             _ms(per.get("etcd")),
             f"{phase.errors + phase.failed_requests}",
+            "-" if phase.load is None else f"{phase.load:.1f}",
         )
     console.print(cpu_table)
     goals = Table("goal", "measured", "from", "verdict", title="goals (issue 18)")

@@ -183,6 +183,8 @@ async def end_to_end(
         max=e2e.max,
         rate=rate,
         errors=result.errors,
+        ack_p50=result.publish_latency.p50,
+        ack_p99=result.publish_latency.p99,
     )
 
 

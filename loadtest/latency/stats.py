@@ -8,7 +8,9 @@ caller, so each function is tested on its own (``tests/unit/loadtest/test_bench_
   build, ``redis``), ``path`` (``broker``: ``BrokerClient.produce`` to the leader; ``proxy``:
   the rest-proxy's native produce route; ``xadd``; ``e2e``: producer to consumer at ``rate``
   msg/s), the topic's replication factor ``rf``, ``acks`` (``0``, ``1``, ``all``; None for
-  Redis) and percentiles in ms over ``samples`` observations (``p999`` and ``max`` for e2e).
+  Redis) and percentiles in ms over ``samples`` observations (``p999`` and ``max`` for e2e,
+  with ``ack_p50``/``ack_p99`` the producer's batch → acknowledgement time), and ``load``, the
+  1-minute load average when its measurement started.
 - **Percentiles** of the idle rows are exact nearest-rank over every sample (a few hundred);
   the e2e rows come from the peers harness's HDR histograms (within 0.1 %).
 - **CPU per record**: user + system CPU seconds (``/proc/<pid>/stat`` fields 14 and 15, in
@@ -74,6 +76,11 @@ class Row:
     max: float | None = None
     rate: int | None = None
     errors: int = 0
+    #: e2e: publish latency (batch handed to the client → acknowledged), p50 and p99.
+    ack_p50: float | None = None
+    ack_p99: float | None = None
+    #: The 1-minute load average when the row's measurement started (a shared machine).
+    load: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {k: round(v, 3) if isinstance(v, float) else v for k, v in asdict(self).items()}
@@ -162,6 +169,8 @@ class CpuPhase:
     cpu_s: dict[str, float] = field(default_factory=dict)
     #: Processes whose CPU is counted in ``cpu_us_per_record``.
     counted: tuple[str, ...] = ()
+    #: The 1-minute load average when the phase started.
+    load: float | None = None
 
     @property
     def records_per_s(self) -> float:
@@ -189,6 +198,7 @@ class CpuPhase:
             "counted": list(self.counted),
             "cpu_us_per_record": _round(self.cpu_us_per_record),
             "cpu_us_per_record_by_process": {k: _round(v) for k, v in per_process.items()},
+            "load": self.load,
         }
 
 
@@ -368,22 +378,29 @@ def markdown(doc: Mapping[str, Any]) -> str:
         "",
         "### Every row (ms)",
         "",
-        "| system | path | RF | acks | rate msg/s | p50 | p90 | p99 | p99.9 | samples | errors |",
-        "|---|---|--:|---|--:|--:|--:|--:|--:|--:|--:|",
+        "| system | path | RF | acks | rate msg/s | p50 | p90 | p99 | p99.9 | ack p50 / p99 "
+        "| samples | errors | load |",
+        "|---|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for row in doc.get("rows", []):
         rate = f"{row['rate']:,}" if row.get("rate") else "idle"
+        ack = "-"
+        if row.get("ack_p50") is not None:
+            ack = f"{_ms(row['ack_p50'])} / {_ms(row.get('ack_p99'))}"
+        load = "-" if row.get("load") is None else f"{row['load']:.1f}"
         lines.append(
             f"| {row['system']} | {row['path']} | {row['rf'] or '-'} | {row['acks'] or '-'} "
             f"| {rate} | {_ms(row['p50'])} | {_ms(row['p90'])} | {_ms(row['p99'])} "
-            f"| {_ms(row.get('p999'))} | {row['samples']:,} | {row.get('errors', 0)} |"
+            f"| {_ms(row.get('p999'))} | {ack} | {row['samples']:,} | {row.get('errors', 0)} "
+            f"| {load} |"
         )
     lines += [
         "",
         "### CPU per acknowledged record (rest-proxy + brokers)",
         "",
-        "| build | records | s | records/s | µs/record | rest-proxy | brokers | coordinator |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|",
+        "| build | records | s | records/s | µs/record | rest-proxy | brokers | coordinator "
+        "| load |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for phase in doc.get("cpu", []):
         per = phase["cpu_us_per_record_by_process"]
@@ -391,7 +408,8 @@ def markdown(doc: Mapping[str, Any]) -> str:
         lines.append(
             f"| {phase['build']} | {phase['records']:,} | {phase['elapsed_s']:.1f} "
             f"| {phase['records_per_s']:,.0f} | {_ms(phase['cpu_us_per_record'])} "
-            f"| {_ms(per.get('rest-proxy-0'))} | {_ms(brokers)} | {_ms(per.get('coordinator'))} |"
+            f"| {_ms(per.get('rest-proxy-0'))} | {_ms(brokers)} | {_ms(per.get('coordinator'))} "
+            f"| {'-' if phase.get('load') is None else format(phase['load'], '.1f')} |"
         )
     return "\n".join(lines) + "\n"
 

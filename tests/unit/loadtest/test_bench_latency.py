@@ -122,7 +122,13 @@ def _rows() -> list[Row]:
         latency_row("yak", "broker", 3, "all", [1.0, 1.1, 1.2]),
         latency_row("redis", "xadd", 1, None, [0.2, 0.25, 0.3]),
         Row("yak", "e2e", 3, "all", 2.0, 3.0, 4.0, 1000, p999=4.5, max=5.0, rate=1000),
-        Row("yak", "e2e", 3, "all", 5.0, 7.0, 9.0, 10_000, p999=12.0, max=20.0, rate=10_000),
+        Row(
+            *("yak", "e2e", 3, "all", 5.0, 7.0, 9.0, 10_000),
+            *(12.0, 20.0, 10_000),
+            ack_p50=1.5,
+            ack_p99=3.0,
+            load=1.25,
+        ),
         Row("redis", "e2e", 1, None, 1.0, 2.0, 3.0, 10_000, p999=4.0, max=5.0, rate=10_000),
         Row("yak-before", "e2e", 3, "all", 50.0, 70.0, 90.0, 9_000, p999=110.0, rate=10_000),
     ]
@@ -198,7 +204,8 @@ def test_the_document_has_the_keys_the_issue_names() -> None:
 def test_markdown_block_spliced_between_the_markers() -> None:
     doc = document(_rows(), _cpu(), {"date": "today", "wall_s": 12.0}, {})
     block = markdown(doc)
-    assert "| yak | e2e | 3 | all | 10,000 | 5.00 | 7.00 | 9.00 | 12.00 |" in block
+    assert "| yak | e2e | 3 | all | 10,000 | 5.00 | 7.00 | 9.00 | 12.00 | 1.50 / 3.00 |" in block
+    assert "| 10,000 | 0 | 1.2 |" in block
     assert "| redis | xadd | 1 | - | idle |" in block
     assert "| CPU per record ≤ 0.5x before | 0.33x | 10 / 30 µs | ok |" in block
     page = f"# Title\n\nintro\n\n{BEGIN_MARKER}\n\nold\n\n{END_MARKER}\n\n## Budget per hop\n"
