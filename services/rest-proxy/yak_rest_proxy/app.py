@@ -20,6 +20,7 @@ from fastapi import Depends, FastAPI
 
 from yak import __version__
 from yak.clients.broker import BrokerClient
+from yak.clock import Clock, SystemClock
 from yak.metadata.store import MetadataStore
 from yak.observability.http import install_observability
 from yak.observability.metrics import ServiceMetrics
@@ -55,12 +56,13 @@ def create_app(
     *,
     store: MetadataStore | None = None,
     broker_client_factory: Callable[[str], BrokerClient] | None = None,
+    clock: Clock | None = None,
 ) -> FastAPI:
     """Build the rest-proxy ASGI app (settings default to the ``YAK_*`` environment).
 
     ``store`` replaces the etcd connection (tests pass a ``MemoryMetadataStore``; the caller
     closes it); ``broker_client_factory`` replaces how broker clients are made (tests reach an
-    in-process broker).
+    in-process broker); ``clock`` replaces the system clock (consumer instances, offsets).
     """
     metrics = ServiceMetrics("rest-proxy")
     runtime = ProxyRuntime(
@@ -94,11 +96,16 @@ def create_app(
     app.include_router(metadata_router(runtime))
     app.include_router(produce_router(runtime))
     cap = ConsumerCap(runtime.store, runtime.keyspace, runtime.settings.max_consumers_per_principal)
-    consumers = Consumers(runtime.store, runtime.keyspace, runtime.cache, runtime.reader, cap=cap)
+    clock = clock if clock is not None else SystemClock()
+    consumers = Consumers(
+        runtime.store, runtime.keyspace, runtime.cache, runtime.reader, clock=clock, cap=cap
+    )
     app.include_router(consumer_router(runtime, consumers))
     app.include_router(group_router(runtime, consumers))
     app.include_router(admin_router(runtime))
-    group_admin = GroupAdmin(runtime.store, runtime.keyspace, runtime.cache, runtime.reader)
+    group_admin = GroupAdmin(
+        runtime.store, runtime.keyspace, runtime.cache, runtime.reader, clock=clock
+    )
     app.include_router(group_admin_router(runtime, group_admin))
     app.include_router(native_router(runtime))
     app.include_router(security_router(runtime))

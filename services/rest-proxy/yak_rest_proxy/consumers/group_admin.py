@@ -12,7 +12,6 @@ import``, Kafka's ``--from-file``), clamped into the partition's log like the ot
 from __future__ import annotations
 
 import asyncio
-import time
 
 from yak.api.groups import (
     GroupDescription,
@@ -24,6 +23,7 @@ from yak.api.groups import (
     TopicPartitionList,
 )
 from yak.clients.admin import AdminClient
+from yak.clock import Clock
 from yak.errors import (
     GroupIdNotFoundError,
     GroupNotEmptyError,
@@ -35,7 +35,8 @@ from yak.metadata.keyspace import KeyKind, Keyspace
 from yak.metadata.models import CommittedOffset
 from yak.metadata.store import MetadataStore, Op, PutOp
 from yak.names import validate_group_id
-from yak_rest_proxy.consumers.members import MAX_TXN_OPS, TopicPartition
+from yak_rest_proxy.consumers.member_protocol import TopicPartition
+from yak_rest_proxy.consumers.member_store import MAX_TXN_OPS
 from yak_rest_proxy.reader import Reader
 
 __all__ = ["GroupAdmin"]
@@ -47,9 +48,16 @@ def _lists(assignment: list[object]) -> list[TopicPartitionList]:
 
 class GroupAdmin:
     def __init__(
-        self, store: MetadataStore, keyspace: Keyspace, cache: MetadataCache, reader: Reader
+        self,
+        store: MetadataStore,
+        keyspace: Keyspace,
+        cache: MetadataCache,
+        reader: Reader,
+        *,
+        clock: Clock,
     ) -> None:
         self._store = store
+        self._clock = clock
         self._keyspace = keyspace
         self._cache = cache
         self._reader = reader
@@ -172,7 +180,7 @@ class GroupAdmin:
             for t, p in partitions
         ]
         if not request.dry_run:
-            now_ms = int(time.time() * 1000)
+            now_ms = self._clock.time_ms()
             ops: list[Op] = [
                 PutOp(
                     self._keyspace.committed_offset(group, c.topic, c.partition),

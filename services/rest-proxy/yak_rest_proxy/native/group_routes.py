@@ -37,8 +37,8 @@ from yak.errors import InvalidRequestError, YakError
 from yak.metadata.keyspace import validate_member_id
 from yak.metadata.models import GroupMember
 from yak.names import validate_group_id
-from yak_rest_proxy.consumers.consumer import Consumers, PolledRecord
-from yak_rest_proxy.consumers.members import Member, new_instance_id
+from yak_rest_proxy.consumers.consumer import Consumers, Poll, new_instance_id
+from yak_rest_proxy.consumers.member_protocol import Member
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.native.render import renderer
@@ -64,14 +64,23 @@ class _Encodings:
     def __init__(self, key: Encoding, value: Encoding, header: HeaderEncoding) -> None:
         self.key, self.value, self.header = key, value, header
 
-    def poll_body(self, member: Member, polled: list[PolledRecord]) -> dict[str, Any]:
+    def poll_body(self, poll: Poll) -> dict[str, Any]:
         """``PollResponse``'s JSON, records rendered as dicts (no model per record)."""
         render = renderer(self.key, self.value, self.header)
         return {
-            "member_epoch": member.epoch,
-            "assignment": [a.model_dump(mode="json") for a in _assignment(member)],
-            "records": [render(t, p, r) for t, p, r in polled],
+            "member_epoch": poll.member.epoch,
+            "assignment": [a.model_dump(mode="json") for a in _assignment(poll.member)],
+            "records": [render(t, p, r) for t, p, r in poll.records],
         }
+
+
+def _member_info(group: str, member: Member) -> GroupMemberInfo:
+    return GroupMemberInfo(
+        group_id=group,
+        member_id=member.member_id,
+        member_epoch=member.epoch,
+        assignment=_assignment(member),
+    )
 
 
 def _paused(values: list[str]) -> frozenset[tuple[str, int]]:
@@ -109,7 +118,7 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
             ) from None
         record = GroupMember(
             member_id=member_id,
-            joined_at_ms=int(time.time() * 1000),
+            joined_at_ms=consumers.now_ms(),
             subscription=tuple(dict.fromkeys(body.topics)),
             subscription_pattern=body.topic_pattern,
             assignor=body.assignor,
@@ -126,14 +135,7 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
     @router.get(member_path, response_model=GroupMemberInfo)
     async def describe(group: str, member: str) -> Response:
         """The member's epoch and current assignment."""
-        state = await consumers.members.reconcile(group, member, int(time.time() * 1000))
-        info = GroupMemberInfo(
-            group_id=group,
-            member_id=member,
-            member_epoch=state.epoch,
-            assignment=_assignment(state),
-        )
-        return json_response(info, _JSON)
+        return json_response(_member_info(group, await consumers.instance(group, member)), _JSON)
 
     @router.delete(member_path, status_code=204)
     async def leave(group: str, member: str) -> Response:
@@ -159,23 +161,14 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
         wait = min(timeout_ms, settings.consumer_request_max_timeout_ms)
         principal = runtime.quotas.admit(QuotaKind.FETCH)
         encodings = _Encodings(key_encoding, value_encoding, header_encoding)
-        body: list[bytes] = []
-
-        def render(state: Member, polled: list[PolledRecord]) -> None:
-            body.append(orjson.dumps(encodings.poll_body(state, polled)))
-
-        state, polled = await consumers.poll_member(
-            group,
-            member,
-            timeout_ms=wait,
-            max_bytes=max_bytes,
-            paused=_paused(paused or []),
-            while_saving=render,
+        polled = await consumers.poll(
+            group, member, timeout_ms=wait, max_bytes=max_bytes, paused=_paused(paused or [])
         )
-        if not body:  # the poll ended before reading (nothing owned, all paused)
-            render(state, polled)
-        runtime.quotas.charge(QuotaKind.FETCH, principal, len(body[0]))
-        return Response(body[0], media_type=_JSON)
+        rendering = time.perf_counter()
+        body = orjson.dumps(encodings.poll_body(polled))
+        runtime.stats.poll.render.observe(time.perf_counter() - rendering)
+        runtime.quotas.charge(QuotaKind.FETCH, principal, len(body))
+        return Response(body, media_type=_JSON)
 
     @router.post(
         member_path + "/commit",
@@ -192,13 +185,7 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
         state = await consumers.commit(
             group, member, offsets, last_processed=False, member_epoch=body.member_epoch
         )
-        info = GroupMemberInfo(
-            group_id=group,
-            member_id=member,
-            member_epoch=state.epoch,
-            assignment=_assignment(state),
-        )
-        return json_response(info, _JSON)
+        return json_response(_member_info(group, state), _JSON)
 
     @router.post(
         member_path + "/seek", status_code=204, openapi_extra=openapi_body(SeekRequest, _JSON)
@@ -232,7 +219,7 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
         header_encoding: HeaderEncoding = HeaderEncoding.STRING,
     ) -> StreamingResponse:
         """Server-Sent Events: one ``records`` event per batch; ``error`` then end on failure."""
-        await consumers.members.load(group, member)  # 404 before the stream starts
+        await consumers.instance(group, member)  # 404 before the stream starts
         encodings = _Encodings(key_encoding, value_encoding, header_encoding)
         quotas = runtime.quotas
         principal = quotas.principal()
@@ -241,16 +228,16 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
             while True:
                 await quotas.throttle(QuotaKind.FETCH, principal)
                 try:
-                    state, polled = await consumers.poll_member(
+                    polled = await consumers.poll(
                         group, member, timeout_ms=_STREAM_POLL_MS, max_bytes=max_bytes
                     )
                 except YakError as exc:
                     yield b"event: error\ndata: " + orjson.dumps(exc.to_dict()) + b"\n\n"
                     return
-                if not polled:
+                if not polled.records:
                     yield b": idle\n\n"
                     continue
-                body = encodings.poll_body(state, polled)
+                body = encodings.poll_body(polled)
                 event = b"event: records\ndata: " + orjson.dumps(body) + b"\n\n"
                 quotas.charge(QuotaKind.FETCH, principal, len(event))
                 yield event
@@ -323,10 +310,10 @@ async def _ws_reply(
         await fetch.throttle()
         timeout = min(int(message.get("timeout_ms", 1_000)), max_timeout_ms)
         max_bytes = int(message.get("max_bytes", 1024 * 1024))
-        state, polled = await consumers.poll_member(
+        polled = await consumers.poll(
             group, member, timeout_ms=max(0, timeout), max_bytes=max(1, max_bytes)
         )
-        return {"type": "records", **encodings.poll_body(state, polled)}
+        return {"type": "records", **encodings.poll_body(polled)}
     if kind == "commit":
         fields = {k: v for k, v in message.items() if k != "type"}
         try:

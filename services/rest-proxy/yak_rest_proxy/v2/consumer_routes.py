@@ -20,8 +20,7 @@ from yak.metadata.keyspace import validate_member_id
 from yak.metadata.models import GroupMember
 from yak.names import validate_group_id
 from yak.record import Headers
-from yak_rest_proxy.consumers.consumer import Consumers, PolledRecord
-from yak_rest_proxy.consumers.members import Member, new_instance_id
+from yak_rest_proxy.consumers.consumer import Consumers, PolledRecord, new_instance_id
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.content import EmbeddedFormat, negotiate, request_format
 from yak_rest_proxy.http.responses import json_response
@@ -125,6 +124,23 @@ def _headers(headers: Headers) -> list[dict[str, str | None]]:
     ]
 
 
+def _records_body(polled: list[PolledRecord], fmt: EmbeddedFormat) -> bytes:
+    return orjson.dumps(
+        [
+            {
+                "topic": topic,
+                "key": to_embedded(r.key, fmt),
+                "value": to_embedded(r.value, fmt),
+                "partition": partition,
+                "offset": r.offset,
+                "timestamp": r.timestamp,
+                "headers": _headers(r.headers) if r.headers else [],
+            }
+            for topic, partition, r in polled
+        ]
+    )
+
+
 def _timestamp_ms(text: str, where: str) -> int:
     try:
         moment = datetime.fromisoformat(text)
@@ -159,7 +175,7 @@ def consumer_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
         media = accept(request)
         validate_group_id(group)
         body = parse_model(V2CreateConsumer, await body_of(request), empty_ok=True)
-        record = member_record(body, settings, int(time.time() * 1000))
+        record = member_record(body, settings, consumers.now_ms())
         await consumers.create(group, record, record.session_timeout_ms)
         base_uri = f"{settings.base_url}/consumers/{group}/instances/{record.member_id}"
         return json_response(
@@ -184,10 +200,10 @@ def consumer_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
     @router.get(instance + "/subscription", response_model=V2Subscription)
     async def subscription(request: Request, group: str, instance: str) -> Response:
         media = accept(request)
-        record = await consumers.subscription(group, instance)
-        if record.subscription_pattern is not None:
-            return json_response({"topic_pattern": record.subscription_pattern}, media)
-        return json_response({"topics": list(record.subscription)}, media)
+        member = await consumers.instance(group, instance)
+        if member.pattern is not None:
+            return json_response({"topic_pattern": member.pattern}, media)
+        return json_response({"topics": list(member.subscription)}, media)
 
     @router.delete(instance + "/subscription", status_code=204)
     async def unsubscribe(group: str, instance: str) -> Response:
@@ -207,7 +223,7 @@ def consumer_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
     @router.get(instance + "/assignments", response_model=V2Partitions)
     async def assignments(request: Request, group: str, instance: str) -> Response:
         media = accept(request)
-        owned = await consumers.assignment(group, instance)
+        owned = (await consumers.instance(group, instance)).owned
         partitions = [{"topic": t, "partition": p} for t, p in sorted(owned)]
         return json_response({"partitions": partitions}, media)
 
@@ -265,49 +281,24 @@ def consumer_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
         max_bytes: Annotated[int | None, Query(ge=1)] = None,
     ) -> Response:
         """Records from the instance's partitions; answers as soon as there are any."""
-        accept_header = request.headers.get("accept")
-        chosen: list[tuple[EmbeddedFormat, str]] = []
-
-        def check(record: GroupMember) -> None:  # 406 before any position moves
-            fmt = EmbeddedFormat(record.format)
-            chosen.append((fmt, negotiate(accept_header, fmt)))
-
+        principal = runtime.quotas.admit(QuotaKind.FETCH)
+        fmt = EmbeddedFormat((await consumers.instance(group, instance)).base.format)
+        media = negotiate(request.headers.get("accept"), fmt)  # 406 before any position moves
         limit = min(
             max_bytes or settings.consumer_request_max_bytes, settings.consumer_request_max_bytes
         )
-        principal = runtime.quotas.admit(QuotaKind.FETCH)
-        rendered: list[bytes] = []
-
-        def render(_member: Member, polled: list[PolledRecord]) -> None:
-            fmt = chosen[0][0]
-            body = [
-                {
-                    "topic": topic,
-                    "key": to_embedded(r.key, fmt),
-                    "value": to_embedded(r.value, fmt),
-                    "partition": partition,
-                    "offset": r.offset,
-                    "timestamp": r.timestamp,
-                    "headers": _headers(r.headers) if r.headers else [],
-                }
-                for topic, partition, r in polled
-            ]
-            rendered.append(orjson.dumps(body))
-
-        state, polled = await consumers.poll_member(
+        polled = await consumers.poll(
             group,
             instance,
             timeout_ms=wait_ms if wait_ms is not None and wait_ms >= 0 else None,
             max_bytes=limit,
-            before_fetch=check,
             max_timeout_ms=settings.consumer_request_max_timeout_ms,
-            while_saving=render,
         )
-        if not rendered:  # the poll ended before reading (nothing owned, all paused)
-            render(state, polled)
-        response = Response(rendered[0], media_type=chosen[0][1])
-        runtime.quotas.charge(QuotaKind.FETCH, principal, len(response.body))
-        return response
+        rendering = time.perf_counter()
+        body = _records_body(polled.records, fmt)
+        runtime.stats.poll.render.observe(time.perf_counter() - rendering)
+        runtime.quotas.charge(QuotaKind.FETCH, principal, len(body))
+        return Response(body, media_type=media)
 
     @router.post(instance + "/offsets", openapi_extra=openapi_body(V2CommitRequest, *_V2_TYPES))
     async def commit(request: Request, group: str, instance: str) -> Response:
@@ -329,9 +320,8 @@ def consumer_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
         """Committed offsets of the partitions named in the body (a GET with a body)."""
         media = accept(request)
         body = parse_model(V2Partitions, await body_of(request))
-        await consumers.subscription(group, instance)  # the instance must exist
         wanted = [(p.topic, p.partition) for p in body.partitions]
-        found = await consumers.members.committed(group, wanted)
+        found = await consumers.committed(group, instance, wanted)
         offsets = [
             {
                 "topic": t,

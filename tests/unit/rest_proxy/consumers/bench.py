@@ -1,0 +1,123 @@
+"""A test bench for consumer instances: an in-memory etcd on a fake clock, the real group
+coordinator deciding assignments, a fake log in place of the brokers, and any number of
+proxies (``Consumers``) sharing them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from yak.clock import FakeClock
+from yak.metadata.cache import MetadataCache
+from yak.metadata.keyspace import Keyspace
+from yak.metadata.memory_store import MemoryMetadataStore
+from yak.metadata.models import GroupMember, GroupState, PartitionState, TopicRecord
+from yak.metadata.store import Compare
+from yak.protocol.broker_models import OffsetResult
+from yak.record import Record
+from yak_coordinator.election import Term
+from yak_coordinator.groups.group_coordinator import GroupCoordinator
+from yak_rest_proxy.consumers.consumer import Consumers
+from yak_rest_proxy.metrics import PollStats
+from yak_rest_proxy.reader import PartitionRead
+
+KS = Keyspace("consumers")
+TopicPartition = tuple[str, int]
+
+
+class FakeLog:
+    """Partitions as lists of records; a fetch answers at once with what is there."""
+
+    def __init__(self) -> None:
+        self.partitions: dict[TopicPartition, list[Record]] = {}
+        self.stats = PollStats()
+
+    def append(self, topic: str, partition: int, *values: str) -> None:
+        records = self.partitions.setdefault((topic, partition), [])
+        for value in values:
+            records.append(Record(len(records), 0, None, value.encode()))
+
+    async def fetch(
+        self,
+        positions: Sequence[tuple[str, int, int]],
+        *,
+        max_wait_ms: int,
+        max_bytes: int,
+        min_bytes: int = 1,
+        owner: str | None = None,
+    ) -> list[PartitionRead]:
+        reads = []
+        for topic, partition, offset in positions:
+            records = self.partitions.get((topic, partition), [])
+            reads.append(PartitionRead(topic, partition, records[offset:], len(records)))
+        return reads
+
+    async def list_offsets(self, topic: str, partition: int, timestamp: int | str) -> OffsetResult:
+        end = len(self.partitions.get((topic, partition), []))
+        offset = 0 if timestamp == "earliest" else end
+        return OffsetResult(topic=topic, partition=partition, timestamp=-1, offset=offset)
+
+
+@dataclass
+class Bench:
+    store: MemoryMetadataStore
+    clock: FakeClock
+    cache: MetadataCache
+    log: FakeLog = field(default_factory=FakeLog)
+
+    async def topic(self, name: str, partitions: int) -> None:
+        record = TopicRecord(
+            name=name, topic_id=name, partitions=partitions, replication_factor=1, created_at_ms=1
+        )
+        await self.store.put(KS.topic(name), record.encode())
+        for p in range(partitions):
+            state = PartitionState(topic=name, partition=p, leader=0, replicas=(0,), isr=(0,))
+            await self.store.put(KS.partition(name, p), state.encode())
+        await self.cache.wait_for_revision(self.store.revision)
+
+    def proxy(self) -> Consumers:
+        return Consumers(self.store, KS, self.cache, self.log, clock=self.clock)
+
+    async def state_where(self, group: str, predicate: Callable[[GroupState], bool]) -> GroupState:
+        """The group's state once ``predicate`` holds (read, then watch: no polling)."""
+        key = KS.group_state(group)
+        async with asyncio.timeout(5):
+            read = await self.store.range_prefix(key)
+            if read.kvs and predicate(state := GroupState.decode(read.kvs[0].value)):
+                return state
+            async with self.store.watch_prefix(key, read.revision + 1) as watch:
+                async for event in watch:
+                    if event.value and predicate(state := GroupState.decode(event.value)):
+                        return state
+        raise AssertionError("the watch ended")
+
+
+def member(member_id: str, **fields: object) -> GroupMember:
+    fields.setdefault("auto_offset_reset", "earliest")
+    return GroupMember(member_id=member_id, joined_at_ms=1, **fields)  # type: ignore[arg-type]
+
+
+def granted(state: GroupState, member_id: str) -> set[TopicPartition]:
+    return {(a.topic, p) for a in state.current_assignment.get(member_id, ()) for p in a.partitions}
+
+
+@asynccontextmanager
+async def running_bench() -> AsyncIterator[Bench]:
+    clock = FakeClock()
+    store = MemoryMetadataStore(clock)
+    revision = await store.put(KS.controller, b"{}")
+    term = Term(epoch=revision, lease_id=0, fence=Compare.create_revision(KS.controller, revision))
+    cache = MetadataCache(store, KS, clock=clock)
+    await cache.start()
+    task = asyncio.get_running_loop().create_task(
+        GroupCoordinator(store, KS, cache, clock=clock).run(term)
+    )
+    try:
+        yield Bench(store, clock, cache)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await cache.stop()
+        await store.aclose()
