@@ -23,7 +23,9 @@ Per connection:
 - **Back-pressure**: when the socket's send buffer is above its high-water mark the listener
   stops reading further requests from that connection until it drains.
 
-Metrics are the data plane's (``BrokerTopicStats``), counted the same way as over HTTP.
+Metrics are the data plane's (``BrokerTopicStats``), counted the same way as over HTTP,
+including the latency budget's stages (``yak_broker_produce_stage_seconds``: receive,
+append, replication, answer; ``yak_broker_fetch_stage_seconds``: wait, read).
 Single event loop.
 """
 
@@ -33,6 +35,7 @@ import asyncio
 import contextlib
 import logging
 import ssl
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
@@ -154,6 +157,7 @@ class _Connection(asyncio.BufferedProtocol):
     # --- requests ---------------------------------------------------------------------------
 
     def _dispatch(self, data: Buffer) -> None:
+        received = time.perf_counter()
         try:
             header, body = kw.decode_request_header(data)
         except InvalidRequestError as exc:
@@ -163,18 +167,18 @@ class _Connection(asyncio.BufferedProtocol):
         if not self._authenticated:
             self._authenticate(header, body)
             return
-        task = asyncio.get_running_loop().create_task(self._serve(header, body))
+        task = asyncio.get_running_loop().create_task(self._serve(header, body, received))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _serve(self, header: kw.RequestHeader, body: memoryview) -> None:
+    async def _serve(self, header: kw.RequestHeader, body: memoryview, received: float) -> None:
         client_id = header.client_id
         scope = None
         if client_id and client_id != "yak" and valid_request_id(client_id):
             scope = begin_request(client_id)
         try:
             try:
-                parts = await self._answer(header, body)
+                parts = await self._answer(header, body, received)
             except YakError as exc:
                 parts = kw.error_response(header.correlation_id, exc)
             if parts and self._transport is not None and not self._transport.is_closing():
@@ -188,17 +192,25 @@ class _Connection(asyncio.BufferedProtocol):
             if scope is not None:
                 end_request(*scope)
 
-    async def _answer(self, header: kw.RequestHeader, body: memoryview) -> list[Buffer]:
+    async def _answer(
+        self, header: kw.RequestHeader, body: memoryview, received: float
+    ) -> list[Buffer]:
         broker = self._broker
         stats = broker.replicas.stats
         key, version, correlation_id = header.api_key, header.api_version, header.correlation_id
         if key == kw.API_PRODUCE and version == kw.PRODUCE_VERSION:
             stats.produce_requests.inc()
             request = kw.decode_produce_request(body)
+            # receive: from the whole frame's arrival to a decoded request (the socket read
+            # itself is the event loop's, before the frame is complete).
+            stats.produce_receive.observe(time.perf_counter() - received)
             results = await append_partitions(request, broker.replicas)
             if request.acks == 0:
                 return []
-            return kw.encode_produce_response(correlation_id, results)
+            answering = time.perf_counter()
+            parts = kw.encode_produce_response(correlation_id, results)
+            stats.produce_answer.observe(time.perf_counter() - answering)
+            return parts
         if key == kw.API_FETCH and version == kw.FETCH_VERSION:
             fetch = kw.decode_fetch_request(body)
             replicas = broker.replicas
@@ -209,6 +221,7 @@ class _Connection(asyncio.BufferedProtocol):
                 lambda r: read_partitions(r, replicas),
                 replicas.replica_waiters if follower else replicas.waiters,
                 max_wait_limit_ms=broker.settings.max_wait_ms_limit,
+                stages=stats.replica_fetch_stages if follower else stats.fetch_stages,
             )
             for fetched in partitions:
                 stats.on_fetch(fetched.topic, fetched.records, follower=follower)

@@ -8,6 +8,7 @@ root is on ``sys.path`` through ``pythonpath`` in the pytest config).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -37,3 +38,19 @@ async def broker(tmp_path: Path) -> AsyncIterator[BrokerHarness]:
             yield BrokerHarness(store, Keyspace("local"), app.state.broker, client, http, transport)
     finally:
         await store.aclose()
+
+
+@pytest.fixture(params=["http", "kafka"])
+async def broker_on_each_transport(
+    request: pytest.FixtureRequest, broker: BrokerHarness
+) -> AsyncIterator[BrokerHarness]:
+    """``broker`` with its client on HTTP, then on the internal listener (Kafka framing)."""
+    if request.param == "http":
+        yield broker
+        return
+    listener = broker.broker.listener
+    assert listener is not None
+    async with BrokerClient(
+        "http://127.0.0.1", transport=broker.transport, data_port=listener.port
+    ) as client:
+        yield dataclasses.replace(broker, client=client)

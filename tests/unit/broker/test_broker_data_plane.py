@@ -7,13 +7,10 @@ and over the internal listener (Kafka framing): both transports must behave the 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-from collections.abc import AsyncIterator
 
 import pytest
 
 from tests.unit.broker.broker_harness import BrokerHarness
-from yak.clients.broker import BrokerClient
 from yak.errors import (
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
@@ -34,20 +31,9 @@ from yak.record.batch_header import parse_header
 from yak_broker.storage.log_manager import TopicPartition
 
 
-@pytest.fixture(params=["http", "kafka"])
-async def broker(
-    request: pytest.FixtureRequest, broker: BrokerHarness
-) -> AsyncIterator[BrokerHarness]:
-    """The conftest's broker, its client on HTTP or on the internal listener."""
-    if request.param == "http":
-        yield broker
-        return
-    listener = broker.broker.listener
-    assert listener is not None
-    async with BrokerClient(
-        "http://127.0.0.1", transport=broker.transport, data_port=listener.port
-    ) as client:
-        yield dataclasses.replace(broker, client=client)
+@pytest.fixture
+def broker(broker_on_each_transport: BrokerHarness) -> BrokerHarness:
+    return broker_on_each_transport
 
 
 def batch(*values: bytes, timestamp: int = 1_700_000_000_000) -> bytes:

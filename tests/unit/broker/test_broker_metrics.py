@@ -110,7 +110,8 @@ def _stage_counts(registry: CollectorRegistry, name: str, **labels: str) -> dict
     return {s: _value(registry, f"{name}_count", stage=s, **labels) for s in stages}
 
 
-async def test_a_produce_observes_each_stage_once(broker: BrokerHarness) -> None:
+async def test_a_produce_observes_each_stage_once(broker_on_each_transport: BrokerHarness) -> None:
+    broker = broker_on_each_transport
     await broker.create_topic("stages")
     registry = broker.broker.metrics.registry
     produce = "yak_broker_produce_stage_seconds"
@@ -131,7 +132,10 @@ async def test_a_produce_observes_each_stage_once(broker: BrokerHarness) -> None
     assert _value(registry, f"{produce}_sum", stage="append") > 0
 
 
-async def test_a_fetch_observes_its_wait_and_its_reads_once(broker: BrokerHarness) -> None:
+async def test_a_fetch_observes_its_wait_and_its_reads_once(
+    broker_on_each_transport: BrokerHarness,
+) -> None:
+    broker = broker_on_each_transport
     await broker.create_topic("waits")
     registry = broker.broker.metrics.registry
     fetch = "yak_broker_fetch_stage_seconds"
