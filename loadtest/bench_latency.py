@@ -30,10 +30,11 @@ is described in ``docs/performance.md``.
 baseline`` skips it) is checked out with ``git worktree add --detach`` in a temporary folder
 and a second cluster runs its code (its ``shared`` and ``services/*`` first on the services'
 ``PYTHONPATH``, ``loadtest.local_cluster``'s ``python_path``; each process logs the files it
-imported and the run stops if they are not the worktree's). It measures the idle latencies,
-the end-to-end latencies (``--no-baseline-e2e`` skips them) and, last, the CPU phase; the
-current build's cluster then starts with the CPU phase, so the two CPU phases run back to back.
-One cluster runs at a time; Redis is measured first, alone. The worktree is removed at the end.
+imported and the run stops if they are not the worktree's). Each build's cluster is measured
+in the same order on fresh topics: idle latencies, end-to-end latencies (``--no-baseline-e2e``
+skips the baseline's) and, last, the CPU phase, whose 400 MB (1.2 GB replicated) burst and
+the writeback after it would otherwise weigh on whatever came next. One cluster runs at a
+time; Redis is measured first, alone. The worktree is removed at the end.
 Each build's services are imported once before it is measured (``preflight``): a tree that
 cannot start fails the run at once, not minutes into it.
 
@@ -338,31 +339,12 @@ async def idle_broker(
 
 
 async def measure_yak(
-    yak: Yak, system: str, build: str, options: Options, *, cpu_first: bool, e2e: bool
+    yak: Yak, system: str, build: str, options: Options, *, e2e: bool
 ) -> tuple[list[Row], CpuPhase, str]:
     """Every Yak measurement on one build (see the module docstring); the rows, the CPU phase
     and where the probe imported ``yak`` from."""
     console.log(f"[bold]{system}[/]: cluster up, creating topics")
     leaders = await _create_topics(yak)
-    counted = tuple(name for name in yak.pids if name.startswith(("broker-", "rest-proxy-")))
-
-    async def cpu() -> CpuPhase:
-        console.log(f"[bold]{system}[/]: CPU phase, {options.cpu_records:,} records")
-        load = os.getloadavg()[0]
-        phase = await cpu_phase(
-            build,
-            yak.proxy_url,
-            CPU_TOPIC,
-            yak.pids,
-            counted,
-            records=options.cpu_records,
-            warmup_requests=options.cpu_warmup_requests,
-        )
-        phase.load = round(load, 2)
-        await asyncio.sleep(1.0)  # followers finish what the phase left in flight
-        return phase
-
-    phase = await cpu() if cpu_first else None
     console.log(f"[bold]{system}[/]: idle produce straight to the brokers")
     load = os.getloadavg()[0]
     found, probe_code = await idle_broker(system, yak, leaders, options.idle)
@@ -388,8 +370,19 @@ async def measure_yak(
                 rows += _loaded([row], load)
         finally:
             await driver.aclose()
-    if phase is None:
-        phase = await cpu()
+    console.log(f"[bold]{system}[/]: CPU phase, {options.cpu_records:,} records")
+    load = os.getloadavg()[0]
+    counted = tuple(name for name in yak.pids if name.startswith(("broker-", "rest-proxy-")))
+    phase = await cpu_phase(
+        build,
+        yak.proxy_url,
+        CPU_TOPIC,
+        yak.pids,
+        counted,
+        records=options.cpu_records,
+        warmup_requests=options.cpu_warmup_requests,
+    )
+    phase.load = round(load, 2)
     return rows, phase, probe_code
 
 
@@ -586,7 +579,7 @@ def run(options: Options) -> dict[str, Any]:
                 found, phase, probe_code = asyncio.run(
                     measure_yak(
                         yak, "yak-before", "baseline", options,
-                        cpu_first=False, e2e=options.baseline_e2e,
+                        e2e=options.baseline_e2e,
                     )
                 )  # fmt: skip
                 origins["baseline"]["broker probe"] = probe_code
@@ -596,7 +589,7 @@ def run(options: Options) -> dict[str, Any]:
     console.log("[bold]yak[/]: starting a cluster on this checkout")
     with _stage("current", failures), yak_cluster("current", ()) as yak:
         found, phase, probe_code = asyncio.run(
-            measure_yak(yak, "yak", "current", options, cpu_first=True, e2e=True)
+            measure_yak(yak, "yak", "current", options, e2e=True)
         )
         origins["current"] = {**current_origins(), "broker probe": probe_code}
         rows += found
