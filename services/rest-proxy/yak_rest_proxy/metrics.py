@@ -25,8 +25,7 @@ partition read; the latter has no ``reconcile`` and no ``save``):
 - ``fetch``: waiting for the brokers' fetches (a long poll counts its whole wait);
 - ``decode``: the fetched record batches decoded into records;
 - ``render``: the records turned into the response body;
-- ``save``: the new positions (and auto-committed offsets) written to etcd. The write runs
-  while the answer renders, so a poll waits for the longer of ``render`` and ``save``.
+- ``save``: the new positions (and auto-committed offsets) written to etcd.
 
 What a request spends before its route runs (the HTTP server, middleware, the guard) is the
 difference between ``yak_http_request_duration_seconds`` and the sum of the stages.
