@@ -23,9 +23,12 @@ Per connection:
 - **Back-pressure**: when the socket's send buffer is above its high-water mark the listener
   stops reading further requests from that connection until it drains.
 
-Metrics are the data plane's (``BrokerTopicStats``), counted the same way as over HTTP,
-including the latency budget's stages (``yak_broker_produce_stage_seconds``: receive,
-append, replication, answer; ``yak_broker_fetch_stage_seconds``: wait, read).
+With ``YAK_ACCESS_LOG=true`` each request writes one ``yak.access`` line (method ``KAFKA``,
+route ``Produce``/``Fetch``) under the request id the client sent as its client id (the rest-
+proxy sends the id of the HTTP request it serves). Metrics are the data plane's
+(``BrokerTopicStats``), counted the same way as over HTTP, including the latency budget's
+stages (``yak_broker_produce_stage_seconds``: receive, append, replication, answer;
+``yak_broker_fetch_stage_seconds``: wait, read).
 Single event loop.
 """
 
@@ -40,6 +43,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
 from yak.errors import InvalidRequestError, YakError
+from yak.observability.logs import ACCESS_LOGGER, access_log_enabled
 from yak.observability.request_id import begin_request, end_request, valid_request_id
 from yak.protocol import kafka_sasl as sasl
 from yak.protocol import kafka_wire as kw
@@ -55,6 +59,7 @@ if TYPE_CHECKING:
 __all__ = ["InternalListener"]
 
 _log = logging.getLogger(__name__)
+_access_log = logging.getLogger(ACCESS_LOGGER)
 _MECHANISM = "PLAIN"
 _SASL_AUTHENTICATION_FAILED = 58
 _UNSUPPORTED_SASL_MECHANISM = 33
@@ -111,6 +116,7 @@ class _Connection(asyncio.BufferedProtocol):
         self._tasks: set[asyncio.Task[None]] = set()
         self._paused = False
         self._peer = "?"
+        self._access_log = access_log_enabled()
 
     # --- asyncio.BufferedProtocol -----------------------------------------------------------
 
@@ -176,13 +182,17 @@ class _Connection(asyncio.BufferedProtocol):
         scope = None
         if client_id and client_id != "yak" and valid_request_id(client_id):
             scope = begin_request(client_id)
+        status = 0
         try:
             try:
                 parts = await self._answer(header, body, received)
             except YakError as exc:
+                status = exc.kafka_code
                 parts = kw.error_response(header.correlation_id, exc)
             if parts and self._transport is not None and not self._transport.is_closing():
                 self._transport.writelines(parts)
+            if self._access_log:
+                _log_access(header, status, time.perf_counter() - received)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -270,3 +280,26 @@ class _Connection(asyncio.BufferedProtocol):
             _log.warning("bad authentication request from %s: %s", self._peer, exc)
         _log.warning("closing an unauthenticated connection from %s", self._peer)
         transport.close()
+
+
+_API_NAMES = {kw.API_PRODUCE: "Produce", kw.API_FETCH: "Fetch"}
+
+
+def _log_access(header: kw.RequestHeader, status: int, elapsed: float) -> None:
+    """One ``yak.access`` line, as the HTTP listener writes (``YAK_ACCESS_LOG=true``): method
+    ``KAFKA``, the API's name as the route, status 0 or the Kafka error code of a refusal."""
+    name = _API_NAMES.get(header.api_key, f"api-{header.api_key}")
+    _access_log.info(
+        "KAFKA %s v%d %d %.1f ms",
+        name,
+        header.api_version,
+        status,
+        elapsed * 1000,
+        extra={
+            "method": "KAFKA",
+            "route": name,
+            "path": name,
+            "status": status,
+            "duration_ms": round(elapsed * 1000, 3),
+        },
+    )
