@@ -263,9 +263,7 @@ def _records_from(data: Buffer, offset: int, max_bytes: int) -> list[Record]:
     """Decoded records at or past ``offset``; at least one, then up to ``max_bytes``."""
     records: list[Record] = []
     size = 0
-    for record in iter_records(data):
-        if record.offset < offset:
-            continue
+    for record in iter_records(data, from_offset=offset):
         size += len(record.key or b"") + len(record.value or b"")
         if records and size > max_bytes:
             break

@@ -163,12 +163,21 @@ def encode_batch(
     return b"".join((head, body))
 
 
-def decode_batch(buf: Buffer, pos: int = 0, *, verify_crc: bool = True) -> DecodedBatch:
+def decode_batch(
+    buf: Buffer, pos: int = 0, *, verify_crc: bool = True, from_offset: int = 0
+) -> DecodedBatch:
     """Decode the batch at ``pos`` of ``buf``: header, CRC, decompression, every record.
 
     Bytes after the batch are ignored (see ``decode_batches`` for a buffer of several).
     ``verify_crc=False`` skips only the checksum; every structural check still runs.
+    ``from_offset``: only records at or above it are decoded and returned; a batch wholly
+    below it comes back with no records, neither checksummed nor decompressed (a fetch answers
+    whole batches from the one holding the offset asked for).
     """
+    if from_offset:
+        header = validate_batch(buf, pos, check_crc=False)
+        if header.base_offset + header.last_offset_delta < from_offset:
+            return DecodedBatch(header, ())
     header = validate_batch(buf, pos, check_crc=verify_crc)
     start = pos + RECORD_BATCH_OVERHEAD
     end = pos + header.size
@@ -193,25 +202,30 @@ def decode_batch(buf: Buffer, pos: int = 0, *, verify_crc: bool = True) -> Decod
         header.base_timestamp,
         header.last_offset_delta,
         append_time,
+        from_offset,
     )
     return DecodedBatch(header, tuple(records))
 
 
-def decode_batches(buf: Buffer, *, verify_crc: bool = True) -> Iterator[DecodedBatch]:
+def decode_batches(
+    buf: Buffer, *, verify_crc: bool = True, from_offset: int = 0
+) -> Iterator[DecodedBatch]:
     """Decode every batch of a buffer that holds several back to back.
 
     Batches are yielded as they decode; a buffer that does not end on a batch boundary raises
-    ``CorruptRecordError`` after the complete batches before the damage.
+    ``CorruptRecordError`` after the complete batches before the damage. ``from_offset`` as
+    for ``decode_batch``.
     """
     pos = 0
     end = len(memoryview(buf))
     while pos < end:
-        batch = decode_batch(buf, pos, verify_crc=verify_crc)
+        batch = decode_batch(buf, pos, verify_crc=verify_crc, from_offset=from_offset)
         yield batch
         pos += batch.header.size
 
 
-def iter_records(buf: Buffer, *, verify_crc: bool = True) -> Iterator[Record]:
-    """Every record of every batch in ``buf``, in order (control batches included)."""
-    for batch in decode_batches(buf, verify_crc=verify_crc):
+def iter_records(buf: Buffer, *, verify_crc: bool = True, from_offset: int = 0) -> Iterator[Record]:
+    """Every record of every batch in ``buf``, in order (control batches included); with
+    ``from_offset``, those at or above it (the ones below are stepped over, not decoded)."""
+    for batch in decode_batches(buf, verify_crc=verify_crc, from_offset=from_offset):
         yield from batch.records

@@ -59,6 +59,9 @@ def _read_headers(data: bytes, pos: int) -> tuple[Headers, int]:
     return tuple(headers), pos
 
 
+_NOTHING_BELOW = -(1 << 64)
+
+
 def decode_records(
     data: bytes,
     pos: int,
@@ -68,14 +71,21 @@ def decode_records(
     base_timestamp: int,
     last_offset_delta: int,
     log_append_time: int | None = None,
+    from_offset: int = 0,
 ) -> list[Record]:
     """Decode exactly ``count`` records from ``data[pos:end]``.
 
     Timestamps are ``base_timestamp + timestampDelta``, or ``log_append_time`` for every record
-    when it is given (batches with the LogAppendTime type).
+    when it is given (batches with the LogAppendTime type). Records below ``from_offset`` are
+    stepped over (length, attributes, timestamp and offset deltas read; key, value and headers
+    not) and left out: a reader that wants the tail of a large batch pays for the tail.
     """
     try:
-        records, pos = _decode(data, pos, end, count, base_offset, base_timestamp, log_append_time)
+        # Below every int64 offset: nothing is skipped, whatever a (damaged) base offset says.
+        skip_below = from_offset if from_offset > 0 else _NOTHING_BELOW
+        records, pos = _decode(
+            data, pos, end, count, base_offset, base_timestamp, log_append_time, skip_below
+        )
     except IndexError as exc:
         raise CorruptRecordError("record runs past the end of the batch") from exc
     if pos != end:
@@ -96,6 +106,7 @@ def _decode(
     base_offset: int,
     base_timestamp: int,
     log_append_time: int | None,
+    skip_below: int,
 ) -> tuple[list[Record], int]:
     # One long loop on purpose: in CPython a function call per field would cost more than
     # the field itself. Each varint is read inline: one byte (b < 0x80), two bytes, else the
@@ -140,6 +151,9 @@ def _decode(
         if delta <= prev:
             raise InvalidRecordError(f"offset delta {delta} does not increase (previous {prev})")
         prev = delta
+        if base_offset + delta < skip_below:
+            pos = record_end  # below what the reader wants: not decoded
+            continue
         b = data[pos]
         if b < 0x80 and not b & 1:
             n = b >> 1  # one byte, even: a short non-null key (the common case)

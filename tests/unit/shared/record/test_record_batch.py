@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from yak.errors import InvalidRecordError, UnsupportedCompressionTypeError
+from yak.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
 from yak.record import (
     CompressionType,
     Record,
@@ -297,3 +297,35 @@ def test_crc32c_known_value() -> None:
     # RFC 3720 / Kafka's Crc32C check value; compute_crc covers bytes 21.. of a batch.
     assert crc32c.crc32c(b"123456789") == 0xE3069283
     assert compute_crc(b"\xff" * 21 + b"123456789", 0, 30) == 0xE3069283
+
+
+@given(
+    st.lists(st.integers(min_value=1, max_value=30), min_size=1, max_size=4),
+    st.integers(min_value=0, max_value=130),
+)
+def test_from_offset_returns_the_tail_of_a_full_decode(sizes: list[int], from_offset: int) -> None:
+    data, base = b"", 0
+    for size in sizes:
+        batch = bytearray(
+            encode_batch(
+                [RecordInput(key=b"k", value=b"v%d" % i, timestamp=5) for i in range(size)]
+            )
+        )
+        struct.pack_into(">q", batch, 0, base)  # the broker's offset assignment
+        data += bytes(batch)
+        base += size
+    every = list(iter_records(data))
+    assert list(iter_records(data, from_offset=from_offset)) == [
+        r for r in every if r.offset >= from_offset
+    ]
+
+
+def test_a_batch_wholly_below_from_offset_is_not_checksummed() -> None:
+    first = bytearray(encode_batch([RecordInput(key=None, value=b"old", timestamp=1)]))
+    second = bytearray(encode_batch([RecordInput(key=None, value=b"new", timestamp=1)]))
+    struct.pack_into(">q", second, 0, 1)
+    first[-1] ^= 0xFF  # damage the skipped batch's records
+    data = bytes(first + second)
+    assert [r.value for r in iter_records(data, from_offset=1)] == [b"new"]
+    with pytest.raises(CorruptRecordError):
+        list(iter_records(data))
