@@ -51,10 +51,10 @@ from prometheus_client.registry import Collector
 
 from yak.metadata.keyspace import KeyKind, Keyspace
 from yak.metadata.store import MetadataStore
+from yak.observability.metrics import STAGE_BUCKETS
 from yak.protocol.broker_wire import Buffer
 
 __all__ = [
-    "STAGE_BUCKETS",
     "BrokerCollector",
     "BrokerTopicStats",
     "ConsumerOffsets",
@@ -63,11 +63,6 @@ __all__ = [
     "batch_record_count",
 ]
 
-#: Stage latency buckets: 50 µs (an append to the page cache) to 5 s (a parked long poll).
-STAGE_BUCKETS = (
-    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-    1.0, 2.5, 5.0,
-)  # fmt: skip
 
 # RecordBatch v2: batchLength (i32) at 8 counts the bytes after offset 12; recordCount at 57.
 _LENGTH = struct.Struct(">i")

@@ -35,13 +35,9 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Histogram
 
-__all__ = ["STAGE_BUCKETS", "PollStats", "ProduceStats", "ProxyStats"]
+from yak.observability.metrics import STAGE_BUCKETS
 
-#: Stage latency buckets: 50 µs (a parse of a few records) to 5 s (a long poll, a slow ISR).
-STAGE_BUCKETS = (
-    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-    1.0, 2.5, 5.0,
-)  # fmt: skip
+__all__ = ["PollStats", "ProduceStats", "ProxyStats"]
 
 
 class ProduceStats:

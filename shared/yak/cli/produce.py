@@ -1,7 +1,8 @@
 """``yak produce TOPIC``: write records through the rest-proxy (like kafka-console-producer).
 
 Values come from ``--value`` or, one record per line, from stdin (read in a thread, so records
-typed by hand go out after ``--linger-ms`` without waiting for the next line). ``--key`` keys
+typed by hand go out at once — the SDK batches only behind a request in flight, up to
+``--linger-ms`` — without waiting for the next line). ``--key`` keys
 every record; ``-K SEP`` takes each line's key from before the first ``SEP`` instead. Kafka's
 murmur2 partitioner picks a keyed record's partition, as the Java client would; ``--partition``
 pins one; keyless records stick to a partition per batch. Records go through the SDK's
@@ -130,7 +131,12 @@ def produce(
         str, typer.Option(help="all (-1): every in-sync replica, 1: the leader, 0: none.")
     ] = "all",
     batch_records: Annotated[int, typer.Option(min=1, help="Most records per batch.")] = 1000,
-    linger_ms: Annotated[int, typer.Option(min=0, help="Wait to fill a batch.")] = 5,
+    linger_ms: Annotated[
+        int,
+        typer.Option(
+            min=0, help="Longest wait to fill a batch while another is in flight (idle: none)."
+        ),
+    ] = 5,
     compression: Annotated[
         str, typer.Option(help="none, gzip, snappy, lz4 or zstd (with acks all).")
     ] = "none",

@@ -34,7 +34,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-__all__ = ["METRICS_PATH", "ServiceMetrics", "metrics_route"]
+__all__ = ["METRICS_PATH", "STAGE_BUCKETS", "ServiceMetrics", "metrics_route"]
 
 _log = logging.getLogger(__name__)
 
@@ -44,6 +44,12 @@ HTTP_BUCKETS = (
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
 )  # fmt: skip
 ETCD_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)
+#: Latency-budget stage buckets (``yak_*_stage_seconds``): 50 µs (an append to the page cache,
+#: a parse of a few records) to 5 s (a parked long poll, a slow ISR).
+STAGE_BUCKETS = (
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+    1.0, 2.5, 5.0,
+)  # fmt: skip
 
 
 class ServiceMetrics:
