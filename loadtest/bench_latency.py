@@ -43,7 +43,8 @@ Output: ``loadtest/results/latency.json`` (``--results``): the headline keys
 ``e2e_p99_1k_ms``, ``e2e_p99_10k_ms``, ``redis_e2e_p99_10k_ms``, ``cpu_us_per_record``,
 ``cpu_us_per_record_before`` and more, see ``loadtest.latency.stats.headline``), the goals,
 every row and CPU phase, the machine, the load and the git revisions; tables on the terminal;
-and the generated block of ``docs/performance.md`` (``--doc``; ``--no-doc`` leaves it alone).
+and the generated block of ``docs/performance.md`` (``--doc``; ``--no-doc`` leaves it alone;
+``--report-only`` rewrites it from ``--results`` without measuring).
 Every process started is stopped at the end, also on errors, Ctrl-C and SIGTERM.
 """
 
@@ -140,6 +141,7 @@ class Options:
     baseline_e2e: bool = True
     results: Path = RESULTS
     doc: Path | None = DOC
+    report_only: bool = False
     command: str = "python -m loadtest.bench_latency"
 
     def settings(self) -> dict[str, Any]:
@@ -186,6 +188,11 @@ def parse(argv: Sequence[str] | None = None) -> Options:
     add("--results", type=Path, default=RESULTS, help="the JSON document")
     add("--doc", type=Path, default=DOC, help="the page whose results block is rewritten")
     add("--no-doc", action="store_true", help="leave docs/performance.md alone")
+    add(
+        "--report-only",
+        action="store_true",
+        help="measure nothing: rewrite the page's results block from --results",
+    )
     args = parser.parse_args(argv)
     if args.samples < 1 or args.warmup < 0 or args.cpu_records < 1:
         parser.error("--samples and --cpu-records must be ≥ 1, --warmup ≥ 0")
@@ -201,6 +208,7 @@ def parse(argv: Sequence[str] | None = None) -> Options:
         baseline_e2e=not args.no_baseline_e2e,
         results=args.results,
         doc=None if args.no_doc else args.doc,
+        report_only=args.report_only,
         command=f"python -m loadtest.bench_latency {shown}".strip(),
     )
 
@@ -626,6 +634,13 @@ def write(doc: dict[str, Any], options: Options) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     options = parse(argv)
+    if options.report_only:
+        if options.doc is not None:
+            options.doc.write_text(
+                splice(options.doc.read_text(), markdown(json.loads(options.results.read_text())))
+            )
+            console.print(f"results block of {options.doc} rewritten from {options.results}")
+        return 0
     signal.signal(signal.SIGTERM, _interrupt)
     doc = run(options)
     write(doc, options)

@@ -361,7 +361,8 @@ def markdown(doc: Mapping[str, Any]) -> str:
         f"(took {doc.get('wall_s', 0):.0f} s).",
         "",
         f"- Machine: {doc.get('machine', '?')}",
-        f"- Load: {doc.get('load', '?')}",
+        f"- Load: {doc.get('load', '?')}; {doc.get('load_at_end', '?')} (each row: the 1-minute"
+        " load average when it started)",
         f"- Code: {doc.get('revision', '?')}; baseline: {doc.get('baseline') or 'not measured'}",
         "",
         "### Goals",
@@ -371,7 +372,9 @@ def markdown(doc: Mapping[str, Any]) -> str:
     ]
     for goal in doc.get("goals", []):
         value = goal["value"]
-        shown = "n/a" if value is None else (f"{value:.2f}x" if goal["ratio"] else f"{value:.2f}")
+        shown = "n/a"
+        if value is not None:
+            shown = f"{value:.2f}x" if goal["ratio"] else f"{value:.2f} ms"
         verdict = {None: "n/a", True: "ok", False: "missed"}[goal["ok"]]
         lines.append(f"| {goal['goal']} | {shown} | {goal['detail']} | {verdict} |")
     lines += [

@@ -3,13 +3,14 @@ keys, the goals, the Markdown block, the options, and the code-path plumbing of 
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
 
 import pytest
 
-from loadtest.bench_latency import DEFAULT_BASELINE, parse
+from loadtest.bench_latency import DEFAULT_BASELINE, main, parse
 from loadtest.latency.baseline import check_origins, code_origins, preflight
 from loadtest.latency.measure import cpu_seconds
 from loadtest.latency.stats import (
@@ -293,3 +294,16 @@ def test_preflight_imports_the_services_of_a_checkout(tmp_path: Path) -> None:
     broken = _checkout(tmp_path / "broken", "raise ImportError('half-edited')\n")
     with pytest.raises(RuntimeError, match="half-edited"):
         preflight(code_path(broken))
+
+
+def test_report_only_rewrites_the_page_from_the_results(tmp_path: Path) -> None:
+    results = tmp_path / "latency.json"
+    doc = document(_rows(), _cpu(), {"date": "today", "wall_s": 1.0}, {})
+    results.write_text(json.dumps(doc))
+    page = tmp_path / "performance.md"
+    page.write_text(f"# P\n\n{BEGIN_MARKER}\nold\n{END_MARKER}\n\n## Budget per hop\n")
+    assert main(["--report-only", "--results", str(results), "--doc", str(page)]) == 0
+    text = page.read_text()
+    assert "old" not in text
+    assert "| redis | xadd | 1 | - | idle |" in text
+    assert text.endswith("## Budget per hop\n")
