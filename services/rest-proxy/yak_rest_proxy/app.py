@@ -33,6 +33,7 @@ from yak_rest_proxy.http.read_timeout import BodyReadTimeout
 from yak_rest_proxy.http.slashes import StripTrailingSlash
 from yak_rest_proxy.metrics import ProxyStats
 from yak_rest_proxy.native.admin_routes import admin_router
+from yak_rest_proxy.native.fast_lane import FastLane
 from yak_rest_proxy.native.group_admin_routes import group_admin_router
 from yak_rest_proxy.native.group_routes import group_router
 from yak_rest_proxy.native.routes import native_router
@@ -112,6 +113,7 @@ def create_app(
     app.include_router(quota_router(runtime))
     if guard and missing_routes(app):
         raise RuntimeError(f"routes without an ACL rule (route_acls.py): {missing_routes(app)}")
+    app.add_middleware(FastLane, runtime=runtime)  # innermost: the hottest route, plain
     app.add_middleware(StripTrailingSlash)
     app.add_middleware(ForwardCredential)
     app.add_middleware(BodyReadTimeout, timeout_s=runtime.settings.request_read_timeout_ms / 1000)

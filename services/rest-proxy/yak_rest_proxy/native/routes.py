@@ -57,10 +57,11 @@ from yak_rest_proxy.quotas.quotas import QuotaKind
 from yak_rest_proxy.runtime import ProxyRuntime
 from yak_rest_proxy.v2.metadata_routes import topic_record
 
-__all__ = ["native_router", "produce_response"]
+__all__ = ["ACKS", "native_router", "produce_records", "produce_response"]
 
 NATIVE_TAG = "native records"
-_ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
+#: The ``acks`` query values and what they mean to the producer.
+ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
 _JSON = "application/json"
 
 
@@ -117,6 +118,40 @@ def produce_response(results: Sequence[ProducedRecord | YakError]) -> Response:
     return Response(orjson.dumps({"results": rendered}), status_code=status, media_type=_JSON)
 
 
+async def produce_records(
+    runtime: ProxyRuntime, request: Request, topic: str, acks: int
+) -> Response:
+    """``POST /api/v1/topics/{topic}/records``: the route's work, also served by the fast lane
+    (``native.fast_lane``) without FastAPI's routing and parameter handling."""
+    settings = runtime.settings
+    started = time.perf_counter()
+    topic_record(runtime.cache.snapshot, topic)
+    principal = runtime.quotas.admit(QuotaKind.PRODUCE)
+    raw = await read_body(request, settings.max_request_bytes)
+    read = time.perf_counter()
+    runtime.quotas.charge(QuotaKind.PRODUCE, principal, len(raw))
+    outgoing = fast_outgoing(raw, int(time.time() * 1000))
+    if outgoing is None:  # not the plain shape: the model parses it (and names any error)
+        outgoing = _outgoing(parse_model(ProduceRecordsRequest, raw))
+    check_record_count(len(outgoing), settings.max_records_per_request)
+    publication = enqueue(
+        runtime.producer,
+        runtime.partitioner,
+        runtime.cache.snapshot,
+        topic,
+        outgoing,
+        acks=acks,
+    )
+    parsed = time.perf_counter()
+    results = await publication.results()
+    answered = time.perf_counter()
+    response = produce_response(results)
+    runtime.stats.produce.on_request(
+        read - started, parsed - read, time.perf_counter() - answered
+    )
+    return response
+
+
 def native_router(runtime: ProxyRuntime) -> APIRouter:
     router = APIRouter(prefix=API_PREFIX, tags=[NATIVE_TAG])
     settings = runtime.settings
@@ -133,30 +168,7 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
         acks: Annotated[Literal["all", "-1", "1", "0"], Query()] = "all",
     ) -> Response:
         """Produce records; per-record results in request order."""
-        started = time.perf_counter()
-        topic_record(runtime.cache.snapshot, topic)
-        principal = runtime.quotas.admit(QuotaKind.PRODUCE)
-        raw = await read_body(request, settings.max_request_bytes)
-        read = time.perf_counter()
-        runtime.quotas.charge(QuotaKind.PRODUCE, principal, len(raw))
-        outgoing = fast_outgoing(raw, int(time.time() * 1000))
-        if outgoing is None:  # not the plain shape: the model parses it (and names any error)
-            outgoing = _outgoing(parse_model(ProduceRecordsRequest, raw))
-        check_record_count(len(outgoing), settings.max_records_per_request)
-        publication = enqueue(
-            runtime.producer,
-            runtime.partitioner,
-            runtime.cache.snapshot,
-            topic,
-            outgoing,
-            acks=_ACKS[acks],
-        )
-        parsed = time.perf_counter()
-        results = await publication.results()
-        answered = time.perf_counter()
-        response = produce_response(results)
-        produce_stats.on_request(read - started, parsed - read, time.perf_counter() - answered)
-        return response
+        return await produce_records(runtime, request, topic, ACKS[acks])
 
     @router.post("/producers", status_code=201, response_model=ProducerSession)
     async def new_producer() -> Response:
@@ -220,7 +232,7 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
             topic,
             partition,
             batch,
-            acks=_ACKS[acks],
+            acks=ACKS[acks],
             timeout_s=settings.produce_timeout_ms / 1000,
         )
         answered = time.perf_counter()
