@@ -146,9 +146,7 @@ async def produce_records(
     results = await publication.results()
     answered = time.perf_counter()
     response = produce_response(results)
-    runtime.stats.produce.on_request(
-        read - started, parsed - read, time.perf_counter() - answered
-    )
+    runtime.stats.produce.on_request(read - started, parsed - read, time.perf_counter() - answered)
     return response
 
 
