@@ -69,6 +69,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import orjson
 from redis.utils import HIREDIS_AVAILABLE
 from rich.console import Console
 from rich.table import Table
@@ -113,6 +114,8 @@ from loadtest.peers.environment import machine_description
 from loadtest.peers.servers import redis_server, server_versions
 from yak.clients.admin import AdminClient
 from yak.etcd_server import EmbeddedEtcd, free_ports
+from yak.metadata.etcd_store import EtcdMetadataStore
+from yak.metadata.keyspace import Keyspace
 from yak.supervisor import StartupError
 
 __all__ = ["Options", "main", "parse"]
@@ -300,6 +303,22 @@ async def _create_topics(yak: Yak) -> dict[int, int]:
     return leaders
 
 
+async def _data_ports(cluster: LocalCluster) -> dict[int, int]:
+    """Each broker's internal listener port, from its registration (none on older builds)."""
+    store = EtcdMetadataStore.from_url(cluster.etcd.endpoint)
+    keyspace = Keyspace(cluster.cluster_id)
+    found: dict[int, int] = {}
+    try:
+        for broker_id in cluster.brokers:
+            registered = await store.get(keyspace.broker(broker_id))
+            port = orjson.loads(registered.value).get("data_port") if registered else None
+            if isinstance(port, int):
+                found[broker_id] = port
+    finally:
+        await store.aclose()
+    return found
+
+
 async def idle_broker(
     system: str, yak: Yak, leaders: dict[int, int], settings: IdleSettings
 ) -> tuple[list[Row], str]:
@@ -310,8 +329,12 @@ async def idle_broker(
         for rf, topic in sorted(IDLE_TOPICS.items())
         for acks in (0, 1, -1)
     ]
+    data_ports = await _data_ports(yak.cluster)
     for target in targets:
-        target["url"] = yak.cluster.broker_url(leaders[int(target["rf"])])
+        leader = leaders[int(target["rf"])]
+        target["url"] = yak.cluster.broker_url(leader)
+        if leader in data_ports:  # a build with the internal listener: the probe uses it
+            target["data_port"] = data_ports[leader]
     spec = {
         "samples": settings.samples,
         "warmup": settings.warmup,

@@ -9,7 +9,9 @@ speaks. Only ``BrokerClient``'s public API is used. The spec::
      "targets": [{"rf": 3, "acks": -1, "topic": "lat-rf3", "partition": 0,
                   "url": "http://127.0.0.1:40001"}, ...]}
 
-``url`` is the partition's leader (found by the caller from the coordinator). Each target gets
+``url`` is the partition's leader (found by the caller from the coordinator); ``data_port``,
+when the build's brokers register one, its internal listener, which the client then uses.
+Each target gets
 ``warmup`` unmeasured produces, then ``samples`` measured ones, one at a time on one client
 (one connection), ``interval_s`` apart; every produce is a fresh one-record batch (encoded
 before its clock starts) whose value is the peers' 1 KiB JSON payload. Prints one JSON line:
@@ -65,7 +67,11 @@ async def probe(spec: dict[str, Any]) -> dict[str, Any]:
         for target in spec["targets"]:
             url = target["url"]
             if url not in clients:
-                clients[url] = BrokerClient(url, timeout_s=REQUEST_TIMEOUT_S, max_connections=1)
+                # The internal listener when the build has one (older builds: HTTP only).
+                extra = {"data_port": target["data_port"]} if target.get("data_port") else {}
+                clients[url] = BrokerClient(
+                    url, timeout_s=REQUEST_TIMEOUT_S, max_connections=1, **extra
+                )
             rows.append(await _target(clients[url], spec, target))
     finally:
         for client in clients.values():
