@@ -10,11 +10,11 @@ speaks. Only ``BrokerClient``'s public API is used. The spec::
                   "url": "http://127.0.0.1:40001"}, ...]}
 
 ``url`` is the partition's leader (found by the caller from the coordinator); ``data_port``,
-when the build's brokers register one, its internal listener, which the client then uses.
-Each target gets
-``warmup`` unmeasured produces, then ``samples`` measured ones, one at a time on one client
-(one connection), ``interval_s`` apart; every produce is a fresh one-record batch (encoded
-before its clock starts) whose value is the peers' 1 KiB JSON payload. Prints one JSON line:
+when the build's brokers register one, its internal listener, which the client then uses. Each
+target gets ``warmup`` unmeasured produces, then ``samples`` measured ones, one at a time on one
+client (one connection), ``interval_s`` apart; every produce is a fresh one-record batch
+(encoded before its clock starts) whose value is the peers' 1 KiB JSON payload.
+Prints one JSON line:
 ``{"code": <yak's __file__>, "rows": [{"rf", "acks", "ms": [...], "errors"}]}``.
 """
 
