@@ -2,17 +2,20 @@
 
 The rest-proxy is the public face of Yak: the Confluent REST Proxy v2-compatible API at the
 root (``/topics``, ``/consumers``, ``/brokers``) and the native API under ``/api/v1``, both
-served from one FastAPI app whose OpenAPI document covers every route. It keeps no state of its
-own (``runtime.ProxyRuntime``): anything a client relies on lives in etcd or on the brokers, so
-any proxy serves any client. With ``YAK_SECURITY=on`` every route but the health checks and the
-OpenAPI docs goes through the guard (``security.guard``): a credential, then the route's ACL
-checks from ``security.route_acls``. ``/metrics`` (docs/observability.md) is a plain route
-outside the guard, public like the health checks; the observability middleware, outermost,
-times every request and gives it its ``X-Request-Id``.
+served from one FastAPI app whose OpenAPI document covers every route. It keeps no durable
+state (``runtime.ProxyRuntime``): anything a client relies on lives in etcd or on the brokers,
+so any proxy serves any client; the consumer instances it serves are held in memory and
+written behind (``consumers.members``), handed over when another proxy asks for one. With
+``YAK_SECURITY=on`` every route but the health checks and the OpenAPI docs goes through the
+guard (``security.guard``): a credential, then the route's ACL checks from
+``security.route_acls``. ``/metrics`` (docs/observability.md) is a plain route outside the
+guard, public like the health checks; the observability middleware, outermost, times every
+request and gives it its ``X-Request-Id``.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -77,9 +80,11 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         await runtime.start()
+        await consumers.start()
         try:
             yield
         finally:
+            await consumers.stop()  # the instances it holds: positions written behind
             await runtime.stop()
 
     guard = [] if runtime.security_cache is None else [Depends(Guard(runtime.security_cache))]
@@ -99,7 +104,15 @@ def create_app(
     cap = ConsumerCap(runtime.store, runtime.keyspace, runtime.settings.max_consumers_per_principal)
     clock = clock if clock is not None else SystemClock()
     consumers = Consumers(
-        runtime.store, runtime.keyspace, runtime.cache, runtime.reader, clock=clock, cap=cap
+        runtime.store,
+        runtime.keyspace,
+        runtime.cache,
+        runtime.reader,
+        clock=clock,
+        cap=cap,
+        holder=f"{runtime.settings.node_id}-{uuid.uuid4().hex[:12]}",
+        flush_interval_ms=runtime.settings.consumer_positions_flush_ms,
+        handoff_timeout_ms=runtime.settings.consumer_handoff_timeout_ms,
     )
     app.include_router(consumer_router(runtime, consumers))
     app.include_router(group_router(runtime, consumers))

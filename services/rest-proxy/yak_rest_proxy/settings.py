@@ -38,6 +38,16 @@ consumer_request_timeout_ms         —                           1000: wait of 
 consumer_request_max_timeout_ms     YAK_CONSUMER_REQUEST_       30000: the longest wait a
                                     MAX_TIMEOUT_MS              records GET may ask for
 consumer_request_max_bytes          —                           64 MiB
+consumer_positions_flush_ms         YAK_CONSUMER_POSITIONS_     1000: how often the fetch
+                                    FLUSH_MS                    positions a proxy holds in
+                                                                memory are written to etcd (0:
+                                                                at every poll); a proxy crash
+                                                                re-delivers at most what was
+                                                                polled since
+consumer_handoff_timeout_ms         YAK_CONSUMER_HANDOFF_       2000: how long a proxy waits for
+                                    TIMEOUT_MS                  the proxy holding an instance to
+                                                                hand it over before taking it
+                                                                (docs/consumer-groups.md)
 security                            YAK_SECURITY                off; ``on``: every route but
                                                                 the health checks and the
                                                                 OpenAPI docs needs a credential
@@ -91,6 +101,8 @@ class ProxySettings:
     consumer_request_timeout_ms: int = 1_000
     consumer_request_max_timeout_ms: int = 30_000
     consumer_request_max_bytes: int = 64 * 1024 * 1024
+    consumer_positions_flush_ms: int = 1_000
+    consumer_handoff_timeout_ms: int = 2_000
     security: bool = False
     super_users: tuple[str, ...] = ()
     auth_max_failures: int = 10
@@ -112,6 +124,9 @@ class ProxySettings:
         for name in ("max_records_per_request", "request_read_timeout_ms"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
+        for name in ("consumer_positions_flush_ms", "consumer_handoff_timeout_ms"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0")
         for name in ("quota_produce_bytes_per_s", "quota_fetch_bytes_per_s"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0 (0: unlimited)")
@@ -179,6 +194,8 @@ _ENV: tuple[tuple[str, str, Callable[[str], object]], ...] = (
     ("max_consumers_per_principal", "YAK_MAX_CONSUMERS_PER_PRINCIPAL", int),
     ("consumer_instance_timeout_ms", "YAK_CONSUMER_INSTANCE_TIMEOUT_MS", int),
     ("consumer_request_max_timeout_ms", "YAK_CONSUMER_REQUEST_MAX_TIMEOUT_MS", int),
+    ("consumer_positions_flush_ms", "YAK_CONSUMER_POSITIONS_FLUSH_MS", int),
+    ("consumer_handoff_timeout_ms", "YAK_CONSUMER_HANDOFF_TIMEOUT_MS", int),
     ("security", "YAK_SECURITY", _switch),
     ("super_users", "YAK_SUPER_USERS", _principals),
     ("auth_max_failures", "YAK_AUTH_MAX_FAILURES", int),

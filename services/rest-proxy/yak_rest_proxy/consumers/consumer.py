@@ -1,16 +1,19 @@
 """``Consumers``: what a REST consumer instance can do, whichever proxy serves the request.
 
-Every operation takes the instance through ``members`` (which applies the member side of the
-group protocol first, ``member_protocol.reconcile``), then acts:
+Every operation goes through ``members`` — the instances this proxy holds in memory, which
+applies the member side of the group protocol first (``member_protocol.reconcile``) — then acts:
 
 - **poll**: positions of owned partitions start at the committed offset, else by
   ``auto_offset_reset`` (``earliest``/``latest``; ``none`` raises ``OFFSET_OUT_OF_RANGE``); one
-  long-polling fetch across the partitions' leaders; the positions advance. With auto-commit
-  on, the positions reached by the *previous* poll are committed — the client asking for more
-  is taken as having processed what it got, as Kafka's auto-commit on ``poll`` does. An
-  instance that owns nothing waits for its group's state to change, up to the timeout.
+  long-polling fetch across the partitions' leaders; the positions advance in memory and are
+  written behind (``members``). With auto-commit on, the positions reached by the *previous*
+  poll are committed with the next write — the client asking for more is taken as having
+  processed what it got, as Kafka's auto-commit on ``poll`` does. An instance that owns nothing
+  waits for its group's state to change, up to the timeout. In the steady state a poll makes no
+  etcd call.
 - **seek** to offsets, beginning, end or a timestamp, for partitions the instance owns.
-- **commit** offsets (or the current positions) fenced by ownership: ``member_protocol.commit``.
+- **commit** offsets (or the current positions) fenced by ownership (``member_protocol.commit``),
+  written through: answered once in etcd.
 
 Nothing here reads the wall clock: time comes from the injected ``Clock``.
 """
@@ -95,13 +98,31 @@ class Consumers:
         *,
         clock: Clock,
         cap: ConsumerCap | None = None,
+        holder: str | None = None,
+        flush_interval_ms: int = 1_000,
+        handoff_timeout_ms: int = 2_000,
     ) -> None:
         self._store = MemberStore(store, keyspace)
-        self.members = Members(self._store, store, keyspace, clock=clock)
+        self.members = Members(
+            self._store,
+            store,
+            keyspace,
+            clock=clock,
+            holder=holder if holder is not None else f"proxy-{uuid.uuid4().hex[:12]}",
+            flush_interval_s=flush_interval_ms / 1000,
+            handoff_timeout_s=handoff_timeout_ms / 1000,
+        )
         self._cache = cache
         self._reader = reader
         self._clock = clock
         self._cap = cap
+
+    async def start(self) -> None:
+        await self.members.start()
+
+    async def stop(self) -> None:
+        """Let every instance this proxy holds go (positions written behind)."""
+        await self.members.stop()
 
     def now_ms(self) -> int:
         return self._clock.time_ms()
@@ -174,7 +195,7 @@ class Consumers:
         """Seek to ``earliest``, ``latest`` or the first offset at or after a timestamp (ms)."""
         wanted = set(partitions)
         member = await self.members.current(group, member_id)
-        protocol.seek(member, dict.fromkeys(wanted, 0))  # refuses partitions it does not own
+        protocol.require_owned(member, wanted)
 
         async def target(topic: str, partition: int) -> int:
             offset = (await self._reader.list_offsets(topic, partition, where)).offset
@@ -210,7 +231,7 @@ class Consumers:
             timeout_ms = max(0, min(timeout_ms, max_timeout_ms))
             deadline = self._clock.monotonic() + timeout_ms / 1000
             if not member.owned:
-                await self.members.wait_for_state(group, member_id, timeout_ms / 1000)
+                await self.members.wait_for_state(member, timeout_ms / 1000)
                 member = await self.members.current(group, member_id)
                 if not member.owned:
                     return Poll(member, [])
@@ -218,7 +239,7 @@ class Consumers:
             start = {**member.positions, **found}
             reading = sorted(member.owned - paused)
             if not reading:  # everything paused: a long poll still waits (for a rebalance)
-                await self.members.wait_for_state(group, member_id, self._left(deadline))
+                await self.members.wait_for_state(member, self._left(deadline))
                 return Poll(member, [])
             polled, reached = await self._read(member, start, reading, deadline, max_bytes)
 

@@ -65,6 +65,7 @@ __all__ = [
     "Write",
     "adopt",
     "ask",
+    "asked",
     "assign",
     "claim",
     "commit",
@@ -77,6 +78,7 @@ __all__ = [
     "reconcile",
     "refresh",
     "release",
+    "require_owned",
     "seek",
     "settle",
     "subscribe",
@@ -298,6 +300,14 @@ def ask(read: MemberRead, holder: str) -> Write:
     return Write(read.group, read.member_id, read.record.lease_id, guards, (put,))
 
 
+def asked(member: Member, stored: StoredPositions) -> Member:
+    """``member`` once another proxy's ``ask`` rewrote its positions record (seen by a watch):
+    the record's revision is the guard now; the holder's positions stay the truth."""
+    if stored.holder != member.holder or stored.revision <= member.positions_revision:
+        return member
+    return replace(member, stored=stored.positions, positions_revision=stored.revision)
+
+
 def refresh(member: Member, read: MemberRead) -> Member | None:
     """``member`` brought up to what etcd holds after a write failed; None once another proxy
     holds it. The holder's positions are the truth while it holds: they stay."""
@@ -398,12 +408,17 @@ def polled(member: Member, start: Offsets, reached: Offsets) -> Member:
     return replace(member, positions=positions, processed=processed)
 
 
-def seek(member: Member, offsets: Offsets) -> Step:
-    """Move positions of owned partitions; written through."""
-    missing = sorted(set(offsets) - member.owned)
+def require_owned(member: Member, partitions: Iterable[TopicPartition]) -> None:
+    """Refuse (``ILLEGAL_STATE``) partitions the member does not own."""
+    missing = sorted(set(partitions) - member.owned)
     if missing:
         shown = ", ".join(f"{t}-{p}" for t, p in missing)
         raise IllegalStateError(f"consumer instance {member.member_id!r} is not assigned {shown}")
+
+
+def seek(member: Member, offsets: Offsets) -> Step:
+    """Move positions of owned partitions; written through."""
+    require_owned(member, offsets)
     positions = {**member.positions, **offsets}
     after = replace(member, positions=positions, stored=positions)
     put = PutPositions(positions, member.epoch, member.holder)

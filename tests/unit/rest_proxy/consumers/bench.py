@@ -10,11 +10,12 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from yak.clock import FakeClock
+from yak.errors import MetadataStoreError
 from yak.metadata.cache import MetadataCache
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
 from yak.metadata.models import GroupMember, GroupState, PartitionState, TopicRecord
-from yak.metadata.store import Compare
+from yak.metadata.store import Compare, KeyLike, KeyValue, Op, RangeResult, TxnResult, Watch
 from yak.protocol.broker_models import OffsetResult
 from yak.record import Record
 from yak_coordinator.election import Term
@@ -60,12 +61,67 @@ class FakeLog:
         return OffsetResult(topic=topic, partition=partition, timestamp=-1, offset=offset)
 
 
+class ProxyStore:
+    """One proxy's connection to the shared in-memory etcd: counts the calls it makes, and
+    can be cut (every call then fails, as for a proxy that crashed or lost etcd)."""
+
+    def __init__(self, store: MemoryMetadataStore) -> None:
+        self._store = store
+        self.calls = 0
+        self.cut = False
+
+    def _call(self) -> MemoryMetadataStore:
+        if self.cut:
+            raise MetadataStoreError("cut off")
+        self.calls += 1
+        return self._store
+
+    async def get(self, key: KeyLike) -> KeyValue | None:
+        return await self._call().get(key)
+
+    async def range_prefix(self, prefix: KeyLike) -> RangeResult:
+        return await self._call().range_prefix(prefix)
+
+    async def put(self, key: KeyLike, value: bytes, *, lease: int | None = None) -> int:
+        return await self._call().put(key, value, lease=lease)
+
+    async def delete(self, key: KeyLike) -> bool:
+        return await self._call().delete(key)
+
+    async def delete_prefix(self, prefix: KeyLike) -> int:
+        return await self._call().delete_prefix(prefix)
+
+    async def txn(
+        self, compares: Sequence[Compare], on_success: Sequence[Op], on_failure: Sequence[Op] = ()
+    ) -> TxnResult:
+        return await self._call().txn(compares, on_success, on_failure)
+
+    async def grant_lease(self, ttl_s: int) -> int:
+        return await self._call().grant_lease(ttl_s)
+
+    async def keep_alive_once(self, lease_id: int) -> int:
+        return await self._call().keep_alive_once(lease_id)
+
+    async def revoke_lease(self, lease_id: int) -> None:
+        await self._call().revoke_lease(lease_id)
+
+    def watch_prefix(self, prefix: KeyLike, start_revision: int | None = None) -> Watch:
+        return self._store.watch_prefix(prefix, start_revision)
+
+    async def compact(self, revision: int) -> None:
+        await self._call().compact(revision)
+
+    async def aclose(self) -> None:
+        pass
+
+
 @dataclass
 class Bench:
     store: MemoryMetadataStore
     clock: FakeClock
     cache: MetadataCache
     log: FakeLog = field(default_factory=FakeLog)
+    proxies: list[Consumers] = field(default_factory=list)
 
     async def topic(self, name: str, partitions: int) -> None:
         record = TopicRecord(
@@ -77,19 +133,48 @@ class Bench:
             await self.store.put(KS.partition(name, p), state.encode())
         await self.cache.wait_for_revision(self.store.revision)
 
-    def proxy(self) -> Consumers:
-        return Consumers(self.store, KS, self.cache, self.log, clock=self.clock)
+    async def proxy(
+        self, *, flush_interval_ms: int = 1_000, handoff_timeout_ms: int = 2_000
+    ) -> tuple[Consumers, ProxyStore]:
+        """A started proxy, named ``proxy-<n>`` in the positions records it holds."""
+        store = ProxyStore(self.store)
+        proxy = Consumers(
+            store,
+            KS,
+            self.cache,
+            self.log,
+            clock=self.clock,
+            holder=f"proxy-{len(self.proxies)}",
+            flush_interval_ms=flush_interval_ms,
+            handoff_timeout_ms=handoff_timeout_ms,
+        )
+        await proxy.start()
+        self.proxies.append(proxy)
+        return proxy, store
+
+    async def stop(self) -> None:
+        for proxy in self.proxies:
+            await proxy.stop()
+
+    @staticmethod
+    async def settle() -> None:
+        """Let the watches deliver what was written (the in-memory store pushes at once)."""
+        for _ in range(5):
+            await asyncio.sleep(0)
 
     async def state_where(self, group: str, predicate: Callable[[GroupState], bool]) -> GroupState:
-        """The group's state once ``predicate`` holds (read, then watch: no polling)."""
+        """The group's state once ``predicate`` holds (read, then watch: no polling), once the
+        proxies' watches saw it too."""
         key = KS.group_state(group)
         async with asyncio.timeout(5):
             read = await self.store.range_prefix(key)
             if read.kvs and predicate(state := GroupState.decode(read.kvs[0].value)):
+                await self.settle()
                 return state
             async with self.store.watch_prefix(key, read.revision + 1) as watch:
                 async for event in watch:
                     if event.value and predicate(state := GroupState.decode(event.value)):
+                        await self.settle()
                         return state
         raise AssertionError("the watch ended")
 
@@ -114,9 +199,11 @@ async def running_bench() -> AsyncIterator[Bench]:
     task = asyncio.get_running_loop().create_task(
         GroupCoordinator(store, KS, cache, clock=clock).run(term)
     )
+    bench = Bench(store, clock, cache)
     try:
-        yield Bench(store, clock, cache)
+        yield bench
     finally:
+        await bench.stop()
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         await cache.stop()

@@ -33,7 +33,7 @@ async def joined(bench: Bench, proxy: Consumers, member_id: str, **fields: objec
 
 
 async def test_a_released_partition_is_committed_where_its_owner_stopped(bench: Bench) -> None:
-    first, second = bench.proxy(), bench.proxy()
+    (first, _), (second, _) = await bench.proxy(), await bench.proxy()
     bench.log.append("t", 0, "a0", "a1")
     bench.log.append("t", 1, "b0", "b1")
     await joined(bench, first, "m1")
@@ -51,7 +51,7 @@ async def test_a_released_partition_is_committed_where_its_owner_stopped(bench: 
 
 
 async def test_commits_are_fenced_by_ownership_and_epoch(bench: Bench) -> None:
-    first, second = bench.proxy(), bench.proxy()
+    (first, _), (second, _) = await bench.proxy(), await bench.proxy()
     await joined(bench, first, "m1", auto_commit=False)
     await joined(bench, second, "m2", auto_commit=False)
     state = await bench.state_where(
@@ -71,7 +71,7 @@ async def test_commits_are_fenced_by_ownership_and_epoch(bench: Bench) -> None:
 
 
 async def test_seek_needs_an_owned_partition(bench: Bench) -> None:
-    proxy = bench.proxy()
+    proxy, _ = await bench.proxy()
     await proxy.create("g", member("m1", auto_commit=False), 30_000)
     await proxy.assign("g", "m1", [T1])
     with pytest.raises(IllegalStateError):
@@ -82,7 +82,7 @@ async def test_seek_needs_an_owned_partition(bench: Bench) -> None:
 
 
 async def test_an_idle_instance_expires(bench: Bench) -> None:
-    proxy = bench.proxy()
+    proxy, _ = await bench.proxy()
     await proxy.create("g", member("m1"), 1_000)
     await proxy.subscribe("g", "m1", ["t"], None)
     bench.clock.advance(5)
@@ -91,7 +91,7 @@ async def test_an_idle_instance_expires(bench: Bench) -> None:
 
 
 async def test_another_proxy_continues_from_what_etcd_holds(bench: Bench) -> None:
-    first, second = bench.proxy(), bench.proxy()
+    (first, _), (second, _) = await bench.proxy(), await bench.proxy()
     bench.log.append("t", 0, "a0", "a1")
     await proxy_assigned(first, "m1")
     assert await values(first, "m1") == ["a0", "a1"]

@@ -300,3 +300,18 @@ def test_settle_records_the_revisions_a_write_got() -> None:
     assert (settled.revision, settled.positions_revision, settled.grant.as_of) == (40, 40, 40)
     record_only = protocol.settle(protocol.unsubscribe(settled), 41)
     assert (record_only.revision, record_only.positions_revision) == (41, 40)
+
+
+def test_an_ask_seen_by_the_watch_becomes_the_guard_of_the_release() -> None:
+    member = protocol.polled(protocol.positioned(owning(T0), {T0: 0}), {T0: 0}, {T0: 4})
+    request = StoredPositions(20, {T0: 0}, 2, ME, OTHER)
+    after = protocol.asked(member, request)
+    assert (after.positions_revision, after.positions) == (20, {T0: 4})
+    assert Guard(Key.POSITIONS, 20) in protocol.release(after, NOW, OTHER).guards
+    assert protocol.asked(member, StoredPositions(20, {}, 2, OTHER)) is member  # taken: no
+
+
+def test_only_owned_partitions_may_be_sought() -> None:
+    protocol.require_owned(owning(T0), [T0])
+    with pytest.raises(IllegalStateError):
+        protocol.require_owned(owning(T0), [T0, T1])
