@@ -26,6 +26,16 @@ is described in ``docs/performance.md``.
    (acks=all, RF 3, 16 partitions); user + system CPU seconds of the rest-proxy and the three
    brokers from ``/proc/<pid>/stat`` after minus before, per acknowledged record.
 
+4. **Budget per hop** (the current build only): the stage histograms of the rest-proxy's and
+   every broker's ``/metrics`` (``yak_proxy_produce_stage_seconds``,
+   ``yak_proxy_poll_stage_seconds``, ``yak_broker_produce_stage_seconds``,
+   ``yak_broker_fetch_stage_seconds``) scraped just before and just after the measured requests
+   of the idle proxy rows RF 3 acks=1 and acks=all and the measured part of the end-to-end run
+   at 1,000 msg/s (the lowest rate when 1,000 is not among ``--rates``); the bucket counts
+   diffed and summed over the brokers, each stage's p50/p99 as Prometheus'
+   ``histogram_quantile`` computes it (``loadtest.latency.stats``). A build without these
+   metrics (the baseline) has no budget; a failed scrape leaves that table out.
+
 **Baseline**: ``--baseline REF`` (default ``5db3bf7``, the code before the speed work; ``--no-
 baseline`` skips it) is checked out with ``git worktree add --detach`` in a temporary folder
 and a second cluster runs its code (its ``shared`` and ``services/*`` first on the services'
@@ -42,9 +52,10 @@ Output: ``loadtest/results/latency.json`` (``--results``): the headline keys
 (``proxy_acks1_p50_ms``, ``proxy_acksall_p50_ms`` — RF 3 —, ``redis_xadd_p50_ms``,
 ``e2e_p99_1k_ms``, ``e2e_p99_10k_ms``, ``redis_e2e_p99_10k_ms``, ``cpu_us_per_record``,
 ``cpu_us_per_record_before`` and more, see ``loadtest.latency.stats.headline``), the goals,
-every row and CPU phase, the machine, the load and the git revisions; tables on the terminal;
-and the generated block of ``docs/performance.md`` (``--doc``; ``--no-doc`` leaves it alone;
-``--report-only`` rewrites it from ``--results`` without measuring).
+every row and CPU phase, the budget per hop, the machine, the load and the git revisions;
+tables on the terminal; and the generated blocks of ``docs/performance.md``, the results and
+the budget per hop (``--doc``; ``--no-doc`` leaves it alone; ``--report-only`` rewrites them
+from ``--results`` without measuring).
 Every process started is stopped at the end, also on errors, Ctrl-C and SIGTERM.
 """
 
@@ -62,13 +73,14 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import httpx
 import orjson
 from redis.utils import HIREDIS_AVAILABLE
 from rich.console import Console
@@ -94,23 +106,33 @@ from loadtest.latency.measure import (
     end_to_end,
     idle_proxy,
     idle_redis,
+    no_idle_hook,
+    scrape_stages,
     wait_until_producible,
 )
 from loadtest.latency.stats import (
+    POLL_PATH,
+    PRODUCE_PATH,
     CpuPhase,
+    Histograms,
     Row,
+    StageFigure,
+    StageKey,
+    budget_key,
+    budget_rows,
+    diff_histograms,
     document,
     evaluate_goals,
     find_row,
     headline,
     latency_row,
-    markdown,
-    splice,
+    page,
 )
 from loadtest.local_cluster import LocalCluster, code_path, local_cluster, wait_for
 from loadtest.peers.drivers.redis_streams import RedisStreamsDriver
 from loadtest.peers.drivers.yak_rest import YakRestDriver
 from loadtest.peers.environment import machine_description
+from loadtest.peers.runner import MeasureHook, no_hook
 from loadtest.peers.servers import redis_server, server_versions
 from yak.clients.admin import AdminClient
 from yak.etcd_server import EmbeddedEtcd, free_ports
@@ -126,6 +148,10 @@ LOGS = ROOT / ".artifacts" / "bench-latency-logs"
 DEFAULT_BASELINE = "5db3bf7"
 IDLE_TOPICS = {1: "lat-rf1", 3: "lat-rf3"}
 CPU_TOPIC = "lat-cpu"
+#: The idle proxy rows (RF, acks) whose stages are measured (the budget per hop).
+BUDGET_IDLE = ((3, "1"), (3, "all"))
+#: The e2e rate whose stages are measured (the lowest of ``--rates`` when it is not there).
+BUDGET_RATE = 1_000
 ACKS_NAMES = {0: "0", 1: "1", -1: "all"}
 PROBE_TIMEOUT_S = 600.0
 #: Wide enough for the tables when the output goes to a file or a pipe.
@@ -276,6 +302,59 @@ def _interrupt(_signum: int, _frame: FrameType | None) -> None:
 # --- measuring ------------------------------------------------------------------------------
 
 
+@dataclass
+class Budget:
+    """The budget per hop of one build: the stage histograms of ``urls`` (the rest-proxy and
+    every broker) scraped around a measurement, diffed, summed over the brokers; ``found``:
+    ``budget_key`` → the stages along the request's path. A stage the build does not export is
+    left out; a failed scrape leaves the measurement's table out and is printed."""
+
+    urls: tuple[str, ...]
+    found: dict[str, list[StageFigure]] = field(default_factory=dict)
+
+    @asynccontextmanager
+    async def around(self, key: str, path: Sequence[StageKey]) -> AsyncIterator[None]:
+        before = await self._scrape(key)
+        yield
+        after = await self._scrape(key) if before is not None else None
+        if before is None or after is None:
+            return
+        stages = budget_rows(diff_histograms(after, before), path)
+        if stages:
+            self.found[key] = stages
+
+    async def _scrape(self, key: str) -> Histograms | None:
+        try:
+            return await scrape_stages(self.urls)
+        except (httpx.HTTPError, ValueError) as exc:  # unreachable, or a text not parsed
+            console.print(f"[yellow]budget {key}: no scrape of /metrics ({exc!r})[/]")
+            return None
+
+    @asynccontextmanager
+    async def idle(self, rf: int, acks: str) -> AsyncIterator[None]:
+        """``idle_proxy``'s hook: the rows of ``BUDGET_IDLE`` measured, the others not."""
+        if (rf, acks) not in BUDGET_IDLE:
+            yield
+            return
+        async with self.around(budget_key("proxy", rf, acks, None), PRODUCE_PATH):
+            yield
+
+    def e2e(self, rate: int) -> MeasureHook:
+        """``end_to_end``'s measure hook at ``rate``: produce and poll stages."""
+
+        @asynccontextmanager
+        async def hook(_duration_s: float) -> AsyncIterator[None]:
+            async with self.around(budget_key("e2e", 3, "all", rate), PRODUCE_PATH + POLL_PATH):
+                yield
+
+        return hook
+
+
+def budget_rate(rates: Sequence[int]) -> int:
+    """The e2e rate whose stages are measured: ``BUDGET_RATE``, else the lowest."""
+    return BUDGET_RATE if BUDGET_RATE in rates else min(rates)
+
+
 def _loaded(rows: list[Row], load: float) -> list[Row]:
     """``rows`` stamped with the 1-minute load average ``load`` taken when they started."""
     return [replace(row, load=round(load, 2)) for row in rows]
@@ -370,10 +449,11 @@ async def idle_broker(
 
 
 async def measure_yak(
-    yak: Yak, system: str, build: str, options: Options, *, e2e: bool
+    yak: Yak, system: str, build: str, options: Options, *, e2e: bool, budget: Budget | None = None
 ) -> tuple[list[Row], CpuPhase, str]:
     """Every Yak measurement on one build (see the module docstring); the rows, the CPU phase
-    and where the probe imported ``yak`` from."""
+    and where the probe imported ``yak`` from. ``budget``: the stages measured around the idle
+    proxy rows and the e2e run of ``BUDGET_IDLE`` and ``budget_rate``."""
     console.log(f"[bold]{system}[/]: cluster up, creating topics")
     leaders = await _create_topics(yak)
     console.log(f"[bold]{system}[/]: idle produce straight to the brokers")
@@ -382,13 +462,17 @@ async def measure_yak(
     rows = _loaded(found, load)
     console.log(f"[bold]{system}[/]: idle produce through the rest-proxy")
     load = os.getloadavg()[0]
-    rows += _loaded(await idle_proxy(system, yak.proxy_url, IDLE_TOPICS, options.idle), load)
+    hook = no_idle_hook if budget is None else budget.idle
+    rows += _loaded(await idle_proxy(system, yak.proxy_url, IDLE_TOPICS, options.idle, hook), load)
     if e2e:
         driver = YakRestDriver(yak.proxy_url, replication_factor=3)
         try:
             for rate in options.rates:
                 console.log(f"[bold]{system}[/]: end to end at {rate:,} msg/s")
                 load = os.getloadavg()[0]
+                e2e_hook: MeasureHook = no_hook
+                if budget is not None and rate == budget_rate(options.rates):
+                    e2e_hook = budget.e2e(rate)
                 row = await end_to_end(
                     system,
                     driver,
@@ -397,6 +481,7 @@ async def measure_yak(
                     acks="all",
                     warmup_s=options.e2e_warmup_s,
                     duration_s=options.e2e_duration_s,
+                    measure_hook=e2e_hook,
                 )
                 rows += _loaded([row], load)
         finally:
@@ -465,6 +550,11 @@ def _ms(value: float | None) -> str:
     if value is None:
         return "-"
     return f"{value:,.0f}" if value >= 100 else f"{value:.2f}"
+
+
+def _fine_ms(value: float | None) -> str:
+    """A stage's ms, to the µs below 1 ms."""
+    return _ms(value) if value is None or value >= 1 else f"{value:.3f}"
 
 
 def print_report(doc: dict[str, Any], rows: Sequence[Row], cpu: Sequence[CpuPhase]) -> None:
@@ -550,6 +640,26 @@ def print_report(doc: dict[str, Any], rows: Sequence[Row], cpu: Sequence[CpuPhas
             "-" if phase.load is None else f"{phase.load:.1f}",
         )
     console.print(cpu_table)
+    for key, stages in doc.get("budget", {}).items():
+        budget_table = Table(
+            "service",
+            "request",
+            "stage",
+            "count",
+            "p50",
+            "p99",
+            title=f"budget per hop: {key} (ms)",
+        )
+        for stage in stages:
+            budget_table.add_row(
+                stage["service"],
+                stage["request"],
+                stage["stage"],
+                f"{stage['count']:,}",
+                _fine_ms(stage["p50_ms"]),
+                _fine_ms(stage["p99_ms"]),
+            )
+        console.print(budget_table)
     goals = Table("goal", "measured", "from", "verdict", title="goals (issue 18)")
     for goal in evaluate_goals(headline(rows, cpu)):
         style = {None: "dim", True: "green", False: "red"}[goal.ok]
@@ -618,9 +728,12 @@ def run(options: Options) -> dict[str, Any]:
                 rows += found
                 cpu.append(phase)
     console.log("[bold]yak[/]: starting a cluster on this checkout")
+    budget = Budget(())
     with _stage("current", failures), yak_cluster("current", ()) as yak:
+        brokers = tuple(yak.cluster.broker_url(b) for b in sorted(yak.cluster.brokers))
+        budget = Budget((yak.proxy_url, *brokers))
         found, phase, probe_code = asyncio.run(
-            measure_yak(yak, "yak", "current", options, e2e=True)
+            measure_yak(yak, "yak", "current", options, e2e=True, budget=budget)
         )
         origins["current"] = {**current_origins(), "broker probe": probe_code}
         rows += found
@@ -630,7 +743,7 @@ def run(options: Options) -> dict[str, Any]:
     env["code"] = origins
     env["failures"] = failures
     rows = _ordered(rows)
-    doc = document(rows, cpu, env, options.settings())
+    doc = document(rows, cpu, env, options.settings(), budget.found)
     doc["wall_s"] = round(time.monotonic() - started, 1)
     print_report(doc, rows, cpu)
     for name, failure in failures.items():
@@ -648,21 +761,22 @@ def write(doc: dict[str, Any], options: Options) -> None:
         console.print(f"[yellow]{options.doc} not updated: a stage failed[/]")
         return
     try:
-        options.doc.write_text(splice(options.doc.read_text(), markdown(doc)))
+        options.doc.write_text(page(options.doc.read_text(), doc))
     except (OSError, ValueError) as exc:
         console.print(f"[yellow]{options.doc} not updated: {exc}[/]")
         return
-    console.print(f"results block of {options.doc} rewritten")
+    console.print(f"results and budget blocks of {options.doc} rewritten")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     options = parse(argv)
     if options.report_only:
         if options.doc is not None:
-            options.doc.write_text(
-                splice(options.doc.read_text(), markdown(json.loads(options.results.read_text())))
+            doc = json.loads(options.results.read_text())
+            options.doc.write_text(page(options.doc.read_text(), doc))
+            console.print(
+                f"results and budget blocks of {options.doc} rewritten from {options.results}"
             )
-            console.print(f"results block of {options.doc} rewritten from {options.results}")
         return 0
     signal.signal(signal.SIGTERM, _interrupt)
     doc = run(options)

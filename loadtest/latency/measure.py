@@ -8,6 +8,8 @@
   the payload carrying ``time.monotonic_ns()``, one consumer-group member (Yak: native
   long-poll ``GET …/records``; Redis: ``XREADGROUP BLOCK`` + ``XACK``) — over one topic of
   ``E2E_PARTITIONS`` partitions (RF 3, acks=all for Yak);
+- ``scrape_stages``: the stage histograms of the services' ``/metrics``, summed (the budget
+  per hop: ``idle_proxy`` and ``end_to_end`` take a hook around their measured part);
 - ``cpu_phase``: a fixed number of records, ``CPU_CLIENTS`` concurrent clients each posting
   ``CPU_RECORDS_PER_REQUEST`` records per request (acks=all) as fast as they are answered,
   with the CPU seconds of the given processes read from ``/proc`` before and after.
@@ -19,9 +21,11 @@ between requests, so every request finds the system idle.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,10 +33,18 @@ import httpx
 import orjson
 from redis.asyncio import Redis
 
-from loadtest.latency.stats import CpuPhase, Row, cpu_seconds_of_stat, latency_row
+from loadtest.latency.stats import (
+    CpuPhase,
+    Histograms,
+    Row,
+    add_histograms,
+    cpu_seconds_of_stat,
+    latency_row,
+    stage_histograms,
+)
 from loadtest.peers.drivers.base import Driver, make_payload
 from loadtest.peers.drivers.yak_rest import produce_body
-from loadtest.peers.runner import Runner
+from loadtest.peers.runner import MeasureHook, Runner, no_hook
 from loadtest.peers.workload import Workload
 
 __all__ = [
@@ -40,12 +52,15 @@ __all__ = [
     "CPU_RECORDS_PER_REQUEST",
     "E2E_PARTITIONS",
     "VALUE_BYTES",
+    "IdleHook",
     "IdleSettings",
     "cpu_phase",
     "cpu_seconds",
     "end_to_end",
     "idle_proxy",
     "idle_redis",
+    "no_idle_hook",
+    "scrape_stages",
     "wait_until_producible",
 ]
 
@@ -63,6 +78,15 @@ class IdleSettings:
     samples: int = 300
     warmup: int = 50
     interval_s: float = 0.002
+
+
+#: Wraps the measured requests of one idle row (after its warm-up), given its RF and acks.
+IdleHook = Callable[[int, str], AbstractAsyncContextManager[None]]
+
+
+@contextlib.asynccontextmanager
+async def no_idle_hook(_rf: int, _acks: str) -> AsyncIterator[None]:
+    yield
 
 
 def _one_record_body() -> bytes:
@@ -94,37 +118,51 @@ async def wait_until_producible(proxy_url: str, topic: str, timeout_s: float = 6
 
 
 async def idle_proxy(
-    system: str, proxy_url: str, topics: Mapping[int, str], settings: IdleSettings
+    system: str,
+    proxy_url: str,
+    topics: Mapping[int, str],
+    settings: IdleSettings,
+    hook: IdleHook = no_idle_hook,
 ) -> list[Row]:
-    """A row per (replication factor → topic of ``topics``) and acks 0, 1, all."""
+    """A row per (replication factor → topic of ``topics``) and acks 0, 1, all; ``hook(rf,
+    acks)`` is entered after each row's warm-up and left after its last measured request."""
     rows = []
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     async with httpx.AsyncClient(
         base_url=proxy_url, timeout=REQUEST_TIMEOUT_S, limits=limits
     ) as http:
+
+        async def one(topic: str, acks: str) -> float | None:
+            """One request's time in ms (None: it failed), then the pause between two."""
+            body = _one_record_body()
+            started = time.perf_counter_ns()
+            try:
+                response = await http.post(
+                    f"/api/v1/topics/{topic}/records",
+                    content=body,
+                    params={"acks": acks},
+                    headers=_JSON,
+                )
+                ok = response.status_code == 200
+            except httpx.HTTPError:
+                ok = False
+            elapsed_ms = (time.perf_counter_ns() - started) / 1e6
+            await asyncio.sleep(settings.interval_s)
+            return elapsed_ms if ok else None
+
         for rf, topic in sorted(topics.items()):
             for acks in ("0", "1", "all"):
                 samples: list[float] = []
                 errors = 0
-                for index in range(settings.warmup + settings.samples):
-                    body = _one_record_body()
-                    started = time.perf_counter_ns()
-                    try:
-                        response = await http.post(
-                            f"/api/v1/topics/{topic}/records",
-                            content=body,
-                            params={"acks": acks},
-                            headers=_JSON,
-                        )
-                        ok = response.status_code == 200
-                    except httpx.HTTPError:
-                        ok = False
-                    elapsed_ms = (time.perf_counter_ns() - started) / 1e6
-                    if not ok:
-                        errors += 1
-                    elif index >= settings.warmup:
-                        samples.append(elapsed_ms)
-                    await asyncio.sleep(settings.interval_s)
+                for _ in range(settings.warmup):
+                    errors += await one(topic, acks) is None
+                async with hook(rf, acks):
+                    for _ in range(settings.samples):
+                        elapsed_ms = await one(topic, acks)
+                        if elapsed_ms is None:
+                            errors += 1
+                        else:
+                            samples.append(elapsed_ms)
                 rows.append(latency_row(system, "proxy", rf, acks, samples, errors=errors))
     return rows
 
@@ -158,8 +196,10 @@ async def end_to_end(
     acks: str | None,
     warmup_s: float,
     duration_s: float,
+    measure_hook: MeasureHook = no_hook,
 ) -> Row:
-    """The peers ``Runner`` at ``rate`` msg/s of 1 KiB records (see the module docstring)."""
+    """The peers ``Runner`` at ``rate`` msg/s of 1 KiB records (see the module docstring);
+    ``measure_hook`` wraps the measured part (after the warm-up)."""
     workload = Workload(
         f"latency-e2e-{rate}",
         partitions_per_topic=E2E_PARTITIONS,
@@ -168,7 +208,7 @@ async def end_to_end(
         duration_s=duration_s,
         warmup_s=warmup_s,
     )
-    result = await Runner(driver, workload).run()
+    result = await Runner(driver, workload, measure_hook=measure_hook).run()
     e2e = result.e2e_latency
     return Row(
         system,
@@ -186,6 +226,19 @@ async def end_to_end(
         ack_p50=result.publish_latency.p50,
         ack_p99=result.publish_latency.p99,
     )
+
+
+async def scrape_stages(urls: Sequence[str], timeout_s: float = 10.0) -> Histograms:
+    """The stage histograms of every service at ``urls`` (``GET <url>/metrics``, all at
+    once), summed series by series; httpx.HTTPError if a scrape fails."""
+    async with httpx.AsyncClient(timeout=timeout_s) as http:
+
+        async def scrape(url: str) -> Histograms:
+            response = await http.get(f"{url}/metrics")
+            response.raise_for_status()
+            return stage_histograms(response.text)
+
+        return add_histograms(*await asyncio.gather(*(scrape(url) for url in urls)))
 
 
 def cpu_seconds(pid: int) -> float:

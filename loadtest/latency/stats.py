@@ -16,6 +16,13 @@ caller, so each function is tested on its own (``tests/unit/loadtest/test_bench_
 - **CPU per record**: user + system CPU seconds (``/proc/<pid>/stat`` fields 14 and 15, in
   clock ticks) of the rest-proxy and every broker, after minus before a fixed-size produce
   phase, divided by the records that phase got acknowledged, in µs.
+- **Budget per hop**: the services' stage histograms (``yak_proxy_produce_stage_seconds``,
+  ``yak_proxy_poll_stage_seconds``, ``yak_broker_produce_stage_seconds``,
+  ``yak_broker_fetch_stage_seconds``) read from ``/metrics`` texts (``stage_histograms``),
+  summed over the brokers (``add_histograms``), the scrape before a measurement subtracted
+  from the one after (``diff_histograms``), and each stage's p50/p99 computed from the diffed
+  buckets as Prometheus' ``histogram_quantile`` does (``histogram_quantile``), in the order
+  of the request's path (``budget_rows``; ``PRODUCE_PATH``, ``POLL_PATH``).
 """
 
 from __future__ import annotations
@@ -25,29 +32,49 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
+
 __all__ = [
     "BEGIN_MARKER",
+    "BUDGET_BEGIN_MARKER",
+    "BUDGET_END_MARKER",
     "END_MARKER",
     "GOALS",
+    "POLL_PATH",
+    "PRODUCE_PATH",
+    "STAGE_METRICS",
     "CpuPhase",
     "Goal",
     "GoalSpec",
+    "Histograms",
     "Row",
+    "StageFigure",
+    "StageKey",
+    "add_histograms",
+    "budget_key",
+    "budget_markdown",
+    "budget_rows",
     "cpu_seconds_of_stat",
+    "diff_histograms",
     "document",
     "evaluate_goals",
     "find_row",
     "headline",
+    "histogram_quantile",
     "latency_row",
     "markdown",
+    "page",
     "parse_proc_stat",
     "percentile",
     "rate_label",
     "splice",
+    "stage_histograms",
 ]
 
 BEGIN_MARKER = "<!-- bench-latency results: begin (written by make bench-latency) -->"
 END_MARKER = "<!-- bench-latency results: end -->"
+BUDGET_BEGIN_MARKER = "<!-- bench-latency budget: begin (written by make bench-latency) -->"
+BUDGET_END_MARKER = "<!-- bench-latency budget: end -->"
 
 
 def percentile(ordered: Sequence[float], percent: float) -> float:
@@ -206,6 +233,185 @@ def _round(value: float | None, digits: int = 3) -> float | None:
     return None if value is None else round(value, digits)
 
 
+# --- budget per hop -------------------------------------------------------------------------
+
+#: A stage histogram's series: (service, request, stage), e.g. ``("broker", "replica_fetch",
+#: "wait")``; service ``rest-proxy`` or ``broker``, request ``produce``, ``poll``, ``fetch`` or
+#: ``replica_fetch``.
+StageKey = tuple[str, str, str]
+#: Stage series → cumulative bucket counts by upper bound in seconds (``+Inf`` included).
+Histograms = dict[StageKey, dict[float, float]]
+
+#: The stage histograms read from ``/metrics``: family name → (service, request); a family
+#: without a ``request`` label takes the request given here.
+STAGE_METRICS = {
+    "yak_proxy_produce_stage_seconds": ("rest-proxy", "produce"),
+    "yak_proxy_poll_stage_seconds": ("rest-proxy", "poll"),
+    "yak_broker_produce_stage_seconds": ("broker", "produce"),
+    "yak_broker_fetch_stage_seconds": ("broker", "fetch"),
+}
+
+#: A produce through the proxy, stage by stage along its path: the proxy's own stages, the
+#: leader's (with the followers' replica fetches that acks=all replication waits on), the
+#: proxy's whole broker round trip around them, and the response.
+PRODUCE_PATH: tuple[StageKey, ...] = (
+    ("rest-proxy", "produce", "read"),
+    ("rest-proxy", "produce", "parse"),
+    ("rest-proxy", "produce", "queue"),
+    ("rest-proxy", "produce", "sender"),
+    ("broker", "produce", "receive"),
+    ("broker", "produce", "append"),
+    ("broker", "produce", "replication"),
+    ("broker", "replica_fetch", "wait"),
+    ("broker", "replica_fetch", "read"),
+    ("broker", "produce", "answer"),
+    ("rest-proxy", "produce", "broker"),
+    ("rest-proxy", "produce", "render"),
+)
+#: A poll through the proxy: the member's reconciliation, the fetch (the leaders' long poll
+#: and reads inside it), decoding, rendering, saving the positions.
+POLL_PATH: tuple[StageKey, ...] = (
+    ("rest-proxy", "poll", "reconcile"),
+    ("rest-proxy", "poll", "fetch"),
+    ("broker", "fetch", "wait"),
+    ("broker", "fetch", "read"),
+    ("rest-proxy", "poll", "decode"),
+    ("rest-proxy", "poll", "render"),
+    ("rest-proxy", "poll", "save"),
+)
+
+
+def histogram_quantile(q: float, buckets: Mapping[float, float]) -> float | None:
+    """The ``q`` (0..1) quantile of a histogram given as cumulative counts by bucket upper
+    bound, as Prometheus' ``histogram_quantile`` computes it: the bucket holding rank
+    ``q * count`` is found and the value interpolated linearly inside it (the first bucket
+    starting at 0); a rank in the ``+Inf`` bucket gives the highest finite bound. None where
+    Prometheus gives NaN: no ``+Inf`` bucket, fewer than two buckets, no observations."""
+    if not 0 <= q <= 1:
+        raise ValueError(f"a quantile is within 0..1, not {q}")
+    bounds = sorted(buckets)
+    if len(bounds) < 2 or not math.isinf(bounds[-1]):
+        return None
+    counts = [float(buckets[bound]) for bound in bounds]
+    for index in range(1, len(counts)):  # as Prometheus: non-monotonic counts are evened out
+        counts[index] = max(counts[index], counts[index - 1])
+    observations = counts[-1]
+    if observations <= 0:
+        return None
+    rank = q * observations
+    b = next((i for i in range(len(bounds) - 1) if counts[i] >= rank), len(bounds) - 1)
+    if b == len(bounds) - 1:
+        return bounds[-2]
+    if b == 0 and bounds[0] <= 0:
+        return bounds[0]
+    start, end, count = 0.0, bounds[b], counts[b]
+    if b > 0:
+        start = bounds[b - 1]
+        count -= counts[b - 1]
+        rank -= counts[b - 1]
+    if count <= 0:  # q = 0 on an empty first bucket: its lower end
+        return start
+    return start + (end - start) * (rank / count)
+
+
+def stage_histograms(text: str) -> Histograms:
+    """The stage histograms (``STAGE_METRICS``) of a ``/metrics`` text (prometheus_client's
+    parser); the families a build does not export are simply not there."""
+    found: Histograms = {}
+    for family in text_string_to_metric_families(text):
+        owner = STAGE_METRICS.get(family.name)
+        if owner is None or family.type != "histogram":
+            continue
+        service, request = owner
+        for sample in family.samples:
+            if not sample.name.endswith("_bucket") or "le" not in sample.labels:
+                continue
+            key = (service, sample.labels.get("request", request), sample.labels.get("stage", ""))
+            found.setdefault(key, {})[float(sample.labels["le"])] = sample.value
+    return found
+
+
+def add_histograms(*parts: Mapping[StageKey, Mapping[float, float]]) -> Histograms:
+    """The bucket counts of several processes' histograms summed, series by series (as
+    ``sum by (le, stage)``)."""
+    total: Histograms = {}
+    for part in parts:
+        for key, buckets in part.items():
+            into = total.setdefault(key, {})
+            for bound, count in buckets.items():
+                into[bound] = into.get(bound, 0.0) + count
+    return total
+
+
+def diff_histograms(
+    after: Mapping[StageKey, Mapping[float, float]],
+    before: Mapping[StageKey, Mapping[float, float]],
+) -> Histograms:
+    """What each series of ``after`` observed since ``before``, bucket by bucket (a series
+    that was not there before, or whose count went down — a restarted process —, counts from
+    zero)."""
+    out: Histograms = {}
+    for key, buckets in after.items():
+        earlier = before.get(key, {})
+        if sum(buckets.values()) < sum(earlier.values()):
+            earlier = {}
+        out[key] = {bound: count - earlier.get(bound, 0.0) for bound, count in buckets.items()}
+    return out
+
+
+@dataclass(frozen=True)
+class StageFigure:
+    """One stage's figures over a measurement: observations and p50/p99 in ms (None without
+    observations)."""
+
+    service: str
+    request: str
+    stage: str
+    count: int
+    p50_ms: float | None
+    p99_ms: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "service": self.service,
+            "request": self.request,
+            "stage": self.stage,
+            "count": self.count,
+            "p50_ms": _round(self.p50_ms, 4),
+            "p99_ms": _round(self.p99_ms, 4),
+        }
+
+
+def budget_rows(
+    window: Mapping[StageKey, Mapping[float, float]], path: Sequence[StageKey]
+) -> list[StageFigure]:
+    """The stages of ``path`` that ``window`` (diffed histograms) has, in ``path``'s order."""
+    rows = []
+    for key in path:
+        buckets = window.get(key)
+        if buckets is None:
+            continue
+        count = round(max(buckets.values(), default=0.0))
+        p50, p99 = (histogram_quantile(q, buckets) for q in (0.5, 0.99))
+        rows.append(
+            StageFigure(
+                *key,
+                count=count,
+                p50_ms=None if p50 is None else p50 * 1000,
+                p99_ms=None if p99 is None else p99 * 1000,
+            )
+        )
+    return rows
+
+
+def budget_key(path: str, rf: int | None, acks: str | None, rate: int | None) -> str:
+    """The ``budget`` key of the row a budget was measured with: ``proxy_rf3_acks1``,
+    ``proxy_rf3_acksall``, ``e2e_1k``."""
+    if path == "e2e" and rate is not None:
+        return f"e2e_{rate_label(rate)}"
+    return f"{path}_rf{rf}_acks{acks}"
+
+
 # --- headline and goals ---------------------------------------------------------------------
 
 
@@ -330,9 +536,11 @@ def document(
     cpu: Sequence[CpuPhase],
     environment: Mapping[str, Any],
     settings: Mapping[str, Any],
+    budget: Mapping[str, Sequence[StageFigure]] | None = None,
 ) -> dict[str, Any]:
-    """The whole ``latency.json``: environment, settings, headline keys, goals, every row and
-    every CPU phase."""
+    """The whole ``latency.json``: environment, settings, headline keys, goals, every row,
+    every CPU phase and the budget per hop (``budget_key`` → the stages of that row's
+    measurement)."""
     figures = headline(rows, cpu)
     return {
         "benchmark": "latency",
@@ -342,6 +550,7 @@ def document(
         "goals": [goal.to_json() for goal in evaluate_goals(figures)],
         "rows": [row.to_json() for row in rows],
         "cpu": [phase.to_json() for phase in cpu],
+        "budget": {key: [f.to_json() for f in stages] for key, stages in (budget or {}).items()},
     }
 
 
@@ -417,11 +626,119 @@ def markdown(doc: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def splice(text: str, block: str) -> str:
-    """``text`` with what lies between ``BEGIN_MARKER`` and ``END_MARKER`` replaced by
-    ``block``; ValueError if the markers are missing or out of order."""
-    begin, end = text.find(BEGIN_MARKER), text.find(END_MARKER)
+#: The ``where`` column of a budget table, by (service, request).
+_WHERE = {
+    ("rest-proxy", "produce"): "rest-proxy",
+    ("rest-proxy", "poll"): "rest-proxy",
+    ("broker", "produce"): "leader broker",
+    ("broker", "replica_fetch"): "leader broker (followers' fetches)",
+    ("broker", "fetch"): "leader broker (the member's fetches)",
+}
+
+
+def _stage_ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.2f}" if value >= 1 else f"{value:.3f}"
+
+
+def _stage_label(figure: Mapping[str, Any]) -> str:
+    service, request, stage = figure["service"], figure["request"], figure["stage"]
+    if (service, request, stage) == ("rest-proxy", "produce", "broker"):
+        return "broker round trip"
+    label = stage if request == "produce" else f"{request.replace('_', ' ')}: {stage}"
+    return f"↳ {label}" if service == "broker" else label
+
+
+def _json_row(
+    doc: Mapping[str, Any], path: str, rf: int | None, acks: str | None, rate: str | None
+) -> Mapping[str, Any] | None:
+    for row in doc.get("rows", []):
+        if row["system"] != "yak" or row["path"] != path:
+            continue
+        if rate is not None:
+            if row.get("rate") and rate_label(row["rate"]) == rate:
+                return dict(row)
+        elif row["rf"] == rf and row["acks"] == acks and not row.get("rate"):
+            return dict(row)
+    return None
+
+
+def _scenario(doc: Mapping[str, Any], key: str) -> tuple[str, str]:
+    """The title of budget ``key``'s table and the line under it (what the client measured
+    end to end in the same measurement)."""
+    if key.startswith("e2e_"):
+        label = key.removeprefix("e2e_")
+        row = _json_row(doc, "e2e", None, None, label)
+        rate = f"{row['rate']:,}" if row else label
+        title = f"End to end at {rate} msg/s (RF 3, acks=all; produce, then the member's poll)"
+        if row is None:
+            return title, "No end-to-end row for this rate in the run."
+        duration = doc.get("settings", {}).get("e2e_duration_s")
+        over = f" over the same {duration:g} s" if isinstance(duration, int | float) else ""
+        return title, (
+            f"End to end, the client measured p50 {_ms(row['p50'])} ms and p99 "
+            f"{_ms(row['p99'])} ms producer → consumer{over} (publish → acknowledgement p50 "
+            f"{_ms(row.get('ack_p50'))} ms, p99 {_ms(row.get('ack_p99'))} ms)."
+        )
+    path, _, rest = key.partition("_rf")
+    rf_text, _, acks = rest.partition("_acks")
+    rf = int(rf_text) if rf_text.isdigit() else None
+    title = f"Idle produce through the rest-proxy, RF {rf_text}, acks={acks}"
+    row = _json_row(doc, path, rf, acks, None)
+    if row is None:
+        return title, "No row for this measurement in the run."
+    return title, (
+        f"End to end, the idle client measured p50 {_ms(row['p50'])} ms and p99 "
+        f"{_ms(row['p99'])} ms over the same {row['samples']:,} requests (the `yak` `{path}` "
+        f"row, RF {rf}, acks={acks})."
+    )
+
+
+def budget_markdown(doc: Mapping[str, Any]) -> str:
+    """The generated budget block of ``docs/performance.md``: a table per scenario of the
+    ``budget`` of a ``latency.json``, stages in the order of the request's path."""
+    budget = doc.get("budget") or {}
+    lines = [f"From the run of {doc.get('date', '?')} above ({doc.get('revision', '?')})."]
+    if not budget:
+        return "\n".join([*lines, "", "No stage histograms in this run."]) + "\n"
+    for key, figures in budget.items():
+        title, client = _scenario(doc, key)
+        lines += [
+            "",
+            f"#### {title}",
+            "",
+            "| where | stage | observations | p50 ms | p99 ms |",
+            "|---|---|--:|--:|--:|",
+        ]
+        for figure in figures:
+            where = _WHERE.get((figure["service"], figure["request"]), figure["service"])
+            lines.append(
+                f"| {where} | {_stage_label(figure)} | {figure['count']:,} "
+                f"| {_stage_ms(figure['p50_ms'])} | {_stage_ms(figure['p99_ms'])} |"
+            )
+        lines += ["", client]
+    return "\n".join(lines) + "\n"
+
+
+def splice(
+    text: str, block: str, begin_marker: str = BEGIN_MARKER, end_marker: str = END_MARKER
+) -> str:
+    """``text`` with what lies between ``begin_marker`` and ``end_marker`` (the results
+    block's by default) replaced by ``block``; ValueError if the markers are missing or out
+    of order."""
+    begin, end = text.find(begin_marker), text.find(end_marker)
     if begin < 0 or end < begin:
-        raise ValueError("the results markers are missing")
-    head = text[: begin + len(BEGIN_MARKER)]
+        raise ValueError(f"the markers are missing: {begin_marker} … {end_marker}")
+    head = text[: begin + len(begin_marker)]
     return f"{head}\n\n{block.strip()}\n\n{text[end:]}"
+
+
+def page(text: str, doc: Mapping[str, Any]) -> str:
+    """``docs/performance.md``'s ``text`` with both generated blocks, the results and the
+    budget per hop, rewritten from ``doc`` (a ``latency.json``); ValueError if a block's
+    markers are missing."""
+    text = splice(text, markdown(doc))
+    return splice(text, budget_markdown(doc), BUDGET_BEGIN_MARKER, BUDGET_END_MARKER)

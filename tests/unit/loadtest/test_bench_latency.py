@@ -1,33 +1,53 @@
 """The latency benchmark's pure parts: percentiles, rows, ``/proc`` CPU parsing, the headline
-keys, the goals, the Markdown block, the options, and the code-path plumbing of a baseline."""
+keys, the goals, the budget per hop (Prometheus' ``histogram_quantile`` on diffed stage
+histograms), the Markdown blocks, the options, and the code-path plumbing of a baseline."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
+import httpx
 import pytest
 
-from loadtest.bench_latency import DEFAULT_BASELINE, main, parse
+import loadtest.bench_latency as bench
+from loadtest.bench_latency import DEFAULT_BASELINE, Budget, budget_rate, main, parse
 from loadtest.latency.baseline import check_origins, code_origins, preflight
 from loadtest.latency.measure import cpu_seconds
 from loadtest.latency.stats import (
     BEGIN_MARKER,
+    BUDGET_BEGIN_MARKER,
+    BUDGET_END_MARKER,
     END_MARKER,
+    POLL_PATH,
+    PRODUCE_PATH,
     CpuPhase,
+    Histograms,
     Row,
+    StageFigure,
+    add_histograms,
+    budget_key,
+    budget_markdown,
+    budget_rows,
     cpu_seconds_of_stat,
+    diff_histograms,
     document,
     evaluate_goals,
     headline,
+    histogram_quantile,
     latency_row,
     markdown,
+    page,
     parse_proc_stat,
     percentile,
     rate_label,
     splice,
+    stage_histograms,
 )
 from loadtest.local_cluster import CODE_FOLDERS, LocalCluster, code_path
 from yak.supervisor import ManagedProcess, ProcessSpec
@@ -219,6 +239,8 @@ def test_markdown_block_spliced_between_the_markers() -> None:
 
 def test_splice_needs_both_markers() -> None:
     with pytest.raises(ValueError, match="markers"):
+        splice(f"{BEGIN_MARKER}\n{END_MARKER}", "x", BUDGET_BEGIN_MARKER, BUDGET_END_MARKER)
+    with pytest.raises(ValueError, match="markers"):
         splice(f"{END_MARKER}\n{BEGIN_MARKER}", "x")
     with pytest.raises(ValueError, match="markers"):
         splice("no markers", "x")
@@ -300,10 +322,294 @@ def test_report_only_rewrites_the_page_from_the_results(tmp_path: Path) -> None:
     results = tmp_path / "latency.json"
     doc = document(_rows(), _cpu(), {"date": "today", "wall_s": 1.0}, {})
     results.write_text(json.dumps(doc))
-    page = tmp_path / "performance.md"
-    page.write_text(f"# P\n\n{BEGIN_MARKER}\nold\n{END_MARKER}\n\n## Budget per hop\n")
-    assert main(["--report-only", "--results", str(results), "--doc", str(page)]) == 0
-    text = page.read_text()
+    path = tmp_path / "performance.md"
+    path.write_text(
+        f"# P\n\n{BEGIN_MARKER}\nold\n{END_MARKER}\n\n## Budget per hop\n\n"
+        f"{BUDGET_BEGIN_MARKER}\nold budget\n{BUDGET_END_MARKER}\n"
+    )
+    assert main(["--report-only", "--results", str(results), "--doc", str(path)]) == 0
+    text = path.read_text()
     assert "old" not in text
     assert "| redis | xadd | 1 | - | idle |" in text
-    assert text.endswith("## Budget per hop\n")
+    assert "No stage histograms in this run." in text
+    assert text.endswith(f"{BUDGET_END_MARKER}\n")
+
+
+# --- budget per hop -------------------------------------------------------------------------
+
+INF = math.inf
+#: 10 observations: 2 up to 1 ms, 4 in (1, 2] ms, 4 in (2, 5] ms.
+TEN = {0.001: 2.0, 0.002: 6.0, 0.005: 10.0, INF: 10.0}
+
+
+@pytest.mark.parametrize(
+    ("q", "expected"),
+    [
+        (0.5, 0.00175),  # rank 5: 3rd of the 4 in (1, 2] ms → 1 + 1 * 3/4 ms
+        (0.99, 0.004925),  # rank 9.9: 3.9th of the 4 in (2, 5] ms → 2 + 3 * 3.9/4 ms
+        (0.1, 0.0005),  # rank 1 in the first bucket, which starts at 0 → 1 * 1/2 ms
+        (0.2, 0.001),  # rank 2: the first bucket's top
+        (1.0, 0.005),  # rank 10: the last finite bucket's top
+    ],
+)
+def test_histogram_quantile_interpolates_inside_the_bucket(q: float, expected: float) -> None:
+    assert histogram_quantile(q, TEN) == pytest.approx(expected)
+
+
+def test_histogram_quantile_of_an_empty_histogram_is_none() -> None:
+    assert histogram_quantile(0.5, {0.001: 0.0, 0.005: 0.0, INF: 0.0}) is None
+    assert histogram_quantile(0.99, {}) is None
+    assert histogram_quantile(0.5, {INF: 3.0}) is None  # fewer than two buckets
+    assert histogram_quantile(0.5, {0.001: 1.0, 0.005: 3.0}) is None  # no +Inf bucket
+
+
+def test_histogram_quantile_in_the_inf_bucket_is_the_highest_finite_bound() -> None:
+    everything_above = {0.00005: 0.0, 0.001: 0.0, 5.0: 0.0, INF: 7.0}
+    assert histogram_quantile(0.5, everything_above) == 5.0
+    assert histogram_quantile(0.99, everything_above) == 5.0
+    some_above = {0.001: 5.0, 0.005: 9.0, INF: 10.0}
+    assert histogram_quantile(0.99, some_above) == 0.005  # rank 9.9 > 9: in +Inf
+    assert histogram_quantile(0.5, some_above) == pytest.approx(0.001)  # rank 5 of 5
+
+
+def test_histogram_quantile_evens_out_non_monotonic_counts() -> None:
+    # As Prometheus: a bucket below its predecessor (scrapes racing) counts as its predecessor.
+    assert histogram_quantile(0.5, {0.001: 4.0, 0.002: 3.0, 0.004: 8.0, INF: 8.0}) == (
+        pytest.approx(0.001)
+    )
+
+
+def test_histogram_quantile_refuses_quantiles_out_of_range() -> None:
+    with pytest.raises(ValueError, match=r"within 0\.\.1"):
+        histogram_quantile(1.5, TEN)
+
+
+def _bucket_lines(metric: str, labels: str, counts: Sequence[tuple[str, float]]) -> str:
+    lines = [f'{metric}_bucket{{le="{le}",{labels}}} {value}' for le, value in counts]
+    total = counts[-1][1]
+    lines += [f"{metric}_count{{{labels}}} {total}", f"{metric}_sum{{{labels}}} 0.01"]
+    return "\n".join(lines)
+
+
+def _proxy_text(read: float) -> str:
+    return "\n".join(
+        [
+            "# HELP yak_proxy_produce_stage_seconds Time of each stage.",
+            "# TYPE yak_proxy_produce_stage_seconds histogram",
+            _bucket_lines(
+                "yak_proxy_produce_stage_seconds",
+                'stage="read"',
+                [("5e-05", read / 2), ("0.0001", read), ("+Inf", read)],
+            ),
+            "# HELP yak_http_requests_total Requests.",
+            "# TYPE yak_http_requests_total counter",
+            'yak_http_requests_total{route="/x"} 12.0',
+            "",
+        ]
+    )
+
+
+def _broker_text(waits: float) -> str:
+    return "\n".join(
+        [
+            "# HELP yak_broker_fetch_stage_seconds Time of each stage of a fetch.",
+            "# TYPE yak_broker_fetch_stage_seconds histogram",
+            _bucket_lines(
+                "yak_broker_fetch_stage_seconds",
+                'request="replica_fetch",stage="wait"',
+                [("0.001", 0.0), ("0.5", waits), ("+Inf", waits)],
+            ),
+            "# HELP yak_broker_fetch_stage_seconds_created Created.",
+            "# TYPE yak_broker_fetch_stage_seconds_created gauge",
+            'yak_broker_fetch_stage_seconds_created{request="replica_fetch",stage="wait"} 1.7e9',
+            "",
+        ]
+    )
+
+
+def test_stage_histograms_read_from_a_metrics_text() -> None:
+    assert stage_histograms(_proxy_text(4)) == {
+        ("rest-proxy", "produce", "read"): {0.00005: 2.0, 0.0001: 4.0, INF: 4.0}
+    }
+    assert stage_histograms(_broker_text(6)) == {
+        ("broker", "replica_fetch", "wait"): {0.001: 0.0, 0.5: 6.0, INF: 6.0}
+    }
+    # A build without the stage histograms (the baseline): nothing, no error.
+    assert (
+        stage_histograms("# TYPE yak_http_requests_total counter\nyak_http_requests_total 3\n")
+        == {}
+    )
+
+
+def test_histograms_summed_over_processes_and_diffed() -> None:
+    before = add_histograms(stage_histograms(_proxy_text(4)), stage_histograms(_broker_text(6)))
+    more = stage_histograms(_broker_text(4))
+    assert more[("broker", "replica_fetch", "wait")][0.5] == 4.0
+    after = add_histograms(
+        stage_histograms(_proxy_text(10)), stage_histograms(_broker_text(6)), more
+    )
+    assert after[("broker", "replica_fetch", "wait")] == {0.001: 0.0, 0.5: 10.0, INF: 10.0}
+    window = diff_histograms(after, before)
+    assert window[("rest-proxy", "produce", "read")] == {0.00005: 3.0, 0.0001: 6.0, INF: 6.0}
+    assert window[("broker", "replica_fetch", "wait")] == {0.001: 0.0, 0.5: 4.0, INF: 4.0}
+    # A series new since before counts from zero; a restarted one (counts went down) too.
+    assert diff_histograms(before, {}) == before
+    assert diff_histograms(stage_histograms(_proxy_text(2)), before) == stage_histograms(
+        _proxy_text(2)
+    )
+
+
+def test_budget_rows_follow_the_path_and_skip_what_is_absent() -> None:
+    window: Histograms = {
+        ("rest-proxy", "produce", "render"): {0.0001: 3.0, INF: 3.0},
+        ("rest-proxy", "produce", "read"): dict(TEN),
+        ("broker", "produce", "replication"): {0.001: 0.0, INF: 0.0},
+        ("broker", "fetch", "wait"): dict(TEN),  # not on the produce path
+    }
+    rows = budget_rows(window, PRODUCE_PATH)
+    assert [(r.service, r.request, r.stage) for r in rows] == [
+        ("rest-proxy", "produce", "read"),
+        ("broker", "produce", "replication"),
+        ("rest-proxy", "produce", "render"),
+    ]
+    read, replication, render = rows
+    assert read.count == 10
+    assert read.p50_ms == pytest.approx(1.75)
+    assert read.p99_ms == pytest.approx(4.925)
+    assert (replication.count, replication.p50_ms, replication.p99_ms) == (0, None, None)
+    assert render.to_json() == {
+        "service": "rest-proxy",
+        "request": "produce",
+        "stage": "render",
+        "count": 3,
+        "p50_ms": 0.05,
+        "p99_ms": 0.099,
+    }
+    assert budget_rows({}, PRODUCE_PATH + POLL_PATH) == []
+
+
+def test_budget_keys() -> None:
+    assert budget_key("proxy", 3, "1", None) == "proxy_rf3_acks1"
+    assert budget_key("proxy", 3, "all", None) == "proxy_rf3_acksall"
+    assert budget_key("e2e", 3, "all", 1000) == "e2e_1k"
+    assert budget_rate((1000, 10_000)) == 1000
+    assert budget_rate((300,)) == 300
+
+
+def _budget() -> dict[str, list[StageFigure]]:
+    produce = [
+        StageFigure("rest-proxy", "produce", "read", 3, 0.04, 0.09),
+        StageFigure("broker", "produce", "append", 3, 0.075, 0.2),
+        StageFigure("broker", "replica_fetch", "wait", 40, 2.0, 495.0),
+        StageFigure("rest-proxy", "produce", "broker", 3, 1.5, 2.4),
+    ]
+    poll = [
+        StageFigure("rest-proxy", "poll", "fetch", 900, 3.2, 9.0),
+        StageFigure("broker", "fetch", "read", 900, 0.3, None),
+    ]
+    return {"proxy_rf3_acksall": produce, "e2e_1k": produce + poll}
+
+
+def test_the_budget_in_the_document_and_on_the_page() -> None:
+    env = {"date": "today", "wall_s": 1.0, "revision": "abc"}
+    doc = document(_rows(), _cpu(), env, {"e2e_duration_s": 10.0}, _budget())
+    doc = json.loads(json.dumps(doc))  # as read back from latency.json
+    assert list(doc["budget"]) == ["proxy_rf3_acksall", "e2e_1k"]
+    assert doc["budget"]["e2e_1k"][-1] == {
+        "service": "broker",
+        "request": "fetch",
+        "stage": "read",
+        "count": 900,
+        "p50_ms": 0.3,
+        "p99_ms": None,
+    }
+    block = budget_markdown(doc)
+    assert "From the run of today above (abc)." in block
+    assert "#### Idle produce through the rest-proxy, RF 3, acks=all" in block
+    assert "| rest-proxy | read | 3 | 0.040 | 0.090 |" in block
+    assert "| leader broker | ↳ append | 3 | 0.075 | 0.200 |" in block
+    assert "| leader broker (followers' fetches) | ↳ replica fetch: wait | 40 | 2.00 | 495 |" in (
+        block
+    )
+    assert "| rest-proxy | broker round trip | 3 | 1.50 | 2.40 |" in block
+    assert "| leader broker (the member's fetches) | ↳ fetch: read | 900 | 0.300 | - |" in block
+    assert (
+        "End to end, the idle client measured p50 1.80 ms and p99 2.50 ms over the same 3 "
+        "requests (the `yak` `proxy` row, RF 3, acks=all)." in block
+    )
+    assert "#### End to end at 1,000 msg/s" in block
+    assert (
+        "the client measured p50 2.00 ms and p99 4.00 ms producer → consumer over the same 10 s"
+        in block
+    )
+    tables = block.split("####")[1:]
+    assert tables[0].index("| read |") < tables[0].index("append") < tables[0].index("round")
+    assert tables[1].index("round trip") < tables[1].index("| poll: fetch |")
+    text = (
+        f"# P\n\n{BEGIN_MARKER}\nold\n{END_MARKER}\n\n## Budget per hop\n\nHow to read it.\n\n"
+        f"{BUDGET_BEGIN_MARKER}\nold\n{BUDGET_END_MARKER}\n"
+    )
+    rewritten = page(text, doc)
+    assert "old" not in rewritten
+    assert "How to read it." in rewritten
+    assert rewritten.index("| redis | xadd |") < rewritten.index("#### Idle produce")
+    assert page(rewritten, doc) == rewritten
+    with pytest.raises(ValueError, match="budget"):
+        page(f"{BEGIN_MARKER}\n{END_MARKER}\n", doc)
+
+
+def test_a_budget_without_its_row_says_so() -> None:
+    doc = document([], [], {"date": "today"}, {}, _budget())
+    block = budget_markdown(json.loads(json.dumps(doc)))
+    assert "No row for this measurement in the run." in block
+    assert "No end-to-end row for this rate in the run." in block
+
+
+def test_the_budget_scrapes_around_the_chosen_measurements(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    scrapes: list[tuple[str, ...]] = []
+    answers = iter(
+        [
+            stage_histograms(_proxy_text(4)),
+            stage_histograms(_proxy_text(10)),
+            {},  # the baseline: no stage histograms
+            {},
+        ]
+    )
+
+    async def scrape(urls: Sequence[str]) -> Histograms:
+        scrapes.append(tuple(urls))
+        return next(answers)
+
+    monkeypatch.setattr(bench, "scrape_stages", scrape)
+    budget = Budget(("http://proxy", "http://broker-0"))
+
+    async def measure() -> None:
+        async with budget.idle(1, "all"):  # not a budget row: no scrape
+            pass
+        async with budget.idle(3, "1"):
+            pass
+        async with budget.e2e(1000)(10.0):
+            pass
+
+    asyncio.run(measure())
+    assert scrapes == [("http://proxy", "http://broker-0")] * 4
+    assert list(budget.found) == ["proxy_rf3_acks1"]  # the e2e window had no histograms
+    (read,) = budget.found["proxy_rf3_acks1"]
+    assert (read.stage, read.count) == ("read", 6)
+
+
+def test_a_failed_scrape_leaves_the_table_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def scrape(_urls: Sequence[str]) -> Histograms:
+        raise httpx.ConnectError("refused")
+
+    monkeypatch.setattr(bench, "scrape_stages", scrape)
+    budget = Budget(("http://proxy",))
+
+    async def measure() -> None:
+        async with budget.idle(3, "all"):
+            pass
+
+    asyncio.run(measure())
+    assert budget.found == {}
