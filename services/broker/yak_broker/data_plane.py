@@ -34,7 +34,6 @@ from yak.errors import MessageTooLargeError, NetworkError
 from yak.protocol.broker_wire import (
     FRAME_CONTENT_TYPE,
     JSON_CONTENT_TYPE,
-    FetchedPartition,
     PartitionError,
     ProduceResult,
     decode_fetch_request,
@@ -44,8 +43,7 @@ from yak.protocol.broker_wire import (
 )
 from yak_broker.appender import append_partitions
 from yak_broker.broker import Broker
-from yak_broker.delayed_fetch import delayed_fetch
-from yak_broker.fetcher import read_partitions
+from yak_broker.fetcher import serve_fetch
 
 __all__ = ["data_plane_routes", "read_body"]
 
@@ -111,19 +109,11 @@ def data_plane_routes(broker: Broker) -> list[Route]:
 
     async def fetch(request: Request) -> Response:
         body = await read_body(request, settings.max_request_bytes)
-        fetch_request = decode_fetch_request(body)
-        replicas = broker.replicas
-        follower = fetch_request.replica_id >= 0
-        (stats.replica_fetch_requests if follower else stats.fetch_requests).inc()
-        partitions: Sequence[FetchedPartition] = await delayed_fetch(
-            fetch_request,
-            lambda r: read_partitions(r, replicas),
-            replicas.replica_waiters if follower else replicas.waiters,
+        partitions = await serve_fetch(
+            decode_fetch_request(body),
+            broker.replicas,
             max_wait_limit_ms=settings.max_wait_ms_limit,
-            stages=stats.replica_fetch_stages if follower else stats.fetch_stages,
         )
-        for fetched in partitions:
-            stats.on_fetch(fetched.topic, fetched.records, follower=follower)
         return Response(
             encode_fetch_response(partitions),
             status_code=_status([p.error for p in partitions]),

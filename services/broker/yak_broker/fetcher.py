@@ -15,18 +15,24 @@ Fencing: a partition asked with a ``current_leader_epoch`` other than the leader
 still carries the log start offset and high watermark, so a follower can reset.
 
 Each partition's failure (unknown, not leader, offset out of range) is reported in its own
-entry; the others are still read. Synchronous: one pass over the logs, no await.
+entry; the others are still read. ``read_partitions`` is synchronous: one pass over the logs,
+no await. ``serve_fetch`` is a whole fetch as either transport serves it (HTTP ``/v1/fetch``,
+the internal listener's Fetch): counted, long-polled (``delayed_fetch``) on the waiters of its
+kind, its bytes added to the topic counters.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from yak.errors import OffsetOutOfRangeError, YakError
 from yak.protocol.broker_wire import FetchedPartition, FetchRequest, PartitionError
+from yak_broker.delayed_fetch import delayed_fetch
 from yak_broker.replica_manager import ReplicaManager
 from yak_broker.storage.log import FetchIsolation
 from yak_broker.storage.log_manager import TopicPartition
 
-__all__ = ["read_partitions", "response_bytes"]
+__all__ = ["read_partitions", "response_bytes", "serve_fetch"]
 
 _EMPTY = memoryview(b"")
 
@@ -71,3 +77,22 @@ def read_partitions(request: FetchRequest, replicas: ReplicaManager) -> list[Fet
 def response_bytes(partitions: list[FetchedPartition]) -> int:
     """Record bytes in a fetch result."""
     return sum(len(memoryview(p.records)) for p in partitions)
+
+
+async def serve_fetch(
+    request: FetchRequest, replicas: ReplicaManager, *, max_wait_limit_ms: int
+) -> Sequence[FetchedPartition]:
+    """A consumer's or a follower's fetch, whichever transport it came by (see the module doc)."""
+    stats = replicas.stats
+    follower = request.replica_id >= 0
+    (stats.replica_fetch_requests if follower else stats.fetch_requests).inc()
+    partitions = await delayed_fetch(
+        request,
+        lambda r: read_partitions(r, replicas),
+        replicas.replica_waiters if follower else replicas.waiters,
+        max_wait_limit_ms=max_wait_limit_ms,
+        stages=stats.replica_fetch_stages if follower else stats.fetch_stages,
+    )
+    for fetched in partitions:
+        stats.on_fetch(fetched.topic, fetched.records, follower=follower)
+    return partitions

@@ -39,7 +39,6 @@ import contextlib
 import logging
 import ssl
 import time
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
 from yak.errors import InvalidRequestError, YakError
@@ -47,11 +46,10 @@ from yak.observability.logs import ACCESS_LOGGER, access_log_enabled
 from yak.observability.request_id import begin_request, end_request, valid_request_id
 from yak.protocol import kafka_sasl as sasl
 from yak.protocol import kafka_wire as kw
-from yak.protocol.broker_wire import Buffer, FetchedPartition
+from yak.protocol.broker_wire import Buffer
 from yak.security.cluster_secret import secret_matches
 from yak_broker.appender import append_partitions
-from yak_broker.delayed_fetch import delayed_fetch
-from yak_broker.fetcher import read_partitions
+from yak_broker.fetcher import serve_fetch
 
 if TYPE_CHECKING:
     from yak_broker.broker import Broker
@@ -222,19 +220,11 @@ class _Connection(asyncio.BufferedProtocol):
             stats.produce_answer.observe(time.perf_counter() - answering)
             return parts
         if key == kw.API_FETCH and version == kw.FETCH_VERSION:
-            fetch = kw.decode_fetch_request(body)
-            replicas = broker.replicas
-            follower = fetch.replica_id >= 0
-            (stats.replica_fetch_requests if follower else stats.fetch_requests).inc()
-            partitions: Sequence[FetchedPartition] = await delayed_fetch(
-                fetch,
-                lambda r: read_partitions(r, replicas),
-                replicas.replica_waiters if follower else replicas.waiters,
+            partitions = await serve_fetch(
+                kw.decode_fetch_request(body),
+                broker.replicas,
                 max_wait_limit_ms=broker.settings.max_wait_ms_limit,
-                stages=stats.replica_fetch_stages if follower else stats.fetch_stages,
             )
-            for fetched in partitions:
-                stats.on_fetch(fetched.topic, fetched.records, follower=follower)
             return kw.encode_fetch_response(correlation_id, partitions)
         raise InvalidRequestError(
             f"the internal listener does not serve api key {key} version {version}",

@@ -52,6 +52,18 @@ def leader_of(snapshot: ClusterSnapshot, topic: str, partition: int) -> BrokerRe
     return broker
 
 
+def _factory(
+    custom: Callable[[str], BrokerClient] | None, timeout_s: float, connections: int
+) -> _Factory:
+    """How the pool makes a broker's client: ``custom`` (tests) from the URL, else a client
+    of the broker's internal listener (its HTTP pool of ``connections`` for the rest)."""
+    if custom is not None:
+        return lambda broker: custom(broker.url)
+    return lambda broker: BrokerClient(
+        broker.url, timeout_s=timeout_s, max_connections=connections, data_port=broker.data_port
+    )
+
+
 class BrokerPool:
     """Clients of the brokers named in the cluster metadata."""
 
@@ -63,26 +75,8 @@ class BrokerPool:
         client_factory: Callable[[str], BrokerClient] | None = None,
     ) -> None:
         self._cache = cache
-        self._factory: _Factory = (
-            (lambda broker: client_factory(broker.url))
-            if client_factory is not None
-            else lambda broker: BrokerClient(
-                broker.url,
-                timeout_s=timeout_s,
-                max_connections=_PRODUCE_CONNECTIONS,
-                data_port=broker.data_port,
-            )
-        )
-        self._fetch_factory: _Factory = (
-            (lambda broker: client_factory(broker.url))
-            if client_factory is not None
-            else lambda broker: BrokerClient(
-                broker.url,
-                timeout_s=timeout_s,
-                max_connections=_FETCH_CONNECTIONS,
-                data_port=broker.data_port,
-            )
-        )
+        self._factory = _factory(client_factory, timeout_s, _PRODUCE_CONNECTIONS)
+        self._fetch_factory = _factory(client_factory, timeout_s, _FETCH_CONNECTIONS)
         self._fetch_clients: dict[int, BrokerClient] = {}
         self._clients: dict[int, BrokerClient] = {}
         #: Clients of brokers that moved, closed with the pool (a request may still use one).

@@ -64,6 +64,7 @@ __all__ = [
     "ProducePartition",
     "ProduceRequest",
     "ProduceResult",
+    "check_unique",
     "decode_fetch_request",
     "decode_fetch_response",
     "decode_produce_request",
@@ -250,7 +251,7 @@ def decode_produce_request(body: Buffer) -> ProduceRequest:
     for index, (entry, records) in enumerate(zip(entries, slices, strict=True)):
         topic, partition = _topic_partition(entry, f"partitions[{index}]")
         partitions.append(ProducePartition(topic, partition, records))
-    _check_unique(partitions)
+    check_unique(partitions)
     return ProduceRequest(tuple(partitions), acks, timeout_ms)
 
 
@@ -313,7 +314,7 @@ def decode_fetch_request(body: Buffer) -> FetchRequest:
         max_bytes = _int(entry, "max_bytes", where, low=1, default=1024 * 1024)
         epoch = _int(entry, "current_leader_epoch", where, low=-1, default=-1)
         partitions.append(FetchPartition(topic, partition, offset, max_bytes, epoch))
-    _check_unique(partitions)
+    check_unique(partitions)
     return FetchRequest(
         tuple(partitions),
         max_wait_ms=_int(document, "max_wait_ms", "request", low=0, default=500),
@@ -431,7 +432,8 @@ def _error(entry: Mapping[str, Any], where: str) -> PartitionError | None:
     return PartitionError(error["code"], str(error.get("message", "")), details)
 
 
-def _check_unique(partitions: Sequence[ProducePartition | FetchPartition]) -> None:
+def check_unique(partitions: Sequence[ProducePartition | FetchPartition]) -> None:
+    """Refuse a request that names one partition twice (``INVALID_REQUEST``)."""
     seen: set[tuple[str, int]] = set()
     for p in partitions:
         key = (p.topic, p.partition)

@@ -60,6 +60,7 @@ from yak.protocol.broker_wire import (
     ProducePartition,
     ProduceRequest,
     ProduceResult,
+    check_unique,
 )
 from yak.protocol.kafka_types import (
     EMPTY_TAGS,
@@ -182,19 +183,6 @@ def _check_name(topic: str, where: str) -> str:
     if not topic:
         raise InvalidRequestError(f"{where}: topic must be a non-empty string")
     return topic
-
-
-def _check_unique(partitions: Sequence[ProducePartition | FetchPartition]) -> None:
-    seen: set[tuple[str, int]] = set()
-    for p in partitions:
-        key = (p.topic, p.partition)
-        if key in seen:
-            raise InvalidRequestError(
-                f"partition {p.topic}-{p.partition} appears twice in one request",
-                topic=p.topic,
-                partition=p.partition,
-            )
-        seen.add(key)
 
 
 def _by_topic(items: Iterable[Any]) -> dict[str, list[Any]]:
@@ -337,7 +325,7 @@ def decode_produce_request(body: Buffer) -> ProduceRequest:
     reader.end()
     if not partitions:
         raise InvalidRequestError("partitions must be a non-empty list")
-    _check_unique(partitions)
+    check_unique(partitions)
     return ProduceRequest(tuple(partitions), acks, timeout_ms)
 
 
@@ -461,7 +449,7 @@ def decode_fetch_request(body: Buffer) -> FetchRequest:
     reader.end()
     if not partitions:
         raise InvalidRequestError("partitions must be a non-empty list")
-    _check_unique(partitions)
+    check_unique(partitions)
     return FetchRequest(tuple(partitions), max_wait_ms, min_bytes, max_bytes, replica_id)
 
 

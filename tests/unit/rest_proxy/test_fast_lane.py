@@ -11,13 +11,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from tests.unit.broker.broker_harness import BrokerHarness
-from yak.clients.broker import BrokerClient
-from yak.metadata.keyspace import Keyspace
-from yak.metadata.memory_store import MemoryMetadataStore
-from yak_broker.app import create_app as create_broker
-from yak_broker.settings import BrokerSettings
-from yak_rest_proxy.app import create_app as create_proxy
+from tests.unit.rest_proxy.inprocess import proxy_and_broker
 from yak_rest_proxy.native.fast_lane import FastLane
 from yak_rest_proxy.settings import ProxySettings
 
@@ -37,38 +31,8 @@ class Proxy:
 
 @pytest.fixture
 async def proxy(tmp_path: Path) -> AsyncIterator[Proxy]:
-    store = MemoryMetadataStore()
-    broker_app = create_broker(
-        BrokerSettings(data_dir=tmp_path / "broker-0"), store_factory=lambda _url: store
-    )
-    to_broker = httpx.ASGITransport(app=broker_app)
-    proxy_app = create_proxy(
-        ProxySettings(),
-        store=store,
-        broker_client_factory=lambda url: BrokerClient(url, transport=to_broker),
-    )
-    try:
-        async with (
-            broker_app.router.lifespan_context(broker_app),
-            httpx.AsyncClient(transport=to_broker, base_url="http://broker") as http,
-            BrokerClient("http://broker", transport=to_broker) as client,
-        ):
-            broker = BrokerHarness(
-                store, Keyspace("local"), broker_app.state.broker, client, http, to_broker
-            )
-            await broker.create_topic("t")
-            async with (
-                proxy_app.router.lifespan_context(proxy_app),
-                httpx.AsyncClient(
-                    transport=httpx.ASGITransport(app=proxy_app), base_url="http://proxy"
-                ) as proxy_client,
-            ):
-                await proxy_app.state.runtime.cache.wait_for(
-                    lambda snapshot: ("t", 0) in snapshot.partitions, 5
-                )
-                yield Proxy(proxy_client, proxy_app)
-    finally:
-        await store.aclose()
+    async with proxy_and_broker(tmp_path, ProxySettings()) as (client, app):
+        yield Proxy(client, app)
 
 
 async def test_the_plain_produce_takes_the_lane(proxy: Proxy) -> None:

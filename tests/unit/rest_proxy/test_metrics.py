@@ -12,13 +12,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.unit.broker.broker_harness import BrokerHarness
-from yak.clients.broker import BrokerClient
-from yak.metadata.keyspace import Keyspace
-from yak.metadata.memory_store import MemoryMetadataStore
-from yak_broker.app import create_app as create_broker
-from yak_broker.settings import BrokerSettings
-from yak_rest_proxy.app import create_app as create_proxy
+from tests.unit.rest_proxy.inprocess import proxy_and_broker
 from yak_rest_proxy.settings import ProxySettings
 
 PRODUCE = "yak_proxy_produce_stage_seconds"
@@ -32,38 +26,8 @@ V2 = "application/vnd.kafka.v2+json"
 @pytest.fixture
 async def proxy(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
     """A client of the proxy, whose one broker (id 0) hosts topic ``t`` (one partition)."""
-    store = MemoryMetadataStore()
-    broker_app = create_broker(
-        BrokerSettings(data_dir=tmp_path / "broker-0"), store_factory=lambda _url: store
-    )
-    to_broker = httpx.ASGITransport(app=broker_app)
-    proxy_app = create_proxy(
-        ProxySettings(linger_ms=0),
-        store=store,
-        broker_client_factory=lambda url: BrokerClient(url, transport=to_broker),
-    )
-    try:
-        async with (
-            broker_app.router.lifespan_context(broker_app),
-            httpx.AsyncClient(transport=to_broker, base_url="http://broker") as http,
-            BrokerClient("http://broker", transport=to_broker) as client,
-        ):
-            broker = BrokerHarness(
-                store, Keyspace("local"), broker_app.state.broker, client, http, to_broker
-            )
-            await broker.create_topic("t")
-            async with (
-                proxy_app.router.lifespan_context(proxy_app),
-                httpx.AsyncClient(
-                    transport=httpx.ASGITransport(app=proxy_app), base_url="http://proxy"
-                ) as proxy_client,
-            ):
-                await proxy_app.state.runtime.cache.wait_for(
-                    lambda snapshot: ("t", 0) in snapshot.partitions, 5
-                )
-                yield proxy_client
-    finally:
-        await store.aclose()
+    async with proxy_and_broker(tmp_path, ProxySettings(linger_ms=0)) as (client, _app):
+        yield client
 
 
 async def counts(proxy: httpx.AsyncClient, name: str, stages: tuple[str, ...]) -> dict[str, int]:
