@@ -309,6 +309,9 @@ class Members:
 
     def _install(self, member: Member, watch: GroupWatch, *, alive_at: float) -> _Held:
         held = _Held(member, watch, used_at=self._clock.monotonic(), alive_at=alive_at)
+        former = self._held.get(held.key)
+        if former is not None:  # a member of the same id, deleted: its watch has not said so yet
+            self._lose(former)
         self._held[held.key] = held
         self._check(held)
         return held

@@ -180,3 +180,15 @@ async def test_a_rebalance_is_written_at_once(bench: Bench) -> None:
     assert await committed(bench, topic, moved) == 3
     assert (await etcd_positions(bench, "m1"))[0] == {kept: 3}
     assert await poll(second, "m2") == []  # from the committed offset: nothing twice
+
+
+async def test_an_expired_instance_is_created_again_under_its_name(bench: Bench) -> None:
+    proxy, _ = await bench.proxy()
+    await proxy.create("g", member("m", auto_commit=False), 1_000)
+    await proxy.assign("g", "m", [T0])
+    assert await poll(proxy, max_bytes=6) == [0, 1, 2]
+    bench.clock.advance(5.0)  # expired; the watch has not told the proxy yet
+    await proxy.create("g", member("m", auto_commit=False), 30_000)  # as the SDK re-joins
+    await proxy.assign("g", "m", [T0])
+    await bench.settle()  # the old record's deletion arrives: it is not the new one's
+    assert await poll(proxy, max_bytes=6) == [0, 1, 2]  # nothing was committed: from the start
