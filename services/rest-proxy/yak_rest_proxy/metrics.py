@@ -21,11 +21,13 @@ once per request or per produce round — never per record — from ``time.perf_
 ``yak_proxy_poll_stage_seconds{stage}`` (group polls of both dialects and the stateless
 partition read; the latter has no ``reconcile`` and no ``save``):
 
-- ``reconcile``: the member loaded from etcd and the group protocol's member side applied;
+- ``reconcile``: the member's state made current and the group protocol's member side applied
+  (in memory on the proxy holding the instance; etcd only for an instance it takes over);
 - ``fetch``: waiting for the brokers' fetches (a long poll counts its whole wait);
 - ``decode``: the fetched record batches decoded into records;
 - ``render``: the records turned into the response body;
-- ``save``: the new positions (and auto-committed offsets) written to etcd.
+- ``save``: the new positions recorded (in memory; written to etcd behind, every
+  ``YAK_CONSUMER_POSITIONS_FLUSH_MS``, or here at each poll when that is 0).
 
 What a request spends before its route runs (the HTTP server, middleware, the guard) is the
 difference between ``yak_http_request_duration_seconds`` and the sum of the stages.

@@ -10,8 +10,9 @@ etcd_url                            YAK_ETCD                    http://127.0.0.1
 cluster_id                          YAK_CLUSTER_ID              local
 node_id                             YAK_NODE_ID                 0 (in generated instance names)
 advertised_url                      YAK_ADVERTISED_URL          http://host:port (``base_uri``)
-linger_ms                           YAK_LINGER_MS               2: how long records for one
-                                                                partition wait for company
+linger_ms                           YAK_LINGER_MS               2: the longest records wait
+                                                                for company behind a round in
+                                                                flight (idle: sent at once)
 max_in_flight                       YAK_MAX_IN_FLIGHT           1: produce requests under way
                                                                 to one broker at once
 batch_max_bytes                     YAK_BATCH_MAX_BYTES         1 MiB (and never over the
