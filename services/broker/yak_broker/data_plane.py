@@ -26,11 +26,11 @@ import logging
 import time
 from collections.abc import Sequence
 
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from yak.errors import MessageTooLargeError, NetworkError
+from yak.errors import NetworkError
 from yak.protocol.broker_wire import (
     FRAME_CONTENT_TYPE,
     JSON_CONTENT_TYPE,
@@ -41,37 +41,14 @@ from yak.protocol.broker_wire import (
     encode_fetch_response,
     encode_produce_response,
 )
+from yak.web.body import read_body
 from yak_broker.appender import append_partitions
 from yak_broker.broker import Broker
 from yak_broker.fetcher import serve_fetch
 
-__all__ = ["data_plane_routes", "read_body"]
+__all__ = ["data_plane_routes"]
 
 _log = logging.getLogger(__name__)
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused with MESSAGE_TOO_LARGE beyond ``limit`` bytes."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise MessageTooLargeError(
-            f"request body of {declared} bytes exceeds the broker's limit of {limit}",
-            size=int(declared),
-            limit=limit,
-        )
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise MessageTooLargeError(
-                    f"request body exceeds the broker's limit of {limit} bytes", limit=limit
-                )
-            chunks.append(chunk)
-    except ClientDisconnect:  # the client gave up (a cancelled fetch): nobody reads an answer
-        raise NetworkError("the client disconnected before sending its whole request") from None
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _status(errors: Sequence[PartitionError | None]) -> int:
@@ -91,7 +68,7 @@ def data_plane_routes(broker: Broker) -> list[Route]:
     async def produce(request: Request) -> Response:
         stats.produce_requests.inc()
         started = time.perf_counter()
-        body = await read_body(request, settings.max_request_bytes)
+        body = await read_body(request, settings.max_request_bytes, on_disconnect=NetworkError)
         produce_request = decode_produce_request(body)
         stats.produce_receive.observe(time.perf_counter() - started)
         results = await append_partitions(produce_request, broker.replicas)
@@ -108,7 +85,7 @@ def data_plane_routes(broker: Broker) -> list[Route]:
         return response
 
     async def fetch(request: Request) -> Response:
-        body = await read_body(request, settings.max_request_bytes)
+        body = await read_body(request, settings.max_request_bytes, on_disconnect=NetworkError)
         partitions = await serve_fetch(
             decode_fetch_request(body),
             broker.replicas,

@@ -27,7 +27,8 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from yak.api.admin import ADMIN_PREFIX
-from yak.errors import MessageTooLargeError, NotControllerError, YakError
+from yak.errors import NotControllerError, YakError
+from yak.web.body import read_body
 from yak.web.errors import error_response
 from yak_coordinator.service import Coordinator
 
@@ -79,7 +80,7 @@ class ControllerForwarding:
         headers = {k: v for k, v in request.headers.items() if k in _PASSED_HEADERS}
         headers[FORWARDED_HEADER] = node
         raw_path = request.scope.get("raw_path") or request.url.path.encode()
-        body = await _bounded_body(request)
+        body = await read_body(request, ADMIN_BODY_LIMIT)
         try:
             answer = await self.coordinator.http.request(
                 request.method,
@@ -95,19 +96,3 @@ class ControllerForwarding:
             ) from exc
         kept = {k: v for k, v in answer.headers.items() if k in _PASSED_HEADERS}
         return Response(answer.content, status_code=answer.status_code, headers=kept)
-
-
-async def _bounded_body(request: Request) -> bytes:
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > ADMIN_BODY_LIMIT:
-        raise MessageTooLargeError(
-            f"the request body is {int(declared):,} bytes; the limit is {ADMIN_BODY_LIMIT:,}"
-        )
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > ADMIN_BODY_LIMIT:
-            raise MessageTooLargeError(f"the request body is over {ADMIN_BODY_LIMIT:,} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)

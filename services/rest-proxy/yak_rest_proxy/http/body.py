@@ -4,38 +4,22 @@ Bodies are read by hand rather than through FastAPI's body parameters so that th
 framework, decides what a Content-Type means (see ``content``), an oversized body is refused
 before it is all in memory, and a malformed JSON body (400) is told apart from a well-formed one
 of the wrong shape (422 in the v2 dialect). The expected shapes are still declared in OpenAPI
-through ``openapi_body``.
+through ``openapi_body``. ``read_body`` is every service's one (``yak.web.body``), kept in
+this module's surface for the routes.
 """
 
 from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from fastapi import Request
 from pydantic import BaseModel, ValidationError
 
-from yak.errors import InvalidRequestError, MessageTooLargeError
+from yak.errors import InvalidRequestError
+from yak.web.body import read_body
 
 __all__ = ["openapi_body", "parse_model", "read_body"]
 
 _M = TypeVar("_M", bound=BaseModel)
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    """The whole body; ``MessageTooLargeError`` (413) once it passes ``limit`` bytes."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise MessageTooLargeError(
-            f"the request body is {int(declared):,} bytes; the limit is {limit:,}"
-        )
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise MessageTooLargeError(f"the request body is over the limit of {limit:,} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _where(problem: Any) -> str:
