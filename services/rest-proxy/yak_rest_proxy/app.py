@@ -23,7 +23,7 @@ from fastapi import Depends, FastAPI
 
 from yak import __version__
 from yak.clients.broker import BrokerClient
-from yak.clock import Clock, SystemClock
+from yak.clock import Clock
 from yak.metadata.store import MetadataStore
 from yak.observability.http import install_observability
 from yak.observability.metrics import ServiceMetrics
@@ -75,6 +75,7 @@ def create_app(
         broker_client_factory=broker_client_factory,
         etcd_observer=metrics.observe_etcd,
         stats=ProxyStats(metrics.registry),
+        clock=clock,
     )
 
     @asynccontextmanager
@@ -102,7 +103,7 @@ def create_app(
     app.include_router(metadata_router(runtime))
     app.include_router(produce_router(runtime))
     cap = ConsumerCap(runtime.store, runtime.keyspace, runtime.settings.max_consumers_per_principal)
-    clock = clock if clock is not None else SystemClock()
+    clock = runtime.clock
     consumers = Consumers(
         runtime.store,
         runtime.keyspace,

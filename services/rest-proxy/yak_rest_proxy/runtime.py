@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from yak.clients.admin import AdminClient
 from yak.clients.broker import BrokerClient
+from yak.clock import Clock, SystemClock
 from yak.errors import MetadataStoreError, NotControllerError
 from yak.metadata.cache import MetadataCache
 from yak.metadata.etcd_store import EtcdMetadataStore, RequestObserver
@@ -60,8 +61,11 @@ class ProxyRuntime:
         broker_client_factory: Callable[[str], BrokerClient] | None = None,
         etcd_observer: RequestObserver | None = None,
         stats: ProxyStats | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.settings = settings
+        #: The proxy's one source of time (tests pass a ``FakeClock``).
+        self.clock: Clock = clock if clock is not None else SystemClock()
         self.stats = stats if stats is not None else ProxyStats()
         self.keyspace = Keyspace(settings.cluster_id)
         self._owns_store = store is None
@@ -87,6 +91,7 @@ class ProxyRuntime:
             compression=settings.compression,
             delivery_timeout_ms=settings.produce_timeout_ms,
             stats=self.stats.produce,
+            clock=self.clock,
         )
         self.partitioner = StickyPartitioner()
         self.reader = Reader(self.cache, self.brokers, self.stats.poll)

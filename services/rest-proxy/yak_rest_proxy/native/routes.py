@@ -130,7 +130,7 @@ async def produce_records(
     raw = await read_body(request, settings.max_request_bytes)
     read = time.perf_counter()
     runtime.quotas.charge(QuotaKind.PRODUCE, principal, len(raw))
-    outgoing = fast_outgoing(raw, int(time.time() * 1000))
+    outgoing = fast_outgoing(raw, runtime.clock.time_ms())
     if outgoing is None:  # not the plain shape: the model parses it (and names any error)
         outgoing = _outgoing(parse_model(ProduceRecordsRequest, raw))
     check_record_count(len(outgoing), settings.max_records_per_request)
@@ -203,7 +203,7 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
             record.partition = partition
         check_records(runtime.cache.snapshot, topic, records)
         parsed = time.perf_counter()
-        now_ms = int(time.time() * 1000)
+        now_ms = runtime.clock.time_ms()
         try:
             batch = encode_batch(
                 [r.record for r in records],
@@ -232,6 +232,7 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
             batch,
             acks=ACKS[acks],
             timeout_s=settings.produce_timeout_ms / 1000,
+            clock=runtime.clock,
         )
         answered = time.perf_counter()
         produce_stats.broker.observe(answered - sent)

@@ -11,9 +11,9 @@ return the first append's offsets.
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable
 
+from yak.clock import Clock
 from yak.errors import KafkaTimeoutError, YakError
 from yak.metadata.cache import ClusterSnapshot, MetadataCache
 from yak.protocol.broker_wire import ProduceResult
@@ -33,9 +33,10 @@ async def send_batch(
     *,
     acks: int,
     timeout_s: float,
+    clock: Clock,
 ) -> ProduceResult:
     """Append ``batch`` at the leader; its result, or the last error once out of time."""
-    deadline = time.monotonic() + timeout_s
+    deadline = clock.monotonic() + timeout_s
     while True:
         seen = cache.snapshot.revision
         try:
@@ -44,7 +45,7 @@ async def send_batch(
         except YakError as exc:
             if not exc.retriable:
                 raise
-            if time.monotonic() >= deadline:
+            if clock.monotonic() >= deadline:
                 raise KafkaTimeoutError(f"not delivered in time: {exc.message}") from exc
 
         with contextlib.suppress(YakError, TimeoutError):

@@ -51,6 +51,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from yak.clock import Clock, SystemClock
 from yak.errors import (
     InvalidProducerEpochError,
     InvalidRecordError,
@@ -239,8 +240,10 @@ class Producer:
         delivery_timeout_ms: int = 30_000,
         max_in_flight: int = 1,
         stats: ProduceStats | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self._cache = cache
+        self._clock: Clock = clock if clock is not None else SystemClock()
         self._stats = stats if stats is not None else ProduceStats()
         self._brokers = brokers
         self._ids = producer_ids
@@ -290,7 +293,7 @@ class Producer:
             queue = self._queues[key] = _Queue(topic, partition, acks)
         future: asyncio.Future[list[Result]] = asyncio.get_running_loop().create_future()
         call = _Call(future, len(records), time.perf_counter())
-        now_ms = int(time.time() * 1000)
+        now_ms = self._clock.time_ms()
         pending = queue.pending
         added = 0
         for index, record in enumerate(records):
@@ -424,7 +427,7 @@ class Producer:
             return None
         if queue.producer_id < 0:
             queue.producer_id, queue.next_sequence = await self._ids.allocate(), 0
-        inflight = _InFlight(entries, b"", queue.next_sequence, time.monotonic())
+        inflight = _InFlight(entries, b"", queue.next_sequence, self._clock.monotonic())
         try:
             inflight.batch = self._encode(queue, entries, queue.next_sequence)
         except Exception as exc:  # a field out of range: these records (only) cannot be sent
@@ -523,7 +526,7 @@ class Producer:
             queue.next_sequence = inflight.base_sequence  # not appended: reuse the numbers
             self._finish(queue, error)
             return
-        if time.monotonic() - inflight.first_sent > self._delivery_timeout_s:
+        if self._clock.monotonic() - inflight.first_sent > self._delivery_timeout_s:
             queue.producer_id = -1  # the broker may hold the batch: start a fresh sequence
             self._finish(queue, KafkaTimeoutError(f"not delivered in time: {error.message}"))
             return

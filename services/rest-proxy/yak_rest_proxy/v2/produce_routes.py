@@ -54,7 +54,7 @@ def produce_router(runtime: ProxyRuntime) -> APIRouter:
         runtime.quotas.charge(QuotaKind.PRODUCE, principal, len(raw))
         items = parse_produce_body(raw)
         check_record_count(len(items), settings.max_records_per_request)
-        now_ms = int(time.time() * 1000)
+        now_ms = runtime.clock.time_ms()
         records = []
         for index, (key, value, given) in enumerate(items):
             if partition is not None and given not in (None, partition):
