@@ -58,7 +58,7 @@ async def test_two_workers_share_the_port_and_stop_together(cluster: LocalCluste
                     f"/api/v1/topics/{topic}/records", json={"records": [{"value": index}]}
                 )
                 assert answer.status_code == 200, answer.text
-    counts = set()
+    counts: set[float] = set()
     for _ in range(20):
         async with httpx.AsyncClient(base_url=url, timeout=30) as proxy:
             metrics = (await proxy.get("/metrics")).text
