@@ -17,8 +17,7 @@ as services calling each other do (``yak.security.cluster_secret``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 from pydantic import BaseModel
@@ -44,6 +43,7 @@ from yak.api.admin import (
     TopicList,
     TopicPartitionRef,
 )
+from yak.clients._closing import AsyncClosing
 from yak.clients._http import error_from_response, segment
 from yak.clients.tls import ClientTls
 from yak.errors import KafkaTimeoutError, NetworkError
@@ -55,7 +55,7 @@ __all__ = ["AdminClient"]
 _M = TypeVar("_M", bound=BaseModel)
 
 
-class AdminClient:
+class AdminClient(AsyncClosing):
     """Talks to one coordinator at ``base_url`` (e.g. ``http://127.0.0.1:9410``)."""
 
     def __init__(
@@ -83,17 +83,6 @@ class AdminClient:
 
     async def aclose(self) -> None:
         await self._http.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def cluster(self) -> ClusterInfo:
         return await self._call("GET", "/cluster", ClusterInfo)

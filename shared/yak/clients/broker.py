@@ -34,13 +34,13 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Sequence
-from types import TracebackType
-from typing import NamedTuple, Self
+from typing import NamedTuple
 
 import httpcore
 import httpx
 import orjson
 
+from yak.clients._closing import AsyncClosing
 from yak.clients._http import error_from_response
 from yak.clients.broker_connection import BrokerConnection
 from yak.clients.tls import ClientTls
@@ -85,7 +85,7 @@ class _Reply(NamedTuple):
     content: bytes
 
 
-class BrokerClient:
+class BrokerClient(AsyncClosing):
     """Talks to one broker at ``base_url`` (e.g. ``http://127.0.0.1:9420``)."""
 
     def __init__(
@@ -138,17 +138,6 @@ class BrokerClient:
         await self._http.aclose()
         if self._pool is not None:
             await self._pool.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     # --- data plane ------------------------------------------------------------------------
 

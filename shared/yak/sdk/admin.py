@@ -9,8 +9,7 @@ controller; errors come back as typed ``YakError``s (``TopicAlreadyExistsError``
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from types import TracebackType
-from typing import Literal, Self
+from typing import Literal
 
 import httpx
 from pydantic import RootModel
@@ -35,6 +34,7 @@ from yak.api.groups import (
     OffsetResetResult,
 )
 from yak.api.security import WhoAmI
+from yak.clients._closing import AsyncClosing
 from yak.clients._http import segment
 from yak.sdk._client import ApiClient
 
@@ -49,7 +49,7 @@ class _BrokerList(RootModel[list[BrokerInfo]]):
 ResetTarget = Literal["earliest", "latest", "timestamp", "offset", "explicit"]
 
 
-class AsyncAdmin:
+class AsyncAdmin(AsyncClosing):
     """Administers the cluster behind the rest-proxy at ``url``."""
 
     def __init__(
@@ -73,17 +73,6 @@ class AsyncAdmin:
 
     async def aclose(self) -> None:
         await self._api.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     # --- cluster and topics ---------------------------------------------------------------
 

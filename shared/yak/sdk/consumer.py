@@ -30,7 +30,6 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
-from types import TracebackType
 from typing import Literal, Self
 
 import httpx
@@ -45,6 +44,7 @@ from yak.api.groups import (
     SeekRequest,
     TopicPartitionList,
 )
+from yak.clients._closing import AsyncClosing
 from yak.clients._http import segment
 from yak.errors import IllegalStateError, UnknownMemberIdError
 from yak.sdk._client import ApiClient
@@ -61,7 +61,7 @@ def _as_set(assignment: Iterable[TopicPartitionList]) -> set[TopicPartition]:
     return {TopicPartition(a.topic, p) for a in assignment for p in a.partitions}
 
 
-class AsyncConsumer:
+class AsyncConsumer(AsyncClosing):
     """A consumer-group member (see the module docstring)."""
 
     def __init__(
@@ -145,14 +145,6 @@ class AsyncConsumer:
     async def __aenter__(self) -> Self:
         await self.start()
         return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def aclose(self) -> None:
         """Leave the group and release the connections (idempotent)."""

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from types import TracebackType
-from typing import Literal, Self
+from typing import Literal
 
 import httpx
 
+from yak.clients._closing import AsyncClosing
 from yak.errors import InvalidConfigError, KafkaTimeoutError, UnknownTopicOrPartitionError
 from yak.partitioner import StickyPartitioner
 from yak.sdk._client import ApiClient
@@ -94,7 +94,7 @@ class _Buffer:
         self._freed.set()
 
 
-class AsyncProducer:
+class AsyncProducer(AsyncClosing):
     """Sends records to the rest-proxy at ``url`` (see the module docstring).
 
     ``idempotent`` (default): one producer session, per-partition sequence numbers and
@@ -173,17 +173,6 @@ class AsyncProducer:
     @property
     def url(self) -> str:
         return self._api.url
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def partitions_for(self, topic: str) -> int:
         """The topic's partition count (``UnknownTopicOrPartitionError`` if it has none)."""

@@ -10,13 +10,13 @@ over the principal's fetch quota is sent again after its ``Retry-After``, for at
 
 from __future__ import annotations
 
-from types import TracebackType
-from typing import NamedTuple, Self
+from typing import NamedTuple
 
 import httpx
 
 from yak.api.admin import TopicDescription
 from yak.api.records import PartitionRecords
+from yak.clients._closing import AsyncClosing
 from yak.clients._http import segment
 from yak.errors import OffsetOutOfRangeError
 from yak.sdk._client import ApiClient
@@ -35,7 +35,7 @@ class PartitionRead(NamedTuple):
     log_start_offset: int
 
 
-class AsyncPartitionReader:
+class AsyncPartitionReader(AsyncClosing):
     """Reads partitions through the rest-proxy at ``url``."""
 
     def __init__(
@@ -62,17 +62,6 @@ class AsyncPartitionReader:
 
     async def aclose(self) -> None:
         await self._api.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def partition_count(self, topic: str) -> int:
         """How many partitions ``topic`` has (``UnknownTopicOrPartitionError`` if none)."""

@@ -14,8 +14,7 @@ import asyncio
 import concurrent.futures
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from types import TracebackType
-from typing import Any, Literal, Self, TypeVar
+from typing import Any, Literal, TypeVar
 
 from yak.api.admin import (
     BrokerInfo,
@@ -27,6 +26,7 @@ from yak.api.admin import (
     TopicList,
 )
 from yak.api.groups import GroupDescription, GroupList, OffsetResetResult
+from yak.clients._closing import Closing
 from yak.sdk.admin import AsyncAdmin, ResetTarget
 from yak.sdk.consumer import AsyncConsumer
 from yak.sdk.producer import AsyncProducer
@@ -84,25 +84,11 @@ class _LoopThread:
         self._loop.close()
 
 
-class _Twin:
+class _Twin(Closing):
     """What the three twins share: the loop thread and the context-manager protocol."""
 
     def __init__(self, name: str) -> None:
         self._runner = _LoopThread(name)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def close(self) -> None:
-        raise NotImplementedError
 
     def _stop(self, closing: Awaitable[None]) -> None:
         try:

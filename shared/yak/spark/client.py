@@ -13,8 +13,7 @@ from __future__ import annotations
 import base64
 import time
 from collections.abc import Sequence
-from types import TracebackType
-from typing import Literal, Self, TypeVar
+from typing import Literal, TypeVar
 
 import httpx
 from pydantic import BaseModel
@@ -28,6 +27,7 @@ from yak.api.records import (
     ProduceRecord,
     RecordHeader,
 )
+from yak.clients._closing import Closing
 from yak.clients._http import error_from_response, segment
 from yak.errors import KafkaTimeoutError, NetworkError, OffsetOutOfRangeError, YakError
 from yak.sdk.idempotence import BatchStamp
@@ -47,7 +47,7 @@ def _b64(data: bytes | None) -> str | None:
     return None if data is None else base64.b64encode(data).decode("ascii")
 
 
-class YakHttp:
+class YakHttp(Closing):
     """Blocking calls to the rest-proxies at ``urls`` (see the module docstring)."""
 
     def __init__(
@@ -66,17 +66,6 @@ class YakHttp:
 
     def close(self) -> None:
         self._http.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _call(
         self,
