@@ -529,7 +529,7 @@ async def measure_redis(url: str, options: Options) -> list[Row]:
 # --- reporting ------------------------------------------------------------------------------
 
 _SYSTEM_ORDER = {"yak": 0, "yak-before": 1, "redis": 2}
-_PATH_ORDER = {"broker": 0, "proxy": 1, "xadd": 2, "e2e": 3}
+_PATH_ORDER = {"broker": 0, "proxy": 1, "proxy_httpx": 2, "xadd": 3, "e2e": 4}
 _ACKS_ORDER = {"0": 0, "1": 1, "all": 2, None: 3}
 
 

@@ -1,7 +1,8 @@
 """The measurements the latency benchmark makes from its own process.
 
 - ``idle_proxy``: one record a request to ``POST /api/v1/topics/{t}/records?acks=…`` on one
-  ``httpx`` connection, one request at a time (the peers' 1 KiB JSON payload as the value);
+  connection, one request at a time (the peers' 1 KiB JSON payload as the value), with the
+  lean client (``http1``: httptools' C parser, as the Redis rows use hiredis) and with ``httpx``;
 - ``idle_redis``: one ``XADD`` at a time from ``redis.asyncio`` (hiredis parsing) on one
   connection, the same payload in field ``p`` (as the peers' Redis driver);
 - ``end_to_end``: the peers harness's ``Runner`` at a fixed rate — batches paced every 5 ms,
@@ -33,6 +34,7 @@ import httpx
 import orjson
 from redis.asyncio import Redis
 
+from loadtest.latency.http1 import Http1
 from loadtest.latency.stats import (
     CpuPhase,
     Histograms,
@@ -124,16 +126,33 @@ async def idle_proxy(
     settings: IdleSettings,
     hook: IdleHook = no_idle_hook,
 ) -> list[Row]:
-    """A row per (replication factor → topic of ``topics``) and acks 0, 1, all; ``hook(rf,
-    acks)`` is entered after each row's warm-up and left after its last measured request."""
+    """A row per (replication factor → topic of ``topics``) and acks 0, 1, all, measured with
+    the lean client (path ``proxy``, ``http1.Http1``: the Redis rows' client shape) and again
+    with ``httpx`` (path ``proxy_httpx``); ``hook(rf, acks)`` is entered after each lean row's
+    warm-up and left after its last measured request."""
     rows = []
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-    async with httpx.AsyncClient(
-        base_url=proxy_url, timeout=REQUEST_TIMEOUT_S, limits=limits
-    ) as http:
+    async with (
+        Http1(proxy_url) as lean,
+        httpx.AsyncClient(base_url=proxy_url, timeout=REQUEST_TIMEOUT_S, limits=limits) as http,
+    ):
 
-        async def one(topic: str, acks: str) -> float | None:
-            """One request's time in ms (None: it failed), then the pause between two."""
+        async def one_lean(topic: str, acks: str) -> float | None:
+            body = _one_record_body()
+            started = time.perf_counter_ns()
+            try:
+                status, _ = await asyncio.wait_for(
+                    lean.request("POST", f"/api/v1/topics/{topic}/records?acks={acks}", body),
+                    REQUEST_TIMEOUT_S,
+                )
+                ok = status == 200
+            except (OSError, TimeoutError):
+                ok = False
+            elapsed_ms = (time.perf_counter_ns() - started) / 1e6
+            await asyncio.sleep(settings.interval_s)
+            return elapsed_ms if ok else None
+
+        async def one_httpx(topic: str, acks: str) -> float | None:
             body = _one_record_body()
             started = time.perf_counter_ns()
             try:
@@ -150,20 +169,22 @@ async def idle_proxy(
             await asyncio.sleep(settings.interval_s)
             return elapsed_ms if ok else None
 
-        for rf, topic in sorted(topics.items()):
-            for acks in ("0", "1", "all"):
-                samples: list[float] = []
-                errors = 0
-                for _ in range(settings.warmup):
-                    errors += await one(topic, acks) is None
-                async with hook(rf, acks):
-                    for _ in range(settings.samples):
-                        elapsed_ms = await one(topic, acks)
-                        if elapsed_ms is None:
-                            errors += 1
-                        else:
-                            samples.append(elapsed_ms)
-                rows.append(latency_row(system, "proxy", rf, acks, samples, errors=errors))
+        for path, one in (("proxy", one_lean), ("proxy_httpx", one_httpx)):
+            for rf, topic in sorted(topics.items()):
+                for acks in ("0", "1", "all"):
+                    samples: list[float] = []
+                    errors = 0
+                    for _ in range(settings.warmup):
+                        errors += await one(topic, acks) is None
+                    scope = hook(rf, acks) if path == "proxy" else no_idle_hook(rf, acks)
+                    async with scope:
+                        for _ in range(settings.samples):
+                            elapsed_ms = await one(topic, acks)
+                            if elapsed_ms is None:
+                                errors += 1
+                            else:
+                                samples.append(elapsed_ms)
+                    rows.append(latency_row(system, path, rf, acks, samples, errors=errors))
     return rows
 
 

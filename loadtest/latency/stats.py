@@ -418,14 +418,15 @@ def budget_key(path: str, rf: int | None, acks: str | None, rate: int | None) ->
 def headline(rows: Sequence[Row], cpu: Sequence[CpuPhase]) -> dict[str, float | None]:
     """The summary keys of ``latency.json`` (None where not measured):
 
-    ``proxy_acks{0,1,all}_p50_ms`` / ``_p99_ms`` (RF 3) and ``proxy_rf1_…`` (RF 1),
+    ``proxy_acks{0,1,all}_p50_ms`` / ``_p99_ms`` (RF 3, the lean client) and ``proxy_rf1_…``
+    (RF 1), ``proxy_httpx_…`` the same with ``httpx``,
     ``broker_acks…`` the same straight to the leader, each with ``_before`` for the baseline
     build; ``redis_xadd_p50_ms`` / ``_p99_ms``; ``e2e_p{50,99,999}_<rate>_ms`` (Yak),
     ``e2e_…_before`` and ``redis_e2e_…``; ``cpu_us_per_record`` and ``cpu_us_per_record_before``.
     """
     out: dict[str, float | None] = {}
     for system, suffix in (("yak", ""), ("yak-before", "_before")):
-        for path in ("proxy", "broker"):
+        for path in ("proxy", "proxy_httpx", "broker"):
             for rf, middle in ((3, ""), (1, "rf1_")):
                 for acks in ("0", "1", "all"):
                     row = find_row(rows, system, path, rf=rf, acks=acks)
