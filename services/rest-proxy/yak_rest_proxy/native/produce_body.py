@@ -90,7 +90,11 @@ def _outgoing(data: Any, now_ms: int) -> list[OutgoingRecord] | None:
         return None
     if key_encoding is None or value_encoding is None or header_encoding is None:
         return None
-    records = []
+    key_json = key_encoding is Encoding.JSON
+    value_json = value_encoding is Encoding.JSON
+    dumps = orjson.dumps  # the common encoding inline: no per-record call, no error context
+    records: list[OutgoingRecord] = []
+    append = records.append
     for index, item in enumerate(items):
         if type(item) is not dict or not item.keys() <= _RECORD_FIELDS:
             return None
@@ -102,16 +106,16 @@ def _outgoing(data: Any, now_ms: int) -> list[OutgoingRecord] | None:
         partition = item.get("partition")
         if partition is not None and not _int_in(partition, INT32_MAX):
             return None
-        where = f"records[{index}]"
         given = item.get("headers", _NO_HEADERS)
-        headers = _headers(given, header_encoding, where) if given else _EMPTY
+        headers = _headers(given, header_encoding, f"records[{index}]") if given else _EMPTY
         if headers is None or type(given) is not list:
             return None
-        record = RecordInput(
-            key=encode_data(item.get("key"), key_encoding, f"{where}.key"),
-            value=encode_data(item.get("value"), value_encoding, f"{where}.value"),
-            headers=headers,
-            timestamp=timestamp,
-        )
-        records.append(OutgoingRecord(record, partition))
+        key, value = item.get("key"), item.get("value")
+        # A value an encoding refuses raises (JSONEncodeError, InvalidRequestError): the
+        # caller answers None and the model path names the record and field.
+        if key is not None:
+            key = dumps(key) if key_json else encode_data(key, key_encoding, "key")
+        if value is not None:
+            value = dumps(value) if value_json else encode_data(value, value_encoding, "value")
+        append(OutgoingRecord(RecordInput(key, value, headers, timestamp), partition))
     return records
