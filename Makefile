@@ -1,22 +1,48 @@
 # Yak — one entry point for people and CI. `make up` and `make test` work on a fresh machine
-# (Debian/Ubuntu with Python >= 3.11 and make): they create .venv and install everything first.
+# (Debian/Ubuntu with Python >= 3.11 and make): they create .venv and install what they need.
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-stamp
 YAK_ARGS ?=
 
-.PHONY: install chromium peers deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers bench-latency soak clean
+.PHONY: install install-run install-test install-bench install-spark chromium java peers deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers bench-latency soak clean
 
-$(STAMP): pyproject.toml
+## One venv, installed by use: each stamp installs its part once (again when pyproject.toml
+## changes). Running needs the base package alone, the benchmarks the `bench` extra, the Spark
+## data source the `spark` extra; the tests need all of it, and so mark every part done.
+RUN_STAMP := $(VENV)/.installed-run
+BENCH_STAMP := $(VENV)/.installed-bench
+SPARK_STAMP := $(VENV)/.installed-spark
+TEST_STAMP := $(VENV)/.installed-test
+
+$(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,spark,bench]'
-	touch $(STAMP)
 
-install: $(STAMP)
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(BENCH_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	touch $(RUN_STAMP) $@
+
+$(SPARK_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[spark]'
+	touch $(RUN_STAMP) $@
+
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev,spark,bench]'
+	touch $(RUN_STAMP) $(BENCH_STAMP) $(SPARK_STAMP) $@
+
+## The parts by name; `make install` is every Python package `make test` installs.
+install-run: $(RUN_STAMP)
+install-bench: $(BENCH_STAMP)
+install-spark: $(SPARK_STAMP) java
+install-test: $(TEST_STAMP)
+install: $(TEST_STAMP)
 
 ## Debian's chromium for the console's browser tests: Playwright drives it through
 ## executable_path and never downloads a browser of its own.
@@ -25,6 +51,13 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+## Debian's Java runtime for PySpark, which starts a JVM that pip does not bring (the Spark
+## data source's tests, bench-spark, the pipelines). PySpark 4 needs Java 17 or newer.
+java:
+	@command -v java >/dev/null 2>&1 || { \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless; }
 
 ## Debian's redis-server and nats-server: the peers the benchmarks compare Yak with (the
 ## harness starts them itself, on 127.0.0.1; the test run smoke-tests their drivers).
@@ -41,64 +74,64 @@ deploy-tools:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose; }
 
 ## Start the local cluster in the foreground (Ctrl-C stops it).
-up: $(STAMP)
+up: $(RUN_STAMP)
 	$(BIN)/yak up $(YAK_ARGS)
 
 ## Every check and test: lint, format, types, import contracts, pytest.
-test: $(STAMP) chromium peers deploy-tools lint typecheck imports unit
+test: $(TEST_STAMP) chromium java peers deploy-tools lint typecheck imports unit
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-typecheck: $(STAMP)
+typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
-imports: $(STAMP)
+imports: $(TEST_STAMP)
 	$(BIN)/lint-imports
 
-unit: $(STAMP) chromium peers deploy-tools
+unit: $(TEST_STAMP) chromium java peers deploy-tools
 	$(BIN)/pytest
 
 ## Benchmarks (not part of `make test`); each writes loadtest/results/<name>.json.
 bench: bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-latency
 
-bench-codec: $(STAMP)
+bench-codec: $(BENCH_STAMP)
 	$(BIN)/python -m loadtest.bench_codec
 
-bench-storage: $(STAMP)
+bench-storage: $(BENCH_STAMP)
 	$(BIN)/python -m loadtest.bench_storage
 
-bench-broker: $(STAMP)
+bench-broker: $(BENCH_STAMP)
 	$(BIN)/python -m loadtest.bench_broker
 
-bench-replication: $(STAMP)
+bench-replication: $(BENCH_STAMP)
 	$(BIN)/python -m loadtest.bench_replication
 
-bench-proxy: $(STAMP)
+bench-proxy: $(BENCH_STAMP)
 	$(BIN)/python -m loadtest.bench_proxy
 
-bench-console: $(STAMP)
+bench-console: $(BENCH_STAMP)
 	$(BIN)/python -m loadtest.bench_console
 
-bench-spark: $(STAMP)
+bench-spark: $(BENCH_STAMP) $(SPARK_STAMP) java
 	$(BIN)/python -m loadtest.bench_spark
 
 ## Yak against Redis Streams and NATS JetStream: docs/benchmarks.md, loadtest/results/peers.json.
-bench-peers: $(STAMP) peers
+bench-peers: $(BENCH_STAMP) peers
 	$(BIN)/python -m loadtest.peers
 
 ## Idle produce latency, end-to-end latency at 1k and 10k msg/s and CPU per record, next to
 ## Redis Streams and a baseline build (BENCH_LATENCY_ARGS="--baseline REF" or "--no-baseline"):
 ## loadtest/results/latency.json and the results block of docs/performance.md.
 BENCH_LATENCY_ARGS ?=
-bench-latency: $(STAMP) peers
+bench-latency: $(BENCH_STAMP) peers
 	$(BIN)/python -m loadtest.bench_latency $(BENCH_LATENCY_ARGS)
 
 ## Soak (not part of `make test`): 30 min at half the max produce rate with a broker restarted
 ## every 5 min; loadtest/results/soak.json, docs/benchmarks/soak-*.png. SOAK_ARGS="--duration 2h".
 SOAK_ARGS ?=
-soak: $(STAMP)
+soak: $(BENCH_STAMP)
 	$(BIN)/python -m loadtest.soak $(SOAK_ARGS)
 
 clean:
