@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 YAK_ARGS ?=
 
-.PHONY: install install-run install-test install-bench install-spark chromium java peers deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers bench-latency soak clean
+.PHONY: install install-run install-test install-bench install-spark chromium java peers deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers bench-latency bench-workers soak clean
 
 ## One venv, installed by use: each stamp installs its part once (again when pyproject.toml
 ## changes). Running needs the base package alone, the benchmarks the `bench` extra, the Spark
@@ -127,6 +127,11 @@ bench-peers: $(BENCH_STAMP) peers
 BENCH_LATENCY_ARGS ?=
 bench-latency: $(BENCH_STAMP) peers
 	$(BIN)/python -m loadtest.bench_latency $(BENCH_LATENCY_ARGS)
+
+## Records/s and proxy CPU by rest-proxy worker count (--workers N): loadtest/results/workers.json.
+BENCH_WORKERS_ARGS ?=
+bench-workers: $(BENCH_STAMP)
+	$(BIN)/python -m loadtest.bench_workers $(BENCH_WORKERS_ARGS)
 
 ## Soak (not part of `make test`): 30 min at half the max produce rate with a broker restarted
 ## every 5 min; loadtest/results/soak.json, docs/benchmarks/soak-*.png. SOAK_ARGS="--duration 2h".
