@@ -6,17 +6,14 @@ the baseline ran the worktree's code, the worktree is gone, and the page is left
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.integration
+from tests.integration.smoke import ROOT, run_module
 
-ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.integration
 
 
 def _worktrees() -> set[str]:
@@ -35,29 +32,18 @@ def test_a_tiny_latency_run_measures_every_path(tmp_path: Path) -> None:
     page = ROOT / "docs" / "performance.md"
     page_before = page.read_text() if page.exists() else None
     worktrees_before = _worktrees()
-    argv = [
-        sys.executable,
-        *("-m", "loadtest.bench_latency", "--baseline", "HEAD", "--no-baseline-e2e"),
-        *("--samples", "10", "--warmup", "2", "--rates", "300"),
-        *("--e2e-warmup", "0.5", "--e2e-duration", "1", "--cpu-records", "2000"),
-        *("--cpu-warmup-requests", "1", "--no-doc", "--results", str(results)),
-    ]
-    started = time.monotonic()
-    proc = subprocess.Popen(
-        argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ran = run_module(
+        "loadtest.bench_latency",
+        [
+            *("--baseline", "HEAD", "--no-baseline-e2e"),
+            *("--samples", "10", "--warmup", "2", "--rates", "300"),
+            *("--e2e-warmup", "0.5", "--e2e-duration", "1", "--cpu-records", "2000"),
+            *("--cpu-warmup-requests", "1", "--no-doc", "--results", str(results)),
+        ],
+        timeout_s=90,
     )
-    try:
-        output, _ = proc.communicate(timeout=90)
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)  # unwinds: the benchmark stops what it started
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-    elapsed = time.monotonic() - started
-    assert proc.returncode == 0, output
+    output, elapsed = ran.output, ran.elapsed_s
+    assert ran.returncode == 0, output
     assert elapsed < 90, f"the smoke run took {elapsed:.0f} s"
 
     document = json.loads(results.read_text())

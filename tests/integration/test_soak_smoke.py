@@ -5,43 +5,28 @@ consumed, the results document and the plots written; within a minute."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.integration
+from tests.integration.smoke import run_module
 
-ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.integration
 
 
 def test_a_short_soak_restarts_brokers_and_loses_nothing(tmp_path: Path) -> None:
     results = tmp_path / "soak.json"
-    argv = [
-        sys.executable,
-        *("-m", "loadtest.soak", "--duration", "20s", "--restart-every", "8s"),
-        *("--rate", "200", "--sample-every", "2s", "--drain-timeout", "15s"),
-        *("--results", str(results), "--plots", str(tmp_path / "plots")),
-    ]
-    started = time.monotonic()
-    proc = subprocess.Popen(
-        argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ran = run_module(
+        "loadtest.soak",
+        [
+            *("--duration", "20s", "--restart-every", "8s"),
+            *("--rate", "200", "--sample-every", "2s", "--drain-timeout", "15s"),
+            *("--results", str(results), "--plots", str(tmp_path / "plots")),
+        ],
+        timeout_s=60,
     )
-    try:
-        output, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)  # unwinds: the soak stops what it started
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-    elapsed = time.monotonic() - started
-    assert proc.returncode == 0, output
+    output, elapsed = ran.output, ran.elapsed_s
+    assert ran.returncode == 0, output
     assert elapsed < 60, f"the smoke soak took {elapsed:.0f} s"
 
     document = json.loads(results.read_text())
