@@ -4,6 +4,8 @@ idle leader is taken over by its next poll (no second request), and its records 
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 from collections.abc import AsyncIterator
 
 import httpx
@@ -136,3 +138,29 @@ async def test_a_fetch_observes_its_fetch_and_decode_stages_once(cache: Metadata
 
     assert (count("fetch"), count("decode")) == (1, 1)
     assert (count("reconcile"), count("render"), count("save")) == (0, 0, 0)
+
+
+async def test_an_answer_handed_out_is_not_kept_alive(cache: MetadataCache) -> None:
+    """Once a poll has handed a fetch's records out, nothing holds the fetch any more (its
+    forget timer refers to it weakly): the proxy's memory does not grow with what it served."""
+    brokers = Brokers()
+    pool = BrokerPool(cache, client_factory=brokers.factory)
+    reader = Reader(cache, pool)
+    try:
+        polling = asyncio.ensure_future(
+            reader.fetch([("t", 1, 5)], max_wait_ms=10_000, max_bytes=1000, owner="g/m")
+        )
+        for _ in range(100):  # a few event-loop turns until the fetch is parked
+            if ("g/m", 1) in reader._parked:
+                break
+            await asyncio.sleep(0)
+        fetch = weakref.ref(reader._parked[("g/m", 1)][1])
+        brokers.release.set()
+        (read,) = await polling
+        assert [x.value for x in read.records] == [b"b1"]
+        del read, polling
+        gc.collect()
+        assert ("g/m", 1) not in reader._parked
+        assert fetch() is None  # the forget timer (30 s) does not keep the answer alive
+    finally:
+        await pool.aclose()
