@@ -41,7 +41,8 @@ def create_app(
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         await broker.start()
         try:
-            yield
+            async with metrics.loop_lag.running():
+                yield
         finally:
             await broker.stop()
 

@@ -63,7 +63,8 @@ def create_app(
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         await runtime.start()
         try:
-            yield
+            async with metrics.loop_lag.running():
+                yield
         finally:
             if sessions is not None:
                 await sessions.aclose()

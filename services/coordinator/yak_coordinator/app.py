@@ -60,7 +60,8 @@ def create_app(
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         await coordinator.start()
         try:
-            yield
+            async with metrics.loop_lag.running():
+                yield
         finally:
             if security is not None:
                 await security.stop()

@@ -83,7 +83,8 @@ def create_app(
         await runtime.start()
         await consumers.start()
         try:
-            yield
+            async with metrics.loop_lag.running():
+                yield
         finally:
             await consumers.stop()  # the instances it holds: positions written behind
             await runtime.stop()

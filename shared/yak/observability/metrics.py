@@ -9,7 +9,10 @@ one process). It holds what every service exports:
 - ``yak_etcd_request_duration_seconds`` (histogram; service, operation, result): observed by
   the etcd adapter (``EtcdMetadataStore(observer=metrics.observe_etcd)``);
 - ``process_*`` and ``python_*``: prometheus-client's process, platform and GC collectors
-  (resident memory, open fds, CPU seconds, start time).
+  (resident memory, open fds, CPU seconds, start time);
+- ``yak_gc_pause_seconds`` and ``yak_event_loop_lag_seconds`` (``yak.observability.runtime``):
+  the collector's pauses, and how late the event loop runs a timer while the service's
+  lifespan holds ``loop_lag.running()``.
 
 Services register their own metrics and collectors on ``registry``. A collector's ``collect``
 runs at scrape time on the event loop, so it must only read in-memory state; what needs I/O
@@ -33,6 +36,8 @@ from prometheus_client.process_collector import ProcessCollector
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+
+from yak.observability.runtime import GcPauses, LoopLagMonitor
 
 __all__ = ["METRICS_PATH", "STAGE_BUCKETS", "ServiceMetrics", "metrics_route"]
 
@@ -61,6 +66,8 @@ class ServiceMetrics:
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
+        GcPauses.shared().register(self.registry, service)
+        self.loop_lag = LoopLagMonitor(self.registry, service)
         self.http_duration = Histogram(
             "yak_http_request_duration_seconds",
             "Time from a request's arrival to the end of its response, by route template.",
