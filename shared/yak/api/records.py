@@ -28,6 +28,7 @@ __all__ = [
     "API_PREFIX",
     "INT32_MAX",
     "INT64_MAX",
+    "RECORD_BATCH_MEDIA_TYPE",
     "ConsumedRecord",
     "Encoding",
     "HeaderEncoding",
@@ -52,6 +53,9 @@ API_PREFIX = "/api/v1"
 #: Bounds of Kafka's int64 offsets and timestamps and int32 partition numbers on the wire.
 INT64_MAX = 2**63 - 1
 INT32_MAX = 2**31 - 1
+#: Content-Type of the binary form of ``POST …/partitions/{p}/batches``: the body is exactly one
+#: Kafka RecordBatch (format v2, magic 2) as ``yak.record.encode_batch`` writes it.
+RECORD_BATCH_MEDIA_TYPE = "application/vnd.yak.recordbatch.v2"
 
 
 class Encoding(StrEnum):

@@ -1,4 +1,4 @@
-"""The fast lane: the hottest route served without FastAPI's routing and parameter handling.
+"""The fast lane: the hottest routes served without FastAPI's routing and parameter handling.
 
 A one-record produce through FastAPI spends more time in the framework — matching the path
 against every route, building the request, solving the parameters and dependencies, the
@@ -6,29 +6,48 @@ exception middleware — than in the produce itself. ``FastLane`` is a raw ASGI 
 innermost, that serves ``POST /api/v1/topics/{topic}/records`` straight from the scope when
 the request is the plain case: no query parameter but ``acks`` with one of its four values,
 and security off (the guard is a FastAPI dependency: a secured proxy takes the FastAPI path).
-Anything else passes through to FastAPI untouched, so every unusual request (a bad ``acks``,
-an unknown parameter, a topic with a ``/``) is answered exactly as the documented route
-answers it. The work is the route's own (``routes.produce_records``), typed errors go through
-the native dialect's table, and the route stays in the OpenAPI document. The observability
-middleware outside still times and ids the request (it matches the route's template itself).
+It serves ``POST /api/v1/topics/{topic}/partitions/{partition}/batches`` the same way when the
+body is the binary form (``Content-Type: application/vnd.yak.recordbatch.v2``, the SDK's
+idempotent batches), the partition a plain decimal and ``acks`` absent, ``all``, ``-1`` or
+``1``. Anything else passes through to FastAPI untouched, so every unusual request (a bad
+``acks``, an unknown parameter, a topic with a ``/``, a JSON batch) is answered exactly as the
+documented route answers it. The work is the route's own (``routes.produce_records``,
+``routes.produce_batch``), typed errors go through the native dialect's table, and the routes
+stay in the OpenAPI document. The observability middleware outside still times and ids the
+request (it matches the route's template itself).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
+from functools import partial
 
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from yak.api.records import RECORD_BATCH_MEDIA_TYPE
 from yak.errors import YakError
 from yak.web.errors import error_response
-from yak_rest_proxy.native.routes import ACKS, produce_records
+from yak_rest_proxy.native.routes import ACKS, produce_batch, produce_records
 from yak_rest_proxy.runtime import ProxyRuntime
 
 __all__ = ["FastLane"]
 
 _PRODUCE = re.compile(r"/api/v1/topics/([^/]+)/records")
 _ACKS_QUERY = {b"": -1, **{b"acks=" + name.encode(): value for name, value in ACKS.items()}}
+_BATCH = re.compile(r"/api/v1/topics/([^/]+)/partitions/([0-9]{1,10})/batches")
+_BATCH_ACKS_QUERY = {query: acks for query, acks in _ACKS_QUERY.items() if acks != 0}
+_BATCH_MEDIA_TYPE = RECORD_BATCH_MEDIA_TYPE.encode()
+
+
+def _binary_body(scope: Scope) -> bool:
+    """Whether the request's Content-Type is the binary batch form (parameters ignored)."""
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            return bool(value.split(b";", 1)[0].strip().lower() == _BATCH_MEDIA_TYPE)
+    return False
 
 
 class FastLane:
@@ -41,21 +60,37 @@ class FastLane:
         self.served = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            scope["type"] == "http"
+        work = (
+            self._work(scope)
+            if scope["type"] == "http"
             and scope["method"] == "POST"
             and self._runtime.security_cache is None
-        ):
-            match = _PRODUCE.fullmatch(scope["path"])
-            acks = _ACKS_QUERY.get(scope["query_string"]) if match is not None else None
-            if match is not None and acks is not None:
-                self.served += 1
-                try:
-                    response = await produce_records(
-                        self._runtime, Request(scope, receive), match.group(1), acks
-                    )
-                except YakError as exc:
-                    response = error_response(exc)
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+            else None
+        )
+        if work is None:
+            await self.app(scope, receive, send)
+            return
+        self.served += 1
+        try:
+            response = await work(Request(scope, receive))
+        except YakError as exc:
+            response = error_response(exc)
+        await response(scope, receive, send)
+
+    def _work(self, scope: Scope) -> Callable[[Request], Awaitable[Response]] | None:
+        """The route's work for a request this lane serves itself, else None."""
+        path = scope["path"]
+        match = _PRODUCE.fullmatch(path)
+        if match is not None:
+            acks = _ACKS_QUERY.get(scope["query_string"])
+            if acks is None:
+                return None
+            return partial(produce_records, self._runtime, topic=match[1], acks=acks)
+        if not path.endswith("/batches") or (match := _BATCH.fullmatch(path)) is None:
+            return None
+        acks = _BATCH_ACKS_QUERY.get(scope["query_string"])
+        if acks is None or not _binary_body(scope):
+            return None
+        return partial(
+            produce_batch, self._runtime, topic=match[1], partition=int(match[2]), acks=acks
+        )

@@ -27,6 +27,7 @@ from fastapi import APIRouter, Query, Request, Response
 from yak.api.records import (
     API_PREFIX,
     INT64_MAX,
+    RECORD_BATCH_MEDIA_TYPE,
     Encoding,
     HeaderEncoding,
     PartitionRecords,
@@ -38,10 +39,16 @@ from yak.api.records import (
     encode_data,
     utf8,
 )
-from yak.errors import InvalidRequestError, MessageTooLargeError, YakError
+from yak.errors import (
+    InvalidRequestError,
+    MessageTooLargeError,
+    UnknownTopicOrPartitionError,
+    YakError,
+)
 from yak.record import CompressionType, RecordInput, encode_batch
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
+from yak_rest_proxy.native.batch_body import check_batch, is_record_batch
 from yak_rest_proxy.native.produce_body import fast_outgoing
 from yak_rest_proxy.native.render import renderer
 from yak_rest_proxy.produce.direct import send_batch
@@ -57,7 +64,7 @@ from yak_rest_proxy.quotas.quotas import QuotaKind
 from yak_rest_proxy.runtime import ProxyRuntime
 from yak_rest_proxy.v2.metadata_routes import topic_record
 
-__all__ = ["ACKS", "native_router", "produce_records", "produce_response"]
+__all__ = ["ACKS", "native_router", "produce_batch", "produce_records", "produce_response"]
 
 NATIVE_TAG = "native records"
 #: The ``acks`` query values and what they mean to the producer.
@@ -150,10 +157,125 @@ async def produce_records(
     return response
 
 
+def _batch_openapi() -> dict[str, Any]:
+    """The JSON body's schema and the binary form's media type (bytes, no schema)."""
+    extra = openapi_body(ProduceBatchRequest, _JSON)
+    extra["requestBody"]["content"][RECORD_BATCH_MEDIA_TYPE] = {
+        "schema": {"type": "string", "format": "binary"}
+    }
+    return extra
+
+
+def _json_records(
+    runtime: ProxyRuntime, topic: str, partition: int, raw: bytes
+) -> tuple[ProduceBatchRequest, list[OutgoingRecord]]:
+    """A JSON body parsed and its records checked."""
+    body = parse_model(ProduceBatchRequest, raw)
+    check_record_count(len(body.records), runtime.settings.max_records_per_request)
+    records = _outgoing(body)
+    if any(r.partition is not None for r in records):
+        raise InvalidRequestError(
+            "records of a batch take no partition: the URL names it", kind="invalid_data"
+        )
+    for record in records:
+        record.partition = partition
+    check_records(runtime.cache.snapshot, topic, records)
+    return body, records
+
+
+def _encode_json_batch(
+    runtime: ProxyRuntime, topic: str, body: ProduceBatchRequest, records: list[OutgoingRecord]
+) -> bytes:
+    """The record batch of a JSON body, encoded here with its producer fields."""
+    try:
+        batch = encode_batch(
+            [r.record for r in records],
+            producer_id=body.producer_id,
+            producer_epoch=body.producer_epoch,
+            base_sequence=body.base_sequence,
+            compression=CompressionType[body.compression.upper()],
+            now_ms=runtime.clock.time_ms(),
+        )
+    except (ValueError, OverflowError, struct.error) as exc:
+        raise InvalidRequestError(f"the batch cannot be encoded: {exc}") from None
+    limit = max_message_bytes(runtime.cache.snapshot, topic)
+    if len(batch) > limit:
+        raise MessageTooLargeError(
+            f"the batch is {len(batch):,} bytes; topic {topic!r} accepts at most {limit:,} "
+            "(max.message.bytes)",
+            topic=topic,
+        )
+    return batch
+
+
+def _binary_batch(
+    runtime: ProxyRuntime, topic: str, partition: int, partitions: int, raw: bytes
+) -> tuple[bytes, int]:
+    """The client's record batch, checked (``native.batch_body``), and its record count."""
+    if not 0 <= partition < partitions:
+        raise UnknownTopicOrPartitionError(
+            f"topic {topic!r} has no partition {partition} (it has {partitions})",
+            topic=topic,
+            partition=partition,
+        )
+    header = check_batch(
+        raw,
+        topic=topic,
+        max_message_bytes=max_message_bytes(runtime.cache.snapshot, topic),
+        max_records=runtime.settings.max_records_per_request,
+    )
+    return raw, header.record_count
+
+
+async def produce_batch(
+    runtime: ProxyRuntime, request: Request, topic: str, partition: int, acks: int
+) -> Response:
+    """``POST /api/v1/topics/{topic}/partitions/{partition}/batches``: the route's work, also
+    served by the fast lane (``native.fast_lane``) for the binary form."""
+    settings = runtime.settings
+    produce_stats = runtime.stats.produce
+    started = time.perf_counter()
+    topic_state = topic_record(runtime.cache.snapshot, topic)
+    binary = is_record_batch(request.headers.get("content-type"))
+    principal = runtime.quotas.admit(QuotaKind.PRODUCE)
+    raw = await read_body(request, settings.max_request_bytes)
+    read = time.perf_counter()
+    runtime.quotas.charge(QuotaKind.PRODUCE, principal, len(raw))
+    if binary:
+        batch, count = _binary_batch(runtime, topic, partition, topic_state.partitions, raw)
+        parsed = time.perf_counter()
+    else:
+        body, records = _json_records(runtime, topic, partition, raw)
+        parsed = time.perf_counter()
+        batch, count = _encode_json_batch(runtime, topic, body, records), len(records)
+    sent = time.perf_counter()
+    produce_stats.sender.observe(sent - parsed)
+    result = await send_batch(
+        runtime.cache,
+        runtime.brokers,
+        topic,
+        partition,
+        batch,
+        acks=acks,
+        timeout_s=settings.produce_timeout_ms / 1000,
+        clock=runtime.clock,
+    )
+    answered = time.perf_counter()
+    produce_stats.broker.observe(answered - sent)
+    answer = {  # ProduceBatchResponse
+        "partition": partition,
+        "base_offset": result.base_offset,
+        "offsets": list(range(result.base_offset, result.base_offset + count)),
+    }
+    response = json_response(answer, _JSON)
+    produce_stats.on_request(read - started, parsed - read, time.perf_counter() - answered)
+    return response
+
+
 def native_router(runtime: ProxyRuntime) -> APIRouter:
     router = APIRouter(prefix=API_PREFIX, tags=[NATIVE_TAG])
     settings = runtime.settings
-    produce_stats, poll_stats = runtime.stats.produce, runtime.stats.poll
+    poll_stats = runtime.stats.poll
 
     @router.post(
         "/topics/{topic}/records",
@@ -177,72 +299,22 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
     @router.post(
         "/topics/{topic}/partitions/{partition}/batches",
         response_model=ProduceBatchResponse,
-        openapi_extra=openapi_body(ProduceBatchRequest, _JSON),
+        openapi_extra=_batch_openapi(),
+        name="produce_batch",  # the operationId the route always had
     )
-    async def produce_batch(
+    async def produce_batch_route(
         request: Request,
         topic: str,
         partition: int,
         acks: Annotated[Literal["all", "-1", "1"], Query()] = "all",
     ) -> Response:
-        """Append one idempotent batch: a retry of it returns its first offsets, never a copy."""
-        started = time.perf_counter()
-        topic_record(runtime.cache.snapshot, topic)
-        principal = runtime.quotas.admit(QuotaKind.PRODUCE)
-        raw = await read_body(request, settings.max_request_bytes)
-        read = time.perf_counter()
-        runtime.quotas.charge(QuotaKind.PRODUCE, principal, len(raw))
-        body = parse_model(ProduceBatchRequest, raw)
-        check_record_count(len(body.records), settings.max_records_per_request)
-        records = _outgoing(body)
-        if any(r.partition is not None for r in records):
-            raise InvalidRequestError(
-                "records of a batch take no partition: the URL names it", kind="invalid_data"
-            )
-        for record in records:
-            record.partition = partition
-        check_records(runtime.cache.snapshot, topic, records)
-        parsed = time.perf_counter()
-        now_ms = runtime.clock.time_ms()
-        try:
-            batch = encode_batch(
-                [r.record for r in records],
-                producer_id=body.producer_id,
-                producer_epoch=body.producer_epoch,
-                base_sequence=body.base_sequence,
-                compression=CompressionType[body.compression.upper()],
-                now_ms=now_ms,
-            )
-        except (ValueError, OverflowError, struct.error) as exc:
-            raise InvalidRequestError(f"the batch cannot be encoded: {exc}") from None
-        limit = max_message_bytes(runtime.cache.snapshot, topic)
-        if len(batch) > limit:
-            raise MessageTooLargeError(
-                f"the batch is {len(batch):,} bytes; topic {topic!r} accepts at most {limit:,} "
-                "(max.message.bytes)",
-                topic=topic,
-            )
-        sent = time.perf_counter()
-        produce_stats.sender.observe(sent - parsed)
-        result = await send_batch(
-            runtime.cache,
-            runtime.brokers,
-            topic,
-            partition,
-            batch,
-            acks=ACKS[acks],
-            timeout_s=settings.produce_timeout_ms / 1000,
-            clock=runtime.clock,
-        )
-        answered = time.perf_counter()
-        produce_stats.broker.observe(answered - sent)
-        offsets = [result.base_offset + i for i in range(len(records))]
-        answer = ProduceBatchResponse(
-            partition=partition, base_offset=result.base_offset, offsets=offsets
-        )
-        response = json_response(answer, _JSON)
-        produce_stats.on_request(read - started, parsed - read, time.perf_counter() - answered)
-        return response
+        """Append one idempotent batch: a retry of it returns its first offsets, never a copy.
+
+        The body is JSON (``ProduceBatchRequest``) or, with Content-Type
+        ``application/vnd.yak.recordbatch.v2``, one Kafka record batch v2 the client encoded
+        (its producer id, epoch and base sequence in the batch header), forwarded as it is.
+        """
+        return await produce_batch(runtime, request, topic, partition, ACKS[acks])
 
     @router.get("/topics/{topic}/partitions/{partition}/records", response_model=PartitionRecords)
     async def read(
