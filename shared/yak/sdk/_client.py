@@ -51,7 +51,7 @@ from yak.observability.request_id import propagate_request_id
 __all__ = ["ApiClient", "Params", "Verify", "auth_headers", "client_verify", "throttle_ms"]
 
 _M = TypeVar("_M", bound=BaseModel)
-_JSON = {"content-type": "application/json"}
+_JSON_TYPE = "application/json"
 
 #: Query parameters; a sequence value repeats the parameter.
 Params = Mapping[str, str | int | Sequence[str]]
@@ -126,20 +126,28 @@ class ApiClient:
         self,
         method: str,
         path: str,
-        body: BaseModel | None = None,
+        body: BaseModel | bytes | None = None,
         *,
+        content_type: str = _JSON_TYPE,
         params: Params | None = None,
         timeout_s: float | None = None,
     ) -> httpx.Response:
-        """The answer, whatever its status; transport failures as typed, retriable errors."""
-        content = None if body is None else body.model_dump_json(exclude_none=True)
+        """The answer, whatever its status; transport failures as typed, retriable errors.
+
+        A model is sent as JSON; bytes are sent as they are, as ``content_type``.
+        """
+        content: str | bytes | None
+        if body is None or isinstance(body, bytes):
+            content = body
+        else:
+            content = body.model_dump_json(exclude_none=True)
         timeout = self._timeout_s if timeout_s is None else timeout_s
         try:
             return await self._http.request(
                 method,
                 path,
                 content=content,
-                headers=_JSON if content is not None else None,
+                headers={"content-type": content_type} if content is not None else None,
                 params=params,
                 timeout=timeout,
             )
@@ -157,8 +165,9 @@ class ApiClient:
         method: str,
         path: str,
         model: type[_M],
-        body: BaseModel | None = None,
+        body: BaseModel | bytes | None = None,
         *,
+        content_type: str = _JSON_TYPE,
         params: Params | None = None,
         timeout_s: float | None = None,
         throttle_budget_s: float = 0.0,
@@ -170,7 +179,9 @@ class ApiClient:
         """
         deadline = time.monotonic() + throttle_budget_s
         while True:
-            response = await self.send(method, path, body, params=params, timeout_s=timeout_s)
+            response = await self.send(
+                method, path, body, content_type=content_type, params=params, timeout_s=timeout_s
+            )
             if not response.is_error:
                 break
             error = error_from_response(response)

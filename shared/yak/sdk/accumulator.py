@@ -32,6 +32,8 @@ class ProducerBatch(Generic[T]):
 
     ``stamp`` is the idempotent identity (producer id, epoch, base sequence) the batch got when
     first sent; every retry sends it unchanged, so the broker can recognise a duplicate.
+    ``payload`` is the request body built for that stamp (the encoded record batch), kept so a
+    retry sends the very same bytes; it goes with the stamp.
     """
 
     items: list[T]
@@ -40,6 +42,7 @@ class ProducerBatch(Generic[T]):
     stamp: BatchStamp | None = None
     attempts: int = 0
     sizes: list[int] = field(default_factory=list)
+    payload: bytes | None = None
 
     def split(self) -> tuple[ProducerBatch[T], ProducerBatch[T]]:
         """Two unstamped halves, in order (for a batch of at least two records)."""

@@ -23,9 +23,16 @@ from typing import Literal
 
 import httpx
 
+from yak.api.records import INT64_MAX
 from yak.clients._closing import AsyncClosing
-from yak.errors import InvalidConfigError, KafkaTimeoutError, UnknownTopicOrPartitionError
+from yak.errors import (
+    InvalidConfigError,
+    InvalidRecordError,
+    KafkaTimeoutError,
+    UnknownTopicOrPartitionError,
+)
 from yak.partitioner import StickyPartitioner
+from yak.record import RecordInput
 from yak.sdk._client import ApiClient
 from yak.sdk.metadata import TopicMetadata
 from yak.sdk.records import (
@@ -35,7 +42,6 @@ from yak.sdk.records import (
     TopicPartition,
     as_bytes,
     header_list,
-    produce_record,
 )
 from yak.sdk.sender import Compression, PendingRecord, Sender, SenderConfig
 
@@ -191,7 +197,8 @@ class AsyncProducer(AsyncClosing):
         """Queue one record; the future resolves once it was written (see the class doc).
 
         ``timestamp`` (ms) defaults to now, as Kafka's producer stamps a record's create time.
-        Raises at once for an unknown topic or partition and when out of buffer space.
+        Raises at once for an unknown topic or partition, a timestamp outside 0..2**63-1
+        (``InvalidRecordError``) and when out of buffer space.
         """
         if self._closed:
             raise RuntimeError("the producer is closed")
@@ -209,11 +216,13 @@ class AsyncProducer(AsyncClosing):
             )
         if timestamp is None:
             timestamp = time.time_ns() // 1_000_000
+        elif not 0 <= timestamp <= INT64_MAX:
+            raise InvalidRecordError(f"timestamp {timestamp} is outside 0..2**63-1 (ms)")
         await self._buffer.reserve(size, self._max_block_s)
         future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
         self._undelivered.add(future)
         future.add_done_callback(lambda f: self._delivered(f, size))
-        record = produce_record(key_bytes, value_bytes, header_pairs, timestamp)
+        record = RecordInput(key_bytes, value_bytes, header_pairs, timestamp)
         self._sender.append(
             TopicPartition(topic, partition), PendingRecord(record, timestamp, future), size
         )

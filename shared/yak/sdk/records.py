@@ -1,8 +1,9 @@
 """Value types of the client SDK: topic-partitions, produced record metadata, consumed records.
 
-Keys, values and header values are ``bytes`` (``None`` for a null key or value). The SDK sends
-and asks for them base64-encoded on the wire (``yak.api.records``), so any bytes survive the
-round trip; ``as_bytes`` turns the ``str`` a caller may pass into its UTF-8 bytes.
+Keys, values and header values are ``bytes`` (``None`` for a null key or value). The SDK's
+idempotent producer sends them inside a Kafka record batch (``yak.sdk.sender``); plain records
+and reads travel base64-encoded in JSON (``yak.api.records``), so any bytes survive the round
+trip; ``as_bytes`` turns the ``str`` a caller may pass into its UTF-8 bytes.
 """
 
 from __future__ import annotations

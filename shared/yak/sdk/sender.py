@@ -14,9 +14,11 @@ first. An idle producer never waits; under load, records gather behind the reque
 and batches grow with the load.
 
 Idempotent mode (``POST /api/v1/topics/{t}/partitions/{p}/batches``): the batch is stamped
-once with the session's producer id, epoch and base sequence (``SequenceNumbers``); a
+once with the session's producer id, epoch and base sequence (``SequenceNumbers``) and encoded
+here, once, as the Kafka record batch v2 the proxy forwards to the leader unchanged (the
+binary form, ``application/vnd.yak.recordbatch.v2``; the configured codec compresses it); a
 retriable failure (``YakError.retriable``: a moved leader, a timeout, an unreachable proxy)
-resends the *same* stamped batch, through which the broker recognises a batch it already wrote.
+resends the *same* bytes, through which the broker recognises a batch it already wrote.
 Otherwise (``POST /api/v1/topics/{t}/records``) records that failed retriably are sent again
 and may be written twice, as in Kafka without idempotence.
 
@@ -26,9 +28,10 @@ started; the records then fail with ``KafkaTimeoutError``. A proxy answering 429
 ``THROTTLING_QUOTA_EXCEEDED`` (the principal is over its produce quota) is waited out: the retry
 comes no sooner than its ``Retry-After``, still within ``delivery_timeout_ms``. A batch the
 broker finds too large (``MESSAGE_TOO_LARGE``) is split in two and both halves are sent
-instead; an unknown producer
-id starts a new session and the batch is sent again under it. Every record's future gets its
-``RecordMetadata`` or its typed error; nothing is dropped silently.
+instead (each half stamped and encoded anew); an unknown producer id starts a new session and
+the batch is encoded again under it. A batch that cannot be encoded (``InvalidRecordError``:
+a timestamp out of range) fails its records, as the proxy's 400 would. Every record's future
+gets its ``RecordMetadata`` or its typed error; nothing is dropped silently.
 """
 
 from __future__ import annotations
@@ -38,14 +41,13 @@ import contextlib
 import random
 import time
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from yak.api.records import (
+    RECORD_BATCH_MEDIA_TYPE,
     Encoding,
     HeaderEncoding,
-    ProduceBatchRequest,
     ProduceBatchResponse,
-    ProduceRecord,
     ProduceRecordsRequest,
     ProduceRecordsResponse,
     ProducerSession,
@@ -62,11 +64,12 @@ from yak.errors import (
     YakError,
     error_for_code,
 )
+from yak.record import CompressionType, RecordInput, encode_batch
 from yak.sdk._client import ApiClient, throttle_ms
 from yak.sdk.accumulator import BatchQueue, ProducerBatch
 from yak.sdk.idempotence import SequenceNumbers
 from yak.sdk.metadata import TopicMetadata
-from yak.sdk.records import RecordMetadata, TopicPartition
+from yak.sdk.records import RecordMetadata, TopicPartition, produce_record
 
 __all__ = ["Compression", "PendingRecord", "Sender", "SenderConfig"]
 
@@ -74,11 +77,11 @@ Compression = Literal["none", "gzip", "snappy", "lz4", "zstd"]
 _FENCING = (OutOfOrderSequenceError, InvalidProducerEpochError, UnknownProducerIdError)
 
 
-@dataclass(slots=True)
-class PendingRecord:
-    """A record waiting for delivery: its wire form and the future its sender awaits."""
+class PendingRecord(NamedTuple):
+    """A record waiting for delivery, its create time (also in ``record``) and the future its
+    sender awaits."""
 
-    record: ProduceRecord
+    record: RecordInput
     timestamp: int
     future: asyncio.Future[RecordMetadata]
 
@@ -119,6 +122,7 @@ class Sender:
         self._api = api
         self._metadata = metadata
         self._config = config
+        self._codec = CompressionType[config.compression.upper()]
         self._sequences = SequenceNumbers()
         self._session_lock = asyncio.Lock()
         self._partitions: dict[TopicPartition, _Partition] = {}
@@ -283,6 +287,7 @@ class Sender:
             self._sequences.end_session(batch.stamp)
         self._sequences.release(tp)
         batch.stamp = None
+        batch.payload = None  # encoded for that stamp
 
     def _may_retry(
         self, batch: ProducerBatch[PendingRecord], deadline: float, backoff: float
@@ -310,20 +315,24 @@ class Sender:
         if batch.stamp is None:
             await self._session()
             batch.stamp = self._sequences.stamp(tp)
+            batch.payload = None
         stamp = batch.stamp
-        body = ProduceBatchRequest(
-            producer_id=stamp.producer_id,
-            producer_epoch=stamp.producer_epoch,
-            base_sequence=stamp.base_sequence,
-            records=[p.record for p in batch.items],
-            compression=self._config.compression,
-            key_encoding=Encoding.BASE64,
-            value_encoding=Encoding.BASE64,
-            header_encoding=HeaderEncoding.BASE64,
-        )
+        if batch.payload is None:  # encoded once per stamp: every retry sends these bytes
+            batch.payload = encode_batch(
+                [p.record for p in batch.items],
+                producer_id=stamp.producer_id,
+                producer_epoch=stamp.producer_epoch,
+                base_sequence=stamp.base_sequence,
+                compression=self._codec,
+            )
         path = f"/topics/{segment(tp.topic)}/partitions/{tp.partition}/batches"
         answer = await self._api.call(
-            "POST", path, ProduceBatchResponse, body, params={"acks": "all"}
+            "POST",
+            path,
+            ProduceBatchResponse,
+            batch.payload,
+            content_type=RECORD_BATCH_MEDIA_TYPE,
+            params={"acks": "all"},
         )
         self._sequences.acknowledge(tp, stamp, len(batch.items))
         for item, offset in zip(batch.items, answer.offsets, strict=True):
@@ -332,7 +341,10 @@ class Sender:
 
     async def _send_records(self, tp: TopicPartition, batch: ProducerBatch[PendingRecord]) -> None:
         body = ProduceRecordsRequest(
-            records=[p.record.model_copy(update={"partition": tp.partition}) for p in batch.items],
+            records=[
+                produce_record(r.key, r.value, r.headers, timestamp, tp.partition)
+                for r, timestamp, _ in batch.items
+            ],
             key_encoding=Encoding.BASE64,
             value_encoding=Encoding.BASE64,
             header_encoding=HeaderEncoding.BASE64,

@@ -1,7 +1,8 @@
 """An in-process stand-in for the rest-proxy's native API, as an ``httpx.MockTransport``.
 
 Enough of ``/api/v1`` for the SDK's unit tests: topic metadata, producer sessions, idempotent
-batches with the broker's duplicate detection (a batch sent again returns its first offsets, a
+batches (the binary form, a Kafka record batch decoded with ``yak.record``, or JSON) with the
+broker's duplicate detection (a batch sent again returns its first offsets, a
 gap is ``OUT_OF_ORDER_SEQUENCE_NUMBER``), plain records, and one consumer-group member.
 ``faults`` are errors to answer instead of (``before``) or after writing (``lose``: the write
 happens, the answer is lost as a dropped connection would lose it).
@@ -17,7 +18,9 @@ from typing import Any
 
 import httpx
 
+from yak.api.records import RECORD_BATCH_MEDIA_TYPE
 from yak.errors import YakError
+from yak.record import CompressionType, decode_batch
 
 __all__ = ["FakeProxy", "Written"]
 
@@ -74,7 +77,7 @@ class FakeProxy:
         path = request.url.path.removeprefix("/api/v1")
         kind = path.rsplit("/", 1)[-1]
         if kind == "batches":
-            self.batches.append(json.loads(request.content))
+            self.batches.append(_batch_body(request))
         queued = self.faults.get(kind)
         fault = queued.popleft() if queued else None
         if fault is not None and fault[0] == "before":
@@ -86,7 +89,8 @@ class FakeProxy:
         return response
 
     def _route(self, request: httpx.Request, path: str) -> httpx.Response:
-        body: Any = json.loads(request.content) if request.content else None
+        binary = request.headers.get("content-type") == RECORD_BATCH_MEDIA_TYPE
+        body: Any = json.loads(request.content) if request.content and not binary else None
         parts = path.strip("/").split("/")
         if parts[0] == "topics" and len(parts) == 2:
             count = self.partitions.get(parts[1])
@@ -101,7 +105,7 @@ class FakeProxy:
                 201, json={"producer_id": self.next_producer_id, "producer_epoch": 0}
             )
         if parts[0] == "topics" and parts[-1] == "batches":
-            return self._batch(parts[1], int(parts[3]), body)
+            return self._batch(parts[1], int(parts[3]), self.batches[-1])
         if parts[0] == "topics" and parts[-1] == "records":
             return self._records(parts[1], body)
         if parts[0] == "groups":
@@ -127,9 +131,7 @@ class FakeProxy:
         offsets = []
         for i, record in enumerate(records):
             offsets.append(len(log))
-            log.append(
-                Written(_unb64(record.get("key")), _unb64(record.get("value")), pid, first + i)
-            )
+            log.append(Written(record["key"], record["value"], pid, first + i))
         self._last[pid][(topic, partition)] = (first, first + len(records) - 1, offsets)
         return httpx.Response(200, json=_answer(partition, offsets))
 
@@ -195,6 +197,27 @@ class FakeProxy:
             self.seeks.append(body)
             return httpx.Response(204)
         return httpx.Response(404, json={"code": "UNKNOWN_SERVER_ERROR", "message": str(parts)})
+
+
+def _batch_body(request: httpx.Request) -> dict[str, Any]:
+    """A batch request as a dict of the JSON form's fields, keys and values as bytes."""
+    if request.headers.get("content-type") == RECORD_BATCH_MEDIA_TYPE:
+        header, records = decode_batch(request.content)  # checks framing and CRC
+        assert header.size == len(request.content), "one batch, nothing after it"
+        return {
+            "producer_id": header.producer_id,
+            "producer_epoch": header.producer_epoch,
+            "base_sequence": header.base_sequence,
+            "compression": CompressionType(header.compression).name.lower(),
+            "records": [
+                {"key": r.key, "value": r.value, "headers": r.headers, "timestamp": r.timestamp}
+                for r in records
+            ],
+        }
+    body: dict[str, Any] = json.loads(request.content)
+    for record in body["records"]:
+        record["key"], record["value"] = _unb64(record.get("key")), _unb64(record.get("value"))
+    return body
 
 
 def _topic(name: str, count: int) -> dict[str, Any]:

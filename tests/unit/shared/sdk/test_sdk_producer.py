@@ -12,6 +12,7 @@ import pytest
 from tests.unit.shared.sdk.fake_proxy import FakeProxy
 from yak.errors import (
     InvalidConfigError,
+    InvalidRecordError,
     InvalidRequestError,
     KafkaTimeoutError,
     NotEnoughReplicasError,
@@ -70,6 +71,51 @@ async def test_a_lost_answer_is_resent_with_the_same_sequence_and_written_once()
     sent = [(b["producer_id"], b["base_sequence"]) for b in proxy.batches]
     assert sent[:3] == [sent[0]] * 3  # written, lost, refused, resent: the same stamp
     assert sent[3] == (sent[0][0], 1)
+    bodies = [r.content for r in proxy.requests if r.url.path.endswith("/batches")]
+    assert bodies[0] == bodies[1] == bodies[2]  # encoded once: the very same bytes resent
+    assert bodies[3] != bodies[0]
+
+
+async def test_an_idempotent_batch_is_one_kafka_record_batch() -> None:
+    proxy = FakeProxy(partitions={"t": 1})
+    async with producer(proxy, compression="zstd", linger_ms=1_000) as p:
+        futures = [
+            await p.send("t", b"v0", key=b"k0", headers=[("h", b"x"), ("h", None)], timestamp=7),
+            await p.send("t", None, key=None, timestamp=9),
+        ]
+        await p.flush()
+    assert [f.result().timestamp for f in futures] == [7, 9]
+    (request,) = [r for r in proxy.requests if r.url.path.endswith("/batches")]
+    assert request.headers["content-type"] == "application/vnd.yak.recordbatch.v2"
+    assert request.url.params["acks"] == "all"
+    (batch,) = proxy.batches
+    assert batch["compression"] == "zstd"
+    assert (batch["producer_epoch"], batch["base_sequence"]) == (0, 0)
+    assert [(r["key"], r["value"], r["headers"], r["timestamp"]) for r in batch["records"]] == [
+        (b"k0", b"v0", (("h", b"x"), ("h", None)), 7),
+        (None, None, (), 9),
+    ]
+
+
+async def test_a_timestamp_out_of_range_is_refused_at_send() -> None:
+    proxy = FakeProxy(partitions={"t": 1})
+    async with producer(proxy) as p:
+        for timestamp in (-1, 2**63):
+            with pytest.raises(InvalidRecordError, match="outside"):
+                await p.send("t", "x", timestamp=timestamp)
+        await p.send_and_wait("t", "y", timestamp=2**63 - 1)
+    assert proxy.values("t", 0) == [b"y"]
+
+
+async def test_a_batch_that_cannot_be_encoded_fails_its_records_alone() -> None:
+    proxy = FakeProxy(partitions={"t": 1})
+    async with producer(proxy, linger_ms=1_000) as p:
+        bad = await p.send("t", "x", headers=[("\ud800", b"lone surrogate")])
+        await p.flush()
+        with pytest.raises(InvalidRecordError, match="cannot be encoded"):
+            await bad
+        assert (await p.send_and_wait("t", "good")).offset == 0
+    assert proxy.batches[0]["base_sequence"] == 0  # the refused batch's numbers were reused
 
 
 async def test_an_unknown_producer_id_starts_a_new_session() -> None:
