@@ -8,6 +8,10 @@ reported with its error so the caller can retry it after the metadata changed; r
 back decoded, from the asked offset on (a batch may start below it), at most ``max_bytes``
 beyond the first record.
 
+A consumer's poll hands out finished fetches oldest first while their records fit its
+``max_bytes``; one that would overflow stays parked for the consumer's next poll (Kafka's
+consumer keeps completed fetches so) instead of being decoded, cut and fetched again.
+
 Each ``fetch`` observes two poll stages once (``metrics.PollStats``): ``decode``, the decoding
 of the batches it hands out (a fetch taken over from an earlier poll was decoded then), and
 ``fetch``, the rest of its time: waiting for the brokers.
@@ -53,10 +57,13 @@ class PartitionRead(NamedTuple):
 
 
 class _Answer(NamedTuple):
-    """One broker's fetch: its partitions' reads and the time their decoding took."""
+    """One broker's fetch: its partitions' reads, the time their decoding took, the bytes of
+    their records (keys and values) and when it was answered (``time.perf_counter``)."""
 
     reads: list[PartitionRead]
     decode_s: float = 0.0
+    size: int = 0
+    answered: float = 0.0
 
 
 class Reader:
@@ -154,15 +161,24 @@ class Reader:
                 break
         reads = list(failed)
         decode_s = decoded_here_s = 0.0
-        for broker_id, task in tasks.items():
-            if task.done():
-                answer = task.result()
-                reads.extend(answer.reads)
-                decode_s += answer.decode_s
-                if task in fresh:
-                    decoded_here_s += answer.decode_s
-                if owner is not None and self._parked.get((owner, broker_id), _NONE)[1] is task:
-                    del self._parked[(owner, broker_id)]  # its records are handed out now
+        handed = 0
+        answered = sorted(
+            (task.result().answered, broker_id) for broker_id, task in tasks.items() if task.done()
+        )
+        for _, broker_id in answered:
+            task = tasks[broker_id]
+            result = task.result()
+            key = (owner, broker_id) if owner is not None else None
+            parked_here = key is not None and self._parked.get(key, _NONE)[1] is task
+            if parked_here and handed and handed + result.size > max_bytes:
+                continue  # would overflow this poll: kept for the owner's next one
+            handed += result.size
+            reads.extend(result.reads)
+            decode_s += result.decode_s
+            if task in fresh:
+                decoded_here_s += result.decode_s
+            if key is not None and parked_here:
+                del self._parked[key]  # its records are handed out now
         self.stats.fetch.observe(time.perf_counter() - started - decoded_here_s)
         self.stats.decode.observe(decode_s)
         return reads
@@ -237,13 +253,15 @@ class Reader:
             return _Answer([PartitionRead(t, p, [], o, error=exc) for t, p, o in group])
         started = time.perf_counter()
         reads = []
+        size = 0
         for part in fetched:
             offset = offsets[(part.topic, part.partition)]
             if part.error is not None:
                 error = part.error.exception()
                 reads.append(PartitionRead(part.topic, part.partition, [], offset, error=error))
                 continue
-            records = _records_from(part.records, offset, max_bytes)
+            records, part_size = _records_from(part.records, offset, max_bytes)
+            size += part_size
             next_offset = records[-1].offset + 1 if records else offset
             reads.append(
                 PartitionRead(
@@ -255,7 +273,8 @@ class Reader:
                     part.log_start_offset,
                 )
             )
-        return _Answer(reads, time.perf_counter() - started)
+        answered = time.perf_counter()
+        return _Answer(reads, answered - started, size, answered)
 
     async def list_offsets(self, topic: str, partition: int, timestamp: int | str) -> OffsetResult:
         """ListOffsets of one partition at its leader (``earliest``, ``latest`` or ms)."""
@@ -266,13 +285,15 @@ class Reader:
         return result
 
 
-def _records_from(data: Buffer, offset: int, max_bytes: int) -> list[Record]:
-    """Decoded records at or past ``offset``; at least one, then up to ``max_bytes``."""
+def _records_from(data: Buffer, offset: int, max_bytes: int) -> tuple[list[Record], int]:
+    """Decoded records at or past ``offset``: at least one, then up to ``max_bytes`` of keys
+    and values; and the bytes of those kept."""
     records: list[Record] = []
     size = 0
     for record in iter_records(data, from_offset=offset):
-        size += len(record.key or b"") + len(record.value or b"")
-        if records and size > max_bytes:
+        grown = size + len(record.key or b"") + len(record.value or b"")
+        if records and grown > max_bytes:
             break
         records.append(record)
-    return records
+        size = grown
+    return records, size

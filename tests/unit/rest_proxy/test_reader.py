@@ -164,3 +164,39 @@ async def test_an_answer_handed_out_is_not_kept_alive(cache: MetadataCache) -> N
         assert fetch() is None  # the forget timer (30 s) does not keep the answer alive
     finally:
         await pool.aclose()
+
+
+async def test_a_finished_fetch_that_would_overflow_the_poll_waits_for_the_next(
+    cache: MetadataCache,
+) -> None:
+    """Both leaders answered, but their records together exceed ``max_bytes``: the poll hands
+    one answer out and keeps the other for the owner's next poll, which gets it without a new
+    request (nothing decoded, cut and fetched again)."""
+    brokers = Brokers()
+    brokers.release.set()
+    pool = BrokerPool(cache, client_factory=brokers.factory)
+    reader = Reader(cache, pool)
+    offsets = {0: 0, 1: 0}
+    try:
+        polling = asyncio.ensure_future(
+            reader.fetch([("t", 0, 0), ("t", 1, 0)], max_wait_ms=10_000, max_bytes=3, owner="g/m")
+        )
+        for _ in range(100):  # both answers arrive before the poll collects them
+            parked = [reader._parked.get(("g/m", b)) for b in (0, 1)]
+            if all(p is not None and p[1].done() for p in parked):
+                break
+            await asyncio.sleep(0)
+        first = [r for r in await polling if r.records]
+        assert len(first) == 1
+        (handed,) = first
+        offsets[handed.partition] = handed.next_offset
+        kept = 1 - handed.partition
+        assert ("g/m", kept) in reader._parked
+        second = await reader.fetch(
+            [("t", 0, offsets[0]), ("t", 1, offsets[1])], max_wait_ms=0, max_bytes=3, owner="g/m"
+        )
+        found = {r.partition: [x.value for x in r.records] for r in second if r.records}
+        assert found[kept] == [f"b{kept}".encode()]
+        assert brokers.requests[kept] == 1  # the kept answer, no second request
+    finally:
+        await pool.aclose()
