@@ -10,6 +10,7 @@ Header fields written by ``encode_batch`` follow Kafka's producer: baseTimestamp
 record's timestamp unless given, maxTimestamp the largest record timestamp, lastOffsetDelta
 the last record's offset delta unless given (a compacted batch keeps its original one), and
 the codec bits are cleared for a batch with no records (which has no records section).
+``encode_batch_of`` writes the header and CRC around a records section encoded beforehand.
 
 Decoding validates framing and CRC first (``validate_batch``), then decompresses and decodes
 every record; any inconsistency raises ``CorruptRecordError``, ``InvalidRecordError`` or
@@ -49,9 +50,16 @@ from yak.record.batch_header import (
 from yak.record.compression import codec_for, compress
 from yak.record.record import Record, RecordInput
 from yak.record.record_decoder import decode_records
-from yak.record.record_encoder import encode_records
+from yak.record.record_encoder import EncodedRecords, encode_records
 
-__all__ = ["DecodedBatch", "decode_batch", "decode_batches", "encode_batch", "iter_records"]
+__all__ = [
+    "DecodedBatch",
+    "decode_batch",
+    "decode_batches",
+    "encode_batch",
+    "encode_batch_of",
+    "iter_records",
+]
 
 _CRC = struct.Struct(">I")
 _TIMESTAMP_TYPE_BIT = 0x08
@@ -116,7 +124,69 @@ def encode_batch(
         base_timestamp = delete_horizon_ms
     if now_ms is None:
         now_ms = time.time_ns() // 1_000_000
-    encoded = encode_records(records, base_timestamp, now_ms)
+    return _assemble(
+        encode_records(records, base_timestamp, now_ms),
+        base_offset=base_offset,
+        compression=compression,
+        compression_level=compression_level,
+        timestamp_type=timestamp_type,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        partition_leader_epoch=partition_leader_epoch,
+        is_transactional=is_transactional,
+        is_control=is_control,
+        last_offset_delta=last_offset_delta,
+        delete_horizon=delete_horizon_ms is not None,
+    )
+
+
+def encode_batch_of(
+    encoded: EncodedRecords,
+    *,
+    compression: CompressionType = CompressionType.NONE,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+) -> bytes:
+    """One RecordBatch v2 (base offset 0, create time) around a records section already
+    encoded (``record_encoder.encode_bodies``): byte for byte what ``encode_batch`` writes for
+    the same records. The rest-proxy's producer frames its batches this way."""
+    _check_producer_fields(producer_id, producer_epoch, base_sequence, False, False)
+    return _assemble(
+        encoded,
+        base_offset=0,
+        compression=compression,
+        compression_level=None,
+        timestamp_type=TimestampType.CREATE_TIME,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        partition_leader_epoch=NO_PARTITION_LEADER_EPOCH,
+        is_transactional=False,
+        is_control=False,
+        last_offset_delta=None,
+        delete_horizon=False,
+    )
+
+
+def _assemble(
+    encoded: EncodedRecords,
+    *,
+    base_offset: int,
+    compression: CompressionType,
+    compression_level: int | None,
+    timestamp_type: TimestampType,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    partition_leader_epoch: int,
+    is_transactional: bool,
+    is_control: bool,
+    last_offset_delta: int | None,
+    delete_horizon: bool,
+) -> bytes:
+    """The header, (compressed) records section and CRC of one batch (see ``encode_batch``)."""
     if last_offset_delta is None:
         last_offset_delta = encoded.last_offset_delta
     elif last_offset_delta < encoded.last_offset_delta:
@@ -137,7 +207,7 @@ def encode_batch(
         attributes |= _TRANSACTIONAL_BIT
     if is_control:
         attributes |= _CONTROL_BIT
-    if delete_horizon_ms is not None:
+    if delete_horizon:
         attributes |= _DELETE_HORIZON_BIT
     header = BatchHeader(
         base_offset,

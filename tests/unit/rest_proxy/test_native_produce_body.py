@@ -13,9 +13,12 @@ from hypothesis import strategies as st
 from yak.api.records import ProduceRecordsRequest
 from yak.errors import InvalidRequestError
 from yak.record import RecordInput
+from yak.record.record_encoder import encode_record_body
 from yak_rest_proxy.http.body import parse_model
 from yak_rest_proxy.native.produce_body import fast_outgoing
 from yak_rest_proxy.native.routes import _outgoing
+from yak_rest_proxy.produce.producer import record_size
+from yak_rest_proxy.produce.publish import RequestRecords
 
 NOW = 1_700_000_000_000
 
@@ -77,7 +80,14 @@ def test_the_fast_path_reads_what_the_model_reads_or_steps_aside(data: dict[str,
     raw = json.dumps(data).encode()  # json: integers past 64 bits too
     fast = fast_path(raw)
     if fast is not None:
-        assert fast == model_path(raw)
+        model = model_path(raw)
+        assert fast == model
+        assert isinstance(model, list)
+        columns = fast_outgoing(raw, NOW)
+        assert isinstance(columns, RequestRecords)  # the columns the producer queues:
+        assert columns.bodies == [encode_record_body(r.key, r.value, r.headers) for r, _ in model]
+        assert columns.sizes == [record_size(r) for r, _ in model]
+        assert columns.keys == [r.key for r, _ in model]
 
 
 def test_the_plain_shape_takes_the_fast_path() -> None:

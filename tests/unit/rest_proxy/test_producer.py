@@ -29,7 +29,7 @@ from yak.protocol.broker_wire import (
     decode_produce_request,
     encode_produce_response,
 )
-from yak.record import RecordInput, decode_batch
+from yak.record import RecordInput, decode_batch, encode_batch
 from yak_rest_proxy.brokers import BrokerPool
 from yak_rest_proxy.metrics import ProduceStats
 from yak_rest_proxy.produce.producer import ProducedRecord, Producer, Result
@@ -411,3 +411,43 @@ async def test_a_round_observes_its_queue_sender_and_broker_stages_once(
     for stage in ("read", "parse", "render"):  # the routes' stages
         count = registry.get_sample_value("yak_proxy_produce_stage_seconds_count", {"stage": stage})
         assert count == 0, stage
+
+
+async def test_batches_are_byte_for_byte_encode_batch_and_split_records_of_one_send(
+    store: MemoryMetadataStore,
+) -> None:
+    """Records queue as encoded bodies and leave in batches framed from them: each batch is
+    what ``encode_batch`` writes for its records, a send larger than a batch is split at a
+    record, and every record's result names its own offset."""
+    brokers = FakeBrokers(ok(40))
+    cache = MetadataCache(store, KS)
+    await cache.start()
+    pool = BrokerPool(cache, client_factory=brokers.factory)
+    producer = Producer(cache, pool, ProducerIds(store, KS), linger_ms=0, batch_max_bytes=400)
+    records = [
+        RecordInput(f"k{i}".encode(), b"v" * 50, (("h", b"x"),) if i % 2 else (), 1_000 + i)
+        for i in range(10)
+    ]
+    try:
+        first = await landed(producer.send("t", 0, records[:7]))
+        second = await landed(producer.send("t", 0, records[7:]))
+    finally:
+        await close(producer, cache, pool)
+    batches = [batch for _, batch in brokers.seen]
+    counts = [len(decode_batch(batch).records) for batch in batches]
+    assert sum(counts) == 10
+    assert len(counts) > 2  # 400 bytes hold a few records only
+    at = 0
+    for batch, count in zip(batches, counts, strict=True):
+        header = decode_batch(batch).header
+        expected = encode_batch(
+            records[at : at + count],
+            producer_id=header.producer_id,
+            producer_epoch=0,
+            base_sequence=header.base_sequence,
+        )
+        assert batch == expected
+        at += count
+    assert [r.timestamp for r in first + second] == [r.timestamp for r in records]
+    # Every batch is answered at base offset 40: each record's offset is 40 + its place.
+    assert [r.offset for r in first + second] == [40 + i for n in counts for i in range(n)]

@@ -49,7 +49,8 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from itertools import repeat
+from typing import NamedTuple, cast
 
 from yak.clock import Clock, SystemClock
 from yak.errors import (
@@ -64,7 +65,9 @@ from yak.errors import (
 )
 from yak.metadata.cache import ClusterSnapshot, MetadataCache
 from yak.protocol.broker_wire import ProducePartition, ProduceResult
-from yak.record import CompressionType, RecordInput, encode_batch
+from yak.record import CompressionType, RecordInput
+from yak.record.batch import encode_batch_of
+from yak.record.record_encoder import encode_bodies, encode_record_body
 from yak.topic_config import effective_config
 from yak_rest_proxy.brokers import BrokerPool, leader_of
 from yak_rest_proxy.metrics import ProduceStats
@@ -78,6 +81,7 @@ _SEQUENCE_LIMIT = 2**31
 _RECORD_OVERHEAD = 24  # varint lengths, attributes, deltas: an upper bound per record
 _RETRY_BACKOFF_S = 0.1
 _NEW_PRODUCER_ERRORS = (OutOfOrderSequenceError, UnknownProducerIdError, InvalidProducerEpochError)
+_NEW_TUPLE = tuple.__new__
 
 
 class ProducedRecord(NamedTuple):
@@ -101,8 +105,8 @@ def record_size(record: RecordInput) -> int:
 
 
 class _Call:
-    """The records of one ``send``: their results fill in as their batches are answered, and
-    ``future`` resolves once all are in (one future per call, not one per record)."""
+    """The records of one ``send``: their results fill in, a chunk at a time, as their batches
+    are answered, and ``future`` resolves once all are in (one future per call)."""
 
     __slots__ = ("enqueued", "future", "remaining", "results")
 
@@ -112,25 +116,66 @@ class _Call:
         self.remaining = count
         self.enqueued = enqueued  # time.perf_counter() when its records were queued
 
-    def settle(self, index: int, result: Result) -> None:
-        results = self.results
-        if results[index] is None:
-            results[index] = result
-            self.remaining -= 1
+    def settle(self, start: int, results: list[Result]) -> None:
+        """The results of the call's records ``start``, ``start + 1`` ... (one chunk's)."""
+        mine = self.results
+        if mine[start] is None:  # a chunk is settled once; the guard keeps it so
+            end = start + len(results)
+            mine[start:end] = results
+            self.remaining -= len(results)
             if not self.remaining and not self.future.done():
-                self.future.set_result(results)  # type: ignore[arg-type]  # all filled in
+                self.future.set_result(mine)  # type: ignore[arg-type]  # all filled in
 
 
-class _Pending(NamedTuple):
-    record: RecordInput
-    size: int
-    call: _Call
-    slot: int  # the record's place in its call
+class _Chunk:
+    """Consecutive records of one call, as they wait in a queue or fly in a batch: their
+    bodies (``encode_record_body``: key, value, headers), timestamps and ``record_size``-s;
+    ``start`` is the first one's place in its call. One object per call and partition, not
+    per record; a batch that takes only part of a chunk splits it (``split``)."""
+
+    __slots__ = ("bodies", "call", "size", "sizes", "start", "timestamps")
+
+    def __init__(
+        self,
+        call: _Call,
+        start: int,
+        bodies: list[bytes],
+        timestamps: list[int],
+        sizes: list[int],
+        size: int,
+    ) -> None:
+        self.call = call
+        self.start = start
+        self.bodies = bodies
+        self.timestamps = timestamps
+        self.sizes = sizes
+        self.size = size  # sum(sizes)
+
+    def split(self, count: int) -> _Chunk:
+        """The first ``count`` records as a chunk of their own; this one keeps the rest."""
+        head = _Chunk(
+            self.call,
+            self.start,
+            self.bodies[:count],
+            self.timestamps[:count],
+            self.sizes[:count],
+            sum(self.sizes[:count]),
+        )
+        self.start += count
+        self.bodies = self.bodies[count:]
+        self.timestamps = self.timestamps[count:]
+        self.sizes = self.sizes[count:]
+        self.size -= head.size
+        return head
+
+    def fail(self, error: YakError) -> None:
+        self.call.settle(self.start, [error] * len(self.bodies))
 
 
 @dataclass(slots=True)
 class _InFlight:
-    entries: list[_Pending]
+    chunks: list[_Chunk]
+    count: int  # records
     batch: bytes
     base_sequence: int
     first_sent: float
@@ -141,7 +186,7 @@ class _Queue:
     topic: str
     partition: int
     acks: int
-    pending: deque[_Pending] = field(default_factory=deque)
+    pending: deque[_Chunk] = field(default_factory=deque)
     pending_bytes: int = 0
     in_flight: _InFlight | None = None
     timer: asyncio.TimerHandle | None = None
@@ -270,9 +315,9 @@ class Producer:
         error = KafkaTimeoutError("the proxy is shutting down")
         for queue in self._queues.values():
             self._stop_lingering(queue)
-            inflight = queue.in_flight.entries if queue.in_flight else []
-            for entry in [*inflight, *queue.pending]:
-                entry.call.settle(entry.slot, error)
+            inflight = queue.in_flight.chunks if queue.in_flight else []
+            for chunk in [*inflight, *queue.pending]:
+                chunk.fail(error)
 
     def send(
         self,
@@ -286,25 +331,44 @@ class Producer:
         """Queue ``records`` for one partition; the future gives, in order, where each record
         landed or why it did not (a ``YakError``; batches of one call may fare differently).
         Records without a timestamp get the current time; ``sizes`` (``record_size`` of each,
-        when the caller has them) saves computing them again."""
+        when the caller has them) saves computing them again. The producer numbers the records
+        of a batch itself: an ``offset_delta`` given is ignored."""
+        now_ms = self._clock.time_ms()
+        try:
+            bodies = [encode_record_body(r.key, r.value, r.headers) for r in records]
+        except InvalidRecordError as exc:  # a header key that is not UTF-8: the call's records fail
+            future: asyncio.Future[list[Result]] = asyncio.get_running_loop().create_future()
+            future.set_result([exc] * len(records))
+            return future
+        timestamps = [now_ms if r.timestamp is None else r.timestamp for r in records]
+        if sizes is None:
+            sizes = [record_size(r) for r in records]
+        return self.send_bodies(topic, partition, bodies, timestamps, list(sizes), acks=acks)
+
+    def send_bodies(
+        self,
+        topic: str,
+        partition: int,
+        bodies: list[bytes],
+        timestamps: list[int],
+        sizes: list[int],
+        *,
+        acks: int = -1,
+    ) -> asyncio.Future[list[Result]]:
+        """``send`` of records already encoded: each one's body (``encode_record_body``), its
+        timestamp and ``record_size``. The lists become the queue's: the caller lets go of them."""
         key = (topic, partition, acks)
         queue = self._queues.get(key)
         if queue is None:
             queue = self._queues[key] = _Queue(topic, partition, acks)
         future: asyncio.Future[list[Result]] = asyncio.get_running_loop().create_future()
-        call = _Call(future, len(records), time.perf_counter())
-        now_ms = self._clock.time_ms()
-        pending = queue.pending
-        added = 0
-        for index, record in enumerate(records):
-            if record.timestamp is None:
-                record = record._replace(timestamp=now_ms)
-            size = sizes[index] if sizes is not None else record_size(record)
-            pending.append(_Pending(record, size, call, index))
-            added += size
-        queue.pending_bytes += added
-        if not records:
+        if not bodies:
             future.set_result([])
+            return future
+        size = sum(sizes)
+        call = _Call(future, len(bodies), time.perf_counter())
+        queue.pending.append(_Chunk(call, 0, bodies, timestamps, sizes, size))
+        queue.pending_bytes += size
         self._schedule(queue)
         return future
 
@@ -403,8 +467,7 @@ class Producer:
         if queue.in_flight is not None:
             self._finish(queue, error)
         while queue.pending:
-            entry = queue.pending.popleft()
-            entry.call.settle(entry.slot, error)
+            queue.pending.popleft().fail(error)
         queue.pending_bytes = 0
 
     # --- sending -----------------------------------------------------------------------------
@@ -414,34 +477,64 @@ class Producer:
             return queue.in_flight
         if not queue.pending:
             return None
-        limit = self._max_batch_bytes(queue.topic)
-        entries: list[_Pending] = []
-        size = 61
-        while queue.pending and (not entries or size + queue.pending[0].size <= limit):
-            entry = queue.pending.popleft()
-            queue.pending_bytes -= entry.size
-            size += entry.size
-            if not entry.call.future.done():  # a cancelled request's records are not sent
-                entries.append(entry)
-        if not entries:
+        chunks = self._take(queue, self._max_batch_bytes(queue.topic))
+        if not chunks:
             return None
         if queue.producer_id < 0:
             queue.producer_id, queue.next_sequence = await self._ids.allocate(), 0
-        inflight = _InFlight(entries, b"", queue.next_sequence, self._clock.monotonic())
+        count = sum(len(chunk.bodies) for chunk in chunks)
+        inflight = _InFlight(chunks, count, b"", queue.next_sequence, self._clock.monotonic())
         try:
-            inflight.batch = self._encode(queue, entries, queue.next_sequence)
+            inflight.batch = self._encode(queue, chunks, queue.next_sequence)
         except Exception as exc:  # a field out of range: these records (only) cannot be sent
             error = exc if isinstance(exc, YakError) else InvalidRecordError(str(exc))
-            for entry in entries:
-                entry.call.settle(entry.slot, error)
+            for chunk in chunks:
+                chunk.fail(error)
             return None
-        queue.next_sequence = (queue.next_sequence + len(entries)) % _SEQUENCE_LIMIT
+        queue.next_sequence = (queue.next_sequence + count) % _SEQUENCE_LIMIT
         queue.in_flight = inflight
         return inflight
 
-    def _encode(self, queue: _Queue, entries: list[_Pending], base_sequence: int) -> bytes:
-        return encode_batch(
-            [entry.record for entry in entries],
+    @staticmethod
+    def _take(queue: _Queue, limit: int) -> list[_Chunk]:
+        """The records of the next batch, oldest first: whole chunks while they fit in
+        ``limit`` bytes (with the batch header), then the part of the next that fits; always at
+        least one record. A cancelled request's records are dropped, not sent."""
+        pending = queue.pending
+        chunks: list[_Chunk] = []
+        size = 61
+        while pending:
+            chunk = pending[0]
+            if chunk.call.future.done():
+                pending.popleft()
+                queue.pending_bytes -= chunk.size
+                continue
+            if size + chunk.size > limit:
+                fit = 0
+                for record_bytes in chunk.sizes:
+                    if size + record_bytes > limit and (fit or chunks):
+                        break
+                    size += record_bytes
+                    fit += 1
+                if fit:
+                    head = chunk.split(fit)
+                    queue.pending_bytes -= head.size
+                    chunks.append(head)
+                break
+            pending.popleft()
+            queue.pending_bytes -= chunk.size
+            size += chunk.size
+            chunks.append(chunk)
+        return chunks
+
+    def _encode(self, queue: _Queue, chunks: list[_Chunk], base_sequence: int) -> bytes:
+        if len(chunks) == 1:
+            bodies, timestamps = chunks[0].bodies, chunks[0].timestamps
+        else:
+            bodies = [body for chunk in chunks for body in chunk.bodies]
+            timestamps = [stamp for chunk in chunks for stamp in chunk.timestamps]
+        return encode_batch_of(
+            encode_bodies(bodies, timestamps),
             compression=self._compression,
             producer_id=queue.producer_id,
             producer_epoch=0,
@@ -502,16 +595,22 @@ class Producer:
     def _complete(self, queue: _Queue, result: ProduceResult) -> None:
         inflight = queue.in_flight
         assert inflight is not None
-        base = result.base_offset
-        partition = queue.partition
-        for i, (record, _, call, slot) in enumerate(inflight.entries):
-            stamp = record.timestamp
-            call.settle(
-                slot,
-                ProducedRecord(
-                    partition, base + i if base >= 0 else -1, -1 if stamp is None else stamp
-                ),
+        offset = result.base_offset
+        partitions = repeat(queue.partition)
+        for chunk in inflight.chunks:
+            count = len(chunk.bodies)
+            offsets = range(offset, offset + count) if offset >= 0 else repeat(-1)
+            # ProducedRecord-s made in C: tuple.__new__ skips the NamedTuple's Python __new__.
+            results = list(
+                map(
+                    _NEW_TUPLE,
+                    repeat(ProducedRecord),
+                    zip(partitions, offsets, chunk.timestamps, strict=False),
+                )
             )
+            chunk.call.settle(chunk.start, cast(list[Result], results))
+            if offset >= 0:
+                offset += count
         queue.in_flight = None
         if queue.pending:
             self._route(queue)  # they waited a round trip already: no more linger
@@ -544,9 +643,9 @@ class Producer:
 
         async def renew() -> None:
             queue.producer_id, queue.next_sequence = await self._ids.allocate(), 0
-            inflight.batch = self._encode(queue, inflight.entries, 0)
+            inflight.batch = self._encode(queue, inflight.chunks, 0)
             inflight.base_sequence = 0
-            queue.next_sequence = len(inflight.entries) % _SEQUENCE_LIMIT
+            queue.next_sequence = inflight.count % _SEQUENCE_LIMIT
             queue.routing = False
             self._route(queue)
 
@@ -558,8 +657,8 @@ class Producer:
     def _finish(self, queue: _Queue, error: YakError) -> None:
         inflight = queue.in_flight
         assert inflight is not None
-        for entry in inflight.entries:
-            entry.call.settle(entry.slot, error)
+        for chunk in inflight.chunks:
+            chunk.fail(error)
         queue.in_flight = None
         if queue.pending:
             self._route(queue)

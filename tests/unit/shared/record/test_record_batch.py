@@ -18,7 +18,9 @@ from yak.record import (
     encode_batch,
     iter_records,
 )
+from yak.record.batch import encode_batch_of
 from yak.record.batch_header import compute_crc, patch_offset_and_epoch, validate_batch
+from yak.record.record_encoder import encode_bodies, encode_record_body
 
 NOW = 1_700_000_000_000
 
@@ -329,3 +331,46 @@ def test_a_batch_wholly_below_from_offset_is_not_checksummed() -> None:
     assert [r.value for r in iter_records(data, from_offset=1)] == [b"new"]
     with pytest.raises(CorruptRecordError):
         list(iter_records(data))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            nullable_bytes, nullable_bytes | st.binary(min_size=9000, max_size=9000), headers
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.lists(st.integers(-1, 1 << 42), min_size=12, max_size=12),
+    st.sampled_from([CompressionType.NONE, CompressionType.GZIP]),
+    st.integers(0, (1 << 31) - 1),
+)
+def test_a_batch_of_encoded_bodies_is_byte_for_byte_encode_batch(
+    fields: list[tuple[bytes | None, bytes | None, tuple[Any, ...]]],
+    stamps: list[int],
+    compression: CompressionType,
+    base_sequence: int,
+) -> None:
+    """The producer's path (bodies encoded when queued, framed when sent) writes the bytes,
+    and so the CRC, of ``encode_batch`` for the same records."""
+    records = [RecordInput(k, v, h, stamps[i]) for i, (k, v, h) in enumerate(fields)]
+    producer: dict[str, Any] = {
+        "producer_id": 7,
+        "producer_epoch": 0,
+        "base_sequence": base_sequence,
+    }
+    expected = encode_batch(records, compression=compression, **producer)
+    bodies = [encode_record_body(r.key, r.value, r.headers) for r in records]
+    section = encode_bodies(bodies, [r.timestamp or 0 for r in records])
+    batch = encode_batch_of(section, compression=compression, **producer)
+    assert batch == expected
+    assert validate_batch(batch).crc == validate_batch(expected).crc
+
+
+def test_bodies_and_timestamps_must_pair_up_and_deltas_fit() -> None:
+    with pytest.raises(ValueError, match="1 bodies and 0 timestamps"):
+        encode_bodies([b"\x01\x01\x00"], [])
+    with pytest.raises(InvalidRecordError):
+        encode_bodies([b"\x01\x01\x00"] * 2, [-(1 << 63), 1 << 62])
+    assert encode_bodies([], []).record_count == 0
