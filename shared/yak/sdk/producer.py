@@ -81,6 +81,13 @@ class _Buffer:
         # A record larger than the whole buffer still goes once the buffer is empty.
         return not self._used or self._used + size <= self._limit
 
+    def try_reserve(self, size: int) -> bool:
+        """Take ``size`` bytes if they fit now (the common case, without a coroutine)."""
+        if self._fits(size):
+            self._used += size
+            return True
+        return False
+
     async def reserve(self, size: int, timeout_s: float) -> None:
         if not self._fits(size):
             try:
@@ -204,7 +211,9 @@ class AsyncProducer(AsyncClosing):
             raise RuntimeError("the producer is closed")
         key_bytes, value_bytes = as_bytes(key), as_bytes(value)
         header_pairs = header_list(headers)
-        count = await self._metadata.partition_count(topic)
+        count = self._metadata.cached(topic)  # no coroutine on the hot path
+        if count is None:
+            count = await self._metadata.partition_count(topic)
         size = _record_size(key_bytes, value_bytes, header_pairs)
         if partition is None:
             partition = self._partitioner.partition(topic, key_bytes, count, size)
@@ -218,7 +227,8 @@ class AsyncProducer(AsyncClosing):
             timestamp = time.time_ns() // 1_000_000
         elif not 0 <= timestamp <= INT64_MAX:
             raise InvalidRecordError(f"timestamp {timestamp} is outside 0..2**63-1 (ms)")
-        await self._buffer.reserve(size, self._max_block_s)
+        if not self._buffer.try_reserve(size):
+            await self._buffer.reserve(size, self._max_block_s)
         future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
         self._undelivered.add(future)
         future.add_done_callback(lambda f: self._delivered(f, size))
