@@ -2,8 +2,10 @@
 
 Produce: every message of a batch goes to ``AsyncProducer.send`` (idempotent, acks=all, the
 SDK's own partitioning, linger 5 ms and batching up to 512 KiB per partition batch) and the batch
-is acknowledged once every returned future has resolved. The SDK sends base64 bytes through
-the proxy's native API, one idempotent request per partition batch.
+is acknowledged once every returned future has resolved. The SDK encodes each partition batch
+as a Kafka record batch v2 and posts it to the proxy's native API in binary
+(``application/vnd.yak.recordbatch.v2``), one idempotent request per batch; the proxy checks
+it and forwards the bytes to the leader.
 
 Consume: an ``AsyncConsumer`` group member (``auto_offset_reset`` earliest) polls with a 100 ms
 timeout and 1 MiB ``max_bytes`` and commits at most once a second, like the REST driver.
