@@ -24,8 +24,10 @@ import orjson
 
 from yak.api.records import INT32_MAX, INT64_MAX, Encoding, HeaderEncoding, encode_data, utf8
 from yak.errors import InvalidRequestError
+from yak.record import RecordInput
 from yak.record.record_encoder import encode_record_body
 from yak.record.varint import SMALL_LIMIT, VARINT_OF, encode_varint
+from yak_rest_proxy.produce.producer import record_size
 from yak_rest_proxy.produce.publish import OutgoingRecord, RequestRecords
 
 __all__ = ["fast_outgoing"]
@@ -39,6 +41,7 @@ _EMPTY: tuple[tuple[str, bytes | None], ...] = ()
 _NO_HEADERS: list[Any] = []
 _NULL = b"\x01"  # the varint -1: a null key or value
 _ZERO = b"\x00"  # the varint 0: no headers
+_NULL_BODY = _NULL + _NULL + _ZERO  # no key, a null value, no headers
 
 
 def _text(value: Any) -> str:
@@ -97,66 +100,93 @@ def _outgoing(data: Any, now_ms: int) -> RequestRecords | None:
         return None
     if key_encoding is None or value_encoding is None or header_encoding is None:
         return None
-    key_json = key_encoding is Encoding.JSON
     value_json = value_encoding is Encoding.JSON
     dumps = orjson.dumps  # the common encoding inline: no per-record call, no error context
     join = b"".join
     varint_of, small = VARINT_OF, SMALL_LIMIT
-    keys: list[bytes | None] = []
     bodies: list[bytes] = []
-    timestamps: list[int] = []
     sizes: list[int] = []
+    add_body, add_size = bodies.append, sizes.append
+    # Made at the first record that is not a value alone (until then: no key, now, none).
+    keys: list[bytes | None] | None = None
+    stamps: list[int] | None = None
     partitions: list[int | None] | None = None
     for index, item in enumerate(items):
         if type(item) is not dict:
             return None
-        key: Any = None
-        headers: tuple[Any, ...] = _EMPTY
-        partition: Any = None
         if len(item) == 1 and "value" in item:  # the commonest shape: a value alone
-            stamp: Any = now_ms
-        else:
-            if not item.keys() <= _RECORD_FIELDS:
-                return None
-            stamp = item.get("timestamp")
-            if stamp is None:
-                stamp = now_ms
-            elif not _int_in(stamp, INT64_MAX):
-                return None
-            partition = item.get("partition")
-            if partition is not None and not _int_in(partition, INT32_MAX):
-                return None
-            given = item.get("headers", _NO_HEADERS)
-            found = _headers(given, header_encoding, f"records[{index}]") if given else _EMPTY
-            if found is None or type(given) is not list:
-                return None
-            headers = found
-            key = item.get("key")
-            # A key an encoding refuses raises (JSONEncodeError, InvalidRequestError): the
-            # caller answers None and the model path names the record and field.
-            if key is not None:
-                key = dumps(key) if key_json else encode_data(key, key_encoding, "key")
-        value: Any = item.get("value")
-        if value is None:
-            size = 24  # record_size
-            value_var = _NULL
-        else:
-            value = dumps(value) if value_json else encode_data(value, value_encoding, "value")
-            n = len(value)
-            size = 24 + n
-            value_var = varint_of[n] if n < small else encode_varint(n)
-        if key is None and not headers:
-            bodies.append(join((_NULL, value_var, value or b"", _ZERO)))
-        else:
-            bodies.append(encode_record_body(key, value, headers))
-            size += len(key or b"")
-            for name, header_value in headers:
-                size += len(name) + len(header_value or b"") + 10
+            value: Any = item["value"]
+            if value is None:
+                add_body(_NULL_BODY)
+                add_size(24)  # record_size
+            else:
+                # A value an encoding refuses raises (JSONEncodeError, InvalidRequestError):
+                # the caller answers None and the model path names the record and field.
+                value = dumps(value) if value_json else encode_data(value, value_encoding, "value")
+                n = len(value)
+                add_body(
+                    join((_NULL, varint_of[n] if n < small else encode_varint(n), value, _ZERO))
+                )
+                add_size(24 + n)
+            if keys is not None:
+                keys.append(None)
+                stamps.append(now_ms)  # type: ignore[union-attr]  # made together
+                partitions.append(None)  # type: ignore[union-attr]
+            continue
+        found = _record(item, index, now_ms, key_encoding, value_encoding, header_encoding)
+        if found is None:
+            return None
+        if keys is None:
+            keys, stamps, partitions = [None] * index, [now_ms] * index, [None] * index
+        key, value, headers, stamp, partition = found
+        add_body(encode_record_body(key, value, headers))
+        add_size(record_size(RecordInput(key, value, headers)))
         keys.append(key)
-        timestamps.append(stamp)
-        sizes.append(size)
-        if partition is not None and partitions is None:
-            partitions = [None] * index
-        if partitions is not None:
-            partitions.append(partition)
-    return RequestRecords(keys, bodies, timestamps, sizes, partitions)
+        stamps.append(stamp)  # type: ignore[union-attr]  # made together
+        partitions.append(partition)  # type: ignore[union-attr]
+    count = len(bodies)
+    if keys is None or stamps is None:
+        return RequestRecords([None] * count, bodies, [now_ms] * count, sizes)
+    if not any(p is not None for p in partitions or ()):
+        partitions = None
+    return RequestRecords(keys, bodies, stamps, sizes, partitions)
+
+
+def _record(
+    item: dict[str, Any],
+    index: int,
+    now_ms: int,
+    key_encoding: Encoding,
+    value_encoding: Encoding,
+    header_encoding: HeaderEncoding,
+) -> tuple[bytes | None, bytes | None, tuple[Any, ...], int, int | None] | None:
+    """Key, value, headers, timestamp and partition of a record with any of the fields; None
+    when it is not of the plain shape (the encodings raise as in ``_outgoing``)."""
+    if not item.keys() <= _RECORD_FIELDS:
+        return None
+    stamp = item.get("timestamp")
+    if stamp is None:
+        stamp = now_ms
+    elif not _int_in(stamp, INT64_MAX):
+        return None
+    partition = item.get("partition")
+    if partition is not None and not _int_in(partition, INT32_MAX):
+        return None
+    given = item.get("headers", _NO_HEADERS)
+    headers = _headers(given, header_encoding, f"records[{index}]") if given else _EMPTY
+    if headers is None or type(given) is not list:
+        return None
+    key, value = item.get("key"), item.get("value")
+    if key is not None:
+        key = (
+            orjson.dumps(key)
+            if key_encoding is Encoding.JSON
+            else encode_data(key, key_encoding, "key")
+        )
+    if value is not None:
+        value = (
+            orjson.dumps(value)
+            if value_encoding is Encoding.JSON
+            else encode_data(value, value_encoding, "value")
+        )
+    return key, value, headers, stamp, partition

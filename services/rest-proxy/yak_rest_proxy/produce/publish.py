@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from itertools import repeat
+from itertools import compress, islice, repeat
+from operator import ne
 from typing import overload
 
 from yak.errors import (
@@ -240,29 +241,24 @@ def _enqueue_columns(
             for given, key, size in zip(explicit, keys, sizes, strict=True)
         ]
     bodies, timestamps = records.bodies, records.timestamps
-    first = partitions[0]
-    if partitions.count(first) == len(partitions):  # one partition: the columns as they are
-        future = producer.send_bodies(topic, first, bodies, timestamps, sizes, acks=acks)
-        return Publication(len(partitions), [(range(len(partitions)), future)])
-    by_partition: dict[int, list[int]] = {}
-    for index, chosen in enumerate(partitions):
-        indexes = by_partition.get(chosen)
-        if indexes is None:
-            by_partition[chosen] = [index]
-        else:
-            indexes.append(index)
+    total = len(partitions)
+    # Where the partition changes: the sticky partitioner gives runs, taken a run at a time
+    # (slices, in C) rather than a record at a time.
+    starts = [0, *compress(range(1, total), map(ne, partitions, islice(partitions, 1, None)))]
+    if len(starts) == 1:  # one partition: the columns as they are
+        future = producer.send_bodies(topic, partitions[0], bodies, timestamps, sizes, acks=acks)
+        return Publication(total, [(range(total), future)])
+    runs: dict[int, tuple[list[int], list[bytes], list[int], list[int]]] = {}
+    for start, end in zip(starts, [*starts[1:], total], strict=True):
+        run = runs.get(partitions[start])
+        if run is None:
+            run = runs[partitions[start]] = ([], [], [], [])
+        run[0].extend(range(start, end))
+        run[1].extend(bodies[start:end])
+        run[2].extend(timestamps[start:end])
+        run[3].extend(sizes[start:end])
     sent: list[tuple[Sequence[int], asyncio.Future[list[Result]]]] = [
-        (
-            indexes,
-            producer.send_bodies(
-                topic,
-                chosen,
-                [bodies[i] for i in indexes],
-                [timestamps[i] for i in indexes],
-                [sizes[i] for i in indexes],
-                acks=acks,
-            ),
-        )
-        for chosen, indexes in by_partition.items()
+        (indexes, producer.send_bodies(topic, chosen, run_bodies, stamps, run_sizes, acks=acks))
+        for chosen, (indexes, run_bodies, stamps, run_sizes) in runs.items()
     ]
     return Publication(len(partitions), sent)
