@@ -22,9 +22,10 @@ from yak.observability.metrics import ServiceMetrics
 from yak.web.cluster_secret import ClusterSecretMiddleware
 from yak.web.errors import install_error_handlers
 from yak.web.health import health_router
-from yak_broker.admin_routes import admin_router
-from yak_broker.broker import Broker, StoreFactory
-from yak_broker.data_plane import data_plane_routes
+from yak_broker.api.admin_routes import admin_router
+from yak_broker.api.data_plane import data_plane_routes
+from yak_broker.api.internal_listener import InternalListener
+from yak_broker.server.broker import Broker, StoreFactory
 from yak_broker.settings import BrokerSettings
 
 __all__ = ["create_app"]
@@ -35,7 +36,12 @@ def create_app(
 ) -> FastAPI:
     """Build the broker ASGI app (settings default to the ``YAK_*`` environment)."""
     metrics = ServiceMetrics("broker")
-    broker = Broker(settings or BrokerSettings.from_env(), store_factory, metrics=metrics)
+    broker = Broker(
+        settings or BrokerSettings.from_env(),
+        store_factory,
+        listener_factory=InternalListener,
+        metrics=metrics,
+    )
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

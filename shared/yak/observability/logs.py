@@ -4,7 +4,7 @@
 comes from ``YAK_LOG_FORMAT``:
 
 - ``text`` (default; what ``yak up`` writes to ``<data-dir>/logs/``):
-  ``2026-11-24 07:30:00,123 INFO yak_broker.broker: broker 0 stopped``;
+  ``2026-11-24 07:30:00,123 INFO yak_broker.server.broker: broker 0 stopped``;
 - ``json`` (for log shippers; set it in containers): one object per line with ``ts`` (UTC,
   ISO 8601, milliseconds), ``level``, ``logger``, ``message``, ``service``, ``request_id``
   when the line was written while serving a request (``yak.observability.request_id``), the

@@ -16,7 +16,7 @@ from yak.clients.broker import BrokerClient
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
 from yak.metadata.models import PartitionState, TopicRecord
-from yak_broker.broker import Broker
+from yak_broker.server.broker import Broker
 
 __all__ = ["BrokerHarness"]
 

@@ -10,7 +10,7 @@ from yak.clock import FakeClock
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
 from yak.metadata.models import BrokerRegistration
-from yak_broker.registration import BrokerRegistrar, DuplicateBrokerRegistrationError
+from yak_broker.server.registration import BrokerRegistrar, DuplicateBrokerRegistrationError
 
 KEYS = Keyspace("test")
 

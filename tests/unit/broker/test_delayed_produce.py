@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from yak.errors import KafkaTimeoutError, NotLeaderOrFollowerError
-from yak_broker.delayed_produce import HighWatermarkWaiters
+from yak_broker.replication.delayed_produce import HighWatermarkWaiters
 
 
 async def test_advance_completes_waiters_at_or_below_the_high_watermark() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 
 from yak.protocol.broker_wire import FetchedPartition, FetchPartition, FetchRequest, PartitionError
-from yak_broker.delayed_fetch import delayed_fetch, is_satisfied
-from yak_broker.fetch_waiter import FetchWaiters
+from yak_broker.replication.delayed_fetch import delayed_fetch, is_satisfied
+from yak_broker.replication.fetch_waiter import FetchWaiters
 from yak_broker.storage.log_manager import TopicPartition
 
 A = TopicPartition("t", 0)

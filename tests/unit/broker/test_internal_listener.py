@@ -25,6 +25,7 @@ from yak.protocol.broker_wire import (
     ProduceRequest,
 )
 from yak.record import RecordInput, encode_batch
+from yak_broker.api.internal_listener import InternalListener
 from yak_broker.app import create_app
 from yak_broker.settings import BrokerSettings
 
@@ -166,7 +167,7 @@ async def test_a_broken_connection_fails_its_requests_and_the_next_reconnects(
     )
     await asyncio.sleep(0.05)
     listener = broker.broker.listener
-    assert listener is not None
+    assert isinstance(listener, InternalListener)
     for open_connection in list(listener._connections):
         open_connection.abort()
     with pytest.raises(NetworkError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
 from yak.metadata.models import PartitionState
-from yak_broker.isr_writer import alter_isr
+from yak_broker.replication.isr_writer import alter_isr
 
 KEYS = Keyspace("c1")
 

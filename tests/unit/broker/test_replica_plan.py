@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import PartitionState, TopicRecord
-from yak_broker.replica_plan import log_config_of, min_insync_replicas_of, plan_replicas
+from yak_broker.replication.replica_plan import log_config_of, min_insync_replicas_of, plan_replicas
 from yak_broker.storage.log_config import FlushMode, LogConfig
 from yak_broker.storage.log_manager import TopicPartition
 

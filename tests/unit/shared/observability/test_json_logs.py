@@ -13,7 +13,9 @@ from yak.observability.request_id import begin_request, end_request
 
 
 def _record(message: str, *args: object, **extra: object) -> logging.LogRecord:
-    record = logging.LogRecord("yak_broker.broker", logging.WARNING, "f.py", 1, message, args, None)
+    record = logging.LogRecord(
+        "yak_broker.server.broker", logging.WARNING, "f.py", 1, message, args, None
+    )
     record.__dict__.update(extra)
     return record
 
@@ -24,7 +26,7 @@ def test_a_line_is_one_json_object_with_the_standard_fields() -> None:
     out = orjson.loads(line)
     assert out["message"] == "broker 3 stopped"
     assert out["level"] == "WARNING"
-    assert out["logger"] == "yak_broker.broker"
+    assert out["logger"] == "yak_broker.server.broker"
     assert out["service"] == "broker"
     assert out["ts"].endswith("+00:00")
     assert "request_id" not in out

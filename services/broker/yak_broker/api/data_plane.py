@@ -42,9 +42,9 @@ from yak.protocol.broker_wire import (
     encode_produce_response,
 )
 from yak.web.body import read_body
-from yak_broker.appender import append_partitions
-from yak_broker.broker import Broker
-from yak_broker.fetcher import serve_fetch
+from yak_broker.server.appender import append_partitions
+from yak_broker.server.broker import Broker
+from yak_broker.server.fetcher import serve_fetch
 
 __all__ = ["data_plane_routes"]
 

@@ -48,11 +48,11 @@ from yak.protocol import kafka_sasl as sasl
 from yak.protocol import kafka_wire as kw
 from yak.protocol.broker_wire import Buffer
 from yak.security.cluster_secret import secret_matches
-from yak_broker.appender import append_partitions
-from yak_broker.fetcher import serve_fetch
+from yak_broker.server.appender import append_partitions
+from yak_broker.server.fetcher import serve_fetch
 
 if TYPE_CHECKING:
-    from yak_broker.broker import Broker
+    from yak_broker.server.broker import Broker
 
 __all__ = ["InternalListener"]
 

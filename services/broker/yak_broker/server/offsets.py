@@ -24,7 +24,7 @@ from yak.protocol.broker_models import (
     OffsetForLeaderEpoch,
     OffsetResult,
 )
-from yak_broker.replica_manager import ReplicaManager
+from yak_broker.replication.replica_manager import ReplicaManager
 from yak_broker.storage.log_manager import TopicPartition
 
 __all__ = ["delete_records", "hosted_partitions", "list_offsets", "offsets_for_leader_epoch"]

@@ -45,15 +45,15 @@ from yak.errors import NotLeaderOrFollowerError, UnknownTopicOrPartitionError
 from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.keyspace import KeyKind, ParsedKey
 from yak.metadata.models import NO_LEADER, PartitionState
-from yak_broker.delayed_produce import HighWatermarkWaiters
-from yak_broker.fetch_waiter import FetchWaiters
 from yak_broker.metrics import BrokerTopicStats, PartitionView
-from yak_broker.partition_metadata import read_topic_id, write_topic_id
-from yak_broker.replica_fetcher import ReplicaFetcherManager
-from yak_broker.replica_plan import DesiredReplica, plan_replicas
+from yak_broker.replication.delayed_produce import HighWatermarkWaiters
+from yak_broker.replication.fetch_waiter import FetchWaiters
 from yak_broker.replication.follower_partition import FollowerPartition
 from yak_broker.replication.leader_partition import LeaderPartition
 from yak_broker.replication.messages import AlterIsr, HighWatermarkAdvanced, LeaderOutput
+from yak_broker.replication.partition_metadata import read_topic_id, write_topic_id
+from yak_broker.replication.replica_fetcher import ReplicaFetcherManager
+from yak_broker.replication.replica_plan import DesiredReplica, plan_replicas
 from yak_broker.storage.group_commit import GroupCommitter
 from yak_broker.storage.log import Log
 from yak_broker.storage.log_manager import LogManager, TopicPartition

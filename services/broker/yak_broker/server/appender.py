@@ -45,7 +45,7 @@ from yak.protocol.broker_wire import (
     ProduceRequest,
     ProduceResult,
 )
-from yak_broker.replica_manager import Replica, ReplicaManager
+from yak_broker.replication.replica_manager import Replica, ReplicaManager
 from yak_broker.storage.log_manager import TopicPartition
 
 __all__ = ["append_partitions"]

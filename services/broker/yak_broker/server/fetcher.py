@@ -27,8 +27,8 @@ from collections.abc import Sequence
 
 from yak.errors import OffsetOutOfRangeError, YakError
 from yak.protocol.broker_wire import FetchedPartition, FetchRequest, PartitionError
-from yak_broker.delayed_fetch import delayed_fetch
-from yak_broker.replica_manager import ReplicaManager
+from yak_broker.replication.delayed_fetch import delayed_fetch
+from yak_broker.replication.replica_manager import ReplicaManager
 from yak_broker.storage.log import FetchIsolation
 from yak_broker.storage.log_manager import TopicPartition
 

@@ -8,8 +8,9 @@ Start (``Broker.start``, from the app's lifespan):
    recover every partition log, each with its topic's config;
 4. reconcile the hosted replicas with the metadata (delete stray logs, create missing ones),
    then start the log manager's background work and the reconcile loop;
-5. open the internal listener (``internal_listener``: produce, fetch and replication in
-   Kafka's framing) on ``data_port``;
+5. open the internal listener (produce, fetch and replication in Kafka's framing; the
+   transport layer's ``yak_broker.api.internal_listener``, handed in by the app as
+   ``listener_factory``, so this layer never imports the one above it) on ``data_port``;
 6. register ``brokers/<id>`` with both ports — last, so the broker is announced only once it
    can serve.
 
@@ -29,9 +30,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 import time
 import uuid
 from collections.abc import Callable
+from typing import Protocol
 
 from yak.metadata.cache import ClusterSnapshot, MetadataCache
 from yak.metadata.etcd_store import EtcdMetadataStore
@@ -40,26 +43,40 @@ from yak.metadata.models import BrokerRegistration, PartitionState
 from yak.metadata.store import MetadataStore
 from yak.observability.metrics import ServiceMetrics
 from yak.web.tls import ServerTls
-from yak_broker.fetch_waiter import FetchWaiters
-from yak_broker.internal_listener import InternalListener
-from yak_broker.isr_writer import alter_isr
-from yak_broker.meta_properties import check_meta_properties
 from yak_broker.metrics import BrokerCollector, BrokerTopicStats, ConsumerOffsets
-from yak_broker.registration import BrokerRegistrar
-from yak_broker.replica_manager import ReplicaManager
-from yak_broker.replica_plan import log_config_of
+from yak_broker.replication.fetch_waiter import FetchWaiters
+from yak_broker.replication.isr_writer import alter_isr
 from yak_broker.replication.messages import AlterIsr
+from yak_broker.replication.replica_manager import ReplicaManager
+from yak_broker.replication.replica_plan import log_config_of
+from yak_broker.server.meta_properties import check_meta_properties
+from yak_broker.server.registration import BrokerRegistrar
 from yak_broker.settings import BrokerSettings
 from yak_broker.storage.log_config import LogConfig
 from yak_broker.storage.log_manager import LogManager, TopicPartition
 
-__all__ = ["Broker", "StoreFactory"]
+__all__ = ["Broker", "Listener", "ListenerFactory", "StoreFactory"]
 
 _log = logging.getLogger(__name__)
 
 #: Opens the metadata store for an etcd URL (tests pass an in-memory store).
 StoreFactory = Callable[[str], MetadataStore]
 _EMPTY = ClusterSnapshot(revision=0)
+
+
+class Listener(Protocol):
+    """The internal plane's listener, as the broker starts and stops it."""
+
+    @property
+    def port(self) -> int: ...
+
+    async def start(self, host: str, port: int) -> int: ...
+
+    async def stop(self) -> None: ...
+
+
+#: Builds the listener serving this broker (with the TLS context when TLS is on).
+ListenerFactory = Callable[["Broker", ssl.SSLContext | None], Listener]
 
 
 class Broker:
@@ -70,9 +87,11 @@ class Broker:
         settings: BrokerSettings,
         store_factory: StoreFactory | None = None,
         *,
+        listener_factory: ListenerFactory,
         metrics: ServiceMetrics | None = None,
     ) -> None:
         self.settings = settings
+        self._listener_factory = listener_factory
         self.keyspace = Keyspace(settings.cluster_id)
         self.incarnation = uuid.uuid4().hex
         self.metrics = metrics if metrics is not None else ServiceMetrics("broker")
@@ -108,7 +127,7 @@ class Broker:
         self._metadata_changed = asyncio.Event()
         self._logs_open = False
         self._started = False
-        self.listener: InternalListener | None = None
+        self.listener: Listener | None = None
 
     def _etcd(self, url: str) -> MetadataStore:
         return EtcdMetadataStore.from_url(url, observer=self.metrics.observe_etcd)
@@ -145,7 +164,9 @@ class Broker:
             self._reconcile = asyncio.create_task(self.replicas.run(), name="replica-reconcile")
             self._ticks = asyncio.create_task(self.replicas.run_ticks(), name="isr-ticks")
             tls = ServerTls.from_env() if settings.tls else None
-            self.listener = InternalListener(self, tls.ssl_context() if tls is not None else None)
+            self.listener = self._listener_factory(
+                self, tls.ssl_context() if tls is not None else None
+            )
             await self.listener.start(settings.host, settings.data_port)
             self._registrar = BrokerRegistrar(
                 self._store,
