@@ -22,7 +22,8 @@ from __future__ import annotations
 import asyncio
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from operator import itemgetter
 from typing import NamedTuple
 
 from yak.errors import YakError
@@ -54,6 +55,8 @@ class PartitionRead(NamedTuple):
     high_watermark: int = -1
     log_start_offset: int = -1
     error: YakError | None = None
+    #: Bytes of the records' keys and values (-1: not counted).
+    size: int = -1
 
 
 class _Answer(NamedTuple):
@@ -271,6 +274,7 @@ class Reader:
                     next_offset,
                     part.high_watermark,
                     part.log_start_offset,
+                    size=part_size,
                 )
             )
         answered = time.perf_counter()
@@ -288,12 +292,35 @@ class Reader:
 def _records_from(data: Buffer, offset: int, max_bytes: int) -> tuple[list[Record], int]:
     """Decoded records at or past ``offset``: at least one, then up to ``max_bytes`` of keys
     and values; and the bytes of those kept."""
-    records: list[Record] = []
+    if len(data) <= max_bytes:
+        # The common case: the whole answer fits (it does unless compressed), so its records
+        # are counted in C, not one by one.
+        records = list(iter_records(data, from_offset=offset))
+        size = _size(records)
+        if size <= max_bytes:
+            return records, size
+        return _first(iter(records), max_bytes)
+    return _first(iter_records(data, from_offset=offset), max_bytes)
+
+
+def _first(records: Iterator[Record], max_bytes: int) -> tuple[list[Record], int]:
+    kept: list[Record] = []
     size = 0
-    for record in iter_records(data, from_offset=offset):
+    for record in records:
         grown = size + len(record.key or b"") + len(record.value or b"")
-        if records and grown > max_bytes:
+        if kept and grown > max_bytes:
             break
-        records.append(record)
+        kept.append(record)
         size = grown
-    return records, size
+    return kept, size
+
+
+_keys = itemgetter(2)
+_values = itemgetter(3)
+
+
+def _size(records: list[Record]) -> int:
+    """Bytes of the records' keys and values (None and empty count nothing)."""
+    return sum(map(len, filter(None, map(_keys, records)))) + sum(
+        map(len, filter(None, map(_values, records)))
+    )

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from yak.api.records import ConsumedRecord, Encoding, HeaderEncoding, RecordHeader, decode_data
 from yak.record import Record
-from yak_rest_proxy.native.render import renderer
+from yak_rest_proxy.native.render import partition_renderer, renderer
 
 data = st.none() | st.binary(max_size=12) | st.sampled_from([b'{"a":[1,2.5,null]}', b'"s"', b"7"])
 records = st.builds(
@@ -55,3 +55,15 @@ def test_the_renderer_gives_the_models_json(
     key: Encoding, value: Encoding, header: HeaderEncoding, record: Record
 ) -> None:
     assert renderer(key, value, header)("t", 3, record) == model_json(record, key, value, header)
+
+
+@pytest.mark.parametrize("key", list(Encoding))
+@pytest.mark.parametrize("value", list(Encoding))
+@pytest.mark.parametrize("header", list(HeaderEncoding))
+@settings(max_examples=20, deadline=None)
+@given(batch=st.lists(records, max_size=4))
+def test_the_partition_renderer_gives_the_models_json(
+    key: Encoding, value: Encoding, header: HeaderEncoding, batch: list[Record]
+) -> None:
+    rendered = partition_renderer(key, value, header)("t", 3, batch)
+    assert rendered == [model_json(record, key, value, header) for record in batch]

@@ -23,10 +23,10 @@ from yak.protocol.broker_wire import (
     decode_fetch_request,
     encode_fetch_response,
 )
-from yak.record import RecordInput, encode_batch
+from yak.record import CompressionType, RecordInput, encode_batch
 from yak_rest_proxy.brokers import BrokerPool
 from yak_rest_proxy.metrics import PollStats
-from yak_rest_proxy.reader import Reader
+from yak_rest_proxy.reader import Reader, _records_from
 
 KS = Keyspace("unit")
 
@@ -200,3 +200,40 @@ async def test_a_finished_fetch_that_would_overflow_the_poll_waits_for_the_next(
         assert brokers.requests[kept] == 1  # the kept answer, no second request
     finally:
         await pool.aclose()
+
+
+@pytest.mark.parametrize("compression", [CompressionType.NONE, CompressionType.GZIP])
+@pytest.mark.parametrize("max_bytes", [1, 10, 25, 100, 1 << 20])
+def test_records_from_an_offset_are_at_least_one_then_up_to_max_bytes(
+    compression: CompressionType, max_bytes: int
+) -> None:
+    values = [b"x" * n for n in (3, 0, 7, 12, 1, 40, 5)]
+    keys = [None, b"k", None, b"", b"kk", None, b"key"]
+    data = b"".join(
+        encode_batch(
+            [RecordInput(k, v) for k, v in zip(keys[i : i + 3], values[i : i + 3], strict=True)],
+            base_offset=i,
+            compression=compression,
+        )
+        for i in range(0, len(values), 3)
+    )
+    expected: list[int] = []
+    size = 0
+    for offset in range(2, len(values)):  # from offset 2, inside the first batch
+        grown = size + len(keys[offset] or b"") + len(values[offset])
+        if expected and grown > max_bytes:
+            break
+        expected.append(offset)
+        size = grown
+    records, counted = _records_from(memoryview(data), 2, max_bytes)
+    assert [r.offset for r in records] == expected
+    assert counted == size
+
+
+def test_a_compressed_answer_smaller_than_max_bytes_is_still_cut_at_max_bytes() -> None:
+    data = encode_batch(
+        [RecordInput(value=b"x" * 2_000) for _ in range(3)], compression=CompressionType.GZIP
+    )
+    assert len(data) < 3_000
+    records, size = _records_from(data, 0, 3_000)
+    assert ([r.offset for r in records], size) == ([0], 2_000)

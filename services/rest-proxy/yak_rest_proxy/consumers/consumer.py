@@ -49,16 +49,37 @@ from yak_rest_proxy.metrics import PollStats
 from yak_rest_proxy.quotas.consumer_cap import ConsumerCap
 from yak_rest_proxy.reader import PartitionRead
 
-__all__ = ["Consumers", "PartitionReader", "Poll", "PolledRecord", "new_instance_id"]
+__all__ = [
+    "Consumers",
+    "PartitionReader",
+    "Poll",
+    "PolledPartition",
+    "PolledRecord",
+    "new_instance_id",
+]
 
 PolledRecord = tuple[str, int, Record]
 
 
+class PolledPartition(NamedTuple):
+    """One partition's records of a poll, in offset order (never empty)."""
+
+    topic: str
+    partition: int
+    records: list[Record]
+
+
 class Poll(NamedTuple):
-    """What a poll returned, and the member as it stood when the records were read."""
+    """What a poll returned, partition by partition, and the member as it stood when the
+    records were read."""
 
     member: Member
-    records: list[PolledRecord]
+    partitions: list[PolledPartition]
+
+    @property
+    def records(self) -> list[PolledRecord]:
+        """Every record with its topic and partition (one tuple each: not for hot paths)."""
+        return [(p.topic, p.partition, r) for p in self.partitions for r in p.records]
 
 
 class PartitionReader(Protocol):
@@ -261,8 +282,9 @@ class Consumers:
         reading: list[TopicPartition],
         deadline: float,
         max_bytes: int,
-    ) -> tuple[list[PolledRecord], dict[TopicPartition, int]]:
-        """One fetch from ``start``: the records, and the next offset reached per partition."""
+    ) -> tuple[list[PolledPartition], dict[TopicPartition, int]]:
+        """One fetch from ``start``: the records, and the next offset reached per partition;
+        at least one record, then up to ``max_bytes`` of keys and values."""
         reads = await self._reader.fetch(
             [(t, p, start[(t, p)]) for t, p in reading],
             max_wait_ms=int(self._left(deadline) * 1000),
@@ -270,7 +292,7 @@ class Consumers:
             min_bytes=max(1, member.base.fetch_min_bytes),
             owner=f"{member.group}/{member.member_id}",
         )
-        polled: list[PolledRecord] = []
+        polled: list[PolledPartition] = []
         reached: dict[TopicPartition, int] = {}
         size = 0
         for read in reads:
@@ -278,14 +300,22 @@ class Consumers:
             if isinstance(read.error, OffsetOutOfRangeError):
                 reached[tp] = await self._reset(member, read.topic, read.partition)
                 continue
-            if read.error is not None:
+            if read.error is not None or not read.records:
                 continue  # a leader moved: this partition is read again on the next poll
-            for record in read.records:
-                size += len(record.key or b"") + len(record.value or b"")
-                if polled and size > max_bytes:
-                    break
-                polled.append((read.topic, read.partition, record))
-                reached[tp] = record.offset + 1
+            records = read.records
+            if read.size >= 0 and size + read.size <= max_bytes:
+                size += read.size  # all of it fits: no count per record
+            else:
+                records = []
+                for record in read.records:
+                    size += len(record.key or b"") + len(record.value or b"")
+                    if (polled or records) and size > max_bytes:
+                        break
+                    records.append(record)
+                if not records:
+                    continue
+            polled.append(PolledPartition(read.topic, read.partition, records))
+            reached[tp] = records[-1].offset + 1
         return polled, reached
 
     async def _start_positions(self, member: Member) -> dict[TopicPartition, int]:

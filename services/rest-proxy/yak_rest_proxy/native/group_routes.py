@@ -41,7 +41,7 @@ from yak_rest_proxy.consumers.consumer import Consumers, Poll, new_instance_id
 from yak_rest_proxy.consumers.member_protocol import Member
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
-from yak_rest_proxy.native.render import renderer
+from yak_rest_proxy.native.render import partition_renderer
 from yak_rest_proxy.quotas.quotas import QuotaKind, Quotas
 from yak_rest_proxy.runtime import ProxyRuntime
 
@@ -66,11 +66,14 @@ class _Encodings:
 
     def poll_body(self, poll: Poll) -> dict[str, Any]:
         """``PollResponse``'s JSON, records rendered as dicts (no model per record)."""
-        render = renderer(self.key, self.value, self.header)
+        render = partition_renderer(self.key, self.value, self.header)
+        records: list[dict[str, Any]] = []
+        for topic, partition, polled in poll.partitions:
+            records += render(topic, partition, polled)
         return {
             "member_epoch": poll.member.epoch,
             "assignment": [a.model_dump(mode="json") for a in _assignment(poll.member)],
-            "records": [render(t, p, r) for t, p, r in poll.records],
+            "records": records,
         }
 
 
@@ -234,7 +237,7 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
                 except YakError as exc:
                     yield b"event: error\ndata: " + orjson.dumps(exc.to_dict()) + b"\n\n"
                     return
-                if not polled.records:
+                if not polled.partitions:
                     yield b": idle\n\n"
                     continue
                 body = encodings.poll_body(polled)

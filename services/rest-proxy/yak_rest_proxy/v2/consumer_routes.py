@@ -20,7 +20,7 @@ from yak.metadata.keyspace import validate_member_id
 from yak.metadata.models import GroupMember
 from yak.names import validate_group_id
 from yak.record import Headers
-from yak_rest_proxy.consumers.consumer import Consumers, PolledRecord, new_instance_id
+from yak_rest_proxy.consumers.consumer import Consumers, PolledPartition, new_instance_id
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.content import EmbeddedFormat, negotiate, request_format
 from yak_rest_proxy.http.responses import json_response
@@ -124,7 +124,7 @@ def _headers(headers: Headers) -> list[dict[str, str | None]]:
     ]
 
 
-def _records_body(polled: list[PolledRecord], fmt: EmbeddedFormat) -> bytes:
+def _records_body(polled: list[PolledPartition], fmt: EmbeddedFormat) -> bytes:
     return orjson.dumps(
         [
             {
@@ -136,7 +136,8 @@ def _records_body(polled: list[PolledRecord], fmt: EmbeddedFormat) -> bytes:
                 "timestamp": r.timestamp,
                 "headers": _headers(r.headers) if r.headers else [],
             }
-            for topic, partition, r in polled
+            for topic, partition, records in polled
+            for r in records
         ]
     )
 
@@ -295,7 +296,7 @@ def consumer_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
             max_timeout_ms=settings.consumer_request_max_timeout_ms,
         )
         rendering = time.perf_counter()
-        body = _records_body(polled.records, fmt)
+        body = _records_body(polled.partitions, fmt)
         runtime.stats.poll.render.observe(time.perf_counter() - rendering)
         runtime.quotas.charge(QuotaKind.FETCH, principal, len(body))
         return Response(body, media_type=media)

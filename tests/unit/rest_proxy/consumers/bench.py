@@ -34,6 +34,8 @@ class FakeLog:
     def __init__(self) -> None:
         self.partitions: dict[TopicPartition, list[Record]] = {}
         self.stats = PollStats()
+        #: Whether reads carry the bytes of their keys and values, as the reader's do.
+        self.count_sizes = False
 
     def append(self, topic: str, partition: int, *values: str) -> None:
         records = self.partitions.setdefault((topic, partition), [])
@@ -51,8 +53,10 @@ class FakeLog:
     ) -> list[PartitionRead]:
         reads = []
         for topic, partition, offset in positions:
-            records = self.partitions.get((topic, partition), [])
-            reads.append(PartitionRead(topic, partition, records[offset:], len(records)))
+            records = self.partitions.get((topic, partition), [])[offset:]
+            size = sum(len(r.value or b"") for r in records) if self.count_sizes else -1
+            end = len(self.partitions.get((topic, partition), []))
+            reads.append(PartitionRead(topic, partition, records, end, size=size))
         return reads
 
     async def list_offsets(self, topic: str, partition: int, timestamp: int | str) -> OffsetResult:
