@@ -37,7 +37,7 @@ from yak.api.admin import PartitionOffset
 from yak.errors import OffsetOutOfRangeError
 from yak.sdk.reader import PartitionRead
 from yak.sdk.records import ConsumerRecord
-from yak_console.pages.common import format_timestamp
+from yak_console.timestamps import format_timestamp
 
 __all__ = [
     "DEFAULT_LIMIT",

@@ -11,7 +11,6 @@ where they can, so rendering costs no API round trip.
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from yak_console.auth.guard import ConsoleRoleError
 from yak_console.auth.roles import Permit
 from yak_console.auth.sessions import Session, SessionStore
 from yak_console.runtime import ApiClients, ConsoleRuntime
+from yak_console.timestamps import format_timestamp
 
 __all__ = [
     "ConsoleReadOnlyError",
@@ -73,14 +73,6 @@ def format_rate(value: float | None) -> str:
     if value >= 1000:
         return f"{value / 1000:.1f}k/s"
     return f"{value:.1f}/s" if value else "0/s"
-
-
-def format_timestamp(ms: int | None) -> str:
-    """Milliseconds since the epoch as UTC ISO-8601 (``-`` for none or negative)."""
-    if ms is None or ms < 0:
-        return "-"
-    moment = dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class Pages:
