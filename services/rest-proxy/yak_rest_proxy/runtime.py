@@ -100,10 +100,14 @@ class ProxyRuntime:
         if settings.security:
             limiter = FailedLoginLimiter(settings.auth_max_failures, settings.auth_failure_window_s)
             self.security_cache = SecurityCache(
-                self.store, self.keyspace, super_users=settings.super_users, login_limiter=limiter
+                self.store,
+                self.keyspace,
+                super_users=settings.super_users,
+                clock=self.clock,
+                login_limiter=limiter,
             )
         self.quota_store = QuotaStore(self.store, self.keyspace)
-        self.quota_overrides = QuotaOverrides(self.store, self.keyspace)
+        self.quota_overrides = QuotaOverrides(self.store, self.keyspace, self.clock)
         self.quotas = Quotas(
             self.quota_overrides,
             produce_bytes_per_s=settings.quota_produce_bytes_per_s,

@@ -7,7 +7,7 @@ revision + 1, so no change is missed between the two. Readers get an immutable
 ``ClusterSnapshot`` that names the etcd revision it reflects; a reader that wrote something
 can ``wait_for_revision`` to see its own write. If the watch falls behind etcd's compaction the
 cache reloads from scratch; if etcd is unreachable it retries with backoff and keeps serving
-the last snapshot (``connected`` tells which).
+the last snapshot (``connected`` tells which): the lifecycle of ``yak.metadata.watched``.
 
 A value that fails validation is logged and treated as absent rather than stopping the cache.
 Single event loop; readers in the same loop may call any method concurrently.
@@ -16,16 +16,15 @@ Single event loop; readers in the same loop may call any method concurrently.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from pydantic import ValidationError
 
-from yak.clock import Clock, SystemClock
-from yak.errors import KafkaTimeoutError, MetadataStoreError, RevisionCompactedError
+from yak.clock import Clock
+from yak.errors import KafkaTimeoutError
 from yak.metadata.keyspace import KeyKind, Keyspace, ParsedKey
 from yak.metadata.models import (
     BrokerDecommission,
@@ -34,7 +33,8 @@ from yak.metadata.models import (
     PartitionState,
     TopicRecord,
 )
-from yak.metadata.store import EventKind, MetadataStore, WatchEvent
+from yak.metadata.store import EventKind, KeyValue, MetadataStore, WatchEvent
+from yak.metadata.watched import WatchedPrefix
 
 __all__ = ["ClusterSnapshot", "MetadataCache"]
 
@@ -47,8 +47,6 @@ _CACHED_KINDS = {
     KeyKind.PARTITION,
     KeyKind.CONTROLLER,
 }
-_RETRY_MIN_S = 0.1
-_RETRY_MAX_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,27 +90,24 @@ class MetadataCache:
         clock: Clock | None = None,
         on_change: Callable[[ClusterSnapshot, ParsedKey], None] | None = None,
     ) -> None:
-        self._store = store
         self._keyspace = keyspace
-        self._clock: Clock = clock if clock is not None else SystemClock()
         self._on_change = on_change
-        self._revision = 0
+        self._watched = WatchedPrefix(
+            store, keyspace.root, what="metadata", load=self._load, apply=self._apply, clock=clock
+        )
         self._controller: ControllerRecord | None = None
         self._brokers: dict[int, BrokerRegistration] = {}
         self._topics: dict[str, TopicRecord] = {}
         self._partitions: dict[tuple[str, int], PartitionState] = {}
         self._decommissions: dict[int, BrokerDecommission] = {}
         self._snapshot: ClusterSnapshot | None = None
-        self._changed = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self.connected = False
 
     @property
     def snapshot(self) -> ClusterSnapshot:
         """The current metadata (a new immutable object after every change)."""
         if self._snapshot is None:
             self._snapshot = ClusterSnapshot(
-                revision=self._revision,
+                revision=self._watched.revision,
                 controller=self._controller,
                 brokers=MappingProxyType(dict(self._brokers)),
                 topics=MappingProxyType(dict(self._topics)),
@@ -123,19 +118,19 @@ class MetadataCache:
 
     @property
     def revision(self) -> int:
-        return self._revision
+        return self._watched.revision
+
+    @property
+    def connected(self) -> bool:
+        """Whether the watch is open (false while etcd is unreachable)."""
+        return self._watched.connected
 
     async def start(self) -> None:
         """Load the metadata (raises MetadataStoreError if etcd is down) and start following."""
-        await self._load()
-        self._task = asyncio.get_running_loop().create_task(self._follow())
+        await self._watched.start()
 
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._watched.stop()
 
     async def wait_for(
         self, predicate: Callable[[ClusterSnapshot], bool], timeout_s: float
@@ -146,7 +141,7 @@ class MetadataCache:
                 snapshot = self.snapshot
                 if predicate(snapshot):
                     return snapshot
-                await self._changed.wait()
+                await self._watched.next_change()
 
     async def wait_for_revision(self, revision: int, timeout_s: float = 10.0) -> ClusterSnapshot:
         """Wait until the cache reflects at least etcd ``revision`` (e.g. one's own write)."""
@@ -154,64 +149,28 @@ class MetadataCache:
             return await self.wait_for(lambda s: s.revision >= revision, timeout_s)
         except TimeoutError as exc:
             raise KafkaTimeoutError(
-                f"metadata cache at revision {self._revision}, waited {timeout_s} s for {revision}"
+                f"metadata cache at revision {self.revision}, waited {timeout_s} s for {revision}"
             ) from exc
 
     # -- internals --------------------------------------------------------------------------
 
-    async def _load(self) -> None:
-        result = await self._store.range_prefix(self._keyspace.root)
+    def _load(self, kvs: Sequence[KeyValue]) -> None:
         self._controller, self._brokers, self._topics, self._partitions = None, {}, {}, {}
         self._decommissions = {}
-        for kv in result.kvs:
+        for kv in kvs:
             self._apply_put(kv.key, kv.value)
-        self._revision = result.revision
-        self.connected = True
-        self._notify()
-
-    async def _follow(self) -> None:
-        delay = _RETRY_MIN_S
-        while True:
-            try:
-                watch = self._store.watch_prefix(self._keyspace.root, self._revision + 1)
-                async with watch:
-                    _raise_if_cancelling(None)  # a cancel may have been lost inside the open
-                    self.connected = True
-                    delay = _RETRY_MIN_S
-                    async for event in watch:
-                        self._apply(event)
-            except RevisionCompactedError:
-                log.warning("metadata watch fell behind compaction; reloading")
-                await self._reload_with_retry()
-            except MetadataStoreError as exc:
-                _raise_if_cancelling(exc)
-                self.connected = False
-                log.warning("metadata watch failed (%s); retrying in %.1f s", exc, delay)
-                await self._clock.sleep(delay)
-                delay = min(delay * 2, _RETRY_MAX_S)
-
-    async def _reload_with_retry(self) -> None:
-        delay = _RETRY_MIN_S
-        while True:
-            try:
-                await self._load()
-                return
-            except MetadataStoreError as exc:
-                _raise_if_cancelling(exc)
-                self.connected = False
-                log.warning("metadata reload failed (%s); retrying in %.1f s", exc, delay)
-                await self._clock.sleep(delay)
-                delay = min(delay * 2, _RETRY_MAX_S)
+        self._snapshot = None
 
     def _apply(self, event: WatchEvent) -> None:
         parsed = self._parse(event.key)
-        self._revision = max(self._revision, event.mod_revision)
         if parsed is not None:
             if event.kind is EventKind.PUT:
                 self._apply_put(event.key, event.value, parsed)
             else:
                 self._apply_delete(parsed)
-        self._notify(parsed)
+        self._snapshot = None
+        if parsed is not None and self._on_change is not None:
+            self._on_change(self.snapshot, parsed)
 
     def _parse(self, key: bytes) -> ParsedKey | None:
         parsed = self._keyspace.parse(key)
@@ -258,17 +217,3 @@ class MetadataCache:
                 self._partitions.pop((parsed.topic or "", parsed.partition or 0), None)
             case KeyKind.CONTROLLER:
                 self._controller = None
-
-    def _notify(self, parsed: ParsedKey | None = None) -> None:
-        self._snapshot = None
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
-        if parsed is not None and self._on_change is not None:
-            self._on_change(self.snapshot, parsed)
-
-
-def _raise_if_cancelling(exc: BaseException | None) -> None:
-    """A retry loop must not outlive a cancel that surfaced as a store error."""
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError from exc

@@ -1,8 +1,8 @@
 """``SecurityCache``: the users and ACLs of one cluster, kept current by one etcd watch.
 
 Loads ``security/`` with a range read and follows it with a watch from the read's revision + 1
-(as ``yak.metadata.cache.MetadataCache`` does for the cluster metadata), so a new ACL, a revoked
-key or a deleted user takes effect on every proxy as soon as etcd delivers the event —
+(``yak.metadata.watched``, as ``MetadataCache`` does for the cluster metadata), so a new ACL, a
+revoked key or a deleted user takes effect on every proxy as soon as etcd delivers the event —
 milliseconds. If the watch falls behind compaction it reloads; while etcd is unreachable it
 retries and keeps answering from what it has.
 
@@ -25,23 +25,18 @@ Single event loop; any number of request tasks may call it at once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from argon2 import PasswordHasher
 
 from yak.clock import Clock, SystemClock
-from yak.errors import (
-    AuthenticationError,
-    AuthenticationThrottledError,
-    MetadataStoreError,
-    RevisionCompactedError,
-)
+from yak.errors import AuthenticationError, AuthenticationThrottledError
 from yak.metadata.keyspace import KeyKind, Keyspace
-from yak.metadata.store import EventKind, MetadataStore
+from yak.metadata.store import EventKind, KeyValue, MetadataStore, WatchEvent
+from yak.metadata.watched import WatchedPrefix
 from yak.security.acl import AclBinding
 from yak.security.authorizer import Authorizer
 from yak.security.credentials import UserRecord, parse_api_key, verify_secret
@@ -51,11 +46,7 @@ __all__ = ["SecurityCache"]
 
 log = logging.getLogger(__name__)
 
-_RETRY_MIN_S = 0.1
-_RETRY_MAX_S = 5.0
 _MAX_VERIFIED = 10_000
-
-_Load = Callable[[], Awaitable[None]]
 
 
 class _Verified(NamedTuple):
@@ -79,7 +70,6 @@ class SecurityCache:
         verified_ttl_s: float = 60.0,
         login_limiter: FailedLoginLimiter | None = None,
     ) -> None:
-        self._store = store
         self._keyspace = keyspace
         self._super_users = frozenset(super_users)
         self._hasher = hasher
@@ -92,13 +82,18 @@ class SecurityCache:
         self._authorizer: Authorizer | None = None
         self._verified: dict[bytes, _Verified] = {}
         self._pending: dict[bytes, asyncio.Task[_Verified | None]] = {}
-        self._revision = 0
-        self._changed = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._watched = WatchedPrefix(
+            store,
+            keyspace.security_prefix,
+            what="security",
+            load=self._load,
+            apply=self._apply_event,
+            clock=self._clock,
+        )
 
     @property
     def revision(self) -> int:
-        return self._revision
+        return self._watched.revision
 
     @property
     def authorizer(self) -> Authorizer:
@@ -113,21 +108,14 @@ class SecurityCache:
 
     async def start(self) -> None:
         """Load (raises MetadataStoreError if etcd is down), then follow in the background."""
-        await self._load()
-        self._task = asyncio.get_running_loop().create_task(self._follow())
+        await self._watched.start()
 
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._watched.stop()
 
     async def wait_for_revision(self, revision: int, timeout_s: float = 10.0) -> None:
         """Wait until the cache reflects etcd ``revision`` (e.g. this proxy's own write)."""
-        async with asyncio.timeout(timeout_s):
-            while self._revision < revision:
-                await self._changed.wait()
+        await self._watched.wait_for_revision(revision, timeout_s)
 
     # -- authentication ---------------------------------------------------------------------
 
@@ -208,43 +196,14 @@ class SecurityCache:
 
     # -- following etcd ---------------------------------------------------------------------
 
-    async def _load(self) -> None:
-        result = await self._store.range_prefix(self._keyspace.security_prefix)
+    def _load(self, kvs: Sequence[KeyValue]) -> None:
         self._users, self._key_owner, self._acls = {}, {}, {}
-        for kv in result.kvs:
+        self._authorizer = None
+        for kv in kvs:
             self._apply(EventKind.PUT, kv.key, kv.value)
-        self._revision = result.revision
-        self._notify()
 
-    async def _follow(self) -> None:
-        delay = _RETRY_MIN_S
-        while True:
-            try:
-                prefix = self._keyspace.security_prefix
-                async with self._store.watch_prefix(prefix, self._revision + 1) as watch:
-                    delay = _RETRY_MIN_S
-                    async for event in watch:
-                        self._apply(event.kind, event.key, event.value)
-                        self._revision = max(self._revision, event.mod_revision)
-                        self._notify()
-            except RevisionCompactedError:
-                log.warning("security watch fell behind compaction; reloading")
-                await self._retry(self._load)
-            except MetadataStoreError as exc:
-                log.warning("security watch failed (%s); retrying in %.1f s", exc, delay)
-                await self._clock.sleep(delay)
-                delay = min(delay * 2, _RETRY_MAX_S)
-
-    async def _retry(self, load: _Load) -> None:
-        delay = _RETRY_MIN_S
-        while True:
-            try:
-                await load()
-                return
-            except MetadataStoreError as exc:
-                log.warning("security reload failed (%s); retrying in %.1f s", exc, delay)
-                await self._clock.sleep(delay)
-                delay = min(delay * 2, _RETRY_MAX_S)
+    def _apply_event(self, event: WatchEvent) -> None:
+        self._apply(event.kind, event.key, event.value)
 
     def _apply(self, kind: EventKind, key: bytes, value: bytes) -> None:
         parsed = self._keyspace.parse(key)
@@ -277,10 +236,6 @@ class SecurityCache:
         stale = [digest for digest, hit in self._verified.items() if hit.user == name]
         for digest in stale:
             del self._verified[digest]
-
-    def _notify(self) -> None:
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
 
 
 def _limited_key(user: str, key_id: str | None) -> str:

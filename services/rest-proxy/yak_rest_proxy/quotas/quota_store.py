@@ -4,35 +4,38 @@ Value: JSON ``{"produce_bytes_per_s": int | null, "fetch_bytes_per_s": int | nul
 (or a missing key) means the proxy's default (``YAK_QUOTA_*_BYTES_PER_S``), 0 unlimited, as
 Kafka's ``user`` quota entities override its defaults. ``QuotaStore`` reads and writes etcd
 directly (the admin API); ``QuotaOverrides`` keeps every proxy's copy current with one prefix
-watch from the load's revision + 1, so a change takes effect within milliseconds everywhere,
-reloading after a compaction and retrying (with what it has) while etcd is unreachable. A
+watch from the load's revision + 1 (``yak.metadata.watched``), so a change takes effect within
+milliseconds everywhere, reloading after a compaction and retrying (with what it has) while
+etcd is unreachable. A
 malformed value is logged and ignored. Single event loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Sequence
 from typing import NamedTuple
 
-from yak.errors import (
-    InvalidRequestError,
-    MetadataStoreError,
-    ResourceNotFoundError,
-    RevisionCompactedError,
-)
+from yak.clock import Clock
+from yak.errors import InvalidRequestError, ResourceNotFoundError
 from yak.metadata.keyspace import Keyspace
-from yak.metadata.store import Compare, CompareOp, DeleteOp, EventKind, MetadataStore
+from yak.metadata.store import (
+    Compare,
+    CompareOp,
+    DeleteOp,
+    EventKind,
+    KeyValue,
+    MetadataStore,
+    WatchEvent,
+)
+from yak.metadata.watched import WatchedPrefix
 from yak.security.acl import user_name
 
 __all__ = ["QuotaConfig", "QuotaOverrides", "QuotaStore", "quota_principal"]
 
 log = logging.getLogger(__name__)
-
-_RETRY_MIN_S = 0.1
-_RETRY_MAX_S = 5.0
 
 
 class QuotaConfig(NamedTuple):
@@ -105,62 +108,41 @@ class QuotaStore:
 class QuotaOverrides:
     """This proxy's copy of every override, following etcd; see the module docstring."""
 
-    def __init__(self, store: MetadataStore, keyspace: Keyspace) -> None:
-        self._store = store
+    def __init__(
+        self, store: MetadataStore, keyspace: Keyspace, clock: Clock | None = None
+    ) -> None:
         self._prefix = _prefix(keyspace)
         self.overrides: dict[str, QuotaConfig] = {}
-        self.revision = 0
-        self._changed = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._watched = WatchedPrefix(
+            store, self._prefix, what="quota", load=self._load, apply=self._apply_event, clock=clock
+        )
 
     @property
     def started(self) -> bool:
-        return self._task is not None
+        return self._watched.started
+
+    @property
+    def revision(self) -> int:
+        return self._watched.revision
 
     async def start(self) -> None:
         """Load (raises MetadataStoreError if etcd is down), then follow in the background."""
-        await self._load()
-        self._task = asyncio.get_running_loop().create_task(self._follow())
+        await self._watched.start()
 
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._watched.stop()
 
     async def wait_for_revision(self, revision: int, timeout_s: float = 10.0) -> None:
         """Wait until the copy reflects etcd ``revision`` (this proxy's own write)."""
-        async with asyncio.timeout(timeout_s):
-            while self.revision < revision:
-                await self._changed.wait()
+        await self._watched.wait_for_revision(revision, timeout_s)
 
-    async def _load(self) -> None:
-        result = await self._store.range_prefix(self._prefix)
+    def _load(self, kvs: Sequence[KeyValue]) -> None:
         self.overrides = {}
-        for kv in result.kvs:
+        for kv in kvs:
             self._apply(EventKind.PUT, kv.key, kv.value)
-        self._advance(result.revision)
 
-    async def _follow(self) -> None:
-        delay = _RETRY_MIN_S
-        while True:
-            try:
-                async with self._store.watch_prefix(self._prefix, self.revision + 1) as watch:
-                    delay = _RETRY_MIN_S
-                    async for event in watch:
-                        self._apply(event.kind, event.key, event.value)
-                        self._advance(event.mod_revision)
-                continue
-            except RevisionCompactedError:
-                log.warning("quota watch fell behind compaction; reloading")
-                with contextlib.suppress(MetadataStoreError):
-                    await self._load()
-                    continue
-            except MetadataStoreError as exc:
-                log.warning("quota watch failed (%s); retrying in %.1f s", exc, delay)
-            await asyncio.sleep(delay)  # backoff while etcd is unreachable
-            delay = min(delay * 2, _RETRY_MAX_S)
+    def _apply_event(self, event: WatchEvent) -> None:
+        self._apply(event.kind, event.key, event.value)
 
     def _apply(self, kind: EventKind, key: bytes, value: bytes) -> None:
         principal = key.decode()[len(self._prefix) :]
@@ -170,8 +152,3 @@ class QuotaOverrides:
                 self.overrides[principal] = QuotaConfig.from_json(value)
             except (ValueError, TypeError, AttributeError) as exc:
                 log.error("ignoring malformed quota at %s: %s", key.decode(), exc)
-
-    def _advance(self, revision: int) -> None:
-        self.revision = max(self.revision, revision)
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
