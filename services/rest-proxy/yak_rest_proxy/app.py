@@ -128,7 +128,7 @@ def create_app(
     app.include_router(quota_router(runtime))
     if guard and missing_routes(app):
         raise RuntimeError(f"routes without an ACL rule (route_acls.py): {missing_routes(app)}")
-    app.add_middleware(FastLane, runtime=runtime)  # innermost: the hottest route, plain
+    app.add_middleware(FastLane, runtime=runtime, consumers=consumers)  # innermost: hot, plain
     app.add_middleware(StripTrailingSlash)
     app.add_middleware(ForwardCredential)
     app.add_middleware(BodyReadTimeout, timeout_s=runtime.settings.request_read_timeout_ms / 1000)

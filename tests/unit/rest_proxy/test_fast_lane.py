@@ -32,6 +32,7 @@ class Proxy:
 @pytest.fixture
 async def proxy(tmp_path: Path) -> AsyncIterator[Proxy]:
     async with proxy_and_broker(tmp_path, ProxySettings()) as (client, app):
+        assert (await client.get("/healthz")).status_code == 200  # builds the middleware stack
         yield Proxy(client, app)
 
 
@@ -80,3 +81,55 @@ async def test_errors_are_the_routes_whoever_serves(
         assert answer.json()["code"] == code
         assert answer.json()["message"]
     assert proxy.lane().served == (1 if lane else 0)
+
+
+POLL = "/api/v1/groups/g/members/{member}/records"
+
+
+async def test_a_plain_poll_takes_the_lane_and_answers_as_the_route(proxy: Proxy) -> None:
+    joined = await proxy.client.post(
+        "/api/v1/groups/g/members", json={"member_id": "m1", "topics": ["t"]}
+    )
+    assert joined.status_code == 201, joined.text
+    served = proxy.lane().served
+    lane = await proxy.client.get(POLL.format(member="m1"), params={"timeout_ms": "0"})
+    assert proxy.lane().served == served + 1
+    # ``paused`` is not plain: the same poll through FastAPI.
+    routed = await proxy.client.get(
+        POLL.format(member="m1"), params={"timeout_ms": "0", "paused": "t:99"}
+    )
+    assert proxy.lane().served == served + 1
+    assert lane.status_code == routed.status_code == 200, (lane.text, routed.text)
+    assert lane.json().keys() == routed.json().keys() == {"member_epoch", "assignment", "records"}
+    assert lane.json()["member_epoch"] == routed.json()["member_epoch"]
+    assert lane.headers["content-type"] == routed.headers["content-type"]
+
+
+async def test_a_polls_typed_error_is_the_routes_whoever_serves(proxy: Proxy) -> None:
+    served = proxy.lane().served
+    lane = await proxy.client.get(POLL.format(member="ghost"), params={"timeout_ms": "0"})
+    assert proxy.lane().served == served + 1
+    routed = await proxy.client.get(
+        POLL.format(member="ghost"), params={"timeout_ms": "0", "paused": "t:0"}
+    )
+    assert lane.status_code == routed.status_code
+    assert lane.status_code >= 400
+    assert lane.json()["code"] == routed.json()["code"]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"max_bytes": "0"},
+        {"max_bytes": str(64 * 1024 * 1024 + 1)},
+        {"timeout_ms": "-1"},
+        {"value_encoding": "bogus"},
+        {"timeout_ms": "1", "other": "x"},
+    ],
+)
+async def test_an_unusual_poll_goes_to_fastapi(proxy: Proxy, params: dict[str, str]) -> None:
+    served = proxy.lane().served
+    answer = await proxy.client.get(POLL.format(member="m1"), params=params)
+    assert proxy.lane().served == served
+    if "other" not in params:  # FastAPI's validation answers the documented 4xx
+        assert answer.status_code in (400, 422), answer.text

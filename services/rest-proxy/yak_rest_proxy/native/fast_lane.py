@@ -9,12 +9,15 @@ and security off (the guard is a FastAPI dependency: a secured proxy takes the F
 It serves ``POST /api/v1/topics/{topic}/partitions/{partition}/batches`` the same way when the
 body is the binary form (``Content-Type: application/vnd.yak.recordbatch.v2``, the SDK's
 idempotent batches), the partition a plain decimal and ``acks`` absent, ``all``, ``-1`` or
-``1``. Anything else passes through to FastAPI untouched, so every unusual request (a bad
+``1``. And it serves a consumer-group member's long poll, ``GET
+/api/v1/groups/{group}/members/{member}/records``, when its query holds only ``timeout_ms``,
+``max_bytes`` and the three encodings, each at most once, with plain values in range. Anything
+else passes through to FastAPI untouched, so every unusual request (a bad
 ``acks``, an unknown parameter, a topic with a ``/``, a JSON batch) is answered exactly as the
 documented route answers it. The work is the route's own (``routes.produce_records``,
-``routes.produce_batch``), typed errors go through the native dialect's table, and the routes
-stay in the OpenAPI document. The observability middleware outside still times and ids the
-request (it matches the route's template itself).
+``routes.produce_batch``, ``group_routes.poll_records``), typed errors go through the native
+dialect's table, and the routes stay in the OpenAPI document. The observability middleware
+outside still times and ids the request (it matches the route's template itself).
 """
 
 from __future__ import annotations
@@ -22,14 +25,17 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 from functools import partial
+from urllib.parse import parse_qsl
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from yak.api.records import RECORD_BATCH_MEDIA_TYPE
+from yak.api.records import RECORD_BATCH_MEDIA_TYPE, Encoding, HeaderEncoding
 from yak.errors import YakError
 from yak.web.errors import error_response
+from yak_rest_proxy.consumers.consumer import Consumers
+from yak_rest_proxy.native.group_routes import MAX_POLL_BYTES, Encodings, poll_records
 from yak_rest_proxy.native.routes import ACKS, produce_batch, produce_records
 from yak_rest_proxy.runtime import ProxyRuntime
 
@@ -40,6 +46,17 @@ _ACKS_QUERY = {b"": -1, **{b"acks=" + name.encode(): value for name, value in AC
 _BATCH = re.compile(r"/api/v1/topics/([^/]+)/partitions/([0-9]{1,10})/batches")
 _BATCH_ACKS_QUERY = {query: acks for query, acks in _ACKS_QUERY.items() if acks != 0}
 _BATCH_MEDIA_TYPE = RECORD_BATCH_MEDIA_TYPE.encode()
+_POLL = re.compile(r"/api/v1/groups/([^/]+)/members/([^/]+)/records")
+_POLL_DEFAULTS = {
+    "timeout_ms": "1000",
+    "max_bytes": str(1024 * 1024),
+    "key_encoding": Encoding.STRING.value,
+    "value_encoding": Encoding.JSON.value,
+    "header_encoding": HeaderEncoding.STRING.value,
+}
+_ENCODINGS = {e.value: e for e in Encoding}
+_HEADER_ENCODINGS = {e.value: e for e in HeaderEncoding}
+_DIGITS = re.compile(r"[0-9]{1,10}")
 
 
 def _binary_body(scope: Scope) -> bool:
@@ -53,20 +70,23 @@ def _binary_body(scope: Scope) -> bool:
 class FastLane:
     """See the module docstring."""
 
-    def __init__(self, app: ASGIApp, runtime: ProxyRuntime) -> None:
+    def __init__(
+        self, app: ASGIApp, runtime: ProxyRuntime, consumers: Consumers | None = None
+    ) -> None:
         self.app = app
         self._runtime = runtime
+        self._consumers = consumers
         #: Requests this lane served itself (the rest went on to FastAPI).
         self.served = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        work = (
-            self._work(scope)
-            if scope["type"] == "http"
-            and scope["method"] == "POST"
-            and self._runtime.security_cache is None
-            else None
-        )
+        work = None
+        if scope["type"] == "http" and self._runtime.security_cache is None:
+            method = scope["method"]
+            if method == "POST":
+                work = self._work(scope)
+            elif method == "GET" and scope["path"].endswith("/records"):
+                work = self._poll(scope)
         if work is None:
             await self.app(scope, receive, send)
             return
@@ -94,3 +114,41 @@ class FastLane:
         return partial(
             produce_batch, self._runtime, topic=match[1], partition=int(match[2]), acks=acks
         )
+
+    def _poll(self, scope: Scope) -> Callable[[Request], Awaitable[Response]] | None:
+        """A member's plain long poll, else None (see the module docstring)."""
+        if self._consumers is None or (match := _POLL.fullmatch(scope["path"])) is None:
+            return None
+        query = scope["query_string"].decode("latin-1")
+        pairs = parse_qsl(query, keep_blank_values=True) if query else []
+        given = dict(pairs)
+        if len(given) != len(pairs) or not given.keys() <= _POLL_DEFAULTS.keys():
+            return None
+        values = _POLL_DEFAULTS | given
+        timeout, size = values["timeout_ms"], values["max_bytes"]
+        key = _ENCODINGS.get(values["key_encoding"])
+        value = _ENCODINGS.get(values["value_encoding"])
+        header = _HEADER_ENCODINGS.get(values["header_encoding"])
+        if (
+            _DIGITS.fullmatch(timeout) is None
+            or _DIGITS.fullmatch(size) is None
+            or not 1 <= int(size) <= MAX_POLL_BYTES
+            or key is None
+            or value is None
+            or header is None
+        ):
+            return None
+        consumers, encodings = self._consumers, Encodings(key, value, header)
+
+        async def serve(_request: Request) -> Response:
+            return await poll_records(
+                self._runtime,
+                consumers,
+                match[1],
+                match[2],
+                timeout_ms=int(timeout),
+                max_bytes=int(size),
+                encodings=encodings,
+            )
+
+        return serve

@@ -45,12 +45,14 @@ from yak_rest_proxy.native.render import partition_renderer
 from yak_rest_proxy.quotas.quotas import QuotaKind, Quotas
 from yak_rest_proxy.runtime import ProxyRuntime
 
-__all__ = ["group_router"]
+__all__ = ["MAX_POLL_BYTES", "Encodings", "group_router", "poll_records"]
 
 GROUP_TAG = "native consumer groups"
 _JSON = "application/json"
 _BODY_LIMIT = 1024 * 1024
 _STREAM_POLL_MS = 5_000
+#: The largest ``max_bytes`` a poll may ask for.
+MAX_POLL_BYTES = 64 * 1024 * 1024
 
 
 def _assignment(member: Member) -> list[TopicPartitionList]:
@@ -60,7 +62,9 @@ def _assignment(member: Member) -> list[TopicPartitionList]:
     return [TopicPartitionList(topic=t, partitions=ps) for t, ps in by_topic.items()]
 
 
-class _Encodings:
+class Encodings:
+    """The encodings a poll renders keys, values and headers in."""
+
     def __init__(self, key: Encoding, value: Encoding, header: HeaderEncoding) -> None:
         self.key, self.value, self.header = key, value, header
 
@@ -94,6 +98,30 @@ def _paused(values: list[str]) -> frozenset[tuple[str, int]]:
             raise InvalidRequestError(f"paused={value!r}: use topic:partition")
         found.add((topic, int(partition)))
     return frozenset(found)
+
+
+async def poll_records(
+    runtime: ProxyRuntime,
+    consumers: Consumers,
+    group: str,
+    member: str,
+    *,
+    timeout_ms: int,
+    max_bytes: int,
+    encodings: Encodings,
+    paused: frozenset[tuple[str, int]] = frozenset(),
+) -> Response:
+    """The poll route's work, shared with the fast lane (``native/fast_lane.py``)."""
+    wait = min(timeout_ms, runtime.settings.consumer_request_max_timeout_ms)
+    principal = runtime.quotas.admit(QuotaKind.FETCH)
+    polled = await consumers.poll(
+        group, member, timeout_ms=wait, max_bytes=max_bytes, paused=paused
+    )
+    rendering = time.perf_counter()
+    body = orjson.dumps(encodings.poll_body(polled))
+    runtime.stats.poll.render.observe(time.perf_counter() - rendering)
+    runtime.quotas.charge(QuotaKind.FETCH, principal, len(body))
+    return Response(body, media_type=_JSON)
 
 
 def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
@@ -151,7 +179,7 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
         group: str,
         member: str,
         timeout_ms: Annotated[int, Query(ge=0)] = 1_000,
-        max_bytes: Annotated[int, Query(ge=1, le=64 * 1024 * 1024)] = 1024 * 1024,
+        max_bytes: Annotated[int, Query(ge=1, le=MAX_POLL_BYTES)] = 1024 * 1024,
         key_encoding: Encoding = Encoding.STRING,
         value_encoding: Encoding = Encoding.JSON,
         header_encoding: HeaderEncoding = HeaderEncoding.STRING,
@@ -161,17 +189,16 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
         ] = None,
     ) -> Response:
         """Records from the member's partitions, as soon as there are any (or at the timeout)."""
-        wait = min(timeout_ms, settings.consumer_request_max_timeout_ms)
-        principal = runtime.quotas.admit(QuotaKind.FETCH)
-        encodings = _Encodings(key_encoding, value_encoding, header_encoding)
-        polled = await consumers.poll(
-            group, member, timeout_ms=wait, max_bytes=max_bytes, paused=_paused(paused or [])
+        return await poll_records(
+            runtime,
+            consumers,
+            group,
+            member,
+            timeout_ms=timeout_ms,
+            max_bytes=max_bytes,
+            encodings=Encodings(key_encoding, value_encoding, header_encoding),
+            paused=_paused(paused or []),
         )
-        rendering = time.perf_counter()
-        body = orjson.dumps(encodings.poll_body(polled))
-        runtime.stats.poll.render.observe(time.perf_counter() - rendering)
-        runtime.quotas.charge(QuotaKind.FETCH, principal, len(body))
-        return Response(body, media_type=_JSON)
 
     @router.post(
         member_path + "/commit",
@@ -216,14 +243,14 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
     async def stream(
         group: str,
         member: str,
-        max_bytes: Annotated[int, Query(ge=1, le=64 * 1024 * 1024)] = 1024 * 1024,
+        max_bytes: Annotated[int, Query(ge=1, le=MAX_POLL_BYTES)] = 1024 * 1024,
         key_encoding: Encoding = Encoding.STRING,
         value_encoding: Encoding = Encoding.JSON,
         header_encoding: HeaderEncoding = HeaderEncoding.STRING,
     ) -> StreamingResponse:
         """Server-Sent Events: one ``records`` event per batch; ``error`` then end on failure."""
         await consumers.instance(group, member)  # 404 before the stream starts
-        encodings = _Encodings(key_encoding, value_encoding, header_encoding)
+        encodings = Encodings(key_encoding, value_encoding, header_encoding)
         quotas = runtime.quotas
         principal = quotas.principal()
 
@@ -261,7 +288,7 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
         ``{"type": "records", ...}``; ``{"type": "commit", "offsets"?: [...]}`` answers
         ``{"type": "committed"}``; failures answer ``{"type": "error", "code", "message"}``."""
         await socket.accept()
-        encodings = _Encodings(key_encoding, value_encoding, header_encoding)
+        encodings = Encodings(key_encoding, value_encoding, header_encoding)
         fetch = _Fetch(runtime.quotas, runtime.quotas.principal())
         with contextlib.suppress(WebSocketDisconnect):
             while True:
@@ -304,7 +331,7 @@ async def _ws_reply(
     group: str,
     member: str,
     message: Any,
-    encodings: _Encodings,
+    encodings: Encodings,
     max_timeout_ms: int,
     fetch: _Fetch,
 ) -> dict[str, Any]:
