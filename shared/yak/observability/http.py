@@ -8,9 +8,11 @@ wrapped ``send`` and one histogram observation per request). For each HTTP reque
   id (``yak.observability.request_id``) and adds it to the response headers;
 - observes ``yak_http_request_duration_seconds{service, route, method, status}`` when the app
   returns — for a streamed response (SSE, long poll) that is when the stream ends. ``route`` is
-  the template of the route that served it (``scope["route"]``, set by the router), or the
-  first route template matching path and method when an inner middleware routed a copy of the
-  scope (the proxy's trailing-slash stripping; a standby coordinator's forwarding);
+  the template of the route that served it (``scope["route"]``, set by the router, or
+  ``scope[ROUTE_TEMPLATE]``, set by an inner middleware that serves a route itself, as the
+  proxy's fast lane does), or the first route template matching path and method when an inner
+  middleware routed a copy of the scope (the proxy's trailing-slash stripping; a standby
+  coordinator's forwarding) — remembered per method and path for the last 1,024 paths;
   ``<unmatched>`` for a path no route serves, so random paths cannot explode the label set.
   A request whose app raised counts with status 500, one whose client went away before the
   response started with status 499 (nginx's "client closed request");
@@ -44,9 +46,18 @@ from yak.observability.request_id import (
     valid_request_id,
 )
 
-__all__ = ["UNMATCHED", "ObservabilityMiddleware", "install_observability", "route_template"]
+__all__ = [
+    "ROUTE_TEMPLATE",
+    "UNMATCHED",
+    "ObservabilityMiddleware",
+    "install_observability",
+    "route_template",
+]
 
 UNMATCHED = "<unmatched>"
+#: The scope key through which a middleware serving a route itself names the route's template.
+ROUTE_TEMPLATE = "yak.route_template"
+_MATCHES_KEPT = 1024
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 _HEADER = REQUEST_ID_HEADER.encode()
 _access_log = logging.getLogger(ACCESS_LOGGER)
@@ -54,6 +65,9 @@ _access_log = logging.getLogger(ACCESS_LOGGER)
 
 def route_template(scope: Scope, routes: _Templates | None = None) -> str:
     """The path template of the route that served ``scope`` (see the module doc)."""
+    served: str | None = scope.get(ROUTE_TEMPLATE)
+    if served is not None:
+        return served
     route = scope.get("route")
     if route is not None:
         template = getattr(route, "path_format", None) or getattr(route, "path", None)
@@ -69,6 +83,7 @@ class _Templates:
         self._routes = routes
         self._seen = -1
         self._compiled: list[tuple[re.Pattern[str], frozenset[str] | None, str]] = []
+        self._matched: dict[tuple[str, str], str] = {}
 
     def _compile(self) -> None:
         routes = self._routes()
@@ -86,11 +101,22 @@ class _Templates:
             methods = frozenset(context.methods) if context.methods else None
             compiled.append((pattern, methods, path))
         self._compiled, self._seen = compiled, len(routes)
+        self._matched = {}
 
     def match(self, scope: Scope) -> str:
         self._compile()
         path: str = scope.get("path", "")
-        method = scope.get("method", "GET")
+        method: str = scope.get("method", "GET")
+        key = (method, path)
+        found = self._matched.get(key)
+        if found is None:
+            found = self._scan(path, method)
+            if len(self._matched) >= _MATCHES_KEPT:
+                del self._matched[next(iter(self._matched))]  # the oldest
+            self._matched[key] = found
+        return found
+
+    def _scan(self, path: str, method: str) -> str:
         for candidate in (path, path.rstrip("/") or "/"):
             for pattern, methods, template in self._compiled:
                 if pattern.match(candidate) and (methods is None or method in methods):

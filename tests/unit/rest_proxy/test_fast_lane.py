@@ -10,8 +10,10 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi import FastAPI
+from fastapi.routing import iter_route_contexts
 
 from tests.unit.rest_proxy.inprocess import proxy_and_broker
+from yak_rest_proxy.native import fast_lane
 from yak_rest_proxy.native.fast_lane import FastLane
 from yak_rest_proxy.settings import ProxySettings
 
@@ -133,3 +135,24 @@ async def test_an_unusual_poll_goes_to_fastapi(proxy: Proxy, params: dict[str, s
     assert proxy.lane().served == served
     if "other" not in params:  # FastAPI's validation answers the documented 4xx
         assert answer.status_code in (400, 422), answer.text
+
+
+async def test_what_the_lane_serves_is_labelled_with_the_routes_template(proxy: Proxy) -> None:
+    templates = {c.path_format for c in iter_route_contexts(proxy.app.router.routes)}
+    for template in (fast_lane._PRODUCE_ROUTE, fast_lane._BATCH_ROUTE, fast_lane._POLL_ROUTE):
+        assert template in templates  # the lane names routes that exist
+    served = proxy.lane().served
+    body = {"records": [{"value": 1}]}
+    for _ in range(3):
+        answer = await proxy.client.post("/api/v1/topics/t/records", json=body)
+        assert answer.status_code == 200
+    assert proxy.lane().served == served + 3
+    metrics = (await proxy.client.get("/metrics")).text
+    line = next(
+        line
+        for line in metrics.splitlines()
+        if line.startswith("yak_http_request_duration_seconds_count")
+        and 'route="/api/v1/topics/{topic}/records"' in line
+        and 'method="POST"' in line
+    )
+    assert float(line.rsplit(" ", 1)[1]) >= 3

@@ -33,6 +33,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from yak.api.records import RECORD_BATCH_MEDIA_TYPE, Encoding, HeaderEncoding
 from yak.errors import YakError
+from yak.observability.http import ROUTE_TEMPLATE
 from yak.web.errors import error_response
 from yak_rest_proxy.consumers.consumer import Consumers
 from yak_rest_proxy.native.group_routes import MAX_POLL_BYTES, Encodings, poll_records
@@ -42,6 +43,9 @@ from yak_rest_proxy.runtime import ProxyRuntime
 __all__ = ["FastLane"]
 
 _PRODUCE = re.compile(r"/api/v1/topics/([^/]+)/records")
+_PRODUCE_ROUTE = "/api/v1/topics/{topic}/records"
+_BATCH_ROUTE = "/api/v1/topics/{topic}/partitions/{partition}/batches"
+_POLL_ROUTE = "/api/v1/groups/{group}/members/{member}/records"
 _ACKS_QUERY = {b"": -1, **{b"acks=" + name.encode(): value for name, value in ACKS.items()}}
 _BATCH = re.compile(r"/api/v1/topics/([^/]+)/partitions/([0-9]{1,10})/batches")
 _BATCH_ACKS_QUERY = {query: acks for query, acks in _ACKS_QUERY.items() if acks != 0}
@@ -105,12 +109,14 @@ class FastLane:
             acks = _ACKS_QUERY.get(scope["query_string"])
             if acks is None:
                 return None
+            scope[ROUTE_TEMPLATE] = _PRODUCE_ROUTE
             return partial(produce_records, self._runtime, topic=match[1], acks=acks)
         if not path.endswith("/batches") or (match := _BATCH.fullmatch(path)) is None:
             return None
         acks = _BATCH_ACKS_QUERY.get(scope["query_string"])
         if acks is None or not _binary_body(scope):
             return None
+        scope[ROUTE_TEMPLATE] = _BATCH_ROUTE
         return partial(
             produce_batch, self._runtime, topic=match[1], partition=int(match[2]), acks=acks
         )
@@ -139,6 +145,7 @@ class FastLane:
         ):
             return None
         consumers, encodings = self._consumers, Encodings(key, value, header)
+        scope[ROUTE_TEMPLATE] = _POLL_ROUTE
 
         async def serve(_request: Request) -> Response:
             return await poll_records(
