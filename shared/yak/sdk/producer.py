@@ -10,7 +10,10 @@ Batching, linger (adaptive: an idle producer sends at once, ``linger_ms`` bounds
 behind requests in flight), retries and idempotence are the ``Sender``'s (``yak.sdk.sender``).
 
 ``send`` waits only for the topic's metadata and for buffer space (``buffer_max_bytes`` of
-records not yet delivered), each for at most ``max_block_ms``. ``flush`` sends everything now
+records not yet delivered; a batch gives its records' bytes back when it completes), each for
+at most ``max_block_ms``; with both at hand (the common case) it does not suspend. Per record,
+``send`` only appends to its partition's open batch; encoding, buffer accounting and resolving
+the records' futures are done per batch, as in Kafka's producer. ``flush`` sends everything now
 and waits for it; ``aclose`` (or leaving ``async with``) flushes and closes. One event loop;
 use ``yak.sdk.Producer`` from threads.
 """
@@ -34,16 +37,10 @@ from yak.errors import (
 from yak.partitioner import StickyPartitioner
 from yak.record import RecordInput
 from yak.sdk._client import ApiClient
+from yak.sdk.accumulator import RECORD_OVERHEAD, record_size
 from yak.sdk.metadata import TopicMetadata
-from yak.sdk.records import (
-    Data,
-    Headers,
-    RecordMetadata,
-    TopicPartition,
-    as_bytes,
-    header_list,
-)
-from yak.sdk.sender import Compression, PendingRecord, Sender, SenderConfig
+from yak.sdk.records import Data, Headers, RecordMetadata, as_bytes, header_list
+from yak.sdk.sender import Compression, Sender, SenderConfig
 
 __all__ = ["Acks", "AsyncProducer"]
 
@@ -58,15 +55,6 @@ _ACKS: dict[object, Literal["all", "1", "0"]] = {
     "0": "0",
     0: "0",
 }
-_RECORD_OVERHEAD = 16  # bytes a record takes in a batch beyond its key, value and headers
-
-
-def _record_size(
-    key: bytes | None, value: bytes | None, headers: tuple[tuple[str, bytes | None], ...]
-) -> int:
-    """Roughly the bytes a record takes in a batch (what ``batch_max_bytes`` counts)."""
-    size = _RECORD_OVERHEAD + len(key or b"") + len(value or b"")
-    return size + sum(len(k) + len(v or b"") + 2 for k, v in headers)
 
 
 class _Buffer:
@@ -161,6 +149,7 @@ class AsyncProducer(AsyncClosing):
             password=password,
         )
         self._metadata = TopicMetadata(self._api, max_block_ms)
+        self._buffer = _Buffer(buffer_max_bytes)
         self._sender = Sender(
             self._api,
             self._metadata,
@@ -176,11 +165,10 @@ class AsyncProducer(AsyncClosing):
                 retry_backoff_ms=retry_backoff_ms,
                 retry_backoff_max_ms=retry_backoff_max_ms,
             ),
+            self._buffer.release,
         )
         self._partitioner = StickyPartitioner(batch_bytes=batch_max_bytes)
-        self._buffer = _Buffer(buffer_max_bytes)
         self._max_block_s = max_block_ms / 1000
-        self._undelivered: set[asyncio.Future[RecordMetadata]] = set()
         self._closed = False
 
     @property
@@ -209,12 +197,18 @@ class AsyncProducer(AsyncClosing):
         """
         if self._closed:
             raise RuntimeError("the producer is closed")
-        key_bytes, value_bytes = as_bytes(key), as_bytes(value)
-        header_pairs = header_list(headers)
+        # The common case, bytes and no headers, without calls (this runs once per record).
+        key_bytes = key if key is None or type(key) is bytes else as_bytes(key)
+        value_bytes = value if value is None or type(value) is bytes else as_bytes(value)
+        if headers is None:
+            header_pairs: tuple[tuple[str, bytes | None], ...] = ()
+            size = RECORD_OVERHEAD + len(key_bytes or b"") + len(value_bytes or b"")
+        else:
+            header_pairs = header_list(headers)
+            size = record_size(key_bytes, value_bytes, header_pairs)
         count = self._metadata.cached(topic)  # no coroutine on the hot path
         if count is None:
             count = await self._metadata.partition_count(topic)
-        size = _record_size(key_bytes, value_bytes, header_pairs)
         if partition is None:
             partition = self._partitioner.partition(topic, key_bytes, count, size)
         elif not 0 <= partition < count:
@@ -230,11 +224,12 @@ class AsyncProducer(AsyncClosing):
         if not self._buffer.try_reserve(size):
             await self._buffer.reserve(size, self._max_block_s)
         future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
-        self._undelivered.add(future)
-        future.add_done_callback(lambda f: self._delivered(f, size))
-        record = RecordInput(key_bytes, value_bytes, header_pairs, timestamp)
         self._sender.append(
-            TopicPartition(topic, partition), PendingRecord(record, timestamp, future), size
+            topic,
+            partition,
+            RecordInput(key_bytes, value_bytes, header_pairs, timestamp),
+            future,
+            size,
         )
         return future
 
@@ -254,13 +249,9 @@ class AsyncProducer(AsyncClosing):
         )
         return await future
 
-    def _delivered(self, future: asyncio.Future[RecordMetadata], size: int) -> None:
-        self._undelivered.discard(future)
-        self._buffer.release(size)
-
     async def flush(self) -> None:
         """Send every queued record now and wait until each was written or failed."""
-        waiting = list(self._undelivered)
+        waiting = self._sender.undelivered()
         if not waiting:
             return
         self._sender.begin_flush()

@@ -32,6 +32,11 @@ instead (each half stamped and encoded anew); an unknown producer id starts a ne
 the batch is encoded again under it. A batch that cannot be encoded (``InvalidRecordError``:
 a timestamp out of range) fails its records, as the proxy's 400 would. Every record's future
 gets its ``RecordMetadata`` or its typed error; nothing is dropped silently.
+
+Per batch, not per record: a batch's records are encoded together when it is first sent, their
+futures resolved in one loop from the one answer, and the batch's bytes go back to the
+producer's buffer (``release``) once it completed (written or failed; the halves of a split
+batch each give back their own share).
 """
 
 from __future__ import annotations
@@ -40,8 +45,9 @@ import asyncio
 import contextlib
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Literal, cast
 
 from yak.api.records import (
     RECORD_BATCH_MEDIA_TYPE,
@@ -71,19 +77,10 @@ from yak.sdk.idempotence import SequenceNumbers
 from yak.sdk.metadata import TopicMetadata
 from yak.sdk.records import RecordMetadata, TopicPartition, produce_record
 
-__all__ = ["Compression", "PendingRecord", "Sender", "SenderConfig"]
+__all__ = ["Compression", "Sender", "SenderConfig"]
 
 Compression = Literal["none", "gzip", "snappy", "lz4", "zstd"]
 _FENCING = (OutOfOrderSequenceError, InvalidProducerEpochError, UnknownProducerIdError)
-
-
-class PendingRecord(NamedTuple):
-    """A record waiting for delivery, its create time (also in ``record``) and the future its
-    sender awaits."""
-
-    record: RecordInput
-    timestamp: int
-    future: asyncio.Future[RecordMetadata]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,27 +102,38 @@ def _now_ms() -> float:
 
 
 class _Partition:
-    __slots__ = ("answers_seen", "queue", "task", "wake")
+    __slots__ = ("answers_seen", "in_flight", "queue", "task", "wake")
 
-    def __init__(self, queue: BatchQueue[PendingRecord]) -> None:
+    def __init__(self, queue: BatchQueue) -> None:
         self.queue = queue
         self.wake = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
+        self.in_flight: ProducerBatch | None = None  # the batch being delivered
         #: the producer's answer count when the head batch began to wait (None: nothing waits)
         self.answers_seen: int | None = None
 
 
 class Sender:
-    """Per-partition delivery tasks (see the module docstring). One event loop."""
+    """Per-partition delivery tasks (see the module docstring). One event loop.
 
-    def __init__(self, api: ApiClient, metadata: TopicMetadata, config: SenderConfig) -> None:
+    ``release(size)`` is called with a batch's ``size`` once the batch completed.
+    """
+
+    def __init__(
+        self,
+        api: ApiClient,
+        metadata: TopicMetadata,
+        config: SenderConfig,
+        release: Callable[[int], None],
+    ) -> None:
         self._api = api
+        self._release = release
         self._metadata = metadata
         self._config = config
         self._codec = CompressionType[config.compression.upper()]
         self._sequences = SequenceNumbers()
         self._session_lock = asyncio.Lock()
-        self._partitions: dict[TopicPartition, _Partition] = {}
+        self._partitions: dict[tuple[str, int], _Partition] = {}
         self._flushing = 0
         self._closing = False
         self._in_flight = 0  # batches sent and not answered yet, over every partition
@@ -133,21 +141,41 @@ class Sender:
         self._burst = False  # an idle producer began sending in this event-loop turn
         self._lingering: set[_Partition] = set()
 
-    def append(self, tp: TopicPartition, pending: PendingRecord, size: int) -> None:
-        """Queue a record for ``tp``; its delivery task starts with the partition's first."""
+    def append(
+        self,
+        topic: str,
+        partition: int,
+        record: RecordInput,
+        future: asyncio.Future[RecordMetadata],
+        size: int,
+    ) -> None:
+        """Queue a record; the partition's delivery task starts with its first record."""
         if self._closing:
             raise RuntimeError("the producer is closed")
-        state = self._partitions.get(tp)
+        state = self._partitions.get((topic, partition))
         if state is None:
-            queue: BatchQueue[PendingRecord] = BatchQueue(
-                self._config.batch_max_records, self._config.batch_max_bytes
-            )
-            state = self._partitions[tp] = _Partition(queue)
-            state.task = asyncio.create_task(self._run(tp, state), name=f"yak-sender-{tp}")
-        state.queue.append(pending, size, _now_ms())
-        if state.answers_seen is None:
-            state.answers_seen = self._answers
-        state.wake.set()
+            state = self._start(TopicPartition(topic, partition))
+        if state.queue.append(record, future, size):  # a new batch, or a full one
+            if state.answers_seen is None:
+                state.answers_seen = self._answers
+            state.wake.set()
+
+    def _start(self, tp: TopicPartition) -> _Partition:
+        config = self._config
+        state = _Partition(BatchQueue(config.batch_max_records, config.batch_max_bytes, _now_ms))
+        self._partitions[tp] = state
+        state.task = asyncio.create_task(self._run(tp, state), name=f"yak-sender-{tp}")
+        return state
+
+    def undelivered(self) -> list[asyncio.Future[RecordMetadata]]:
+        """The futures of every record queued or in flight now."""
+        futures: list[asyncio.Future[RecordMetadata]] = []
+        for state in self._partitions.values():
+            if state.in_flight is not None:
+                futures += state.in_flight.futures
+            for batch in state.queue:
+                futures += batch.futures
+        return futures
 
     def begin_flush(self) -> None:
         """Send every waiting batch without lingering, until ``end_flush``."""
@@ -215,23 +243,29 @@ class Sender:
                 finally:
                     self._lingering.discard(state)
                 continue
-            batch = state.queue.pop()
+            batch = state.in_flight = state.queue.pop()
             self._sending()
             state.answers_seen = self._answers  # what waits behind this batch leaves after it
+            completed = True
             try:
-                await self._deliver(tp, state.queue, batch)
+                completed = await self._deliver(tp, state.queue, batch)
             except Exception as exc:  # a bug must fail the records, not stop the partition
                 self._give_up(tp, batch, ambiguous=True)
                 self._fail(batch, exc)
             finally:
+                state.in_flight = None
                 self._answered()
+                if completed:  # else its halves are queued, each with its share of the bytes
+                    self._release(batch.size)
 
     async def _deliver(
         self,
         tp: TopicPartition,
-        queue: BatchQueue[PendingRecord],
-        batch: ProducerBatch[PendingRecord],
-    ) -> None:
+        queue: BatchQueue,
+        batch: ProducerBatch,
+    ) -> bool:
+        """Deliver or fail every record of ``batch``: True; False if it was split and its
+        halves put back at the head of ``queue``."""
         deadline = batch.created_ms + self._config.delivery_timeout_ms
         while True:
             batch.attempts += 1
@@ -240,7 +274,7 @@ class Sender:
                     await self._send_batch(tp, batch)
                 else:
                     await self._send_records(tp, batch)
-                return
+                return True
             except YakError as exc:
                 error = exc
             if isinstance(error, UnknownTopicOrPartitionError):
@@ -262,23 +296,21 @@ class Sender:
             # server failure: only a refusal (4xx) surely left the log untouched.
             ambiguous = error.retriable or isinstance(error, _FENCING) or error.http_status >= 500
             self._give_up(tp, batch, ambiguous=ambiguous)
-            if isinstance(error, MessageTooLargeError) and len(batch.items) > 1:
+            if isinstance(error, MessageTooLargeError) and len(batch.records) > 1:
                 queue.push_front(batch.split())
-                return
+                return False
             if error.retriable:
                 error = KafkaTimeoutError(
-                    f"{len(batch.items)} record(s) for {tp} not delivered after "
+                    f"{len(batch.records)} record(s) for {tp} not delivered after "
                     f"{batch.attempts} attempt(s) in {_now_ms() - batch.created_ms:,.0f} ms: "
                     f"{error.code}: {error.message}",
                     topic=tp.topic,
                     partition=tp.partition,
                 )
             self._fail(batch, error)
-            return
+            return True
 
-    def _give_up(
-        self, tp: TopicPartition, batch: ProducerBatch[PendingRecord], *, ambiguous: bool
-    ) -> None:
+    def _give_up(self, tp: TopicPartition, batch: ProducerBatch, *, ambiguous: bool) -> None:
         """Take a failed batch out of flight; a batch whose fate is unknown ends its session
         (its sequence numbers can be neither reused nor skipped)."""
         if batch.stamp is None:
@@ -289,9 +321,7 @@ class Sender:
         batch.stamp = None
         batch.payload = None  # encoded for that stamp
 
-    def _may_retry(
-        self, batch: ProducerBatch[PendingRecord], deadline: float, backoff: float
-    ) -> bool:
+    def _may_retry(self, batch: ProducerBatch, deadline: float, backoff: float) -> bool:
         retries = self._config.retries
         if retries is not None and batch.attempts > retries:
             return False
@@ -311,7 +341,7 @@ class Sender:
                 session = await self._api.call("POST", "/producers", ProducerSession)
                 self._sequences.start_session(session.producer_id, session.producer_epoch)
 
-    async def _send_batch(self, tp: TopicPartition, batch: ProducerBatch[PendingRecord]) -> None:
+    async def _send_batch(self, tp: TopicPartition, batch: ProducerBatch) -> None:
         if batch.stamp is None:
             await self._session()
             batch.stamp = self._sequences.stamp(tp)
@@ -319,7 +349,7 @@ class Sender:
         stamp = batch.stamp
         if batch.payload is None:  # encoded once per stamp: every retry sends these bytes
             batch.payload = encode_batch(
-                [p.record for p in batch.items],
+                batch.records,
                 producer_id=stamp.producer_id,
                 producer_epoch=stamp.producer_epoch,
                 base_sequence=stamp.base_sequence,
@@ -334,16 +364,21 @@ class Sender:
             content_type=RECORD_BATCH_MEDIA_TYPE,
             params={"acks": "all"},
         )
-        self._sequences.acknowledge(tp, stamp, len(batch.items))
-        for item, offset in zip(batch.items, answer.offsets, strict=True):
-            _resolve(item, RecordMetadata(tp.topic, tp.partition, offset, item.timestamp))
-        batch.items = []
+        self._sequences.acknowledge(tp, stamp, len(batch.records))
+        topic, partition = tp
+        for future, record, offset in zip(
+            batch.futures, batch.records, answer.offsets, strict=True
+        ):
+            if not future.done():  # the caller may have cancelled it
+                timestamp = cast(int, record.timestamp)  # send stamps every record
+                future.set_result(RecordMetadata(topic, partition, offset, timestamp))
+        batch.futures = []
 
-    async def _send_records(self, tp: TopicPartition, batch: ProducerBatch[PendingRecord]) -> None:
+    async def _send_records(self, tp: TopicPartition, batch: ProducerBatch) -> None:
         body = ProduceRecordsRequest(
             records=[
-                produce_record(r.key, r.value, r.headers, timestamp, tp.partition)
-                for r, timestamp, _ in batch.items
+                produce_record(r.key, r.value, r.headers, r.timestamp, tp.partition)
+                for r in batch.records
             ],
             key_encoding=Encoding.BASE64,
             value_encoding=Encoding.BASE64,
@@ -355,33 +390,34 @@ class Sender:
             answer = ProduceRecordsResponse.model_validate_json(response.content)
         except ValueError:
             raise error_from_response(response) from None
-        retry: list[PendingRecord] = []
-        sizes: list[int] = []
+        retry: list[RecordInput] = []
+        waiting: list[asyncio.Future[RecordMetadata]] = []
         first: YakError | None = None
-        for item, size, result in zip(batch.items, batch.sizes, answer.results, strict=True):
+        for record, future, result in zip(
+            batch.records, batch.futures, answer.results, strict=True
+        ):
             if result.error is None:
                 offset = -1 if result.offset is None else result.offset
-                stamp = item.timestamp if result.timestamp is None else result.timestamp
-                _resolve(item, RecordMetadata(tp.topic, tp.partition, offset, stamp))
+                stamp = cast(
+                    int, record.timestamp if result.timestamp is None else result.timestamp
+                )
+                if not future.done():
+                    future.set_result(RecordMetadata(tp.topic, tp.partition, offset, stamp))
                 continue
             error = error_for_code(result.error.code, result.error.message)
             if error.retriable:
-                retry.append(item)
-                sizes.append(size)
+                retry.append(record)
+                waiting.append(future)
                 first = first or error
-            elif not item.future.done():
-                item.future.set_exception(error)
-        batch.items, batch.sizes, batch.size = retry, sizes, sum(sizes)
+            elif not future.done():
+                future.set_exception(error)
+        # Only the records to retry stay; the batch's bytes go back when it completes.
+        batch.records, batch.futures = retry, waiting
         if first is not None:
             raise first
 
-    def _fail(self, batch: ProducerBatch[PendingRecord], error: BaseException) -> None:
-        for item in batch.items:
-            if not item.future.done():
-                item.future.set_exception(error)
-        batch.items = []
-
-
-def _resolve(item: PendingRecord, metadata: RecordMetadata) -> None:
-    if not item.future.done():
-        item.future.set_result(metadata)
+    def _fail(self, batch: ProducerBatch, error: BaseException) -> None:
+        for future in batch.futures:
+            if not future.done():
+                future.set_exception(error)
+        batch.futures = []

@@ -217,20 +217,6 @@ async def test_send_after_close_is_an_error() -> None:
         await p.send("t", "x")
 
 
-async def test_a_full_buffer_blocks_send_until_delivery() -> None:
-    proxy = FakeProxy(partitions={"t": 1})
-    async with producer(proxy, buffer_max_bytes=100, linger_ms=10_000) as p:
-        first = await p.send("t", b"a" * 60)
-        blocked = asyncio.create_task(p.send("t", b"b" * 60))
-        await asyncio.sleep(0)
-        assert not blocked.done()  # waits for the first record's delivery
-        await p.flush()
-        await first
-        second = await asyncio.wait_for(blocked, 5)
-        await p.flush()
-        assert (await second).offset == 1
-
-
 class HeldProxy:
     """The fake proxy behind a gate: the first batch request waits for ``release``."""
 
@@ -284,3 +270,64 @@ async def test_records_behind_a_batch_in_flight_leave_together_after_its_answer(
     assert [len(records) for records, _ in batches] == [1, 2, 1]  # b and c in one batch
     assert held.proxy.values("t", 0) == [b"a", b"b", b"c"]
     assert held.proxy.values("t", 1) == [b"d"]
+
+
+async def test_a_full_buffer_blocks_send_until_delivery() -> None:
+    held = HeldProxy(FakeProxy(partitions={"t": 1}))
+    async with held.producer(buffer_max_bytes=100, linger_ms=10_000) as p:
+        first = await p.send("t", b"a" * 60)
+        await asyncio.wait_for(held.first_in.wait(), 5)  # in flight, held
+        blocked = asyncio.create_task(p.send("t", b"b" * 60))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not blocked.done()  # waits for the first record's delivery
+        held.release.set()
+        await first
+        second = await asyncio.wait_for(blocked, 5)
+        assert (await second).offset == 1
+
+
+async def test_buffer_space_returns_when_a_batch_fails() -> None:
+    proxy = FakeProxy(partitions={"t": 1})
+    proxy.fail("batches", "before", InvalidRequestError("bad record"))
+    async with producer(proxy, buffer_max_bytes=100, max_block_ms=50) as p:
+        with pytest.raises(InvalidRequestError):
+            await p.send_and_wait("t", b"a" * 60)
+        assert (await p.send_and_wait("t", b"b" * 60)).offset == 0  # not a KafkaTimeoutError
+
+
+async def test_buffer_space_returns_when_both_halves_of_a_split_batch_complete() -> None:
+    proxy = FakeProxy(partitions={"t": 1}, max_batch_records=3)
+    record = 16 + 10  # overhead + value: what each record holds of the buffer
+    options = {"buffer_max_bytes": 10 * record, "max_block_ms": 100, "linger_ms": 1_000}
+    async with producer(proxy, **options) as p:
+        for _round in range(3):  # each round fills the buffer exactly: all of it came back
+            futures = [await p.send("t", b"x" * 10) for _ in range(10)]
+            await p.flush()
+            assert all(f.done() for f in futures)
+    assert [w.sequence for w in proxy.logs[("t", 0)]] == list(range(30))
+
+
+async def test_each_record_gets_its_own_offset_or_its_own_error() -> None:
+    held = HeldProxy(FakeProxy(partitions={"t": 2}))
+    async with held.producer(linger_ms=10_000) as p:
+        first = await p.send("t", "a0", partition=0)  # goes alone, held
+        await asyncio.wait_for(held.first_in.wait(), 5)
+        zeros = [await p.send("t", f"a{i}", partition=0) for i in range(1, 4)]
+        ones = [await p.send("t", f"b{i}", partition=1) for i in range(3)]
+        cancelled = await p.send("t", "b3", partition=1)
+        cancelled.cancel()  # a caller giving up on one record leaves the others alone
+        held.proxy.fail("batches", "before", InvalidRequestError("refused"))
+        held.release.set()
+        await p.flush()
+    assert (await first).offset == 0
+    # partition 0's batch or partition 1's went next and was refused; the other was written.
+    outcomes = {
+        0: [f.exception() or f.result().offset for f in zeros],
+        1: [f.exception() or f.result().offset for f in ones],
+    }
+    refused = 0 if isinstance(outcomes[0][0], InvalidRequestError) else 1
+    assert all(isinstance(o, InvalidRequestError) for o in outcomes[refused])
+    written = outcomes[1 - refused]
+    assert written == ([1, 2, 3] if refused == 1 else [0, 1, 2])
+    assert cancelled.cancelled()
