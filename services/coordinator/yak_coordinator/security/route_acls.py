@@ -1,5 +1,6 @@
 """What every route of the coordinator's admin API needs: ONE table from (method, path
-template) to ACL checks, as the rest-proxy's ``route_acls`` does for the public API.
+template) to ACL checks, as the rest-proxy's ``route_acls`` does for the public API (the
+machinery, ``Check`` and ``Source``, is ``yak.web.route_acls``).
 
 Kafka's choices for the matching requests: CreateTopics is TOPIC CREATE (or CLUSTER CREATE),
 DeleteTopics TOPIC DELETE, AlterConfigs TOPIC ALTER_CONFIGS, CreatePartitions TOPIC ALTER,
@@ -8,46 +9,26 @@ ListPartitionReassignments CLUSTER ALTER / DESCRIBE, ElectLeaders CLUSTER ALTER,
 CLUSTER DESCRIBE; Yak's broker decommission is CLUSTER ALTER (its status DESCRIBE). ``None``
 marks the public routes (health). ``missing_routes(app)`` lists the routes the table does not
 cover: the app refuses to start with security on while there are any, and a unit test keeps
-the list empty.
+the list empty. Every change the admin API makes is audited when allowed (``AUDITED``).
 """
 
 from __future__ import annotations
 
-from enum import Enum
-from typing import NamedTuple
-
 from fastapi import FastAPI
-from fastapi.routing import iter_route_contexts
 
 from yak.api.admin import ADMIN_PREFIX
 from yak.security.acl import Operation, ResourceType
+from yak.web import route_acls
+from yak.web.route_acls import Check, RouteKey, Source, app_routes
 
-__all__ = ["ROUTE_ACLS", "Check", "Source", "app_routes", "missing_routes"]
-
-
-class Source(Enum):
-    """Where a check finds the names of the resources it checks."""
-
-    CLUSTER = "cluster"  # the one cluster resource
-    PATH = "path"  # the path parameter ``name`` (a topic) or ``group_id``
-    BODY_NAME = "body_name"  # the body's ``name`` (a topic to create)
-    LISTED = "listed"  # a list answer keeps only the names the principal may DESCRIBE
-
-
-class Check(NamedTuple):
-    """One authorization a request must pass."""
-
-    resource: ResourceType
-    source: Source
-    operation: Operation
-
+__all__ = ["AUDITED", "PATH_PARAMS", "ROUTE_ACLS", "app_routes", "missing_routes"]
 
 T, G, C = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
 O = Operation  # noqa: E741
 _A = ADMIN_PREFIX
 _TOPIC = {op: (Check(T, Source.PATH, op),) for op in O}
 
-ROUTE_ACLS: dict[tuple[str, str], tuple[Check, ...] | None] = {
+ROUTE_ACLS: dict[RouteKey, tuple[Check, ...] | None] = {
     ("GET", "/healthz"): None,
     ("GET", "/readyz"): None,
     ("GET", f"{_A}/cluster"): (Check(C, Source.CLUSTER, O.DESCRIBE),),
@@ -75,18 +56,12 @@ ROUTE_ACLS: dict[tuple[str, str], tuple[Check, ...] | None] = {
 }
 
 
-def app_routes(app: FastAPI) -> set[tuple[str, str]]:
-    """(METHOD, path template) of every API route (not FastAPI's docs pages)."""
-    found: set[tuple[str, str]] = set()
-    for route in iter_route_contexts(app.routes):
-        if not getattr(route.original_route, "include_in_schema", True):
-            continue  # /openapi.json, the docs pages and /metrics: public, as on the rest-proxy
-        path = route.path_format or route.path
-        assert path is not None
-        found.update((m, path) for m in route.methods or () if m != "HEAD")
-    return found
+#: Allowed requests written to the audit log: every change the admin API makes.
+AUDITED = frozenset(key for key in ROUTE_ACLS if key[0] in ("POST", "PUT", "PATCH", "DELETE"))
+#: The path parameter naming each resource type (``Source.PATH``).
+PATH_PARAMS = {ResourceType.TOPIC: "name", ResourceType.GROUP: "group_id"}
 
 
-def missing_routes(app: FastAPI) -> list[tuple[str, str]]:
+def missing_routes(app: FastAPI) -> list[RouteKey]:
     """The app's routes without an entry in ``ROUTE_ACLS`` (must be none)."""
-    return sorted(app_routes(app) - ROUTE_ACLS.keys())
+    return route_acls.missing_routes(app, ROUTE_ACLS)
