@@ -9,46 +9,23 @@ marks the public routes; an empty tuple routes that only need a valid credential
 
 ``missing_routes(app)`` lists the app's routes the table does not cover: the app refuses to
 start with security on while there are any, and a unit test keeps the list empty, so a new
-route cannot slip through unguarded.
+route cannot slip through unguarded. ``Check``, ``Source`` and the guard that enforces the table
+are every service's (``yak.web.route_acls``, ``yak.web.route_guard``).
 """
 
 from __future__ import annotations
 
-from enum import Enum
-from typing import NamedTuple
-
 from fastapi import FastAPI
-from fastapi.routing import iter_route_contexts
 
 from yak.security.acl import Operation, ResourceType
+from yak.web import route_acls
+from yak.web.route_acls import AUTHENTICATED, PUBLIC, Check, RouteKey, Source, app_routes
 
-__all__ = ["AUDITED", "ROUTE_ACLS", "Check", "Source", "app_routes", "missing_routes"]
-
-
-class Source(Enum):
-    """Where a check finds the names of the resources it checks."""
-
-    CLUSTER = "cluster"  # the one cluster resource
-    PATH = "path"  # the path parameter ``topic`` or ``group``
-    BODY = "body"  # topic names in the JSON body: topics[], partitions[].topic, offsets[].topic,
-    #                timestamps[].topic
-    BODY_NAME = "body_name"  # the body's ``name`` (a topic to create)
-    FETCHED = "fetched"  # the topics a read fetches, checked by the reader as it reads
-    LISTED = "listed"  # a list answer keeps only the names the principal may see
-
-
-class Check(NamedTuple):
-    """One authorization a request must pass."""
-
-    resource: ResourceType
-    source: Source
-    operation: Operation
+__all__ = ["AUDITED", "PATH_PARAMS", "ROUTE_ACLS", "app_routes", "missing_routes"]
 
 
 T, G, C = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
 O = Operation  # noqa: E741
-PUBLIC = None
-AUTHENTICATED: tuple[Check, ...] = ()
 
 _CLUSTER_DESCRIBE = (Check(C, Source.CLUSTER, O.DESCRIBE),)
 _CLUSTER_ALTER = (Check(C, Source.CLUSTER, O.ALTER),)
@@ -61,7 +38,7 @@ _MEMBER = "/api/v1/groups/{group}/members/{member}"
 _SECURITY = "/api/v1/security"
 
 #: (METHOD, path template) -> the checks (None: public).
-ROUTE_ACLS: dict[tuple[str, str], tuple[Check, ...] | None] = {
+ROUTE_ACLS: dict[RouteKey, tuple[Check, ...] | None] = {
     # Liveness and readiness answer load balancers and orchestrators, which hold no key.
     ("GET", "/healthz"): PUBLIC,
     ("GET", "/readyz"): PUBLIC,
@@ -143,7 +120,7 @@ ROUTE_ACLS: dict[tuple[str, str], tuple[Check, ...] | None] = {
 }
 
 #: Administrative changes: written to the audit log when allowed (denials always are).
-AUDITED: frozenset[tuple[str, str]] = frozenset(
+AUDITED: frozenset[RouteKey] = frozenset(
     key
     for key in ROUTE_ACLS
     if key[0] in ("POST", "PUT", "PATCH", "DELETE")
@@ -152,22 +129,10 @@ AUDITED: frozenset[tuple[str, str]] = frozenset(
     and "/members" not in key[1]
 )
 
-
-def app_routes(app: FastAPI) -> set[tuple[str, str]]:
-    """(METHOD, path template) of every route the app serves, but FastAPI's docs pages."""
-    found: set[tuple[str, str]] = set()
-    for route in iter_route_contexts(app.routes):
-        if not getattr(route.original_route, "include_in_schema", True):
-            # /openapi.json, the docs pages and /metrics (a plain route outside the guard, for
-            # Prometheus): public on purpose (docs/security.md, docs/observability.md)
-            continue
-        path = route.path_format or route.path
-        assert path is not None
-        methods = route.methods if route.methods is not None else {"WEBSOCKET"}
-        found.update((method, path) for method in methods if method != "HEAD")
-    return found
+#: The path parameter naming each resource type (``Source.PATH``).
+PATH_PARAMS = {ResourceType.TOPIC: "topic", ResourceType.GROUP: "group"}
 
 
-def missing_routes(app: FastAPI) -> list[tuple[str, str]]:
+def missing_routes(app: FastAPI) -> list[RouteKey]:
     """The app's routes that have no entry in ``ROUTE_ACLS`` (must be none)."""
-    return sorted(app_routes(app) - ROUTE_ACLS.keys())
+    return route_acls.missing_routes(app, ROUTE_ACLS)
