@@ -113,6 +113,7 @@ from loadtest.latency.measure import (
 from loadtest.latency.stats import (
     POLL_PATH,
     PRODUCE_PATH,
+    RUNTIME_PATH,
     CpuPhase,
     Histograms,
     Row,
@@ -336,7 +337,7 @@ class Budget:
         if (rf, acks) not in BUDGET_IDLE:
             yield
             return
-        async with self.around(budget_key("proxy", rf, acks, None), PRODUCE_PATH):
+        async with self.around(budget_key("proxy", rf, acks, None), PRODUCE_PATH + RUNTIME_PATH):
             yield
 
     def e2e(self, rate: int) -> MeasureHook:
@@ -344,7 +345,9 @@ class Budget:
 
         @asynccontextmanager
         async def hook(_duration_s: float) -> AsyncIterator[None]:
-            async with self.around(budget_key("e2e", 3, "all", rate), PRODUCE_PATH + POLL_PATH):
+            async with self.around(
+                budget_key("e2e", 3, "all", rate), PRODUCE_PATH + POLL_PATH + RUNTIME_PATH
+            ):
                 yield
 
         return hook

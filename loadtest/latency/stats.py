@@ -42,6 +42,8 @@ __all__ = [
     "GOALS",
     "POLL_PATH",
     "PRODUCE_PATH",
+    "RUNTIME_METRICS",
+    "RUNTIME_PATH",
     "STAGE_METRICS",
     "CpuPhase",
     "Goal",
@@ -251,6 +253,21 @@ STAGE_METRICS = {
     "yak_broker_fetch_stage_seconds": ("broker", "fetch"),
 }
 
+#: The runtime's own histograms (``yak.observability.runtime``), labelled by service: family →
+#: the stage they are shown as (the GC's generations summed).
+RUNTIME_METRICS = {
+    "yak_event_loop_lag_seconds": "event loop lag",
+    "yak_gc_pause_seconds": "gc pause",
+}
+#: What each process's runtime added: a timer's lateness and the collector's pauses — time a
+#: request spends in no stage of its own.
+RUNTIME_PATH: tuple[StageKey, ...] = (
+    ("rest-proxy", "runtime", "event loop lag"),
+    ("rest-proxy", "runtime", "gc pause"),
+    ("broker", "runtime", "event loop lag"),
+    ("broker", "runtime", "gc pause"),
+)
+
 #: A produce through the proxy, stage by stage along its path: the proxy's own stages, the
 #: leader's (with the followers' replica fetches that acks=all replication waits on), the
 #: proxy's whole broker round trip around them, and the response.
@@ -319,6 +336,15 @@ def stage_histograms(text: str) -> Histograms:
     parser); the families a build does not export are simply not there."""
     found: Histograms = {}
     for family in text_string_to_metric_families(text):
+        runtime = RUNTIME_METRICS.get(family.name)
+        if runtime is not None and family.type == "histogram":
+            for sample in family.samples:
+                if sample.name.endswith("_bucket") and "le" in sample.labels:
+                    key = (sample.labels.get("service", ""), "runtime", runtime)
+                    into = found.setdefault(key, {})
+                    bound = float(sample.labels["le"])
+                    into[bound] = into.get(bound, 0.0) + sample.value
+            continue
         owner = STAGE_METRICS.get(family.name)
         if owner is None or family.type != "histogram":
             continue
@@ -634,6 +660,8 @@ _WHERE = {
     ("broker", "produce"): "leader broker",
     ("broker", "replica_fetch"): "leader broker (followers' fetches)",
     ("broker", "fetch"): "leader broker (the member's fetches)",
+    ("rest-proxy", "runtime"): "rest-proxy",
+    ("broker", "runtime"): "brokers",
 }
 
 
@@ -649,6 +677,8 @@ def _stage_label(figure: Mapping[str, Any]) -> str:
     service, request, stage = figure["service"], figure["request"], figure["stage"]
     if (service, request, stage) == ("rest-proxy", "produce", "broker"):
         return "broker round trip"
+    if request == "runtime":
+        return str(stage)
     label = stage if request == "produce" else f"{request.replace('_', ' ')}: {stage}"
     return f"↳ {label}" if service == "broker" else label
 

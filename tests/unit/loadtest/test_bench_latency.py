@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client import CollectorRegistry, generate_latest
 
 import loadtest.bench_latency as bench
 from loadtest.bench_latency import DEFAULT_BASELINE, Budget, budget_rate, main, parse
@@ -26,6 +27,7 @@ from loadtest.latency.stats import (
     END_MARKER,
     POLL_PATH,
     PRODUCE_PATH,
+    RUNTIME_PATH,
     CpuPhase,
     Histograms,
     Row,
@@ -50,6 +52,7 @@ from loadtest.latency.stats import (
     stage_histograms,
 )
 from loadtest.local_cluster import CODE_FOLDERS, LocalCluster, code_path
+from yak.observability.runtime import GcPauses, LoopLagMonitor
 from yak.supervisor import ManagedProcess, ProcessSpec
 
 # A real line of /proc/<pid>/stat, its command name holding a space and parentheses.
@@ -439,6 +442,24 @@ def test_stage_histograms_read_from_a_metrics_text() -> None:
         stage_histograms("# TYPE yak_http_requests_total counter\nyak_http_requests_total 3\n")
         == {}
     )
+
+
+def test_runtime_histograms_are_read_per_service_generations_summed() -> None:
+    registry = CollectorRegistry()
+    pauses = GcPauses(buckets=(0.001, 0.01))
+    pauses.register(registry, "broker")
+    pauses.observe(0, 0.0005)
+    pauses.observe(2, 0.005)
+    lag = LoopLagMonitor(registry, "broker")
+    lag.observe(0.002)
+    found = stage_histograms(generate_latest(registry).decode())
+    assert found[("broker", "runtime", "gc pause")] == {0.001: 1.0, 0.01: 2.0, INF: 2.0}
+    assert found[("broker", "runtime", "event loop lag")][0.0025] == 1.0
+    rows = budget_rows(found, RUNTIME_PATH)
+    assert [(r.service, r.stage, r.count) for r in rows] == [
+        ("broker", "event loop lag", 1),
+        ("broker", "gc pause", 2),
+    ]
 
 
 def test_histograms_summed_over_processes_and_diffed() -> None:
