@@ -71,7 +71,8 @@ class _Buffer:
 
     def try_reserve(self, size: int) -> bool:
         """Take ``size`` bytes if they fit now (the common case, without a coroutine)."""
-        if self._fits(size):
+        used = self._used
+        if not used or used + size <= self._limit:  # _fits, inline: once per record
             self._used += size
             return True
         return False
@@ -169,6 +170,7 @@ class AsyncProducer(AsyncClosing):
         )
         self._partitioner = StickyPartitioner(batch_bytes=batch_max_bytes)
         self._max_block_s = max_block_ms / 1000
+        self._loop: asyncio.AbstractEventLoop | None = None  # the one it runs on, from send
         self._closed = False
 
     @property
@@ -223,7 +225,10 @@ class AsyncProducer(AsyncClosing):
             raise InvalidRecordError(f"timestamp {timestamp} is outside 0..2**63-1 (ms)")
         if not self._buffer.try_reserve(size):
             await self._buffer.reserve(size, self._max_block_s)
-        future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        future: asyncio.Future[RecordMetadata] = loop.create_future()
         self._sender.append(
             topic,
             partition,
