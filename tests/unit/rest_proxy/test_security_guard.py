@@ -10,12 +10,19 @@ from typing import NamedTuple
 
 import httpx
 import pytest
+from starlette.requests import HTTPConnection
+from starlette.routing import Route
 
+from yak.errors import AuthenticationError
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
 from yak.security import SecurityStore
+from yak.security.cache import SecurityCache
+from yak.web.tls import PEER_CN_STATE_KEY
 from yak_rest_proxy.app import create_app
 from yak_rest_proxy.runtime import ProxyRuntime
+from yak_rest_proxy.security.access import current_access
+from yak_rest_proxy.security.guard import Guard
 from yak_rest_proxy.security.route_acls import ROUTE_ACLS, app_routes, missing_routes
 from yak_rest_proxy.settings import ProxySettings
 
@@ -171,3 +178,30 @@ async def test_whoami_with_security_off() -> None:
         async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
             me = (await client.get("/api/v1/security/whoami")).json()
     assert me == {"principal": "User:ANONYMOUS", "super_user": False, "security": False}
+
+
+async def test_a_client_certificate_names_the_principal_without_a_header() -> None:
+    """The proxy's own step: no ``Authorization`` header, a verified certificate's CN."""
+    guard = Guard(SecurityCache(MemoryMetadataStore(), Keyspace(CLUSTER), super_users=()))
+
+    async def whoami() -> None: ...
+
+    route = Route("/api/v1/security/whoami", whoami)  # AUTHENTICATED
+
+    def request(cn: str | None, authorization: str = "") -> HTTPConnection:
+        headers = [(b"authorization", authorization.encode())] if authorization else []
+        state = {} if cn is None else {PEER_CN_STATE_KEY: cn}
+        return HTTPConnection(
+            {"type": "http", "method": "GET", "route": route, "headers": headers, "state": state}
+        )
+
+    await guard(request("alice"))
+    access = current_access.get()
+    assert access is not None
+    assert access.principal == "User:alice"
+    with pytest.raises(AuthenticationError, match="not a valid user name"):
+        await guard(request("not a user"))
+    with pytest.raises(AuthenticationError, match="needs credentials"):
+        await guard(request(None))
+    with pytest.raises(AuthenticationError):  # a header wins over the certificate
+        await guard(request("alice", "Bearer yak_0123456789abcdef_nope"))
