@@ -34,9 +34,9 @@ from yak.clients.admin import AdminClient
 from yak.clients.broker import BrokerClient
 from yak.errors import YakError
 from yak.etcd_server import EmbeddedEtcd, free_ports
-from yak.metadata.cache import ClusterSnapshot, MetadataCache
+from yak.metadata.cache import MetadataCache
 from yak.metadata.etcd_store import EtcdMetadataStore
-from yak.metadata.keyspace import Keyspace, ParsedKey
+from yak.metadata.keyspace import KeyKind, Keyspace, ParsedKey
 from yak.record import RecordInput, encode_batch, iter_records
 from yak.supervisor import ManagedProcess, ProcessSpec, Supervisor
 
@@ -297,8 +297,11 @@ class RegistrationWatch:
         self._present: set[int] = set()
         self.vanished: list[tuple[int, float]] = []
 
-    def _seen(self, snapshot: ClusterSnapshot, _parsed: ParsedKey) -> None:
+    def _seen(self, parsed: ParsedKey) -> None:
+        if parsed.kind is not KeyKind.BROKER:
+            return
         now = time.monotonic()
+        snapshot = self._cache.snapshot
         for broker_id in self._present - set(snapshot.brokers):
             self.vanished.append((broker_id, now))
         self._present = set(snapshot.brokers)

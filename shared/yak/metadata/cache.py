@@ -9,6 +9,10 @@ can ``wait_for_revision`` to see its own write. If the watch falls behind etcd's
 cache reloads from scratch; if etcd is unreachable it retries with backoff and keeps serving
 the last snapshot (``connected`` tells which): the lifecycle of ``yak.metadata.watched``.
 
+``on_change(parsed_key)`` is called after each event the cache applied (the snapshot is built
+only when read, so a burst of events costs no copy each); ``on_reload(snapshot)`` after each
+load but the first, since events may have been missed in between.
+
 A value that fails validation is logged and treated as absent rather than stopping the cache.
 Single event loop; readers in the same loop may call any method concurrently.
 """
@@ -88,10 +92,13 @@ class MetadataCache:
         keyspace: Keyspace,
         *,
         clock: Clock | None = None,
-        on_change: Callable[[ClusterSnapshot, ParsedKey], None] | None = None,
+        on_change: Callable[[ParsedKey], None] | None = None,
+        on_reload: Callable[[ClusterSnapshot], None] | None = None,
     ) -> None:
         self._keyspace = keyspace
         self._on_change = on_change
+        self._on_reload = on_reload
+        self._loaded = False
         self._watched = WatchedPrefix(
             store, keyspace.root, what="metadata", load=self._load, apply=self._apply, clock=clock
         )
@@ -160,6 +167,9 @@ class MetadataCache:
         for kv in kvs:
             self._apply_put(kv.key, kv.value)
         self._snapshot = None
+        if self._loaded and self._on_reload is not None:
+            self._on_reload(self.snapshot)
+        self._loaded = True
 
     def _apply(self, event: WatchEvent) -> None:
         parsed = self._parse(event.key)
@@ -170,7 +180,7 @@ class MetadataCache:
                 self._apply_delete(parsed)
         self._snapshot = None
         if parsed is not None and self._on_change is not None:
-            self._on_change(self.snapshot, parsed)
+            self._on_change(parsed)
 
     def _parse(self, key: bytes) -> ParsedKey | None:
         parsed = self._keyspace.parse(key)

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import PartitionState, TopicRecord
-from yak_broker.replication.replica_plan import log_config_of, min_insync_replicas_of, plan_replicas
+from yak_broker.replication.replica_plan import (
+    log_config_of,
+    min_insync_replicas_of,
+    plan_changes,
+    plan_replicas,
+)
 from yak_broker.storage.log_config import FlushMode, LogConfig
 from yak_broker.storage.log_manager import TopicPartition
 
@@ -93,3 +98,66 @@ def test_topic_configs_map_to_log_config() -> None:
     assert min_insync_replicas_of(configs) == 2
     assert min_insync_replicas_of({}) == 1
     assert log_config_of({"segment.bytes": "not a number"}) == LogConfig()
+
+
+def _cluster() -> ClusterSnapshot:
+    return snapshot(
+        [
+            topic("a", "id-a"),
+            topic("b", "id-b", configs={"segment.bytes": "8192"}),
+            topic("c", "id-c"),
+        ],
+        [state(t, p, (1, 2)) for t in ("a", "b", "c") for p in (0, 1)],
+    )
+
+
+def test_a_changed_partition_plans_that_partition_only() -> None:
+    plan = plan_changes(_cluster(), 1, {}, [("a", 1)], [])
+    assert [d.tp for d in plan.host] == [TopicPartition("a", 1)]
+    assert plan.considered == frozenset({TopicPartition("a", 1)})
+    assert plan.delete == ()
+
+
+def test_a_changed_topic_plans_its_partitions_and_its_local_logs() -> None:
+    local = {
+        TopicPartition("b", 0): "id-b",
+        TopicPartition("b", 7): "id-b",
+        TopicPartition("c", 0): "id-c",
+    }
+    plan = plan_changes(_cluster(), 1, local, [], ["b"])
+    assert [d.tp for d in plan.host] == [TopicPartition("b", 0), TopicPartition("b", 1)]
+    assert {d.config.segment_bytes for d in plan.host} == {8192}
+    # b-7 is local, with no state and beyond the count: left alone, as a full plan does.
+    assert plan.considered == frozenset(TopicPartition("b", p) for p in (0, 1, 7))
+    assert plan.delete == ()
+
+
+def test_a_deleted_topic_deletes_its_local_logs_and_nothing_else() -> None:
+    cluster = _cluster()
+    gone = ClusterSnapshot(
+        revision=2,
+        topics={n: t for n, t in cluster.topics.items() if n != "c"},
+        partitions={k: v for k, v in cluster.partitions.items() if k[0] != "c"},
+    )
+    local = {TopicPartition(t, p): f"id-{t}" for t in ("a", "c") for p in (0, 1)}
+    plan = plan_changes(gone, 1, local, [("c", 0), ("c", 1)], ["c"])
+    assert plan.host == ()
+    assert [tp for tp, _ in plan.delete] == [TopicPartition("c", 0), TopicPartition("c", 1)]
+    assert all(reason == "the topic does not exist" for _, reason in plan.delete)
+
+
+def test_the_changes_plan_agrees_with_the_full_plan_on_what_it_considers() -> None:
+    cluster = _cluster()
+    local = {TopicPartition("a", 0): "id-old", TopicPartition("b", 1): "id-b"}
+    full = plan_replicas(cluster, 1, local)
+    changes = plan_changes(cluster, 1, local, [("a", 0), ("c", 1)], ["b"])
+    assert changes.considered is not None
+    assert changes.host == tuple(d for d in full.host if d.tp in changes.considered)
+    assert changes.delete == tuple(x for x in full.delete if x[0] in changes.considered)
+
+
+def test_log_configs_are_parsed_once_per_distinct_setting() -> None:
+    first = log_config_of({"segment.bytes": "16384", "min.insync.replicas": "2"})
+    again = log_config_of({"min.insync.replicas": "3", "segment.bytes": "16384"})
+    assert first is again  # the same storage settings: one parsed LogConfig
+    assert log_config_of({"segment.bytes": "32768"}) is not first

@@ -4,8 +4,11 @@
 names (topic gone or deleting, topic id changed, reassigned away), then creates or refreshes
 every replica the metadata assigns to this broker — writing the topic id into the folder
 (``partition_metadata``) *before* the log is created, and updating the log config when the
-topic's configs change. ``run`` applies the latest snapshot whenever the metadata cache reports
-a topic or partition change (an event set by the cache's ``on_change``; no polling).
+topic's configs change. That full pass runs at start and after the metadata cache reloaded
+(``on_reload``: events may have been missed). Otherwise the work is proportional to the change
+(issue 19): ``on_change`` records which partitions and topics the metadata events touched, and
+``run`` applies ``plan_changes`` for just those, batching whatever arrived meanwhile (an event
+wakes it; no polling). A failed pass is retried in full at the next change.
 
 Leadership is read from the *current* snapshot on every request (``leader``), so a new leader
 epoch applies at once; the hosted replica must also carry the topic's current id, so a
@@ -53,7 +56,12 @@ from yak_broker.replication.leader_partition import LeaderPartition
 from yak_broker.replication.messages import AlterIsr, HighWatermarkAdvanced, LeaderOutput
 from yak_broker.replication.partition_metadata import read_topic_id, write_topic_id
 from yak_broker.replication.replica_fetcher import ReplicaFetcherManager
-from yak_broker.replication.replica_plan import DesiredReplica, plan_replicas
+from yak_broker.replication.replica_plan import (
+    DesiredReplica,
+    ReplicaPlan,
+    plan_changes,
+    plan_replicas,
+)
 from yak_broker.storage.group_commit import GroupCommitter
 from yak_broker.storage.log import Log
 from yak_broker.storage.log_manager import LogManager, TopicPartition
@@ -129,6 +137,9 @@ class ReplicaManager:
         self._replicas: dict[TopicPartition, Replica] = {}
         self._local_ids: dict[TopicPartition, str | None] = {}
         self._changed = asyncio.Event()
+        self._dirty_partitions: set[tuple[str, int]] = set()
+        self._dirty_topics: set[str] = set()
+        self._full = False
         self._proposals: set[asyncio.Task[None]] = set()
 
     @property
@@ -260,24 +271,53 @@ class ReplicaManager:
 
     # --- metadata --------------------------------------------------------------------------
 
-    def on_metadata_change(self, _snapshot: ClusterSnapshot, parsed: ParsedKey) -> None:
-        """``MetadataCache`` callback: schedule an ``apply`` for topic/partition changes."""
-        if parsed.kind in (KeyKind.TOPIC, KeyKind.PARTITION):
-            self._changed.set()
+    def on_metadata_change(self, parsed: ParsedKey) -> None:
+        """``MetadataCache`` callback: note a topic/partition change and wake ``run``."""
+        if parsed.kind is KeyKind.PARTITION and parsed.topic is not None:
+            self._dirty_partitions.add((parsed.topic, parsed.partition or 0))
+        elif parsed.kind is KeyKind.TOPIC and parsed.topic is not None:
+            self._dirty_topics.add(parsed.topic)
+        else:
+            return
+        self._changed.set()
+
+    def on_reload(self, _snapshot: ClusterSnapshot) -> None:
+        """``MetadataCache`` callback after a reload: the next pass is a full one."""
+        self._full = True
+        self._changed.set()
 
     async def run(self) -> None:
-        """Apply the latest snapshot after each change, until cancelled."""
+        """Apply what changed after each change, until cancelled."""
         while True:
             await self._changed.wait()
             self._changed.clear()
+            partitions, self._dirty_partitions = self._dirty_partitions, set()
+            topics, self._dirty_topics = self._dirty_topics, set()
+            full, self._full = self._full, False
             try:
-                await self.apply(self._snapshot())
+                if full:
+                    await self.apply(self._snapshot())
+                else:
+                    await self.apply_changes(self._snapshot(), partitions, topics)
             except Exception:
-                _log.exception("applying metadata failed; retrying on the next change")
+                _log.exception("applying metadata failed; a full pass at the next change")
+                self._full = True
 
     async def apply(self, snapshot: ClusterSnapshot) -> None:
         """Bring the hosted replicas in line with ``snapshot``."""
-        plan = plan_replicas(snapshot, self.broker_id, self._local_ids)
+        await self._carry_out_plan(plan_replicas(snapshot, self.broker_id, self._local_ids))
+
+    async def apply_changes(
+        self,
+        snapshot: ClusterSnapshot,
+        partitions: Iterable[tuple[str, int]],
+        topics: Iterable[str],
+    ) -> None:
+        """Bring in line only the replicas of ``partitions`` and of ``topics``."""
+        plan = plan_changes(snapshot, self.broker_id, self._local_ids, partitions, topics)
+        await self._carry_out_plan(plan)
+
+    async def _carry_out_plan(self, plan: ReplicaPlan) -> None:
         for tp, reason in plan.delete:
             _log.info("deleting the local log of %s: %s", tp.dir_name, reason)
             self._drop(tp)
@@ -287,8 +327,10 @@ class ReplicaManager:
         for desired in plan.host:
             wanted.add(desired.tp)
             self._host(desired)
-        for tp in set(self._replicas) - wanted:  # e.g. the partition key vanished: stop serving
-            self._drop(tp)
+        served = set(self._replicas) if plan.considered is None else plan.considered
+        for tp in served - wanted:  # e.g. the partition key vanished: stop serving
+            if tp in self._replicas:
+                self._drop(tp)
         self.fetchers.metadata_changed()
 
     def _drop(self, tp: TopicPartition) -> None:

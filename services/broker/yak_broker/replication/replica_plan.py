@@ -14,6 +14,13 @@ with the logs on disk (``local``: partition → topic id recorded in its folder)
 A local log whose topic exists but whose partition state is not written yet is left alone
 (a topic being created). A folder without a recorded id is adopted by the current topic.
 
+``plan_changes(snapshot, broker_id, local, partitions, topics)`` is the same plan restricted to
+what a batch of metadata events touched (issue 19: work proportional to the change): the
+partitions named, every partition of the topics named (a topic's configs, its deletion or
+re-creation), and the local logs of those topics. Its ``host`` lists only those partitions;
+its ``considered`` set says which were looked at, so a caller can stop serving a considered
+partition that is no longer hosted.
+
 ``log_config_of`` and ``min_insync_replicas_of`` read a topic's string configs: the broker's
 ``LogConfig`` takes only storage settings, so other topic configs (``min.insync.replicas``,
 ``unclean.leader.election.enable`` ...) are filtered out first; an invalid value (the admin API
@@ -23,7 +30,8 @@ validates, so this means a newer writer) is logged and the defaults are used.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import NamedTuple
 
 from yak.errors import InvalidConfigError
@@ -37,6 +45,7 @@ __all__ = [
     "ReplicaPlan",
     "log_config_of",
     "min_insync_replicas_of",
+    "plan_changes",
     "plan_replicas",
 ]
 
@@ -60,6 +69,8 @@ class ReplicaPlan(NamedTuple):
 
     host: tuple[DesiredReplica, ...]
     delete: tuple[tuple[TopicPartition, str], ...]
+    #: The partitions this plan decided on (None: every partition, a full plan).
+    considered: frozenset[TopicPartition] | None = None
 
 
 def plan_replicas(
@@ -68,24 +79,60 @@ def plan_replicas(
     """See the module doc."""
     host = []
     for (topic, partition), state in sorted(snapshot.partitions.items()):
-        record = snapshot.topics.get(topic)
-        if record is None or record.deleting or broker_id not in state.replicas:
-            continue
-        host.append(
-            DesiredReplica(
-                TopicPartition(topic, partition),
-                record.topic_id,
-                log_config_of(record.configs),
-                min_insync_replicas_of(record.configs),
-                state,
-            )
-        )
+        desired = _desired(snapshot, broker_id, topic, partition, state)
+        if desired is not None:
+            host.append(desired)
     delete = []
     for tp, local_id in sorted(local.items()):
         reason = _delete_reason(snapshot, broker_id, tp, local_id)
         if reason is not None:
             delete.append((tp, reason))
     return ReplicaPlan(tuple(host), tuple(delete))
+
+
+def plan_changes(
+    snapshot: ClusterSnapshot,
+    broker_id: int,
+    local: Mapping[TopicPartition, str | None],
+    partitions: Iterable[tuple[str, int]],
+    topics: Iterable[str],
+) -> ReplicaPlan:
+    """``plan_replicas`` for what changed only (see the module doc)."""
+    considered = {TopicPartition(topic, partition) for topic, partition in partitions}
+    changed_topics = set(topics)
+    for topic in changed_topics:
+        record = snapshot.topics.get(topic)
+        if record is not None:
+            considered.update(TopicPartition(topic, p) for p in range(record.partitions))
+    if changed_topics:
+        considered.update(tp for tp in local if tp.topic in changed_topics)
+    host, delete = [], []
+    for tp in sorted(considered):
+        state = snapshot.partitions.get((tp.topic, tp.partition))
+        if state is not None:
+            desired = _desired(snapshot, broker_id, tp.topic, tp.partition, state)
+            if desired is not None:
+                host.append(desired)
+        if tp in local:
+            reason = _delete_reason(snapshot, broker_id, tp, local[tp])
+            if reason is not None:
+                delete.append((tp, reason))
+    return ReplicaPlan(tuple(host), tuple(delete), frozenset(considered))
+
+
+def _desired(
+    snapshot: ClusterSnapshot, broker_id: int, topic: str, partition: int, state: PartitionState
+) -> DesiredReplica | None:
+    record = snapshot.topics.get(topic)
+    if record is None or record.deleting or broker_id not in state.replicas:
+        return None
+    return DesiredReplica(
+        TopicPartition(topic, partition),
+        record.topic_id,
+        log_config_of(record.configs),
+        min_insync_replicas_of(record.configs),
+        state,
+    )
 
 
 def _delete_reason(
@@ -105,12 +152,18 @@ def _delete_reason(
 
 
 def log_config_of(configs: Mapping[str, str]) -> LogConfig:
-    """The storage settings among a topic's configs (defaults if they do not parse)."""
-    storage = {name: value for name, value in configs.items() if name in _LOG_CONFIG_NAMES}
+    """The storage settings among a topic's configs (defaults if they do not parse); parsed
+    once per distinct set of settings (topics mostly share a handful)."""
+    storage = tuple(sorted((n, v) for n, v in configs.items() if n in _LOG_CONFIG_NAMES))
+    return _parsed_log_config(storage)
+
+
+@lru_cache(maxsize=4096)
+def _parsed_log_config(storage: tuple[tuple[str, str], ...]) -> LogConfig:
     try:
-        return LogConfig.from_dict(storage)
+        return LogConfig.from_dict(dict(storage))
     except InvalidConfigError as exc:
-        _log.error("ignoring invalid topic configs %s: %s", storage, exc.message)
+        _log.error("ignoring invalid topic configs %s: %s", dict(storage), exc.message)
         return LogConfig()
 
 

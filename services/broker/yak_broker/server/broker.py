@@ -140,8 +140,8 @@ class Broker:
         record = self.snapshot().topics.get(topic)
         return log_config_of(record.configs) if record is not None else None
 
-    def _on_metadata_change(self, snapshot: ClusterSnapshot, parsed: ParsedKey) -> None:
-        self.replicas.on_metadata_change(snapshot, parsed)
+    def _on_metadata_change(self, parsed: ParsedKey) -> None:
+        self.replicas.on_metadata_change(parsed)
         self._metadata_changed.set()
 
     async def start(self) -> None:
@@ -152,7 +152,10 @@ class Broker:
         try:
             self._store = self._store_factory(settings.etcd_url)
             self._cache = MetadataCache(
-                self._store, self.keyspace, on_change=self._on_metadata_change
+                self._store,
+                self.keyspace,
+                on_change=self._on_metadata_change,
+                on_reload=self.replicas.on_reload,
             )
             await self._cache.start()
             self.replicas.alter_isr_writer = self._alter_isr

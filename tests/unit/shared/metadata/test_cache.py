@@ -8,7 +8,7 @@ import pytest
 
 from yak.clock import FakeClock
 from yak.errors import KafkaTimeoutError, MetadataStoreError, RevisionCompactedError
-from yak.metadata.cache import MetadataCache
+from yak.metadata.cache import ClusterSnapshot, MetadataCache
 from yak.metadata.keyspace import Keyspace, ParsedKey
 from yak.metadata.memory_store import MemoryMetadataStore
 from yak.metadata.models import BrokerRegistration, PartitionState, TopicRecord
@@ -43,7 +43,7 @@ async def test_loads_existing_metadata_then_follows_changes() -> None:
     await store.put(KS.topic("orders"), topic("orders").encode())
     await store.put(KS.partition("orders", 0), partition("orders", 0, 1).encode())
     seen: list[ParsedKey] = []
-    cache = MetadataCache(store, KS, on_change=lambda _snap, key: seen.append(key))
+    cache = MetadataCache(store, KS, on_change=seen.append)
     await cache.start()
     try:
         snap = cache.snapshot
@@ -144,13 +144,16 @@ class FlakyStore(MemoryMetadataStore):
 
 async def test_reloads_when_its_watch_falls_behind_compaction() -> None:
     store = FlakyStore(FakeClock(), [RevisionCompactedError("compacted", revision=1)])
-    cache = MetadataCache(store, KS)
+    reloads: list[ClusterSnapshot] = []
+    cache = MetadataCache(store, KS, on_reload=reloads.append)
     await cache.start()
+    assert reloads == []  # the first load is no reload
     try:
         # Written before the follower runs: only the reload after the compaction error sees it.
         await store.put(KS.topic("early"), topic("early").encode())
         await cache.wait_for(lambda s: "early" in s.topics, timeout_s=5)
         assert store.range_reads == 2
+        assert [set(r.topics) for r in reloads] == [{"early"}]  # events may have been missed
         revision = await store.put(KS.topic("late"), topic("late").encode())
         snap = await cache.wait_for_revision(revision, timeout_s=5)
         assert set(snap.topics) == {"early", "late"}
