@@ -7,7 +7,9 @@ appended offsets. At most one fsync per log is in flight, run in the default exe
 thread on duplicated descriptors. Every appender that arrives while it runs waits for the next
 one, which starts as soon as it completes and covers all of them: with N concurrent producers
 one fsync acknowledges up to N appends (group commit), and no acknowledgement precedes its
-fsync.
+fsync. The descriptors the worker fsyncs are duplicates owned by the round
+(``Log.prepare_flush``): the bounded file cache may evict and close the segment's own
+descriptors meanwhile, never these (see ``file_handles``).
 
 Crash behaviour: an acknowledged sync-mode append was fsynced: its ``.log`` bytes, and the
 segment's directory entry (fsynced at roll). The active segment's indexes are not synced on

@@ -6,7 +6,9 @@ with no header and no checksum: "in the event of a crash it is rebuilt" from the
 
 Memory and file: all entries live in two ``array`` columns (so lookups are a ``bisect``); new
 entries are buffered and written to the file by ``flush`` (on roll, on close, and before the
-log fsyncs the index), so appends cost no system call. Unlike Kafka the file
+log fsyncs the index), so appends cost no system call, and the file's descriptor is needed
+only to load, flush, truncate and sync: it is a ``FileHandle`` of the broker's bounded
+``FileHandleCache`` and is usually evicted (no memory map holds the file). Unlike Kafka the file
 is not preallocated to ``segment.index.bytes``: it holds exactly the flushed entries, and
 "full" is a count (``max_entries``). The segment rolls when an index is full; an entry that
 would overflow a full index is skipped (the index is sparse), so an append never fails after
@@ -30,6 +32,7 @@ from array import array
 from pathlib import Path
 
 from yak.errors import YakError
+from yak_broker.storage.file_handles import FileHandleCache
 
 __all__ = ["CorruptIndexError", "IndexFile"]
 
@@ -50,22 +53,24 @@ class IndexFile:
         entry: struct.Struct,
         key_type: str,
         max_index_bytes: int,
+        files: FileHandleCache | None = None,
     ) -> None:
         self._path = path
         self._entry = entry
         self._keys: array[int] = array(key_type)
         self._values: array[int] = array("i")
         self._max_entries = max(max_index_bytes // entry.size, 1)
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._file = (files if files is not None else FileHandleCache()).open(path)
         self._flushed = 0
         try:
             self._load()
         except BaseException:
-            os.close(self._fd)
+            self._file.close()
             raise
 
     def _load(self) -> None:
-        data = os.pread(self._fd, os.fstat(self._fd).st_size, 0)
+        fd = self._file.fd()
+        data = os.pread(fd, os.fstat(fd).st_size, 0)
         if len(data) % self._entry.size:
             raise CorruptIndexError(
                 f"index {self._path.name} has {len(data)} bytes, "
@@ -90,6 +95,11 @@ class IndexFile:
     @property
     def max_entries(self) -> int:
         return self._max_entries
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the file holds a descriptor now (see ``file_handles``)."""
+        return self._file.is_open
 
     def is_full(self) -> bool:
         return len(self._keys) >= self._max_entries
@@ -116,7 +126,7 @@ class IndexFile:
         del self._keys[count:]
         del self._values[count:]
         if self._flushed > count:
-            os.ftruncate(self._fd, count * self._entry.size)
+            os.ftruncate(self._file.fd(), count * self._entry.size)
             self._flushed = count
 
     def reset(self) -> None:
@@ -131,25 +141,24 @@ class IndexFile:
         data = b"".join(
             pack(self._keys[i], self._values[i]) for i in range(self._flushed, len(self._keys))
         )
-        os.pwrite(self._fd, data, self._flushed * self._entry.size)
+        os.pwrite(self._file.fd(), data, self._flushed * self._entry.size)
         self._flushed = len(self._keys)
 
     def sync(self) -> None:
         self.flush()
-        os.fsync(self._fd)
+        os.fsync(self._file.fd())
 
     def dup_fd(self) -> int:
         """A duplicate descriptor for fsync from another thread (the caller closes it)."""
-        return os.dup(self._fd)
+        return self._file.dup()
 
     def close(self) -> None:
-        if self._fd >= 0:
+        """Write out buffered entries and release the file."""
+        if not self._file.closed:
             self.flush()
-            os.close(self._fd)
-            self._fd = -1
+            self._file.close()
 
     def delete(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        """Release and remove the file (buffered entries are dropped)."""
+        self._file.close()
         self._path.unlink(missing_ok=True)

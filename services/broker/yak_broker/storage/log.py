@@ -15,8 +15,12 @@ Crash behaviour: see ``log_loader`` (recovery) and ``segment``. Checkpoints are 
 atomically, and before files are deleted, so a crash never leaves the checkpoint pointing into
 deleted data or trusting unflushed bytes after a truncation.
 
+Files: the segments' files are opened on demand through a ``FileHandleCache`` (the
+``LogManager``'s, shared by every log of the broker; a log opened alone gets its own).
+
 Thread-safety: single writer. Every method runs on the owner's thread (the broker's event
-loop); only the descriptors from ``prepare_flush`` may be fsynced on another thread.
+loop); only the descriptors from ``prepare_flush`` (duplicates, owned by the ticket) may be
+fsynced on another thread.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from yak.errors import OffsetOutOfRangeError
 from yak.record.batch_header import BatchHeader
 from yak_broker.storage import checkpoint
 from yak_broker.storage.checkpoint import PartitionCheckpoint, fsync_dir, write_atomically
+from yak_broker.storage.file_handles import FileHandleCache
 from yak_broker.storage.leader_epoch_cache import LeaderEpochCache
 from yak_broker.storage.log_cleaner import SwapPlan, complete_swap
 from yak_broker.storage.log_config import LogConfig
@@ -68,11 +73,18 @@ _EMPTY = memoryview(b"")
 class Log:
     """One partition replica's log in ``directory``; ``Log.open`` loads or creates it."""
 
-    def __init__(self, directory: Path, config: LogConfig, clock: Clock) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        clock: Clock,
+        files: FileHandleCache | None = None,
+    ) -> None:
         self.directory = directory
         self.config = config
         self._clock = clock
-        loaded = load_log(directory, config, clock.time_ms())
+        self._files = files if files is not None else FileHandleCache()
+        loaded = load_log(directory, config, clock.time_ms(), self._files)
         self._segments: list[LogSegment] = loaded.segments
         self._bases = [segment.base_offset for segment in self._segments]
         self._log_start_offset = loaded.log_start_offset
@@ -93,9 +105,13 @@ class Log:
 
     @classmethod
     def open(
-        cls, directory: Path | str, config: LogConfig | None = None, clock: Clock | None = None
+        cls,
+        directory: Path | str,
+        config: LogConfig | None = None,
+        clock: Clock | None = None,
+        files: FileHandleCache | None = None,
     ) -> Log:
-        return cls(Path(directory), config or LogConfig(), clock or SystemClock())
+        return cls(Path(directory), config or LogConfig(), clock or SystemClock(), files)
 
     # --- offsets -------------------------------------------------------------------------
 
@@ -242,7 +258,7 @@ class Log:
         self._sync_producer_end()
         self.producers.take_snapshot()
         segment = LogSegment(
-            self.directory, self.log_end_offset, self.config, self._clock.time_ms()
+            self.directory, self.log_end_offset, self.config, self._clock.time_ms(), self._files
         )
         self._segments.append(segment)
         self._bases.append(segment.base_offset)
@@ -340,7 +356,9 @@ class Log:
         """Delete every segment and restart the log empty at ``offset``."""
         for segment in self._segments:
             segment.delete()
-        self._segments = [LogSegment(self.directory, offset, self.config, self._clock.time_ms())]
+        self._segments = [
+            LogSegment(self.directory, offset, self.config, self._clock.time_ms(), self._files)
+        ]
         self._bases = [offset]
         self._log_start_offset = offset
         self._high_watermark = offset  # the empty log's end; never below its start
@@ -416,7 +434,9 @@ class Log:
                 segment.close()
         complete_swap(self.directory, SwapPlan(base_offset, replaced))
         kept = [s for s in self._segments if s.base_offset not in doomed]
-        fresh = LogSegment(self.directory, base_offset, self.config, self._clock.time_ms())
+        fresh = LogSegment(
+            self.directory, base_offset, self.config, self._clock.time_ms(), self._files
+        )
         fresh.recover()
         fresh.on_become_inactive()
         self._index_sync_pending.append(fresh)

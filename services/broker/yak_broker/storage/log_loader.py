@@ -35,6 +35,7 @@ from yak.errors import CorruptRecordError
 from yak.record.batch_header import BatchHeader
 from yak_broker.storage import checkpoint
 from yak_broker.storage.checkpoint import CorruptCheckpointError, PartitionCheckpoint
+from yak_broker.storage.file_handles import FileHandleCache
 from yak_broker.storage.index_file import CorruptIndexError
 from yak_broker.storage.leader_epoch_cache import (
     LEADER_EPOCH_CHECKPOINT_FILE_NAME,
@@ -65,8 +66,12 @@ class LoadedLog(NamedTuple):
     truncated_bytes: int
 
 
-def load_log(directory: Path, config: LogConfig, now_ms: int) -> LoadedLog:
-    """Load (creating if needed) the partition log in ``directory``; see the module doc."""
+def load_log(
+    directory: Path, config: LogConfig, now_ms: int, files: FileHandleCache | None = None
+) -> LoadedLog:
+    """Load (creating if needed) the partition log in ``directory``; see the module doc.
+    Segment files are opened through ``files`` (a cache of its own by default)."""
+    files = files if files is not None else FileHandleCache()
     directory.mkdir(parents=True, exist_ok=True)
     marker = directory / CLEAN_SHUTDOWN_FILE
     clean = marker.exists()
@@ -83,9 +88,11 @@ def load_log(directory: Path, config: LogConfig, now_ms: int) -> LoadedLog:
     # None: trust every segment (clean); otherwise recover from the segment holding this offset.
     recovery_point = None if clean else (saved.recovery_point if saved else 0)
     feed = _RecoveryFeed(epochs)
-    segments, truncated = _open_segments(directory, bases, config, now_ms, recovery_point, feed)
+    segments, truncated = _open_segments(
+        directory, bases, config, now_ms, recovery_point, feed, files
+    )
     if not segments:
-        segments = [LogSegment(directory, log_start, config, now_ms)]
+        segments = [LogSegment(directory, log_start, config, now_ms, files)]
     log_end = segments[-1].next_offset
     log_start = min(max(log_start, segments[0].base_offset), log_end)
     epochs.truncate_from_end(log_end)
@@ -179,11 +186,12 @@ def _open_segments(
     now_ms: int,
     recovery_point: int | None,
     feed: _RecoveryFeed,
+    files: FileHandleCache,
 ) -> tuple[list[LogSegment], int]:
     """Open every segment; recover those that need it; drop the ones after a damaged one."""
     segments: list[LogSegment] = []
     for i, base in enumerate(bases):
-        segment = LogSegment(directory, base, config, now_ms)
+        segment = LogSegment(directory, base, config, now_ms, files)
         segments.append(segment)
         next_base = bases[i + 1] if i + 1 < len(bases) else None
         unflushed = recovery_point is not None and (next_base is None or next_base > recovery_point)

@@ -18,7 +18,15 @@ Background work, as asyncio tasks paced by the injected ``Clock``:
   ``compaction.Compactor``) for each log with ``cleanup.policy`` containing ``compact``.
 
 ``shutdown`` stops the tasks, closes every log cleanly (flush, snapshots, checkpoints, marker)
-and releases the lock. Concurrency: one event loop; the logs it hands out are used on it.
+and releases the lock.
+
+Open files: every log's segment and index files go through one ``FileHandleCache`` (``files``),
+at most ``max_open_files`` descriptors (``YAK_MAX_OPEN_FILES``; by default half the soft
+``RLIMIT_NOFILE`` as it is when ``open`` runs, i.e. after the service raised it, between 64
+and 4,096: see ``file_handles.default_max_open_files``). Besides those the manager holds its
+lock file, in-flight fsyncs their duplicates, and checkpoint writes a file for a moment.
+
+Concurrency: one event loop; the logs it hands out are used on it.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from yak.clock import Clock, SystemClock
 from yak.errors import UnknownTopicOrPartitionError, YakError
 from yak_broker.storage import checkpoint
 from yak_broker.storage.compaction import Compactor
+from yak_broker.storage.file_handles import FileHandleCache, default_max_open_files
 from yak_broker.storage.group_commit import GroupCommitter
 from yak_broker.storage.log import Log
 from yak_broker.storage.log_config import LogConfig
@@ -89,8 +98,12 @@ class LogManager:
         retention_check_interval_ms: int = 300_000,
         cleaner: Callable[[Log], Awaitable[None]] | None = None,
         cleaner_interval_ms: int = 15_000,
+        max_open_files: int | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
+        self._max_open_files = max_open_files
+        #: The descriptors of every log's segment files (bound settled by ``open``).
+        self.files = FileHandleCache(max_open_files)
         self._clock = clock or SystemClock()
         self._default_config = default_config or LogConfig()
         self._topic_config = topic_config
@@ -111,6 +124,9 @@ class LogManager:
         """Lock the data folder and load every partition log in it."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._lock()
+        if self._max_open_files is None:  # the limit may have been raised since __init__
+            self.files.max_open = default_max_open_files()
+        _log.info("segment files: at most %d open at a time", self.files.max_open)
         try:
             for path in sorted(self.data_dir.iterdir()):
                 if path.is_dir() and path.name.endswith(_DELETE_SUFFIX):
@@ -118,7 +134,7 @@ class LogManager:
                     continue
                 tp = TopicPartition.parse(path.name) if path.is_dir() else None
                 if tp is not None:
-                    log = Log(path, self.config_for(tp.topic), self._clock)
+                    log = Log(path, self.config_for(tp.topic), self._clock, self.files)
                     self._logs[tp] = GroupCommitter(log)
         except BaseException:
             self._close_logs(clean=False)
@@ -200,7 +216,8 @@ class LogManager:
         """The partition's log, created empty (and durably) if it does not exist."""
         committer = self._logs.get(tp)
         if committer is None:
-            log = Log(self.data_dir / tp.dir_name, config or self.config_for(tp.topic), self._clock)
+            directory = self.data_dir / tp.dir_name
+            log = Log(directory, config or self.config_for(tp.topic), self._clock, self.files)
             checkpoint.fsync_dir(self.data_dir)
             committer = self._logs[tp] = GroupCommitter(log)
         elif config is not None:

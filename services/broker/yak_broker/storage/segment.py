@@ -16,6 +16,10 @@ CRC-32C and offset order, rebuilds both indexes and truncates the file after the
 batch. On a clean start ``sanity_check`` + ``load_tail`` verify the indexes against the log
 instead of trusting them.
 
+Files: the three are ``FileHandle``s of the broker's bounded ``FileHandleCache``, opened on
+demand; a segment asks its handle for the descriptor right before each system call, as an
+evicted file is reopened there (see ``file_handles``). ``close`` releases them for good.
+
 Thread-safety: one writer (the partition log) calls every method; only the duplicated file
 descriptors from ``dup_fds`` may be fsynced from another thread.
 """
@@ -36,6 +40,7 @@ from yak.record.batch_header import (
     parse_header,
     validate_batch,
 )
+from yak_broker.storage.file_handles import FileHandleCache
 from yak_broker.storage.index_file import CorruptIndexError
 from yak_broker.storage.log_config import LogConfig
 from yak_broker.storage.offset_index import OffsetIndex
@@ -97,14 +102,22 @@ class SegmentRead(NamedTuple):
 class LogSegment:
     """A ``.log`` file with its two sparse indexes, covering offsets from ``base_offset``."""
 
-    def __init__(self, directory: Path, base_offset: int, config: LogConfig, now_ms: int) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        config: LogConfig,
+        now_ms: int,
+        files: FileHandleCache | None = None,
+    ) -> None:
         self.base_offset = base_offset
         self.directory = directory
+        self._files = files if files is not None else FileHandleCache()
         self._index_interval = config.index_interval_bytes
         self._index_bytes = config.segment_index_bytes
         self.log_path = segment_file(directory, base_offset, LOG_SUFFIX)
-        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self._size = os.fstat(self._fd).st_size
+        self._log = self._files.open(self.log_path)
+        self._size = os.fstat(self._log.fd()).st_size
         self.created_ms = now_ms
         self.next_offset = base_offset
         self.max_timestamp = NO_TIMESTAMP
@@ -121,11 +134,11 @@ class LogSegment:
         if self._size and not path.exists():  # e.g. a compacted segment swapped in
             self.index_damaged = True
         try:
-            return kind(path, self.base_offset, self._index_bytes)
+            return kind(path, self.base_offset, self._index_bytes, self._files)
         except CorruptIndexError:
             self.index_damaged = True
             path.unlink(missing_ok=True)
-            return kind(path, self.base_offset, self._index_bytes)
+            return kind(path, self.base_offset, self._index_bytes, self._files)
 
     @property
     def size(self) -> int:
@@ -183,12 +196,13 @@ class LogSegment:
             else:
                 iov.append(buf[pos:end])
         position = self._size
+        fd = self._log.fd()
         if len(iov) <= _IOV_MAX:
-            written = os.pwritev(self._fd, iov, position)
+            written = os.pwritev(fd, iov, position)
         else:
             written = 0
             for start in range(0, len(iov), _IOV_MAX):
-                written += os.pwritev(self._fd, iov[start : start + _IOV_MAX], position + written)
+                written += os.pwritev(fd, iov[start : start + _IOV_MAX], position + written)
         if written != size:
             self._finish_short_write(iov, written)
         for _, header in batches:
@@ -199,7 +213,7 @@ class LogSegment:
     def _finish_short_write(self, iov: list[bytes | memoryview], written: int) -> None:
         rest = b"".join(bytes(part) for part in iov)[written:]
         while rest:
-            n = os.pwrite(self._fd, rest, self._size + written)
+            n = os.pwrite(self._log.fd(), rest, self._size + written)
             written += n
             rest = rest[n:]
 
@@ -228,14 +242,15 @@ class LogSegment:
     # --- read ----------------------------------------------------------------------------
 
     def read_header(self, position: int) -> BatchHeader:
-        return parse_header(os.pread(self._fd, RECORD_BATCH_OVERHEAD, position))
+        return parse_header(os.pread(self._log.fd(), RECORD_BATCH_OVERHEAD, position))
 
     def headers_from(self, position: int) -> Iterator[tuple[int, BatchHeader]]:
         """``(position, header)`` of each batch from ``position`` on, without CRC checks."""
         chunk, chunk_pos = b"", position
         while position + RECORD_BATCH_OVERHEAD <= self._size:
             if position + RECORD_BATCH_OVERHEAD > chunk_pos + len(chunk):
-                chunk, chunk_pos = os.pread(self._fd, _SCAN_CHUNK, position), position
+                # fd() again on each read: between two yields the caller may open other files.
+                chunk, chunk_pos = os.pread(self._log.fd(), _SCAN_CHUNK, position), position
             header = parse_header(chunk, position - chunk_pos)
             if header.size < RECORD_BATCH_OVERHEAD or position + header.size > self._size:
                 raise CorruptRecordError(
@@ -258,7 +273,8 @@ class LogSegment:
         """Whole batches from ``position``, up to ``max_bytes`` (at least one batch unless
         its base offset is >= ``max_offset``); batches from ``max_offset`` on are left out."""
         available = self._size - position
-        buf = os.pread(self._fd, min(max(max_bytes, RECORD_BATCH_OVERHEAD), available), position)
+        fd = self._log.fd()
+        buf = os.pread(fd, min(max(max_bytes, RECORD_BATCH_OVERHEAD), available), position)
         pos, end, next_offset = 0, 0, -1
         unpack = _OFFSET_AND_LENGTH.unpack_from
         # Skip the header walk over batches the index proves whole and below max_offset.
@@ -275,7 +291,7 @@ class LogSegment:
                 break
             if pos + size > len(buf):
                 if pos == 0:  # the first batch is larger than max_bytes: return it whole
-                    buf = os.pread(self._fd, size, position)
+                    buf = os.pread(fd, size, position)
                     end, next_offset = size, base + _INT32.unpack_from(buf, 23)[0] + 1
                 break
             next_offset = base + _INT32.unpack_from(buf, pos + 23)[0] + 1
@@ -296,7 +312,7 @@ class LogSegment:
         """The max record timestamp, or the file's mtime for an empty segment (as Kafka)."""
         if self.max_timestamp >= 0:
             return self.max_timestamp
-        return os.fstat(self._fd).st_mtime_ns // 1_000_000
+        return os.fstat(self._log.fd()).st_mtime_ns // 1_000_000
 
     # --- load, recover, truncate -----------------------------------------------------------
 
@@ -356,7 +372,7 @@ class LogSegment:
             pass
         truncated = self._size - valid
         if truncated:
-            os.ftruncate(self._fd, valid)
+            os.ftruncate(self._log.fd(), valid)
             self._size = valid
         self.offset_index.flush()
         self.time_index.flush()
@@ -365,7 +381,8 @@ class LogSegment:
     def _validated_batches(self) -> Iterator[tuple[int, BatchHeader]]:
         position, expected = 0, self.base_offset
         while position < self._size:
-            chunk = os.pread(self._fd, min(_RECOVER_CHUNK, self._size - position), position)
+            # fd() again per read: the caller's on_batch may open files between two yields.
+            chunk = os.pread(self._log.fd(), min(_RECOVER_CHUNK, self._size - position), position)
             offset = 0
             while offset < len(chunk):
                 if len(chunk) - offset < RECORD_BATCH_OVERHEAD:
@@ -375,7 +392,7 @@ class LogSegment:
                 declared = parse_header(chunk, offset).size
                 if offset + declared > len(chunk) and position + offset + declared <= self._size:
                     if offset == 0:  # a batch larger than the chunk
-                        chunk = os.pread(self._fd, declared, position)
+                        chunk = os.pread(self._log.fd(), declared, position)
                     else:
                         break
                 header = validate_batch(chunk, offset)
@@ -397,7 +414,7 @@ class LogSegment:
         removed = self._size - position
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
-        os.ftruncate(self._fd, position)
+        os.ftruncate(self._log.fd(), position)
         self._size = position
         self.load_tail()
         return removed
@@ -406,28 +423,40 @@ class LogSegment:
 
     @property
     def closed(self) -> bool:
-        return self._fd < 0
+        """Closed for good (``close``, ``delete``); an evicted file is not closed."""
+        return self._log.closed
+
+    @property
+    def open_files(self) -> int:
+        """How many of the three files hold a descriptor now (the others are evicted)."""
+        return self._log.is_open + self.offset_index.is_open + self.time_index.is_open
 
     def dup_fds(self, indexes: bool) -> list[int]:
         """Duplicated descriptors to fsync off the owner's thread (see ``sync_and_close``):
-        the ``.log`` and, with ``indexes``, both index files (written out first)."""
-        fds = [os.dup(self._fd)]
+        the ``.log`` and, with ``indexes``, both index files (written out first). They are
+        the caller's: evicting the segment's own descriptors leaves them open."""
+        fds = [self._log.dup()]
         if indexes:
-            self.offset_index.flush()
-            self.time_index.flush()
-            fds += [self.offset_index.dup_fd(), self.time_index.dup_fd()]
+            try:
+                self.offset_index.flush()
+                self.time_index.flush()
+                fds += [self.offset_index.dup_fd(), self.time_index.dup_fd()]
+            except BaseException:
+                for fd in fds:
+                    os.close(fd)
+                raise
         return fds
 
     def close(self) -> None:
-        if self._fd >= 0:
+        """Write out the indexes and release the three files."""
+        if not self._log.closed:
             self.offset_index.close()
             self.time_index.close()
-            os.close(self._fd)
-            self._fd = -1
+            self._log.close()
 
     def delete(self) -> None:
-        """Close and remove the segment's three files."""
-        self.close()
+        """Release and remove the segment's three files (nothing is written first)."""
+        self._log.close()
         self.offset_index.delete()
         self.time_index.delete()
         self.log_path.unlink(missing_ok=True)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+from yak_broker.storage.file_handles import FileHandleCache
 from yak_broker.storage.index_file import CorruptIndexError, IndexFile
 
 __all__ = ["NO_TIMESTAMP", "TimeIndex"]
@@ -33,9 +34,15 @@ class TimeIndex(IndexFile):
 
     ENTRY_SIZE = _ENTRY.size
 
-    def __init__(self, path: Path, base_offset: int, max_index_bytes: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        base_offset: int,
+        max_index_bytes: int,
+        files: FileHandleCache | None = None,
+    ) -> None:
         self.base_offset = base_offset
-        super().__init__(path, _ENTRY, "q", max_index_bytes)
+        super().__init__(path, _ENTRY, "q", max_index_bytes, files)
         for i in range(1, self.entries):
             if self._values[i] < self._values[i - 1]:
                 self.close()
