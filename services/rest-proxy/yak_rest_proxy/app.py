@@ -28,6 +28,16 @@ from yak.metadata.store import MetadataStore
 from yak.observability.http import install_observability
 from yak.observability.metrics import ServiceMetrics
 from yak.web.health import health_router
+from yak_rest_proxy.api.admin.quotas import quota_router
+from yak_rest_proxy.api.admin.security import security_router
+from yak_rest_proxy.api.native.admin_routes import admin_router
+from yak_rest_proxy.api.native.fast_lane import FastLane
+from yak_rest_proxy.api.native.group_admin_routes import group_admin_router
+from yak_rest_proxy.api.native.group_routes import group_router
+from yak_rest_proxy.api.native.routes import native_router
+from yak_rest_proxy.api.v2.consumer_routes import consumer_router
+from yak_rest_proxy.api.v2.metadata_routes import metadata_router
+from yak_rest_proxy.api.v2.produce_routes import produce_router
 from yak_rest_proxy.consumers.consumer import Consumers
 from yak_rest_proxy.consumers.group_admin import GroupAdmin
 from yak_rest_proxy.http.errors import install_error_handlers
@@ -35,22 +45,12 @@ from yak_rest_proxy.http.openapi import install_openapi
 from yak_rest_proxy.http.read_timeout import BodyReadTimeout
 from yak_rest_proxy.http.slashes import StripTrailingSlash
 from yak_rest_proxy.metrics import ProxyStats
-from yak_rest_proxy.native.admin_routes import admin_router
-from yak_rest_proxy.native.fast_lane import FastLane
-from yak_rest_proxy.native.group_admin_routes import group_admin_router
-from yak_rest_proxy.native.group_routes import group_router
-from yak_rest_proxy.native.routes import native_router
 from yak_rest_proxy.quotas.consumer_cap import ConsumerCap
-from yak_rest_proxy.quotas.routes import quota_router
 from yak_rest_proxy.runtime import ProxyRuntime
-from yak_rest_proxy.security.admin_routes import security_router
 from yak_rest_proxy.security.forwarded_credential import ForwardCredential
 from yak_rest_proxy.security.guard import Guard
 from yak_rest_proxy.security.route_acls import missing_routes
 from yak_rest_proxy.settings import ProxySettings
-from yak_rest_proxy.v2.consumer_routes import consumer_router
-from yak_rest_proxy.v2.metadata_routes import metadata_router
-from yak_rest_proxy.v2.produce_routes import produce_router
 
 __all__ = ["create_app"]
 

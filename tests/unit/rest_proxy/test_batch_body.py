@@ -27,9 +27,9 @@ from yak.errors import (
 from yak.metadata.memory_store import MemoryMetadataStore
 from yak.record import BatchHeader, CompressionType, RecordInput, encode_batch
 from yak.record.batch_header import ATTRIBUTES_OFFSET, CRC_OFFSET, compute_crc
+from yak_rest_proxy.api.native.batch_body import check_batch, is_record_batch
+from yak_rest_proxy.api.native.fast_lane import FastLane
 from yak_rest_proxy.app import create_app
-from yak_rest_proxy.native.batch_body import check_batch, is_record_batch
-from yak_rest_proxy.native.fast_lane import FastLane
 from yak_rest_proxy.settings import ProxySettings
 
 URL = "/api/v1/topics/t/partitions/0/batches"

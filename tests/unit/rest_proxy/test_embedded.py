@@ -2,8 +2,8 @@ import pytest
 
 from yak.api.records import Encoding, decode_data, encode_data
 from yak.errors import InvalidRequestError
+from yak_rest_proxy.api.v2.embedded import from_embedded, to_embedded
 from yak_rest_proxy.http.content import EmbeddedFormat
-from yak_rest_proxy.v2.embedded import from_embedded, to_embedded
 
 
 def test_binary_round_trip_and_errors() -> None:

@@ -13,8 +13,8 @@ from fastapi import FastAPI
 from fastapi.routing import iter_route_contexts
 
 from tests.unit.rest_proxy.inprocess import proxy_and_broker
-from yak_rest_proxy.native import fast_lane
-from yak_rest_proxy.native.fast_lane import FastLane
+from yak_rest_proxy.api.native import fast_lane
+from yak_rest_proxy.api.native.fast_lane import FastLane
 from yak_rest_proxy.settings import ProxySettings
 
 

@@ -14,9 +14,9 @@ from yak.api.records import ProduceRecordsRequest
 from yak.errors import InvalidRequestError
 from yak.record import RecordInput
 from yak.record.record_encoder import encode_record_body
+from yak_rest_proxy.api.native.produce_body import fast_outgoing
+from yak_rest_proxy.api.native.routes import _outgoing
 from yak_rest_proxy.http.body import parse_model
-from yak_rest_proxy.native.produce_body import fast_outgoing
-from yak_rest_proxy.native.routes import _outgoing
 from yak_rest_proxy.produce.producer import record_size
 from yak_rest_proxy.produce.publish import RequestRecords
 

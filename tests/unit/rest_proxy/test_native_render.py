@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from yak.api.records import ConsumedRecord, Encoding, HeaderEncoding, RecordHeader, decode_data
 from yak.record import Record
-from yak_rest_proxy.native.render import partition_renderer, renderer
+from yak_rest_proxy.api.native.render import partition_renderer, renderer
 
 data = st.none() | st.binary(max_size=12) | st.sampled_from([b'{"a":[1,2.5,null]}', b'"s"', b"7"])
 records = st.builds(

@@ -20,16 +20,9 @@ from yak.metadata.keyspace import validate_member_id
 from yak.metadata.models import GroupMember
 from yak.names import validate_group_id
 from yak.record import Headers
-from yak_rest_proxy.consumers.consumer import Consumers, PolledPartition, new_instance_id
-from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
-from yak_rest_proxy.http.content import EmbeddedFormat, negotiate, request_format
-from yak_rest_proxy.http.responses import json_response
-from yak_rest_proxy.quotas.quotas import QuotaKind
-from yak_rest_proxy.runtime import ProxyRuntime
-from yak_rest_proxy.settings import ProxySettings
-from yak_rest_proxy.v2.embedded import to_embedded
-from yak_rest_proxy.v2.metadata_routes import V2_TAG
-from yak_rest_proxy.v2.models import (
+from yak_rest_proxy.api.v2.embedded import to_embedded
+from yak_rest_proxy.api.v2.metadata_routes import V2_TAG
+from yak_rest_proxy.api.v2.models import (
     V2CommitRequest,
     V2CommittedOffsets,
     V2ConsumerRecord,
@@ -39,6 +32,13 @@ from yak_rest_proxy.v2.models import (
     V2Positions,
     V2Subscription,
 )
+from yak_rest_proxy.consumers.consumer import Consumers, PolledPartition, new_instance_id
+from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
+from yak_rest_proxy.http.content import EmbeddedFormat, negotiate, request_format
+from yak_rest_proxy.http.responses import json_response
+from yak_rest_proxy.quotas.quotas import QuotaKind
+from yak_rest_proxy.runtime import ProxyRuntime
+from yak_rest_proxy.settings import ProxySettings
 
 __all__ = ["consumer_router"]
 

@@ -39,7 +39,7 @@ from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.runtime import ProxyRuntime
 from yak_rest_proxy.security.access import visible
-from yak_rest_proxy.v2.metadata_routes import topic_record
+from yak_rest_proxy.topics import topic_record
 
 __all__ = ["admin_router"]
 

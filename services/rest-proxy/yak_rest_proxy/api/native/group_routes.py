@@ -37,11 +37,11 @@ from yak.errors import InvalidRequestError, YakError
 from yak.metadata.keyspace import validate_member_id
 from yak.metadata.models import GroupMember
 from yak.names import validate_group_id
+from yak_rest_proxy.api.native.render import partition_renderer
 from yak_rest_proxy.consumers.consumer import Consumers, Poll, new_instance_id
 from yak_rest_proxy.consumers.member_protocol import Member
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
-from yak_rest_proxy.native.render import partition_renderer
 from yak_rest_proxy.quotas.quotas import QuotaKind, Quotas
 from yak_rest_proxy.runtime import ProxyRuntime
 

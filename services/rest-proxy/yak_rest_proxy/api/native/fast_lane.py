@@ -35,9 +35,9 @@ from yak.api.records import RECORD_BATCH_MEDIA_TYPE, Encoding, HeaderEncoding
 from yak.errors import YakError
 from yak.observability.http import ROUTE_TEMPLATE
 from yak.web.errors import error_response
+from yak_rest_proxy.api.native.group_routes import MAX_POLL_BYTES, Encodings, poll_records
+from yak_rest_proxy.api.native.routes import ACKS, produce_batch, produce_records
 from yak_rest_proxy.consumers.consumer import Consumers
-from yak_rest_proxy.native.group_routes import MAX_POLL_BYTES, Encodings, poll_records
-from yak_rest_proxy.native.routes import ACKS, produce_batch, produce_records
 from yak_rest_proxy.runtime import ProxyRuntime
 
 __all__ = ["FastLane"]

@@ -17,6 +17,10 @@ from fastapi import APIRouter, Request, Response
 
 from yak.errors import InvalidRequestError, YakError
 from yak.record import RecordInput
+from yak_rest_proxy.api.v2.embedded import from_embedded
+from yak_rest_proxy.api.v2.metadata_routes import V2_TAG
+from yak_rest_proxy.api.v2.models import V2ProduceRequest, V2ProduceResponse
+from yak_rest_proxy.api.v2.produce_body import parse_produce_body
 from yak_rest_proxy.http.body import openapi_body, read_body
 from yak_rest_proxy.http.content import negotiate, request_format
 from yak_rest_proxy.http.errors import v2_error
@@ -24,10 +28,7 @@ from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.produce.publish import OutgoingRecord, check_record_count, enqueue
 from yak_rest_proxy.quotas.quotas import QuotaKind
 from yak_rest_proxy.runtime import ProxyRuntime
-from yak_rest_proxy.v2.embedded import from_embedded
-from yak_rest_proxy.v2.metadata_routes import V2_TAG, topic_record
-from yak_rest_proxy.v2.models import V2ProduceRequest, V2ProduceResponse
-from yak_rest_proxy.v2.produce_body import parse_produce_body
+from yak_rest_proxy.topics import topic_record
 
 __all__ = ["produce_router"]
 

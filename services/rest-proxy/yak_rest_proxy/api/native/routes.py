@@ -46,11 +46,11 @@ from yak.errors import (
     YakError,
 )
 from yak.record import CompressionType, RecordInput, encode_batch
+from yak_rest_proxy.api.native.batch_body import check_batch, is_record_batch
+from yak_rest_proxy.api.native.produce_body import fast_outgoing
+from yak_rest_proxy.api.native.render import renderer
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
-from yak_rest_proxy.native.batch_body import check_batch, is_record_batch
-from yak_rest_proxy.native.produce_body import fast_outgoing
-from yak_rest_proxy.native.render import renderer
 from yak_rest_proxy.produce.direct import send_batch
 from yak_rest_proxy.produce.producer import ProducedRecord
 from yak_rest_proxy.produce.publish import (
@@ -62,7 +62,7 @@ from yak_rest_proxy.produce.publish import (
 )
 from yak_rest_proxy.quotas.quotas import QuotaKind
 from yak_rest_proxy.runtime import ProxyRuntime
-from yak_rest_proxy.v2.metadata_routes import topic_record
+from yak_rest_proxy.topics import topic_record
 
 __all__ = ["ACKS", "native_router", "produce_batch", "produce_records", "produce_response"]
 

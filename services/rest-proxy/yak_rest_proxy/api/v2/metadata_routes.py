@@ -12,34 +12,25 @@ from fastapi import APIRouter, Request, Response
 
 from yak.errors import UnknownTopicOrPartitionError
 from yak.metadata.cache import ClusterSnapshot
-from yak.metadata.models import PartitionState, TopicRecord
-from yak.names import validate_topic_name
+from yak.metadata.models import PartitionState
 from yak.security.acl import Operation, ResourceType
 from yak.topic_config import effective_config
-from yak_rest_proxy.http.content import negotiate
-from yak_rest_proxy.http.responses import json_response
-from yak_rest_proxy.runtime import ProxyRuntime
-from yak_rest_proxy.security.access import visible
-from yak_rest_proxy.v2.models import (
+from yak_rest_proxy.api.v2.models import (
     V2BrokerList,
     V2PartitionInfo,
     V2PartitionOffsets,
     V2ReplicaInfo,
     V2TopicInfo,
 )
+from yak_rest_proxy.http.content import negotiate
+from yak_rest_proxy.http.responses import json_response
+from yak_rest_proxy.runtime import ProxyRuntime
+from yak_rest_proxy.security.access import visible
+from yak_rest_proxy.topics import topic_record
 
-__all__ = ["metadata_router", "topic_record"]
+__all__ = ["metadata_router"]
 
 V2_TAG = "Confluent v2"
-
-
-def topic_record(snapshot: ClusterSnapshot, topic: str) -> TopicRecord:
-    """The topic's record, or 40401 (a name that is not legal: 40002)."""
-    validate_topic_name(topic)
-    record = snapshot.topics.get(topic)
-    if record is None or record.deleting:
-        raise UnknownTopicOrPartitionError(f"topic {topic!r} not found", topic=topic)
-    return record
 
 
 def _partition_state(snapshot: ClusterSnapshot, topic: str, partition: int) -> PartitionState:
