@@ -8,6 +8,10 @@ graceful-shutdown window so that SIGTERM stops a service within a few seconds. W
 Every listener bounds the time a request's headers may take (``yak.web.header_timeout``):
 ``YAK_REQUEST_HEADER_TIMEOUT_MS`` (default 10,000), after which a slow client gets 408 and the
 connection closes.
+
+Before it listens, the process raises its soft open-files limit to the hard one
+(``yak.limits``), so that every service (the ones started by ``yak up`` call ``serve``) can
+hold as many sockets and files as the machine allows.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 import uvicorn
 from starlette.types import ASGIApp
 
+from yak.limits import raise_open_files_limit
 from yak.web.header_timeout import (
     DEFAULT_HEADER_TIMEOUT_S,
     HeaderTimeoutProtocol,
@@ -62,6 +67,7 @@ def serve(
     binds with ``SO_REUSEPORT`` so that several processes share the port
     (``yak.web.workers``).
     """
+    raise_open_files_limit()
     options: dict[str, Any] = {"loop": "auto", "http": HeaderTimeoutProtocol}
     if tls is not None:
         options.update(tls.uvicorn_options())
