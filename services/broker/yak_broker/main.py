@@ -72,6 +72,14 @@ def run(
             help="On SIGTERM, how long to wait for leaderships to move away.",
         ),
     ] = 10.0,
+    max_open_files: Annotated[
+        int | None,
+        typer.Option(
+            envvar="YAK_MAX_OPEN_FILES",
+            help="Segment and index files kept open at once (default: half the open-files "
+            "limit, 64..4096).",
+        ),
+    ] = None,
     log_level: Annotated[str, typer.Option(envvar="YAK_LOG_LEVEL")] = "info",
 ) -> None:
     """Serve the broker until SIGINT/SIGTERM."""
@@ -92,6 +100,7 @@ def run(
         controlled_shutdown_timeout_s=controlled_shutdown_timeout_s,
         tls=tls is not None,
         cluster_secret=load_cluster_secret(),
+        max_open_files=max_open_files,
     )
     serve(create_app(settings), host=host, port=port, log_level=log_level, tls=tls)
 

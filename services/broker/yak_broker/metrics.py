@@ -21,6 +21,11 @@ partitions led here: high watermark - committed offset, per group. The committed
 read from etcd (one range read of ``offsets/``) before each scrape by ``refresh_offsets``;
 each partition has one leader, so summing the brokers' series counts every partition once.
 
+The segment file cache (``storage.file_handles``, ``SegmentFilesCollector``): descriptors of
+segment and index files open now (``yak_broker_open_segment_files``), the bound
+(``..._max``) and the descriptors closed to make room (``yak_broker_segment_file_evictions``):
+a steep eviction rate means the files in use do not fit the bound (``YAK_MAX_OPEN_FILES``).
+
 Records out are counted from the fetched batches' headers (``batch_record_count``: one read of
 two header fields per batch, the records are not decoded).
 
@@ -42,11 +47,11 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import orjson
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from yak.metadata.keyspace import KeyKind, Keyspace
@@ -60,6 +65,7 @@ __all__ = [
     "ConsumerOffsets",
     "FetchStages",
     "PartitionView",
+    "SegmentFilesCollector",
     "batch_record_count",
 ]
 
@@ -316,3 +322,44 @@ class BrokerCollector(Collector):
             ),
         ):
             yield GaugeMetricFamily(name, doc, value=value)
+
+
+class FileCacheStats(Protocol):
+    """What the collector reads of the broker's ``FileHandleCache``."""
+
+    @property
+    def open_count(self) -> int: ...
+
+    @property
+    def max_open(self) -> int: ...
+
+    @property
+    def evictions(self) -> int: ...
+
+
+class SegmentFilesCollector(Collector):
+    """The segment file cache's size, bound and evictions, read at scrape time."""
+
+    def __init__(self, files: FileCacheStats) -> None:
+        self._files = files
+
+    def describe(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        return self.collect()
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        files = self._files
+        yield GaugeMetricFamily(
+            "yak_broker_open_segment_files",
+            "Segment and index file descriptors held open by the broker's file cache.",
+            value=files.open_count,
+        )
+        yield GaugeMetricFamily(
+            "yak_broker_open_segment_files_max",
+            "Bound of the segment file cache (YAK_MAX_OPEN_FILES).",
+            value=files.max_open,
+        )
+        yield CounterMetricFamily(
+            "yak_broker_segment_file_evictions",
+            "Segment and index file descriptors closed to make room (reopened on next use).",
+            value=files.evictions,
+        )

@@ -32,6 +32,10 @@ timeout_s                   SHUTDOWN_TIMEOUT_S     controller to move leadership
 tls                         YAK_TLS_CERT set       off: the listener speaks TLS (``yak.web.tls``)
 cluster_secret              YAK_CLUSTER_SECRET     none: every route but the health checks
                             [_FILE]                needs it (``yak.web.cluster_secret``)
+max_open_files              YAK_MAX_OPEN_FILES     half the soft RLIMIT_NOFILE (after the
+                                                   raise to the hard limit), 64..4096: the
+                                                   segment and index files kept open at
+                                                   once (``storage.file_handles``)
 ==========================  =====================  ==========================================
 """
 
@@ -78,12 +82,16 @@ class BrokerSettings:
     tls: bool = False
     #: Callers must send it (``YAK_CLUSTER_SECRET[_FILE]``); None: the API is open.
     cluster_secret: str | None = field(default=None, repr=False)
+    #: Segment and index files open at once; None: from the open-files limit at start.
+    max_open_files: int | None = None
 
     def __post_init__(self) -> None:
         if self.broker_id < 0:
             raise ValueError(f"broker id must be >= 0, got {self.broker_id}")
         if self.lease_ttl_s < 1:
             raise ValueError(f"lease TTL must be >= 1 s, got {self.lease_ttl_s}")
+        if self.max_open_files is not None and self.max_open_files < 1:
+            raise ValueError(f"max open files must be >= 1, got {self.max_open_files}")
 
     @property
     def public_host(self) -> str:
@@ -126,4 +134,5 @@ _ENV: tuple[tuple[str, str, type], ...] = (
     ("replica_lag_time_max_ms", "YAK_REPLICA_LAG_TIME_MAX_MS", int),
     ("controlled_shutdown_timeout_s", "YAK_CONTROLLED_SHUTDOWN_TIMEOUT_S", float),
     ("tls", "YAK_TLS_CERT", bool),
+    ("max_open_files", "YAK_MAX_OPEN_FILES", int),
 )

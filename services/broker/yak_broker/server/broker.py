@@ -43,7 +43,12 @@ from yak.metadata.models import BrokerRegistration, PartitionState
 from yak.metadata.store import MetadataStore
 from yak.observability.metrics import ServiceMetrics
 from yak.web.tls import ServerTls
-from yak_broker.metrics import BrokerCollector, BrokerTopicStats, ConsumerOffsets
+from yak_broker.metrics import (
+    BrokerCollector,
+    BrokerTopicStats,
+    ConsumerOffsets,
+    SegmentFilesCollector,
+)
 from yak_broker.replication.fetch_waiter import FetchWaiters
 from yak_broker.replication.isr_writer import alter_isr
 from yak_broker.replication.messages import AlterIsr
@@ -103,6 +108,7 @@ class Broker:
             flush_check_interval_ms=settings.flush_check_interval_ms,
             checkpoint_interval_ms=settings.checkpoint_interval_ms,
             retention_check_interval_ms=settings.retention_check_interval_ms,
+            max_open_files=settings.max_open_files,
         )
         self.replicas = ReplicaManager(
             settings.broker_id,
@@ -119,6 +125,7 @@ class Broker:
         self.metrics.registry.register(
             BrokerCollector(settings.broker_id, self.replicas.partition_views, offsets)
         )
+        self.metrics.registry.register(SegmentFilesCollector(self.logs.files))
         self._store: MetadataStore | None = None
         self._cache: MetadataCache | None = None
         self._registrar: BrokerRegistrar | None = None
