@@ -26,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from operator import itemgetter
 from typing import NamedTuple
 
+from yak.clock import Clock, SystemClock
 from yak.errors import YakError
 from yak.metadata.cache import MetadataCache
 from yak.protocol.broker_models import OffsetResult
@@ -77,9 +78,14 @@ class Reader:
     ``render`` and ``save`` there too."""
 
     def __init__(
-        self, cache: MetadataCache, brokers: BrokerPool, stats: PollStats | None = None
+        self,
+        cache: MetadataCache,
+        brokers: BrokerPool,
+        stats: PollStats | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self._cache = cache
+        self._clock: Clock = clock if clock is not None else SystemClock()
         self._brokers = brokers
         self.stats = stats if stats is not None else PollStats()
         #: Per (consumer, broker): the fetch still running or answered but not handed out.
@@ -123,8 +129,8 @@ class Reader:
             by_broker.setdefault(broker.broker_id, []).append((topic, partition, offset))
         if not by_broker:
             return failed
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + max_wait_ms / 1000
+        now = self._clock.monotonic
+        deadline = now() + max_wait_ms / 1000
         tasks: dict[int, asyncio.Future[_Answer]] = {}
         fresh: set[asyncio.Future[_Answer]] = set()
         for broker_id, group in by_broker.items():
@@ -140,7 +146,7 @@ class Reader:
             finished = [t for t in tasks.values() if t.done()]
             if any(r.records for t in finished for r in t.result().reads):
                 break  # records: answer now
-            remaining = deadline - loop.time()
+            remaining = deadline - now()
             if remaining > 0.001:
                 for broker_id, task in list(tasks.items()):
                     # A fetch that ran out empty before this poll's wait did: park a new one.
@@ -160,7 +166,7 @@ class Reader:
             await asyncio.wait(
                 pending, timeout=max(remaining, 0.0) + margin, return_when=asyncio.FIRST_COMPLETED
             )
-            if loop.time() >= deadline + margin:
+            if now() >= deadline + margin:
                 break
         reads = list(failed)
         decode_s = decoded_here_s = 0.0

@@ -94,7 +94,7 @@ class ProxyRuntime:
             clock=self.clock,
         )
         self.partitioner = StickyPartitioner()
-        self.reader = Reader(self.cache, self.brokers, self.stats.poll)
+        self.reader = Reader(self.cache, self.brokers, self.stats.poll, self.clock)
         self.security_store = SecurityStore(self.store, self.keyspace)
         self.security_cache: SecurityCache | None = None
         if settings.security:
@@ -112,6 +112,7 @@ class ProxyRuntime:
             self.quota_overrides,
             produce_bytes_per_s=settings.quota_produce_bytes_per_s,
             fetch_bytes_per_s=settings.quota_fetch_bytes_per_s,
+            clock=self.clock,
         )
         self._connect: asyncio.Task[None] | None = None
         self._admin: AdminClient | None = None

@@ -11,6 +11,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI, Request
 
+from yak.clock import FakeClock
 from yak.errors import ThrottlingQuotaExceededError
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
@@ -23,14 +24,6 @@ from yak_rest_proxy.quotas.quotas import ANONYMOUS, QuotaKind, Quotas
 from yak_rest_proxy.settings import ProxySettings
 
 CLUSTER = "quotas"
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
@@ -71,7 +64,7 @@ async def test_default_quota_throttles_anonymous_with_retry_after(
     assert throttle_ms(error) == 2_500
     assert v2_error(error) == (429, 42901)
     assert quotas.admit(QuotaKind.FETCH) is None or quotas.rate(QuotaKind.FETCH, ANONYMOUS) == 0
-    clock.now = 2.5
+    clock.advance(2.5)
     assert quotas.admit(QuotaKind.PRODUCE) == ANONYMOUS
 
 

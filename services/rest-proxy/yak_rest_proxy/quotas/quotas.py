@@ -20,11 +20,10 @@ Single event loop.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Callable
 from enum import Enum
 
+from yak.clock import Clock, SystemClock
 from yak.errors import ThrottlingQuotaExceededError
 from yak_rest_proxy.quotas.quota_store import QuotaConfig, QuotaOverrides
 from yak_rest_proxy.quotas.rate_limiter import RateLimiter, retry_after_s
@@ -50,14 +49,14 @@ class Quotas:
         produce_bytes_per_s: int = 0,
         fetch_bytes_per_s: int = 0,
         burst_s: float = 1.0,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock | None = None,
     ) -> None:
         self._overrides = overrides
         self._defaults = {
             QuotaKind.PRODUCE: produce_bytes_per_s,
             QuotaKind.FETCH: fetch_bytes_per_s,
         }
-        self._clock = clock
+        self._clock: Clock = clock if clock is not None else SystemClock()
         self._limiters = {
             kind: RateLimiter(self._rate_getter(kind), burst_s=burst_s) for kind in QuotaKind
         }
@@ -85,7 +84,7 @@ class Quotas:
         if not self.active:
             return None
         principal = self.principal()
-        delay = self._limiters[kind].delay(principal, self._clock())
+        delay = self._limiters[kind].delay(principal, self._clock.monotonic())
         if delay > 0:
             wait = retry_after_s(delay)
             rate = self.rate(kind, principal)
@@ -108,15 +107,15 @@ class Quotas:
     async def throttle(self, kind: QuotaKind, principal: str) -> None:
         """Wait until ``principal`` is out of debt for ``kind`` (streams; see the docstring)."""
         while self.active:
-            delay = self._limiters[kind].delay(principal, self._clock())
+            delay = self._limiters[kind].delay(principal, self._clock.monotonic())
             if delay <= 0:
                 return
-            await asyncio.sleep(delay)  # the debt is repaid at a known rate: a timed wait
+            await self._clock.sleep(delay)  # the debt is repaid at a known rate: a timed wait
 
     def charge(self, kind: QuotaKind, principal: str | None, size: int) -> None:
         """Count ``size`` bytes against the principal ``admit`` returned (None: no-op)."""
         if principal is not None:
-            self._limiters[kind].charge(principal, size, self._clock())
+            self._limiters[kind].charge(principal, size, self._clock.monotonic())
 
 
 _NONE = QuotaConfig()
