@@ -64,17 +64,7 @@ def cluster_info(snapshot: ClusterSnapshot, cluster_id: str, coordinator_id: str
         else ControllerInfo(
             coordinator_id=controller.coordinator_id, url=controller.url, epoch=controller.epoch
         ),
-        brokers=[
-            BrokerInfo(
-                broker_id=b.broker_id,
-                host=b.host,
-                port=b.port,
-                rack=b.rack,
-                shutting_down=b.shutting_down,
-                decommissioning=b.broker_id in snapshot.decommissions,
-            )
-            for _, b in sorted(snapshot.brokers.items())
-        ],
+        brokers=BrokerInfo.listing(snapshot),
         topic_count=len(snapshot.topics),
         partition_count=len(snapshot.partitions),
         offline_partition_count=sum(

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import PartitionState, TopicRecord
 
 __all__ = [
@@ -278,6 +279,21 @@ class BrokerInfo(_Body):
     shutting_down: bool = False
     #: Being drained by ``yak brokers decommission`` (gets no new replicas, leads nothing).
     decommissioning: bool = False
+
+    @classmethod
+    def listing(cls, snapshot: ClusterSnapshot) -> list[BrokerInfo]:
+        """The live brokers of ``snapshot`` by id, as the admin APIs list them."""
+        return [
+            cls(
+                broker_id=b.broker_id,
+                host=b.host,
+                port=b.port,
+                rack=b.rack,
+                shutting_down=b.shutting_down,
+                decommissioning=b.broker_id in snapshot.decommissions,
+            )
+            for _, b in sorted(snapshot.brokers.items())
+        ]
 
 
 class ReplicaLog(_Body):

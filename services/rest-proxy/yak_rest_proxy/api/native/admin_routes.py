@@ -71,17 +71,7 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
     @router.get("/brokers", response_model=list[BrokerInfo])
     async def brokers() -> Response:
         """The live brokers, from the proxy's metadata (registrations in etcd)."""
-        snapshot = runtime.cache.snapshot
-        listed = [
-            BrokerInfo(
-                broker_id=b.broker_id,
-                host=b.host,
-                port=b.port,
-                rack=b.rack,
-                shutting_down=b.shutting_down,
-            ).model_dump()
-            for _, b in sorted(snapshot.brokers.items())
-        ]
+        listed = [b.model_dump() for b in BrokerInfo.listing(runtime.cache.snapshot)]
         return json_response(listed, _JSON)
 
     @router.get("/log-dirs", response_model=LogDirs)
