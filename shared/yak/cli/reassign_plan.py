@@ -128,10 +128,6 @@ def format_plan(entries: Iterable[PlanEntry]) -> str:
     return '{"version":1,"partitions":[\n' + ",\n".join(lines) + "\n]}"
 
 
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def generate_plan(
     current: Sequence[PlanEntry], brokers: Mapping[int, str | None]
 ) -> list[PlanEntry]:

@@ -43,9 +43,9 @@ from yak.api.admin import (
     TopicList,
     TopicPartitionRef,
 )
-from yak.clients._closing import AsyncClosing
 from yak.clients._http import error_from_response, segment
 from yak.clients.tls import ClientTls
+from yak.closing import AsyncClosing
 from yak.errors import KafkaTimeoutError, NetworkError
 from yak.observability.request_id import propagate_request_id
 from yak.security.cluster_secret import CLUSTER_SECRET_HEADER, load_cluster_secret

@@ -40,10 +40,10 @@ import httpcore
 import httpx
 import orjson
 
-from yak.clients._closing import AsyncClosing
 from yak.clients._http import error_from_response
 from yak.clients.broker_connection import BrokerConnection
 from yak.clients.tls import ClientTls
+from yak.closing import AsyncClosing
 from yak.errors import KafkaTimeoutError, NetworkError, YakError
 from yak.observability.request_id import propagate_request_id, request_id_header
 from yak.protocol.broker_models import (

@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from types import TracebackType
 from typing import Self
 
 from yak.clock import Clock, SystemClock
+from yak.closing import AsyncClosing
 from yak.errors import MetadataStoreError
 from yak.metadata.store import LeaseExpiredError, MetadataStore
 
 __all__ = ["LeaseKeeper"]
 
 
-class LeaseKeeper:
+class LeaseKeeper(AsyncClosing):
     """Keeps one lease alive in the background and reports when it is lost.
 
     Refreshes every ``ttl_s / 3`` counted from ``start()``. A refresh that fails for a
@@ -79,12 +79,8 @@ class LeaseKeeper:
         self.start()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def aclose(self) -> None:
+        """``stop``: what leaving ``async with`` does."""
         await self.stop()
 
     async def _run(self, started_at: float) -> None:

@@ -40,13 +40,13 @@ concurrent tasks of one event loop.
 from __future__ import annotations
 
 import asyncio
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum, StrEnum
-from types import TracebackType
 from typing import NamedTuple, Protocol, Self, TypeAlias, TypeVar
 
+from yak.closing import AsyncClosing
 from yak.errors import MetadataStoreError
 
 __all__ = [
@@ -294,7 +294,7 @@ class _End(NamedTuple):
     error: MetadataStoreError | None
 
 
-class Watch(ABC):
+class Watch(AsyncClosing):
     """A prefix watch: an async iterator of ``WatchEvent`` in revision order.
 
     Use it as ``async with store.watch_prefix(p, start_revision=r) as watch: async for ev in
@@ -334,14 +334,6 @@ class Watch(ABC):
     async def __aenter__(self) -> Self:
         await self.open()
         return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def __aiter__(self) -> Self:
         return self

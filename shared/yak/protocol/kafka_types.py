@@ -94,9 +94,6 @@ class Reader:
     def unpack(self, form: struct.Struct, field: str) -> tuple[Any, ...]:
         return form.unpack_from(self.view, self._need(form.size, field))
 
-    def int8(self, field: str) -> int:
-        return int(I8.unpack_from(self.view, self._need(1, field))[0])
-
     def int16(self, field: str) -> int:
         return int(I16.unpack_from(self.view, self._need(2, field))[0])
 

@@ -164,10 +164,6 @@ class BatchHeader(NamedTuple):
         return bool(self.attributes & _DELETE_HORIZON_BIT)
 
     @property
-    def has_producer_id(self) -> bool:
-        return self.producer_id >= 0
-
-    @property
     def last_sequence(self) -> int:
         """The sequence of the batch's last record (wrapping at 2**31 as Kafka does)."""
         if self.base_sequence == NO_SEQUENCE:

@@ -34,8 +34,8 @@ from yak.api.groups import (
     OffsetResetResult,
 )
 from yak.api.security import WhoAmI
-from yak.clients._closing import AsyncClosing
 from yak.clients._http import segment
+from yak.closing import AsyncClosing
 from yak.sdk._client import ApiClient
 
 __all__ = ["AsyncAdmin", "ResetTarget"]

@@ -44,8 +44,8 @@ from yak.api.groups import (
     SeekRequest,
     TopicPartitionList,
 )
-from yak.clients._closing import AsyncClosing
 from yak.clients._http import segment
+from yak.closing import AsyncClosing
 from yak.errors import IllegalStateError, UnknownMemberIdError
 from yak.sdk._client import ApiClient
 from yak.sdk.records import ConsumerRecord, TopicPartition, consumer_record

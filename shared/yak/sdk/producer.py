@@ -27,7 +27,7 @@ from typing import Literal
 import httpx
 
 from yak.api.records import INT64_MAX
-from yak.clients._closing import AsyncClosing
+from yak.closing import AsyncClosing
 from yak.errors import (
     InvalidConfigError,
     InvalidRecordError,

@@ -16,8 +16,8 @@ import httpx
 
 from yak.api.admin import TopicDescription
 from yak.api.records import PartitionRecords
-from yak.clients._closing import AsyncClosing
 from yak.clients._http import segment
+from yak.closing import AsyncClosing
 from yak.errors import OffsetOutOfRangeError
 from yak.sdk._client import ApiClient
 from yak.sdk.records import ConsumerRecord, consumer_record

@@ -26,7 +26,7 @@ from yak.api.admin import (
     TopicList,
 )
 from yak.api.groups import GroupDescription, GroupList, OffsetResetResult
-from yak.clients._closing import Closing
+from yak.closing import Closing
 from yak.sdk.admin import AsyncAdmin, ResetTarget
 from yak.sdk.consumer import AsyncConsumer
 from yak.sdk.producer import AsyncProducer

@@ -27,8 +27,8 @@ from yak.api.records import (
     ProduceRecord,
     RecordHeader,
 )
-from yak.clients._closing import Closing
 from yak.clients._http import error_from_response, segment
+from yak.closing import Closing
 from yak.errors import KafkaTimeoutError, NetworkError, OffsetOutOfRangeError, YakError
 from yak.sdk.idempotence import BatchStamp
 

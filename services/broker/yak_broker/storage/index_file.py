@@ -10,9 +10,9 @@ log fsyncs the index), so appends cost no system call, and the file's descriptor
 only to load, flush, truncate and sync: it is a ``FileHandle`` of the broker's bounded
 ``FileHandleCache`` and is usually evicted (no memory map holds the file). Unlike Kafka the file
 is not preallocated to ``segment.index.bytes``: it holds exactly the flushed entries, and
-"full" is a count (``max_entries``). The segment rolls when an index is full; an entry that
-would overflow a full index is skipped (the index is sparse), so an append never fails after
-its data was written.
+"full" is a count (``segment.index.bytes`` over the entry size). The segment rolls when an
+index is full; an entry that would overflow a full index is skipped (the index is sparse), so
+an append never fails after its data was written.
 
 Crash behaviour: the file may lack the last unflushed entries or end in a torn entry. A load
 of a file whose size is not a whole number of entries, or with keys out of order, raises
@@ -91,10 +91,6 @@ class IndexFile:
     @property
     def entries(self) -> int:
         return len(self._keys)
-
-    @property
-    def max_entries(self) -> int:
-        return self._max_entries
 
     @property
     def is_open(self) -> bool:

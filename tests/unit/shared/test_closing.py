@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from yak.clients._closing import AsyncClosing, Closing
 from yak.clients.admin import AdminClient
 from yak.clients.broker import BrokerClient
+from yak.closing import AsyncClosing, Closing
 from yak.sdk import Admin, AsyncAdmin, AsyncConsumer, AsyncProducer, Consumer, Producer
 from yak.sdk.reader import AsyncPartitionReader
 from yak.spark.client import YakHttp

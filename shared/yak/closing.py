@@ -1,12 +1,14 @@
 """The context-manager protocol of every client: leaving the ``with`` block closes it.
 
 ``AsyncClosing`` is for the asyncio clients (``BrokerClient``, ``AdminClient``, the SDK's
-``AsyncProducer``, ``AsyncConsumer``, ``AsyncAdmin``, ``AsyncPartitionReader``): a subclass
-writes ``aclose()`` and gets ``async with client:`` — the client itself on the way in,
+``AsyncProducer``, ``AsyncConsumer``, ``AsyncAdmin``, ``AsyncPartitionReader``) and the
+metadata store's ``Watch`` and ``LeaseKeeper``: a subclass writes ``aclose()`` and gets
+``async with client:`` — the client itself on the way in,
 ``aclose()`` on the way out, whether or not the block raised (the exception is never
 swallowed). ``Closing`` is the same for the blocking ones (the SDK's twins, Spark's
 ``YakHttp``) with ``close()``. A client that must do more on the way in (``AsyncConsumer``
-joins its group) overrides ``__aenter__`` alone.
+joins its group, a watch opens, a lease keeper starts) overrides ``__aenter__`` alone. Part of
+the core: the metadata layer uses it as the client products do.
 """
 
 from __future__ import annotations
