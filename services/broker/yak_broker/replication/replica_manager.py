@@ -69,6 +69,8 @@ from yak_broker.storage.log_manager import LogManager, TopicPartition
 __all__ = ["AlterIsrWriter", "Replica", "ReplicaManager"]
 
 _log = logging.getLogger(__name__)
+#: Replicas refreshed between two yields of the event loop while a plan is carried out.
+_CHUNK = 64
 
 #: Writes an ISR proposal to the metadata store; the committed state, or None if it lost.
 AlterIsrWriter = Callable[[AlterIsr], Awaitable[PartitionState | None]]
@@ -324,9 +326,14 @@ class ReplicaManager:
             self._local_ids.pop(tp, None)
             await self._logs.delete(tp)
         wanted = set()
-        for desired in plan.host:
+        for index, desired in enumerate(plan.host, 1):
             wanted.add(desired.tp)
+            created = desired.tp not in self._local_ids
             self._host(desired)
+            if created or index % _CHUNK == 0:
+                # A created log cost fsyncs; thousands of refreshes cost CPU: either way,
+                # let the loop serve requests and keep the lease alive in between.
+                await asyncio.sleep(0)
         served = set(self._replicas) if plan.considered is None else plan.considered
         for tp in served - wanted:  # e.g. the partition key vanished: stop serving
             if tp in self._replicas:

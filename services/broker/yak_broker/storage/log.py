@@ -102,6 +102,8 @@ class Log:
         self._index_sync_pending: list[LogSegment] = []  # rolled, indexes not yet fsynced
         self._current_epoch = self.leader_epochs.latest_epoch
         self._closed = False
+        #: What ``write_checkpoint`` last wrote (None: nothing yet in this process).
+        self._checkpointed: PartitionCheckpoint | None = None
 
     @classmethod
     def open(
@@ -492,12 +494,18 @@ class Log:
             self._unflushed_messages = 0
         self._last_flush_ms = self._clock.time_ms()
 
-    def write_checkpoint(self) -> None:
-        """Persist recovery point, log start offset and high watermark atomically."""
-        checkpoint.write(
-            self.directory / checkpoint.CHECKPOINT_FILE_NAME,
-            PartitionCheckpoint(self._recovery_point, self._log_start_offset, self._high_watermark),
+    def write_checkpoint(self) -> bool:
+        """Persist recovery point, log start offset and high watermark atomically — unless
+        they are what this process last wrote (an idle partition costs no write); whether it
+        wrote."""
+        current = PartitionCheckpoint(
+            self._recovery_point, self._log_start_offset, self._high_watermark
         )
+        if current == self._checkpointed:
+            return False
+        checkpoint.write(self.directory / checkpoint.CHECKPOINT_FILE_NAME, current)
+        self._checkpointed = current
+        return True
 
     def remove_expired_producers(self) -> list[int]:
         return self.producers.remove_expired(self._clock.time_ms())

@@ -37,7 +37,7 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import ClassVar, NamedTuple
@@ -55,6 +55,8 @@ __all__ = ["LOCK_FILE", "LogDirLockedError", "LogManager", "TopicPartition"]
 
 LOCK_FILE = ".lock"
 _DELETE_SUFFIX = "-delete"
+#: Logs handled between two yields of the event loop in periodic work over every log.
+CHUNK = 64
 _log = logging.getLogger(__name__)
 
 
@@ -238,6 +240,14 @@ class LogManager:
 
     # --- background work -------------------------------------------------------------------
 
+    async def _in_chunks(self) -> AsyncIterator[GroupCommitter]:
+        """Every log, yielding the event loop after each ``CHUNK`` of them: periodic work over
+        thousands of partitions never holds the loop long enough to starve a lease."""
+        for index, committer in enumerate(list(self._logs.values()), 1):
+            yield committer
+            if index % CHUNK == 0:
+                await asyncio.sleep(0)
+
     async def _every(self, interval_ms: int, action: Callable[[], Awaitable[None]]) -> None:
         while True:
             await self._clock.sleep(interval_ms / 1000)
@@ -248,22 +258,23 @@ class LogManager:
 
     async def flush_due_logs(self) -> None:
         """fsync each log whose flush policy says so."""
-        for committer in list(self._logs.values()):
+        async for committer in self._in_chunks():
             if committer.log.flush_due():
                 await committer.flush()
 
     async def write_checkpoints(self) -> None:
-        for committer in list(self._logs.values()):
+        """Write the checkpoint of each log whose offsets moved since its last one."""
+        async for committer in self._in_chunks():
             committer.log.write_checkpoint()
 
     async def run_retention(self) -> None:
-        for committer in list(self._logs.values()):
+        async for committer in self._in_chunks():
             deleted = committer.log.delete_old_segments()
             if deleted:
                 _log.info("retention deleted %d segment(s) of %s", deleted, committer.log)
             committer.log.remove_expired_producers()
 
     async def run_cleaner(self) -> None:
-        for committer in list(self._logs.values()):
+        async for committer in self._in_chunks():
             if committer.log.config.compact:
                 await self._cleaner(committer.log)

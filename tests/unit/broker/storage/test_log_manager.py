@@ -139,6 +139,24 @@ async def test_background_checkpoints_and_flushes(tmp_path: Path) -> None:
     await manager.shutdown()
 
 
+async def test_only_partitions_whose_offsets_moved_write_a_checkpoint(tmp_path: Path) -> None:
+    manager = LogManager(tmp_path, clock=FakeClock(T0))
+    manager.open()
+    logs = [manager.get_or_create(TopicPartition("t", p)) for p in range(150)]  # > 2 chunks
+    await manager.write_checkpoints()  # the first pass writes every one
+    files = [tmp_path / f"t-{p}" / "partition.checkpoint" for p in range(150)]
+    for file in files:
+        os.utime(file, ns=(0, 0))
+    await logs[7].append(make_batch(2), 0)
+    logs[7].log.update_high_watermark(2)
+    await manager.write_checkpoints()
+    rewritten = [p for p, file in enumerate(files) if file.stat().st_mtime_ns != 0]
+    assert rewritten == [7]
+    assert "high_watermark 2\n" in files[7].read_text()
+    assert logs[7].log.write_checkpoint() is False  # nothing moved since
+    await manager.shutdown()
+
+
 async def test_cleaner_runs_for_compacted_topics_only(tmp_path: Path) -> None:
     clock = FakeClock(T0)
     cleaned: list[str] = []
