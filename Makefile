@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 YAK_ARGS ?=
 
-.PHONY: install install-run install-test install-bench install-spark chromium java peers deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers bench-latency bench-workers soak clean
+.PHONY: install install-run install-test install-bench install-spark chromium java peers deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers bench-latency bench-workers bench-scale soak clean
 
 ## One venv, installed by use: each stamp installs its part once (again when pyproject.toml
 ## changes). Running needs the base package alone, the benchmarks the `bench` extra, the Spark
@@ -130,6 +130,13 @@ bench-latency: $(BENCH_STAMP) peers
 
 ## Records/s and proxy CPU by rest-proxy worker count (--workers N): loadtest/results/workers.json.
 BENCH_WORKERS_ARGS ?=
+## The cluster grown to 1,000, 5,000 and 20,000 partitions (RF 3): convergence, idle CPU,
+## event-loop lag, leases, failover, restarts (issue 19): loadtest/results/scale.json and
+## docs/benchmarks/scale-*.png (BENCH_SCALE_ARGS="--steps 1000,5000").
+BENCH_SCALE_ARGS ?=
+bench-scale: $(BENCH_STAMP)
+	$(BIN)/python -m loadtest.bench_scale $(BENCH_SCALE_ARGS)
+
 bench-workers: $(BENCH_STAMP)
 	$(BIN)/python -m loadtest.bench_workers $(BENCH_WORKERS_ARGS)
 

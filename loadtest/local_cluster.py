@@ -84,6 +84,9 @@ class LocalCluster:
     broker_ports: dict[int, int] = field(default_factory=dict)
     brokers: dict[int, ManagedProcess] = field(default_factory=dict)
     coordinator_url: str = ""
+    #: Every coordinator started, by index (``coordinator_url`` is the first one's).
+    coordinators: dict[int, ManagedProcess] = field(default_factory=dict)
+    coordinator_urls: dict[int, str] = field(default_factory=dict)
     proxy_ports: dict[int, int] = field(default_factory=dict)
     proxies: dict[int, ManagedProcess] = field(default_factory=dict)
     console_port: int = 0
@@ -106,26 +109,37 @@ class LocalCluster:
     def broker_url(self, broker_id: int) -> str:
         return f"http://{HOST}:{self.broker_ports[broker_id]}"
 
-    def start_coordinator(self, **env: str) -> None:
-        """Start the coordinator; ``env`` adds ``YAK_*`` settings (e.g. ``YAK_SECURITY``)."""
+    def start_coordinator(self, index: int = 0, **env: str) -> None:
+        """Start coordinator ``index`` (node id ``c<index>``; the first is named
+        ``coordinator``, the others ``coordinator-<index>``); ``env`` adds ``YAK_*`` settings
+        (e.g. ``YAK_SECURITY``)."""
         (port,) = free_ports(1)
-        self.coordinator_url = f"http://{HOST}:{port}"
+        url = f"http://{HOST}:{port}"
+        if index == 0:
+            self.coordinator_url = url
+        self.coordinator_urls[index] = url
+        name = "coordinator" if index == 0 else f"coordinator-{index}"
         argv = (
             *self._command("yak-coordinator"),
             *("--host", HOST, "--port", str(port), "--etcd", self.etcd.endpoint),
-            *("--cluster-id", self.cluster_id, "--node-id", "c0"),
+            *("--cluster-id", self.cluster_id, "--node-id", f"c{index}"),
             *("--lease-ttl", str(self.lease_ttl_s), "--log-level", "warning"),
         )
-        self.supervisor.start(
+        self.coordinators[index] = self.supervisor.start(
             ProcessSpec(
-                name="coordinator",
+                name=name,
                 argv=argv,
-                log_path=self.folder / "logs" / "coordinator.log",
-                health_url=f"{self.coordinator_url}/readyz",
-                url=self.coordinator_url,
+                log_path=self.folder / "logs" / f"{name}.log",
+                health_url=f"{url}/readyz",
+                url=url,
                 env={**self._code_env(), **env},
             )
         )
+
+    def kill_coordinator(self, index: int) -> None:
+        process = self.coordinators[index]
+        process.popen.send_signal(signal.SIGKILL)
+        process.popen.wait()
 
     def start_broker(self, broker_id: int) -> ManagedProcess:
         """Start (or restart, on the same folder, id and port) broker ``broker_id``."""
@@ -256,7 +270,7 @@ def local_cluster(
     cluster = LocalCluster(folder, etcd, cluster_id, lease_ttl_s, replica_lag_time_max_ms)
     cluster.python_path = tuple(python_path)
     try:
-        cluster.start_coordinator(**(coordinator_env or {}))
+        cluster.start_coordinator(0, **(coordinator_env or {}))
         for broker_id in range(brokers):
             cluster.start_broker(broker_id)
         yield cluster
