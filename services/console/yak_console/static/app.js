@@ -45,13 +45,29 @@
     // Close the stream as soon as the page is being left (a link, a form's submit, a
     // redirect): a stream still open when the navigation tears the page down is logged by
     // the browser as an interrupted response (ERR_INCOMPLETE_CHUNKED_ENCODING). When the
-    // page stays after all (the link was a download), the stream opens again.
+    // page stays after all (the link was a download), the stream opens again at the user's
+    // next touch of the page, or after 10 s — not sooner: a slow navigation (a busy server)
+    // must not find a fresh stream open when it finally tears the page down.
+    var leaving = false;
+    function reopen() {
+      if (!source && !leaving) open();
+    }
     window.addEventListener("beforeunload", function () {
       if (source) source.close();
       source = null;
-      setTimeout(function () { if (!source) open(); }, 2000);
+      ["pointerdown", "keydown"].forEach(function (kind) {
+        window.addEventListener(kind, reopen, { once: true });
+      });
+      setTimeout(reopen, 10000);
     });
-    window.addEventListener("pagehide", function () { if (source) source.close(); });
+    window.addEventListener("pagehide", function () {
+      leaving = true;
+      if (source) source.close();
+    });
+    window.addEventListener("pageshow", function (event) {
+      leaving = false;  // back from the bfcache: the page is live again
+      if (event.persisted) reopen();
+    });
   }
 
   // htmx 2 swaps only 2xx answers by default; the console answers a refused form or a failed
