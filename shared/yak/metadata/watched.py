@@ -29,7 +29,7 @@ from yak.clock import Clock, SystemClock
 from yak.errors import MetadataStoreError, RevisionCompactedError
 from yak.metadata.store import KeyLike, KeyValue, MetadataStore, WatchEvent
 
-__all__ = ["RETRY_MAX_S", "RETRY_MIN_S", "WatchedPrefix"]
+__all__ = ["RETRY_MAX_S", "RETRY_MIN_S", "WatchedCopy", "WatchedPrefix"]
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +133,32 @@ class WatchedPrefix:
     def _wake(self) -> None:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
+
+
+class WatchedCopy:
+    """What a cache fed by one ``WatchedPrefix`` (its ``_watched``) offers its users: start,
+    stop, the revision it reflects, and waiting for one's own write."""
+
+    _watched: WatchedPrefix
+
+    @property
+    def revision(self) -> int:
+        return self._watched.revision
+
+    @property
+    def started(self) -> bool:
+        return self._watched.started
+
+    async def start(self) -> None:
+        """Load (raises MetadataStoreError if etcd is down), then follow in the background."""
+        await self._watched.start()
+
+    async def stop(self) -> None:
+        await self._watched.stop()
+
+    async def wait_for_revision(self, revision: int, timeout_s: float = 10.0) -> None:
+        """Wait until the copy reflects etcd ``revision`` (e.g. this process's own write)."""
+        await self._watched.wait_for_revision(revision, timeout_s)
 
 
 def _raise_if_cancelling(exc: BaseException | None) -> None:

@@ -36,7 +36,7 @@ from yak.clock import Clock, SystemClock
 from yak.errors import AuthenticationError, AuthenticationThrottledError
 from yak.metadata.keyspace import KeyKind, Keyspace
 from yak.metadata.store import EventKind, KeyValue, MetadataStore, WatchEvent
-from yak.metadata.watched import WatchedPrefix
+from yak.metadata.watched import WatchedCopy, WatchedPrefix
 from yak.security.acl import AclBinding
 from yak.security.authorizer import Authorizer
 from yak.security.credentials import UserRecord, parse_api_key, verify_secret
@@ -56,7 +56,7 @@ class _Verified(NamedTuple):
     expires: float
 
 
-class SecurityCache:
+class SecurityCache(WatchedCopy):
     """Follows ``security/`` of one cluster; see the module docstring."""
 
     def __init__(
@@ -92,10 +92,6 @@ class SecurityCache:
         )
 
     @property
-    def revision(self) -> int:
-        return self._watched.revision
-
-    @property
     def authorizer(self) -> Authorizer:
         """The authorizer for the current ACLs (a new one after each change)."""
         if self._authorizer is None:
@@ -105,17 +101,6 @@ class SecurityCache:
     @property
     def users(self) -> dict[str, UserRecord]:
         return dict(self._users)
-
-    async def start(self) -> None:
-        """Load (raises MetadataStoreError if etcd is down), then follow in the background."""
-        await self._watched.start()
-
-    async def stop(self) -> None:
-        await self._watched.stop()
-
-    async def wait_for_revision(self, revision: int, timeout_s: float = 10.0) -> None:
-        """Wait until the cache reflects etcd ``revision`` (e.g. this proxy's own write)."""
-        await self._watched.wait_for_revision(revision, timeout_s)
 
     # -- authentication ---------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ from yak.metadata.store import (
     MetadataStore,
     WatchEvent,
 )
-from yak.metadata.watched import WatchedPrefix
+from yak.metadata.watched import WatchedCopy, WatchedPrefix
 from yak.security.acl import user_name
 
 __all__ = ["QuotaConfig", "QuotaOverrides", "QuotaStore", "quota_principal"]
@@ -105,7 +105,7 @@ class QuotaStore:
         return result.revision
 
 
-class QuotaOverrides:
+class QuotaOverrides(WatchedCopy):
     """This proxy's copy of every override, following etcd; see the module docstring."""
 
     def __init__(
@@ -116,25 +116,6 @@ class QuotaOverrides:
         self._watched = WatchedPrefix(
             store, self._prefix, what="quota", load=self._load, apply=self._apply_event, clock=clock
         )
-
-    @property
-    def started(self) -> bool:
-        return self._watched.started
-
-    @property
-    def revision(self) -> int:
-        return self._watched.revision
-
-    async def start(self) -> None:
-        """Load (raises MetadataStoreError if etcd is down), then follow in the background."""
-        await self._watched.start()
-
-    async def stop(self) -> None:
-        await self._watched.stop()
-
-    async def wait_for_revision(self, revision: int, timeout_s: float = 10.0) -> None:
-        """Wait until the copy reflects etcd ``revision`` (this proxy's own write)."""
-        await self._watched.wait_for_revision(revision, timeout_s)
 
     def _load(self, kvs: Sequence[KeyValue]) -> None:
         self.overrides = {}
