@@ -129,17 +129,15 @@ from loadtest.latency.stats import (
     latency_row,
     page,
 )
-from loadtest.local_cluster import LocalCluster, code_path, local_cluster, wait_for
+from loadtest.local_cluster import LocalCluster, code_path, local_cluster, start_etcd, wait_for
 from loadtest.peers.drivers.redis_streams import RedisStreamsDriver
 from loadtest.peers.drivers.yak_rest import YakRestDriver
 from loadtest.peers.environment import machine_description
 from loadtest.peers.runner import MeasureHook, no_hook
 from loadtest.peers.servers import redis_server, server_versions
 from yak.clients.admin import AdminClient
-from yak.etcd_server import EmbeddedEtcd, free_ports
 from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace
-from yak.supervisor import StartupError
 
 __all__ = ["Options", "main", "parse"]
 
@@ -260,27 +258,13 @@ class Yak:
         return self.cluster.proxy_url(0)
 
 
-def _start_etcd(folder: Path) -> EmbeddedEtcd:
-    for attempt in range(1, 4):  # a port picked by free_ports may be taken before etcd binds
-        client_port, peer_port = free_ports(2)
-        server = EmbeddedEtcd(
-            folder / f"etcd-{attempt}", client_port, peer_port, unsafe_no_fsync=True
-        )
-        try:
-            return server.start()
-        except StartupError:
-            if attempt == 3:
-                raise
-    raise AssertionError("unreachable")
-
-
 @contextmanager
 def yak_cluster(label: str, python_path: tuple[str, ...]) -> Iterator[Yak]:
     """etcd, a coordinator, 3 brokers and a rest-proxy on ``python_path``'s code; all
     stopped on exit, their logs then copied to ``LOGS/<label>``."""
     with tempfile.TemporaryDirectory(prefix=f"yak-bench-latency-{label}-") as tmp:
         folder = Path(tmp)
-        etcd = _start_etcd(folder)
+        etcd = start_etcd(folder, unsafe_no_fsync=True)
         try:
             cluster_id = f"latency{uuid.uuid4().hex[:8]}"
             with local_cluster(folder, etcd, cluster_id, python_path=python_path) as cluster:

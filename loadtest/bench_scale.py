@@ -49,12 +49,10 @@ import httpx
 
 from loadtest.latency.measure import cpu_seconds
 from loadtest.latency.stats import diff_histograms, histogram_quantile, stage_histograms
-from loadtest.local_cluster import LocalCluster, RegistrationWatch, local_cluster
+from loadtest.local_cluster import LocalCluster, RegistrationWatch, local_cluster, start_etcd
 from yak.api.admin import ADMIN_PREFIX
 from yak.clients.admin import AdminClient
 from yak.errors import YakError
-from yak.etcd_server import EmbeddedEtcd, free_ports
-from yak.supervisor import StartupError
 
 __all__ = ["GOALS", "Step", "main", "meets_goals", "parse"]
 
@@ -355,23 +353,11 @@ class Bench:
 # --- the run --------------------------------------------------------------------------------
 
 
-def _start_etcd(folder: Path) -> EmbeddedEtcd:
-    for attempt in range(1, 4):  # a port picked by free_ports may be taken before etcd binds
-        client_port, peer_port = free_ports(2)
-        server = EmbeddedEtcd(folder / f"etcd-{attempt}", client_port, peer_port)
-        try:
-            return server.start()
-        except StartupError:
-            if attempt == 3:
-                raise
-    raise AssertionError("unreachable")
-
-
 async def run(options: argparse.Namespace) -> list[Step]:
     steps: list[Step] = []
     with tempfile.TemporaryDirectory(prefix="yak-bench-scale-") as tmp:
         folder = Path(tmp)
-        etcd = _start_etcd(folder)
+        etcd = start_etcd(folder)
         try:
             cluster_id = f"scale{uuid.uuid4().hex[:8]}"
             with local_cluster(

@@ -38,7 +38,7 @@ from yak.metadata.cache import MetadataCache
 from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import KeyKind, Keyspace, ParsedKey
 from yak.record import RecordInput, encode_batch, iter_records
-from yak.supervisor import ManagedProcess, ProcessSpec, Supervisor
+from yak.supervisor import ManagedProcess, ProcessSpec, StartupError, Supervisor
 
 __all__ = [
     "Ack",
@@ -250,6 +250,22 @@ class LocalCluster:
 
 def _script(name: str) -> str:
     return str(Path(sys.executable).with_name(name))
+
+
+def start_etcd(folder: Path, *, unsafe_no_fsync: bool = False) -> EmbeddedEtcd:
+    """An etcd on free ports under ``folder``, started; three tries, since a port picked by
+    ``free_ports`` may be taken before etcd binds it."""
+    for attempt in range(1, 4):
+        client_port, peer_port = free_ports(2)
+        server = EmbeddedEtcd(
+            folder / f"etcd-{attempt}", client_port, peer_port, unsafe_no_fsync=unsafe_no_fsync
+        )
+        try:
+            return server.start()
+        except StartupError:
+            if attempt == 3:
+                raise
+    raise AssertionError("unreachable")
 
 
 @contextmanager

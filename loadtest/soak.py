@@ -45,7 +45,7 @@ from typing import Any
 
 import httpx
 
-from loadtest.local_cluster import LocalCluster, local_cluster, wait_for
+from loadtest.local_cluster import LocalCluster, local_cluster, start_etcd, wait_for
 from loadtest.soak_plots import plot_soak
 from loadtest.soak_stats import (
     ACKED,
@@ -60,7 +60,6 @@ from loadtest.soak_stats import (
 )
 from yak.clients.admin import AdminClient
 from yak.errors import YakError
-from yak.etcd_server import EmbeddedEtcd, free_ports
 from yak.sdk import AsyncConsumer, AsyncProducer, RecordMetadata
 from yak.supervisor import StartupError
 
@@ -447,18 +446,6 @@ def _document(
     }
 
 
-def _start_etcd(folder: Path) -> EmbeddedEtcd:
-    for attempt in range(1, 4):
-        client_port, peer_port = free_ports(2)
-        server = EmbeddedEtcd(folder / f"etcd-{attempt}", client_port, peer_port)
-        try:
-            return server.start()
-        except StartupError:
-            if attempt == 3:
-                raise
-    raise AssertionError("unreachable")
-
-
 def _interrupt(_signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt  # SIGTERM unwinds like Ctrl-C: every process gets stopped
 
@@ -515,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     with tempfile.TemporaryDirectory(prefix="yak-soak-") as folder:
         root = Path(folder)
-        etcd = _start_etcd(root)
+        etcd = start_etcd(root)
         try:
             with local_cluster(root, etcd, "soak", brokers=3) as cluster:
                 cluster.start_proxy(0)
