@@ -110,7 +110,8 @@ def plan_new_partitions(
 
     Empty when nothing is missing or when there are fewer live brokers than replicas.
     """
-    missing = [p for p in range(record.partitions) if p not in set(existing)]
+    present = set(existing)
+    missing = [p for p in range(record.partitions) if p not in present]
     if not missing or len(brokers) < record.replication_factor:
         return ()
     slots = [BrokerSlot(b.broker_id, b.rack) for b in brokers.values()]

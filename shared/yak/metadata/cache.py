@@ -64,6 +64,10 @@ class ClusterSnapshot:
     partitions: Mapping[tuple[str, int], PartitionState] = field(default_factory=dict)
     #: Brokers being drained (by id; a drained broker need not be alive).
     decommissions: Mapping[int, BrokerDecommission] = field(default_factory=dict)
+    #: ``partitions`` by topic, in partition order: built on first use (``partitions_of``).
+    _by_topic: dict[str, list[PartitionState]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @property
     def draining(self) -> frozenset[int]:
@@ -71,9 +75,17 @@ class ClusterSnapshot:
         return frozenset(self.decommissions)
 
     def partitions_of(self, topic: str) -> list[PartitionState]:
-        """The known partitions of ``topic`` in partition order."""
-        found = [state for (name, _), state in self.partitions.items() if name == topic]
-        return sorted(found, key=lambda state: state.partition)
+        """The known partitions of ``topic`` in partition order (an index over every topic is
+        built on the first call, so asking for each topic costs one pass, not one per topic)."""
+        index = self._by_topic
+        if index is None:
+            index = {}
+            for (name, _), state in self.partitions.items():
+                index.setdefault(name, []).append(state)
+            for states in index.values():
+                states.sort(key=lambda state: state.partition)
+            object.__setattr__(self, "_by_topic", index)  # frozen: a cache, not a field
+        return list(index.get(topic, ()))
 
     def leader_of(self, topic: str, partition: int) -> BrokerRegistration | None:
         """The live broker leading the partition, if any."""
