@@ -33,8 +33,9 @@ is described in ``docs/performance.md``.
    of the idle proxy rows RF 3 acks=1 and acks=all and the measured part of the end-to-end run
    at 1,000 msg/s (the lowest rate when 1,000 is not among ``--rates``); the bucket counts
    diffed and summed over the brokers, each stage's p50/p99 as Prometheus'
-   ``histogram_quantile`` computes it (``loadtest.latency.stats``). A build without these
-   metrics (the baseline) has no budget; a failed scrape leaves that table out.
+   ``histogram_quantile`` computes it (``loadtest.latency.stats``). The baseline build gets the
+   same tables (``budget_before``) when it exports these metrics (``--baseline`` of a commit of
+   issue 18 or later; 5db3bf7 does not); a failed scrape leaves that table out.
 
 **Baseline**: ``--baseline REF`` (default ``5db3bf7``, the code before the speed work; ``--no-
 baseline`` skips it) is checked out with ``git worktree add --detach`` in a temporary folder
@@ -696,18 +697,21 @@ def run(options: Options) -> dict[str, Any]:
     failures: dict[str, str] = {}
     with _stage("redis", failures), redis_server() as url:
         rows += asyncio.run(measure_redis(url, options))
+    before_budget = Budget(())
     if options.baseline:
         with _stage("baseline", failures), worktree(options.baseline) as tree:
             preflight(code_path(tree))
             console.log(f"[bold]yak-before[/]: starting a cluster on {tree}")
             with yak_cluster("baseline", code_path(tree)) as yak:
+                brokers = tuple(yak.cluster.broker_url(b) for b in sorted(yak.cluster.brokers))
+                before_budget = Budget((yak.proxy_url, *brokers))
                 processes = {p.spec.name: p for p in yak.cluster.supervisor.processes}
                 origins["baseline"] = code_origins(processes)
                 check_origins(origins["baseline"], tree)
                 found, phase, probe_code = asyncio.run(
                     measure_yak(
                         yak, "yak-before", "baseline", options,
-                        e2e=options.baseline_e2e,
+                        e2e=options.baseline_e2e, budget=before_budget,
                     )
                 )  # fmt: skip
                 origins["baseline"]["broker probe"] = probe_code
@@ -731,6 +735,9 @@ def run(options: Options) -> dict[str, Any]:
     env["failures"] = failures
     rows = _ordered(rows)
     doc = document(rows, cpu, env, options.settings(), budget.found)
+    doc["budget_before"] = {
+        key: [f.to_json() for f in stages] for key, stages in before_budget.found.items() if stages
+    }
     doc["wall_s"] = round(time.monotonic() - started, 1)
     print_report(doc, rows, cpu)
     for name, failure in failures.items():

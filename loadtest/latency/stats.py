@@ -684,10 +684,15 @@ def _stage_label(figure: Mapping[str, Any]) -> str:
 
 
 def _json_row(
-    doc: Mapping[str, Any], path: str, rf: int | None, acks: str | None, rate: str | None
+    doc: Mapping[str, Any],
+    path: str,
+    rf: int | None,
+    acks: str | None,
+    rate: str | None,
+    system: str = "yak",
 ) -> Mapping[str, Any] | None:
     for row in doc.get("rows", []):
-        if row["system"] != "yak" or row["path"] != path:
+        if row["system"] != system or row["path"] != path:
             continue
         if rate is not None:
             if row.get("rate") and rate_label(row["rate"]) == rate:
@@ -697,12 +702,12 @@ def _json_row(
     return None
 
 
-def _scenario(doc: Mapping[str, Any], key: str) -> tuple[str, str]:
+def _scenario(doc: Mapping[str, Any], key: str, system: str = "yak") -> tuple[str, str]:
     """The title of budget ``key``'s table and the line under it (what the client measured
-    end to end in the same measurement)."""
+    end to end in the same measurement, on ``system``'s rows)."""
     if key.startswith("e2e_"):
         label = key.removeprefix("e2e_")
-        row = _json_row(doc, "e2e", None, None, label)
+        row = _json_row(doc, "e2e", None, None, label, system)
         rate = f"{row['rate']:,}" if row else label
         title = f"End to end at {rate} msg/s (RF 3, acks=all; produce, then the member's poll)"
         if row is None:
@@ -718,28 +723,45 @@ def _scenario(doc: Mapping[str, Any], key: str) -> tuple[str, str]:
     rf_text, _, acks = rest.partition("_acks")
     rf = int(rf_text) if rf_text.isdigit() else None
     title = f"Idle produce through the rest-proxy, RF {rf_text}, acks={acks}"
-    row = _json_row(doc, path, rf, acks, None)
+    row = _json_row(doc, path, rf, acks, None, system)
     if row is None:
         return title, "No row for this measurement in the run."
     return title, (
         f"End to end, the idle client measured p50 {_ms(row['p50'])} ms and p99 "
-        f"{_ms(row['p99'])} ms over the same {row['samples']:,} requests (the `yak` `{path}` "
-        f"row, RF {rf}, acks={acks})."
+        f"{_ms(row['p99'])} ms over the same {row['samples']:,} requests (the `{system}` "
+        f"`{path}` row, RF {rf}, acks={acks})."
     )
 
 
 def budget_markdown(doc: Mapping[str, Any]) -> str:
     """The generated budget block of ``docs/performance.md``: a table per scenario of the
-    ``budget`` of a ``latency.json``, stages in the order of the request's path."""
+    ``budget`` of a ``latency.json``, stages in the order of the request's path — then the
+    baseline build's tables (``budget_before``), when that build exports the stages."""
     budget = doc.get("budget") or {}
     lines = [f"From the run of {doc.get('date', '?')} above ({doc.get('revision', '?')})."]
     if not budget:
         return "\n".join([*lines, "", "No stage histograms in this run."]) + "\n"
-    for key, figures in budget.items():
-        title, client = _scenario(doc, key)
+    lines += _budget_tables(doc, budget, "yak", "")
+    before = doc.get("budget_before") or {}
+    if before:
         lines += [
             "",
-            f"#### {title}",
+            f"The same measurements of the baseline build ({doc.get('baseline', '?')}), in the "
+            "same run:",
+        ]
+        lines += _budget_tables(doc, before, "yak-before", " — baseline")
+    return "\n".join(lines) + "\n"
+
+
+def _budget_tables(
+    doc: Mapping[str, Any], budget: Mapping[str, Any], system: str, suffix: str
+) -> list[str]:
+    lines: list[str] = []
+    for key, figures in budget.items():
+        title, client = _scenario(doc, key, system)
+        lines += [
+            "",
+            f"#### {title}{suffix}",
             "",
             "| where | stage | observations | p50 ms | p99 ms |",
             "|---|---|--:|--:|--:|",
@@ -751,7 +773,7 @@ def budget_markdown(doc: Mapping[str, Any]) -> str:
                 f"| {_stage_ms(figure['p50_ms'])} | {_stage_ms(figure['p99_ms'])} |"
             )
         lines += ["", client]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def splice(

@@ -634,3 +634,26 @@ def test_a_failed_scrape_leaves_the_table_out(monkeypatch: pytest.MonkeyPatch) -
 
     asyncio.run(measure())
     assert budget.found == {}
+
+
+def test_the_baseline_budget_follows_the_current_one_when_the_baseline_has_one() -> None:
+    figure = {
+        "service": "rest-proxy",
+        "request": "produce",
+        "stage": "read",
+        "count": 3,
+        "p50_ms": 0.1,
+        "p99_ms": 0.2,
+    }
+    row = {"system": "yak", "path": "proxy", "rf": 3, "acks": "1", "p50": 1.0, "p99": 2.0,
+           "samples": 3}  # fmt: skip
+    rows = [row, {**row, "system": "yak-before"}]
+    doc = {"date": "d", "revision": "r", "baseline": "b", "rows": rows,
+           "budget": {"proxy_rf3_acks1": [figure]}}  # fmt: skip
+    alone = budget_markdown(doc)
+    assert "baseline" not in alone
+    text = budget_markdown({**doc, "budget_before": {"proxy_rf3_acks1": [{**figure, "count": 7}]}})
+    assert text.startswith(alone.rstrip("\n"))
+    assert "#### Idle produce through the rest-proxy, RF 3, acks=1 — baseline" in text
+    assert "| rest-proxy | read | 7 |" in text
+    assert "(the `yak-before` `proxy` row" in text
