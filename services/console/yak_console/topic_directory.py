@@ -1,15 +1,16 @@
 """``TopicDirectory``: recent topic descriptions (configs, replicas, ISR) for list pages.
 
-The sampler's picture holds the logs' sizes and offsets but not each topic's configs or ISR,
-and the public API answers those one topic at a time. A list page cannot afford a request per
-topic, so it reads them from here: a description is fetched once, kept, and served while it
-is younger than ``max_age_s``; an older one is still served while one background task fetches
-it again (stale-while-revalidate). Changes made through the console store the API's answer at
+The sampler's picture holds the logs' sizes and offsets but not each topic's configs or ISR.
+A list page reads those from here: descriptions are fetched in one request for every topic
+missing (``GET /api/v1/topic-descriptions``, served from the proxy's metadata cache — at 1,000
+topics one request, not a thousand), kept, and served while younger than ``max_age_s``; older
+ones are still served while one background request fetches them again
+(stale-while-revalidate). Changes made through the console store the API's answer at
 once (``remember``), so the console's own edits show without waiting. ``describe_all(...,
 fresh=True)`` asks for every topic now (the health filter, where stale is wrong).
 
 Owned by the ``ConsoleRuntime`` (one per console, shared by the pages); ``aclose`` stops a
-background refresh. Single event loop; concurrent callers may fetch the same missing topic
+background refresh. Single event loop; concurrent callers may fetch the same missing topics
 twice (harmless).
 """
 
@@ -22,7 +23,7 @@ import time
 from collections.abc import Callable, Collection, Iterable
 
 from yak.api.admin import TopicDescription
-from yak.errors import UnknownTopicOrPartitionError, YakError
+from yak.errors import YakError
 from yak.sdk import AsyncAdmin
 
 __all__ = ["TopicDirectory"]
@@ -38,13 +39,11 @@ class TopicDirectory:
         admin: AsyncAdmin,
         *,
         max_age_s: float = 10.0,
-        concurrency: int = 16,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._admin = admin
         self._max_age_s = max_age_s
         self._clock = clock
-        self._limit = asyncio.Semaphore(concurrency)
         self._known: dict[str, tuple[float, TopicDescription]] = {}
         self._refreshing: asyncio.Task[None] | None = None
 
@@ -76,28 +75,33 @@ class TopicDirectory:
         self, names: Iterable[str], *, fresh: bool = False
     ) -> dict[str, TopicDescription]:
         """The descriptions of ``names`` that exist: kept ones unless ``fresh``, the missing
-        ones fetched now; kept ones past their age are fetched again in the background."""
+        ones fetched now (one request for all of them); kept ones past their age are fetched
+        again in the background (one request too)."""
         wanted = list(dict.fromkeys(names))
         missing = wanted if fresh else [n for n in wanted if n not in self._known]
-        await asyncio.gather(*(self._fetch(n) for n in missing))
+        if missing:
+            await self._fetch(missing)
         now = self._clock()
         stale = [
             n for n in wanted if n in self._known and now - self._known[n][0] > self._max_age_s
         ]
         if stale and (self._refreshing is None or self._refreshing.done()):
             self._refreshing = asyncio.get_running_loop().create_task(
-                self._refetch(stale), name="console-topic-directory"
+                self._fetch(stale), name="console-topic-directory"
             )
         return {n: self._known[n][1] for n in wanted if n in self._known}
 
-    async def _fetch(self, name: str) -> None:
-        async with self._limit:
-            try:
-                self.remember(await self._admin.describe_topic(name))
-            except UnknownTopicOrPartitionError:
+    async def _fetch(self, names: list[str]) -> None:
+        """Describe ``names`` in one request: remember the found, forget the gone ones."""
+        try:
+            found = await self._admin.describe_topics(names)
+        except (YakError, OSError) as exc:  # keep what we had; the page shows the rest
+            _log.warning("describing %d topics failed: %s", len(names), exc)
+            return
+        now = self._clock()
+        for topic in found:
+            self._known[topic.name] = (now, topic)
+        described = {t.name for t in found}
+        for name in names:
+            if name not in described:
                 self.forget(name)
-            except (YakError, OSError) as exc:  # keep what we had; the page shows the rest
-                _log.warning("describing topic %s failed: %s", name, exc)
-
-    async def _refetch(self, names: list[str]) -> None:
-        await asyncio.gather(*(self._fetch(n) for n in names))

@@ -49,6 +49,7 @@ __all__ = [
     "ReplicaLog",
     "TopicDeleted",
     "TopicDescription",
+    "TopicDescriptionList",
     "TopicList",
     "TopicPartitionRef",
     "TopicSummary",
@@ -260,6 +261,13 @@ class TopicDescription(_Body):
             deleting=record.deleting,
             partitions=[PartitionInfo.of(state) for state in states],
         )
+
+
+class TopicDescriptionList(_Body):
+    """``GET /api/v1/topic-descriptions``: many topics described in one answer (Kafka's
+    DescribeTopics for a collection), by name; a name asked for that does not exist is left out."""
+
+    topics: list[TopicDescription]
 
 
 class TopicDeleted(_Body):

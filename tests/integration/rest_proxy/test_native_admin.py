@@ -10,6 +10,7 @@ import pytest
 
 from loadtest.local_cluster import LocalCluster
 from tests.integration.rest_proxy.conftest import create_topic, unique
+from yak.sdk import AsyncAdmin
 
 pytestmark = pytest.mark.integration
 
@@ -108,3 +109,38 @@ async def test_log_dirs_and_offsets_by_timestamp(cluster: LocalCluster) -> None:
         assert (bad.status_code, bad.json()["code"]) == (400, "INVALID_REQUEST")
         gone = await proxy.get(f"/api/v1/topics/{topic}/partitions/7/offsets")
         assert (gone.status_code, gone.json()["code"]) == (404, "UNKNOWN_TOPIC_OR_PARTITION")
+
+
+async def test_many_topics_described_in_one_request(cluster: LocalCluster) -> None:
+    first, second = unique("bulk-a"), unique("bulk-b")
+    await create_topic(cluster, first, partitions=2, replication_factor=2)
+    await create_topic(cluster, second, partitions=3, replication_factor=3)
+    async with httpx.AsyncClient(base_url=cluster.proxy_url(0), timeout=30) as proxy:
+        asked = await proxy.get(
+            "/api/v1/topic-descriptions",
+            params=[("topic", second), ("topic", first), ("topic", unique("absent"))],
+        )
+        assert asked.status_code == 200, asked.text
+        topics = asked.json()["topics"]
+        assert [t["name"] for t in topics] == sorted([first, second])  # the unknown one left out
+        one = {t["name"]: t for t in topics}
+        # The same answer as describing each topic on its own.
+        for name in (first, second):
+            alone = (await proxy.get(f"/api/v1/topics/{name}")).json()
+            assert one[name] == alone
+        assert [len(one[first]["partitions"]), len(one[second]["partitions"])] == [2, 3]
+        assert all(len(p["replicas"]) == 3 for p in one[second]["partitions"])
+
+        every = (await proxy.get("/api/v1/topic-descriptions")).json()["topics"]
+        names = [t["name"] for t in every]
+        assert {first, second} <= set(names)
+        assert names == sorted(names)
+
+        bad = await proxy.get("/api/v1/topic-descriptions", params={"topic": "../etc"})
+        assert (bad.status_code, bad.json()["code"]) == (400, "INVALID_TOPIC_EXCEPTION")
+
+    async with AsyncAdmin(cluster.proxy_url(0)) as admin:
+        described = await admin.describe_topics([first, unique("absent")])
+        assert [t.name for t in described] == [first]
+        assert await admin.describe_topics([]) == []
+        assert {first, second} <= {t.name for t in await admin.describe_topics()}

@@ -93,6 +93,7 @@ ROUTE_ACLS: dict[RouteKey, tuple[Check, ...] | None] = {
     # CLUSTER CREATE also allows it (the guard's one special case, as in Kafka).
     ("POST", "/api/v1/topics"): (Check(T, Source.BODY_NAME, O.CREATE),),
     ("GET", "/api/v1/topics/{topic}"): _TOPIC[O.DESCRIBE],
+    ("GET", "/api/v1/topic-descriptions"): (Check(T, Source.LISTED, O.DESCRIBE),),
     ("DELETE", "/api/v1/topics/{topic}"): _TOPIC[O.DELETE],
     ("PATCH", "/api/v1/topics/{topic}/configs"): _TOPIC[O.ALTER_CONFIGS],
     ("POST", "/api/v1/topics/{topic}/partitions"): _TOPIC[O.ALTER],

@@ -27,6 +27,7 @@ from yak.api.admin import (
     ReplicaLog,
     TopicDeleted,
     TopicDescription,
+    TopicDescriptionList,
     TopicList,
 )
 from yak.api.records import API_PREFIX
@@ -142,6 +143,31 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
         record = topic_record(snapshot, topic)
         described = TopicDescription.of(record, snapshot.partitions_of(topic))
         return json_response(described, _JSON)
+
+    @router.get("/topic-descriptions", response_model=TopicDescriptionList)
+    async def describe_topics(
+        topic: Annotated[
+            list[str] | None,
+            Query(description="Topics to describe (repeat the parameter); all when absent."),
+        ] = None,
+    ) -> Response:
+        """Many topics in one answer, by name, from the metadata cache: the ones asked for
+        (``?topic=a&topic=b``; unknown ones left out) or every topic the caller may describe.
+        A list page (the console's topics, a tool's inventory) makes one request, not one
+        per topic."""
+        snapshot = runtime.cache.snapshot
+        if topic is None:
+            names = sorted(n for n, r in snapshot.topics.items() if not r.deleting)
+        else:
+            for name in topic:
+                validate_topic_name(name)
+            names = sorted({n for n in topic if n in snapshot.topics})
+        described = [
+            TopicDescription.of(snapshot.topics[name], snapshot.partitions_of(name))
+            for name in visible(ResourceType.TOPIC, names, Operation.DESCRIBE)
+            if not snapshot.topics[name].deleting
+        ]
+        return json_response(TopicDescriptionList(topics=described), _JSON)
 
     @router.delete("/topics/{topic}", response_model=TopicDeleted)
     async def delete_topic(topic: str) -> Response:
