@@ -8,6 +8,13 @@ reported with its error so the caller can retry it after the metadata changed; r
 back decoded, from the asked offset on (a batch may start below it), at most ``max_bytes``
 beyond the first record.
 
+With ``raw`` a fetch hands out the brokers' record batches undecoded (``PartitionRead.batches``,
+what a member's binary poll answers): whole batches only, a trailing one cut off by the
+broker's byte limit dropped (fetched whole next time), batches wholly below the asked offset
+stepped over, at least one batch and then up to ``max_bytes`` of batch bytes; only the batch
+headers are read, to find where the next read starts (base offset + lastOffsetDelta + 1 of the
+last batch kept). Records below the asked offset in the first batch are the client's to skip.
+
 A consumer's poll hands out finished fetches oldest first while their records fit its
 ``max_bytes``; one that would overflow stays parked for the consumer's next poll (Kafka's
 consumer keeps completed fetches so) instead of being decoded, cut and fetched again.
@@ -20,6 +27,7 @@ of the batches it hands out (a fetch taken over from an earlier poll was decoded
 from __future__ import annotations
 
 import asyncio
+import struct
 import time
 import weakref
 from collections.abc import Iterator, Sequence
@@ -32,12 +40,13 @@ from yak.metadata.cache import MetadataCache
 from yak.protocol.broker_models import OffsetResult
 from yak.protocol.broker_wire import Buffer, FetchPartition, FetchRequest
 from yak.record import Record, iter_records
+from yak.record.batch_header import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, validate_batch
 from yak.security.acl import Operation, ResourceType
 from yak_rest_proxy.brokers import BrokerPool, leader_of
 from yak_rest_proxy.metrics import PollStats
 from yak_rest_proxy.security.access import require
 
-__all__ = ["PartitionRead", "Reader"]
+__all__ = ["PartitionRead", "Reader", "whole_batches"]
 
 #: Beyond its max wait, how long a poll waits for a fetch's answer to travel back.
 _WAIT_MARGIN_S = 2.0
@@ -47,7 +56,8 @@ _NONE: tuple[None, None] = (None, None)
 
 
 class PartitionRead(NamedTuple):
-    """What one partition gave: records from the asked offset, the offsets, or an error."""
+    """What one partition gave: records from the asked offset (or, read ``raw``, its whole
+    batches), the offsets, or an error."""
 
     topic: str
     partition: int
@@ -56,8 +66,15 @@ class PartitionRead(NamedTuple):
     high_watermark: int = -1
     log_start_offset: int = -1
     error: YakError | None = None
-    #: Bytes of the records' keys and values (-1: not counted).
+    #: Bytes of the records' keys and values, or of the batches read raw (-1: not counted).
     size: int = -1
+    #: Read ``raw``: whole record batches as the broker stored them (``whole_batches``).
+    batches: Buffer = b""
+
+    @property
+    def has_data(self) -> bool:
+        """Whether it gave records (or batches, read raw)."""
+        return bool(self.records) or len(self.batches) > 0
 
 
 class _Answer(NamedTuple):
@@ -91,7 +108,7 @@ class Reader:
         #: Per (consumer, broker): the fetch still running or answered but not handed out.
         self._parked: dict[
             tuple[str, int],
-            tuple[tuple[tuple[str, int, int], ...], asyncio.Future[_Answer]],
+            tuple[tuple[bool, tuple[tuple[str, int, int], ...]], asyncio.Future[_Answer]],
         ] = {}
 
     async def fetch(
@@ -102,6 +119,7 @@ class Reader:
         max_bytes: int,
         min_bytes: int = 1,
         owner: str | None = None,
+        raw: bool = False,
     ) -> list[PartitionRead]:
         """Read ``(topic, partition, offset)`` triples; one ``PartitionRead`` each (a partition
         whose leader did not answer within the wait is left out: read it again next time).
@@ -114,6 +132,8 @@ class Reader:
         broker.
         With security on, every topic read needs READ (``TOPIC_AUTHORIZATION_FAILED`` before
         anything is fetched): a consumer's topics are checked as it reads them, as Kafka does.
+        ``raw``: batches undecoded (see the module docstring); a parked fetch is taken over
+        only by a poll asking the same form.
         """
         started = time.perf_counter()
         require(ResourceType.TOPIC, (topic for topic, _, _ in positions), Operation.READ)
@@ -135,16 +155,16 @@ class Reader:
         fresh: set[asyncio.Future[_Answer]] = set()
         for broker_id, group in by_broker.items():
             parked = self._parked.get((owner, broker_id)) if owner is not None else None
-            if parked is not None and parked[0] == tuple(sorted(group)):
+            if parked is not None and parked[0] == (raw, tuple(sorted(group))):
                 tasks[broker_id] = parked[1]
             else:
                 tasks[broker_id] = self._start(
-                    owner, broker_id, group, max_wait_ms, max_bytes, min_bytes
+                    owner, broker_id, group, max_wait_ms, max_bytes, min_bytes, raw
                 )
                 fresh.add(tasks[broker_id])
         while True:
             finished = [t for t in tasks.values() if t.done()]
-            if any(r.records for t in finished for r in t.result().reads):
+            if any(r.has_data for t in finished for r in t.result().reads):
                 break  # records: answer now
             remaining = deadline - now()
             if remaining > 0.001:
@@ -154,7 +174,7 @@ class Reader:
                         wait_ms = int(remaining * 1000)
                         group = by_broker[broker_id]
                         tasks[broker_id] = self._start(
-                            owner, broker_id, group, wait_ms, max_bytes, min_bytes
+                            owner, broker_id, group, wait_ms, max_bytes, min_bytes, raw
                         )
                         fresh.add(tasks[broker_id])
             pending = [t for t in tasks.values() if not t.done()]
@@ -200,19 +220,20 @@ class Reader:
         max_wait_ms: int,
         max_bytes: int,
         min_bytes: int,
+        raw: bool,
     ) -> asyncio.Future[_Answer]:
         task: asyncio.Future[_Answer] = asyncio.ensure_future(
-            self._fetch_from(broker_id, group, max_wait_ms, max_bytes, min_bytes)
+            self._fetch_from(broker_id, group, max_wait_ms, max_bytes, min_bytes, raw)
         )
         if owner is not None:
-            self._park(owner, broker_id, tuple(sorted(group)), task)
+            self._park(owner, broker_id, (raw, tuple(sorted(group))), task)
         return task
 
     def _park(
         self,
         owner: str,
         broker_id: int,
-        signature: tuple[tuple[str, int, int], ...],
+        signature: tuple[bool, tuple[tuple[str, int, int], ...]],
         task: asyncio.Future[_Answer],
     ) -> None:
         key = (owner, broker_id)
@@ -242,6 +263,7 @@ class Reader:
         max_wait_ms: int,
         max_bytes: int,
         min_bytes: int,
+        raw: bool = False,
     ) -> _Answer:
         broker = self._cache.snapshot.brokers.get(broker_id)
         offsets = {(t, p): o for t, p, o in group}
@@ -269,6 +291,22 @@ class Reader:
                 error = part.error.exception()
                 reads.append(PartitionRead(part.topic, part.partition, [], offset, error=error))
                 continue
+            if raw:
+                batches, next_offset = whole_batches(part.records, offset, max_bytes)
+                size += len(batches)
+                reads.append(
+                    PartitionRead(
+                        part.topic,
+                        part.partition,
+                        [],
+                        next_offset,
+                        part.high_watermark,
+                        part.log_start_offset,
+                        size=len(batches),
+                        batches=batches,
+                    )
+                )
+                continue
             records, part_size = _records_from(part.records, offset, max_bytes)
             size += part_size
             next_offset = records[-1].offset + 1 if records else offset
@@ -293,6 +331,37 @@ class Reader:
         if result.error is not None:
             raise result.error.exception()
         return result
+
+
+def whole_batches(
+    data: Buffer, offset: int, max_bytes: int, *, at_least_one: bool = True
+) -> tuple[memoryview, int]:
+    """The whole batches of ``data`` that reach ``offset`` or beyond — at least one (unless
+    not ``at_least_one``), then up to ``max_bytes`` of them — and the offset after the last one
+    (``offset`` if none). Batches wholly below ``offset`` are stepped over; a trailing batch
+    cut short is dropped. Only headers are read (framing checked, not the CRC: the client
+    checks it when it decodes); bad framing raises ``CorruptRecordError``."""
+    view = memoryview(data)
+    end = len(view)
+    pos, start, next_offset = 0, -1, offset
+    while end - pos >= RECORD_BATCH_OVERHEAD:
+        size = _BATCH_LENGTH.unpack_from(view, pos + 8)[0] + LOG_OVERHEAD
+        if size > end - pos:
+            break  # cut off by the broker's byte limit: read whole next time
+        header = validate_batch(view, pos, check_crc=False)
+        last = header.base_offset + header.last_offset_delta
+        if last >= offset:
+            if start < 0:
+                if size > max_bytes and not at_least_one:
+                    break
+                start = pos
+            elif pos + size - start > max_bytes:
+                break
+            next_offset = last + 1
+        pos += size
+    if start < 0:
+        return view[0:0], offset
+    return view[start:pos], next_offset
 
 
 def _records_from(data: Buffer, offset: int, max_bytes: int) -> tuple[list[Record], int]:
@@ -321,6 +390,7 @@ def _first(records: Iterator[Record], max_bytes: int) -> tuple[list[Record], int
     return kept, size
 
 
+_BATCH_LENGTH = struct.Struct(">i")
 _keys = itemgetter(2)
 _values = itemgetter(3)
 

@@ -26,6 +26,7 @@ from yak.errors import InvalidRequestError
 
 __all__ = [
     "API_PREFIX",
+    "FETCH_MEDIA_TYPE",
     "INT32_MAX",
     "INT64_MAX",
     "RECORD_BATCH_MEDIA_TYPE",
@@ -56,6 +57,10 @@ INT32_MAX = 2**31 - 1
 #: Content-Type of the binary form of ``POST …/partitions/{p}/batches``: the body is exactly one
 #: Kafka RecordBatch (format v2, magic 2) as ``yak.record.encode_batch`` writes it.
 RECORD_BATCH_MEDIA_TYPE = "application/vnd.yak.recordbatch.v2"
+#: The ``Accept`` type of a member's binary poll (``GET /api/v1/groups/{g}/members/{m}/records``):
+#: the fetched record batches as the broker stored them, framed per partition
+#: (``yak.api.fetch_answer``).
+FETCH_MEDIA_TYPE = "application/vnd.yak.fetch.v1"
 
 
 class Encoding(StrEnum):

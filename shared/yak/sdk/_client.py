@@ -131,10 +131,12 @@ class ApiClient:
         content_type: str = _JSON_TYPE,
         params: Params | None = None,
         timeout_s: float | None = None,
+        accept: str | None = None,
     ) -> httpx.Response:
         """The answer, whatever its status; transport failures as typed, retriable errors.
 
-        A model is sent as JSON; bytes are sent as they are, as ``content_type``.
+        A model is sent as JSON; bytes are sent as they are, as ``content_type``; ``accept``
+        is sent as the ``Accept`` header.
         """
         content: str | bytes | None
         if body is None or isinstance(body, bytes):
@@ -142,12 +144,15 @@ class ApiClient:
         else:
             content = body.model_dump_json(exclude_none=True)
         timeout = self._timeout_s if timeout_s is None else timeout_s
+        headers = {"content-type": content_type} if content is not None else {}
+        if accept is not None:
+            headers["accept"] = accept
         try:
             return await self._http.request(
                 method,
                 path,
                 content=content,
-                headers={"content-type": content_type} if content is not None else None,
+                headers=headers or None,
                 params=params,
                 timeout=timeout,
             )
@@ -177,13 +182,43 @@ class ApiClient:
         A 429 over a quota is sent again after its ``Retry-After`` while the waits fit in
         ``throttle_budget_s`` (see the module docstring).
         """
+        response = await self.exchange(
+            method,
+            path,
+            body,
+            content_type=content_type,
+            params=params,
+            timeout_s=timeout_s,
+            throttle_budget_s=throttle_budget_s,
+        )
+        return self.parse(model, response)
+
+    async def exchange(
+        self,
+        method: str,
+        path: str,
+        body: BaseModel | bytes | None = None,
+        *,
+        content_type: str = _JSON_TYPE,
+        params: Params | None = None,
+        timeout_s: float | None = None,
+        throttle_budget_s: float = 0.0,
+        accept: str | None = None,
+    ) -> httpx.Response:
+        """``call`` up to its answer: the 2xx answer itself, whatever its content type."""
         deadline = time.monotonic() + throttle_budget_s
         while True:
             response = await self.send(
-                method, path, body, content_type=content_type, params=params, timeout_s=timeout_s
+                method,
+                path,
+                body,
+                content_type=content_type,
+                params=params,
+                timeout_s=timeout_s,
+                accept=accept,
             )
             if not response.is_error:
-                break
+                return response
             error = error_from_response(response)
             if not isinstance(error, ThrottlingQuotaExceededError):
                 raise error
@@ -191,11 +226,15 @@ class ApiClient:
             if time.monotonic() + wait_s > deadline:
                 raise error
             await asyncio.sleep(wait_s)  # the proxy said when: a timed wait, not a poll
+
+    def parse(self, model: type[_M], response: httpx.Response) -> _M:
+        """A 2xx answer's JSON as ``model`` (``UnknownServerError`` if it is not one)."""
         try:
             return model.model_validate_json(response.content)
         except ValidationError as exc:
+            request = response.request
             raise UnknownServerError(
-                f"{method} {self.url}{API_PREFIX}{path}: unexpected answer "
+                f"{request.method} {request.url}: unexpected answer "
                 f"({exc.error_count()} problem(s), first: {exc.errors()[0]['msg']})"
             ) from exc
 

@@ -3,9 +3,13 @@
 ``start`` (or ``async with``) joins the group (``POST /api/v1/groups/{g}/members``); the
 coordinator assigns partitions and every answer carries the member's epoch and assignment,
 which ``assignment()`` and ``member_epoch`` report. ``poll`` long-polls records of the
-assigned, not paused partitions as bytes (base64 on the wire). Fetch positions live in the
-proxy (any proxy serves the member); where a partition starts without one is
-``auto_offset_reset`` of the committed offset.
+assigned, not paused partitions as bytes. It asks for the binary answer
+(``Accept: application/vnd.yak.fetch.v1, application/json;q=0.5``): the fetched Kafka record
+batches as the brokers stored them, which the consumer decodes and checks itself; a proxy
+without that form answers JSON with base64 keys, values and headers, which the consumer reads
+as well — one request either way, no second round trip, so the SDK works with older proxies.
+Fetch positions live in the proxy (any proxy serves the member); where a partition starts
+without one is ``auto_offset_reset`` of the committed offset.
 
 Commits are explicit unless ``auto_commit`` (the proxy then commits at each poll what the
 previous poll returned). ``commit()`` commits the *next* offset of the last record this
@@ -34,6 +38,7 @@ from typing import Literal, Self
 
 import httpx
 
+from yak.api.fetch_answer import decode_fetch_answer
 from yak.api.groups import (
     CommitOffset,
     CommitRequest,
@@ -44,21 +49,33 @@ from yak.api.groups import (
     SeekRequest,
     TopicPartitionList,
 )
+from yak.api.records import FETCH_MEDIA_TYPE
 from yak.clients._http import segment
 from yak.closing import AsyncClosing
-from yak.errors import IllegalStateError, UnknownMemberIdError
+from yak.errors import IllegalStateError, UnknownMemberIdError, UnknownServerError, YakError
 from yak.sdk._client import ApiClient
-from yak.sdk.records import ConsumerRecord, TopicPartition, consumer_record
+from yak.sdk.records import ConsumerRecord, TopicPartition, consumer_record, fetched_records
 
 __all__ = ["AsyncConsumer", "OffsetReset"]
 
 #: Where a partition without a committed offset starts.
 OffsetReset = Literal["earliest", "latest", "none"]
 _BASE64 = "base64"
+#: The poll's Accept: the binary answer, else (an older proxy) JSON.
+_POLL_ACCEPT = f"{FETCH_MEDIA_TYPE}, application/json;q=0.5"
+
+#: An assignment as answers carry it: ``TopicPartitionList`` models or (topic, partitions).
+Assignment = Iterable[TopicPartitionList] | Iterable[tuple[str, Iterable[int]]]
 
 
-def _as_set(assignment: Iterable[TopicPartitionList]) -> set[TopicPartition]:
-    return {TopicPartition(a.topic, p) for a in assignment for p in a.partitions}
+def _as_set(assignment: Assignment) -> set[TopicPartition]:
+    found: set[TopicPartition] = set()
+    for entry in assignment:
+        topic, partitions = (
+            (entry.topic, entry.partitions) if isinstance(entry, TopicPartitionList) else entry
+        )
+        found.update(TopicPartition(topic, p) for p in partitions)
+    return found
 
 
 class AsyncConsumer(AsyncClosing):
@@ -106,6 +123,7 @@ class AsyncConsumer(AsyncClosing):
             password=password,
         )
         self._max_bytes = max_bytes
+        self._accept = _POLL_ACCEPT
         self._request_timeout_s = request_timeout_ms / 1000
         self._member_id: str | None = None
         self._epoch = 0
@@ -167,7 +185,7 @@ class AsyncConsumer(AsyncClosing):
             raise IllegalStateError("the consumer has not joined its group: call start() first")
         return f"/groups/{segment(self.group)}/members/{segment(self._member_id)}{suffix}"
 
-    def _update(self, epoch: int, assignment: Iterable[TopicPartitionList]) -> None:
+    def _update(self, epoch: int, assignment: Assignment) -> None:
         self._epoch = epoch
         self._assignment = _as_set(assignment)
         for tp in list(self._positions):
@@ -207,19 +225,18 @@ class AsyncConsumer(AsyncClosing):
         if self._paused:
             params["paused"] = [f"{t}:{p}" for t, p in sorted(self._paused)]
         try:
-            answer = await self._api.call(
+            response = await self._api.exchange(
                 "GET",
                 self._path("/records"),
-                PollResponse,
                 params=params,
                 timeout_s=timeout_ms / 1000 + self._request_timeout_s,
                 throttle_budget_s=self._max_throttle_s,
+                accept=self._accept,
             )
         except UnknownMemberIdError:
             await self._join_group()  # expired: join again, from the committed offsets
             return []
-        self._update(answer.member_epoch, answer.assignment)
-        records = [consumer_record(r) for r in answer.records]
+        records = self._records(response)
         if not records and self._assignment and self._assignment <= self._paused:
             # Nothing to read until a resume: wait out the poll as Kafka's poll does.
             left = timeout_ms / 1000 - (time.monotonic() - started)
@@ -228,6 +245,20 @@ class AsyncConsumer(AsyncClosing):
                 async with asyncio.timeout(max(0.0, left)):
                     await self._resumed.wait()
         return records
+
+    def _records(self, response: httpx.Response) -> list[ConsumerRecord]:
+        """A poll's records, from its binary or JSON answer; the epoch and assignment noted."""
+        media_type = response.headers.get("content-type", "").partition(";")[0].strip()
+        if media_type != FETCH_MEDIA_TYPE:
+            answer = self._api.parse(PollResponse, response)
+            self._update(answer.member_epoch, answer.assignment)
+            return [consumer_record(r) for r in answer.records]
+        try:
+            fetched = decode_fetch_answer(response.content)
+        except YakError as exc:
+            raise UnknownServerError(f"{response.request.url}: a malformed answer: {exc}") from exc
+        self._update(fetched.member_epoch, fetched.assignment)
+        return fetched_records(fetched.partitions)
 
     # --- positions and commits ------------------------------------------------------------
 

@@ -1,9 +1,10 @@
 """Value types of the client SDK: topic-partitions, produced record metadata, consumed records.
 
 Keys, values and header values are ``bytes`` (``None`` for a null key or value). The SDK's
-idempotent producer sends them inside a Kafka record batch (``yak.sdk.sender``); plain records
-and reads travel base64-encoded in JSON (``yak.api.records``), so any bytes survive the round
-trip; ``as_bytes`` turns the ``str`` a caller may pass into its UTF-8 bytes.
+idempotent producer sends them inside a Kafka record batch (``yak.sdk.sender``), and its
+consumer reads them from the record batches of a binary poll (``fetched_records``); plain
+records and partition reads travel base64-encoded in JSON (``yak.api.records``), so any bytes
+survive the round trip; ``as_bytes`` turns the ``str`` a caller may pass into its UTF-8 bytes.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ import base64
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
+from yak.api.fetch_answer import FetchedBatches
 from yak.api.records import ConsumedRecord, ProduceRecord, RecordHeader
+from yak.record import decode_batches
 
 __all__ = [
     "ConsumerRecord",
@@ -22,6 +25,7 @@ __all__ = [
     "TopicPartition",
     "as_bytes",
     "consumer_record",
+    "fetched_records",
     "header_list",
     "produce_record",
 ]
@@ -119,3 +123,19 @@ def consumer_record(record: ConsumedRecord) -> ConsumerRecord:
         value=_unb64(record.value),
         headers=tuple((h.key, _unb64(h.value)) for h in record.headers),
     )
+
+
+_new = tuple.__new__  # a ConsumerRecord without NamedTuple.__new__'s Python-level frame
+
+
+def fetched_records(partitions: Iterable[FetchedBatches]) -> list[ConsumerRecord]:
+    """The records of a binary poll's batches, from each partition's fetch offset on (the
+    records below it in its first batch are skipped, as Kafka's consumers skip them). Every
+    batch's framing and CRC-32C are checked (``CorruptRecordError``, never a wrong record)."""
+    records: list[ConsumerRecord] = []
+    for fetched in partitions:
+        head = (fetched.topic, fetched.partition)
+        data = bytes(fetched.batches)  # decoded in place: one copy per partition
+        for batch in decode_batches(data, from_offset=fetched.fetch_offset):
+            records += [_new(ConsumerRecord, head + record) for record in batch.records]
+    return records

@@ -10,7 +10,9 @@ applies the member side of the group protocol first (``member_protocol.reconcile
   poll are committed with the next write — the client asking for more is taken as having
   processed what it got, as Kafka's auto-commit on ``poll`` does. An instance that owns nothing
   waits for its group's state to change, up to the timeout. In the steady state a poll makes no
-  etcd call.
+  etcd call. A ``raw`` poll (the binary poll) hands out the fetched record batches undecoded
+  (``Poll.batches``) and moves each position to the end of its last whole batch; records
+  below the position in the first batch are the client's to skip.
 - **seek** to offsets, beginning, end or a timestamp, for partitions the instance owns.
 - **commit** offsets (or the current positions) fenced by ownership (``member_protocol.commit``),
   written through: answered once in etcd.
@@ -27,6 +29,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple, Protocol
 
+from yak.api.fetch_answer import FetchedBatches
 from yak.clock import Clock
 from yak.errors import (
     IllegalStateError,
@@ -47,7 +50,7 @@ from yak_rest_proxy.consumers.member_store import MemberStore
 from yak_rest_proxy.consumers.members import Members
 from yak_rest_proxy.metrics import PollStats
 from yak_rest_proxy.quotas.consumer_cap import ConsumerCap
-from yak_rest_proxy.reader import PartitionRead
+from yak_rest_proxy.reader import PartitionRead, whole_batches
 
 __all__ = [
     "Consumers",
@@ -71,10 +74,11 @@ class PolledPartition(NamedTuple):
 
 class Poll(NamedTuple):
     """What a poll returned, partition by partition, and the member as it stood when the
-    records were read."""
+    records were read; a ``raw`` poll's partitions are ``batches`` (``partitions`` empty)."""
 
     member: Member
     partitions: list[PolledPartition]
+    batches: Sequence[FetchedBatches] = ()
 
     @property
     def records(self) -> list[PolledRecord]:
@@ -96,6 +100,7 @@ class PartitionReader(Protocol):
         max_bytes: int,
         min_bytes: int = 1,
         owner: str | None = None,
+        raw: bool = False,
     ) -> list[PartitionRead]: ...
 
     async def list_offsets(
@@ -239,10 +244,12 @@ class Consumers:
         max_bytes: int,
         paused: frozenset[TopicPartition] = frozenset(),
         max_timeout_ms: int = 30_000,
+        raw: bool = False,
     ) -> Poll:
         """Records of the owned, not ``paused`` partitions (their positions stay). A None
         ``timeout_ms`` is the instance's own ``request_timeout_ms``; waits are capped at
-        ``max_timeout_ms``."""
+        ``max_timeout_ms``. ``raw``: their whole batches instead, ``max_bytes`` counting
+        batch bytes (see the module docstring)."""
         async with self.members.using(group, member_id):
             reconciling = time.perf_counter()  # stage timing (metrics.PollStats)
             member = await self.members.current(group, member_id)
@@ -262,7 +269,12 @@ class Consumers:
             if not reading:  # everything paused: a long poll still waits (for a rebalance)
                 await self.members.wait_for_state(member, self._left(deadline))
                 return Poll(member, [])
-            polled, reached = await self._read(member, start, reading, deadline, max_bytes)
+            batches: list[FetchedBatches] = []
+            polled: list[PolledPartition] = []
+            if raw:
+                batches, reached = await self._read_raw(member, start, reading, deadline, max_bytes)
+            else:
+                polled, reached = await self._read(member, start, reading, deadline, max_bytes)
 
             def advance(current: Member) -> Member:
                 return protocol.polled(protocol.positioned(current, found), start, reached)
@@ -270,7 +282,7 @@ class Consumers:
             saving = time.perf_counter()
             await self.members.update(group, member_id, advance)
             self._reader.stats.save.observe(time.perf_counter() - saving)
-            return Poll(member, polled)
+            return Poll(member, polled, batches)
 
     def _left(self, deadline: float) -> float:
         return max(0.0, deadline - self._clock.monotonic())
@@ -316,6 +328,55 @@ class Consumers:
                     continue
             polled.append(PolledPartition(read.topic, read.partition, records))
             reached[tp] = records[-1].offset + 1
+        return polled, reached
+
+    async def _read_raw(
+        self,
+        member: Member,
+        start: Offsets,
+        reading: list[TopicPartition],
+        deadline: float,
+        max_bytes: int,
+    ) -> tuple[list[FetchedBatches], dict[TopicPartition, int]]:
+        """``_read`` for a raw poll: whole batches, at least one, then up to ``max_bytes`` of
+        batch bytes; each position moves to the end of its last batch handed out."""
+        reads = await self._reader.fetch(
+            [(t, p, start[(t, p)]) for t, p in reading],
+            max_wait_ms=int(self._left(deadline) * 1000),
+            max_bytes=max_bytes,
+            min_bytes=max(1, member.base.fetch_min_bytes),
+            owner=f"{member.group}/{member.member_id}",
+            raw=True,
+        )
+        polled: list[FetchedBatches] = []
+        reached: dict[TopicPartition, int] = {}
+        size = 0
+        for read in reads:
+            tp = (read.topic, read.partition)
+            if isinstance(read.error, OffsetOutOfRangeError):
+                reached[tp] = await self._reset(member, read.topic, read.partition)
+                continue
+            if read.error is not None or not read.has_data:
+                continue  # a leader moved: this partition is read again on the next poll
+            batches, next_offset = read.batches, read.next_offset
+            if size + len(batches) > max_bytes:
+                batches, next_offset = whole_batches(
+                    batches, start[tp], max_bytes - size, at_least_one=not polled
+                )
+                if not batches:
+                    continue  # fetched again next poll
+            size += len(batches)
+            polled.append(
+                FetchedBatches(
+                    read.topic,
+                    read.partition,
+                    start[tp],
+                    batches,
+                    read.high_watermark,
+                    read.log_start_offset,
+                )
+            )
+            reached[tp] = next_offset
         return polled, reached
 
     async def _start_positions(self, member: Member) -> dict[TopicPartition, int]:

@@ -17,30 +17,42 @@ from yak.metadata.memory_store import MemoryMetadataStore
 from yak.metadata.models import GroupMember, GroupState, PartitionState, TopicRecord
 from yak.metadata.store import Compare, KeyLike, KeyValue, Op, RangeResult, TxnResult, Watch
 from yak.protocol.broker_models import OffsetResult
-from yak.record import Record
+from yak.record import Record, RecordInput, encode_batch
 from yak_coordinator.election import Term
 from yak_coordinator.groups.group_coordinator import GroupCoordinator
 from yak_rest_proxy.consumers.consumer import Consumers
 from yak_rest_proxy.metrics import PollStats
-from yak_rest_proxy.reader import PartitionRead
+from yak_rest_proxy.reader import PartitionRead, whole_batches
 
 KS = Keyspace("consumers")
 TopicPartition = tuple[str, int]
 
 
 class FakeLog:
-    """Partitions as lists of records; a fetch answers at once with what is there."""
+    """Partitions as lists of records; a fetch answers at once with what is there. Each
+    ``append`` is one record batch: a ``raw`` fetch answers the encoded batches from the one
+    holding the offset on, as a broker does, cut as the reader cuts them (``whole_batches``)."""
 
     def __init__(self) -> None:
         self.partitions: dict[TopicPartition, list[Record]] = {}
+        self.batches: dict[TopicPartition, list[tuple[int, bytes]]] = {}
         self.stats = PollStats()
         #: Whether reads carry the bytes of their keys and values, as the reader's do.
         self.count_sizes = False
+        #: Bytes cut off the end of a raw fetch's answer (a batch cut short, as a broker's
+        #: byte limit may leave it).
+        self.cut = 0
 
     def append(self, topic: str, partition: int, *values: str) -> None:
         records = self.partitions.setdefault((topic, partition), [])
-        for value in values:
-            records.append(Record(len(records), 0, None, value.encode()))
+        base = len(records)
+        for i, value in enumerate(values):
+            headers = (("n", str(i).encode()),)
+            records.append(Record(len(records), base, None, value.encode(), headers))
+        inputs = [RecordInput(r.key, r.value, r.headers, r.timestamp) for r in records[base:]]
+        self.batches.setdefault((topic, partition), []).append(
+            (base, encode_batch(inputs, base_offset=base))
+        )
 
     async def fetch(
         self,
@@ -50,14 +62,30 @@ class FakeLog:
         max_bytes: int,
         min_bytes: int = 1,
         owner: str | None = None,
+        raw: bool = False,
     ) -> list[PartitionRead]:
         reads = []
         for topic, partition, offset in positions:
+            if raw:
+                reads.append(self._raw(topic, partition, offset, max_bytes))
+                continue
             records = self.partitions.get((topic, partition), [])[offset:]
             size = sum(len(r.value or b"") for r in records) if self.count_sizes else -1
             end = len(self.partitions.get((topic, partition), []))
             reads.append(PartitionRead(topic, partition, records, end, size=size))
         return reads
+
+    def _raw(self, topic: str, partition: int, offset: int, max_bytes: int) -> PartitionRead:
+        batches = self.batches.get((topic, partition), [])
+        # From the batch holding the offset: the last one based at or below it.
+        first = max((i for i, (base, _) in enumerate(batches) if base <= offset), default=0)
+        data = b"".join(batch for _, batch in batches[first:])
+        data = data[: len(data) - self.cut] if self.cut else data
+        kept, next_offset = whole_batches(data, offset, max_bytes)
+        end = len(self.partitions.get((topic, partition), []))
+        return PartitionRead(
+            topic, partition, [], next_offset, end, 0, size=len(kept), batches=kept
+        )
 
     async def list_offsets(self, topic: str, partition: int, timestamp: int | str) -> OffsetResult:
         end = len(self.partitions.get((topic, partition), []))

@@ -3,7 +3,9 @@
 Enough of ``/api/v1`` for the SDK's unit tests: topic metadata, producer sessions, idempotent
 batches (the binary form, a Kafka record batch decoded with ``yak.record``, or JSON) with the
 broker's duplicate detection (a batch sent again returns its first offsets, a
-gap is ``OUT_OF_ORDER_SEQUENCE_NUMBER``), plain records, and one consumer-group member.
+gap is ``OUT_OF_ORDER_SEQUENCE_NUMBER``), plain records, and one consumer-group member, whose
+polls answer JSON (``to_poll``) or, with ``binary`` and to a poll accepting it, the binary form
+(``to_fetch``).
 ``faults`` are errors to answer instead of (``before``) or after writing (``lose``: the write
 happens, the answer is lost as a dropped connection would lose it).
 """
@@ -18,7 +20,8 @@ from typing import Any
 
 import httpx
 
-from yak.api.records import RECORD_BATCH_MEDIA_TYPE
+from yak.api.fetch_answer import FetchedBatches, encode_fetch_answer
+from yak.api.records import FETCH_MEDIA_TYPE, RECORD_BATCH_MEDIA_TYPE
 from yak.errors import YakError
 from yak.record import CompressionType, decode_batch
 
@@ -58,6 +61,9 @@ class FakeProxy:
     # the group member
     assignment: list[tuple[str, int]] = field(default_factory=list)
     to_poll: deque[list[dict[str, Any]]] = field(default_factory=deque)
+    to_fetch: deque[list[FetchedBatches]] = field(default_factory=deque)
+    #: Whether polls may be answered in binary (False: a proxy without the binary form).
+    binary: bool = False
     commits: list[dict[str, Any]] = field(default_factory=list)
     seeks: list[dict[str, Any]] = field(default_factory=list)
     member_gone: bool = False
@@ -179,6 +185,14 @@ class FakeProxy:
         action = parts[4] if len(parts) > 4 else ""
         if method == "DELETE":
             return httpx.Response(204)
+        accept = request.headers.get("accept", "")
+        if action == "records" and self.binary and FETCH_MEDIA_TYPE in accept:
+            fetched = self.to_fetch.popleft() if self.to_fetch else []
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition in self.assignment:
+                by_topic.setdefault(topic, []).append(partition)
+            body = b"".join(encode_fetch_answer(3, list(by_topic.items()), fetched))
+            return httpx.Response(200, content=body, headers={"content-type": FETCH_MEDIA_TYPE})
         if action == "records":
             records = self.to_poll.popleft() if self.to_poll else []
             return httpx.Response(200, json={**self._member(), "records": records})

@@ -1,5 +1,7 @@
-"""``AsyncConsumer`` against an in-process fake proxy: bytes out of base64, the positions
-``commit()`` sends, pause as a query parameter, typed fencing, seeks and re-joining."""
+"""``AsyncConsumer`` against an in-process fake proxy: bytes out of base64 (a proxy without
+the binary poll) or out of the record batches of a binary poll (records below the fetch offset
+skipped, CRCs checked), the positions ``commit()`` sends, pause as a query parameter, typed
+fencing, seeks and re-joining."""
 
 from __future__ import annotations
 
@@ -7,10 +9,19 @@ import base64
 import json
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.unit.shared.sdk.fake_proxy import FakeProxy
-from yak.errors import FencedMemberEpochError, IllegalStateError
+from yak.api.fetch_answer import FetchedBatches
+from yak.api.records import FETCH_MEDIA_TYPE
+from yak.errors import (
+    CorruptRecordError,
+    FencedMemberEpochError,
+    IllegalStateError,
+    UnknownServerError,
+)
+from yak.record import RecordInput, encode_batch
 from yak.sdk import AsyncConsumer, ConsumerRecord, TopicPartition
 
 URL = "http://proxy.test"
@@ -153,3 +164,73 @@ async def test_calls_before_start_and_after_close() -> None:
     with pytest.raises(IllegalStateError, match="closed"):
         await c.start()
     assert proxy.requests == []
+
+
+def batches(partition: int, fetch_offset: int, *runs: list[tuple[int, bytes]]) -> FetchedBatches:
+    """Whole batches of (offset, value) runs, each run one batch; read from ``fetch_offset``."""
+    data = b"".join(
+        encode_batch(
+            [RecordInput(b"k", v, (("h", b"\x00\xff"), ("n", None)), 1_000 + o) for o, v in run],
+            base_offset=run[0][0],
+        )
+        for run in runs
+    )
+    return FetchedBatches("t", partition, fetch_offset, data, 99, 0)
+
+
+async def test_a_binary_poll_decodes_the_batches_from_the_fetch_offset() -> None:
+    proxy = FakeProxy(assignment=[("t", 0), ("t", 1)], binary=True)
+    proxy.to_fetch.append(
+        [
+            batches(0, 5, [(4, b"below"), (5, b"five"), (6, b"six")], [(7, b"seven")]),
+            batches(1, 0, [(0, b"one")]),
+        ]
+    )
+    async with consumer(proxy, auto_offset_reset="earliest") as c:
+        records = await c.poll(100)
+        assert records == [
+            ConsumerRecord("t", 0, o, 1_000 + o, b"k", v, (("h", b"\x00\xff"), ("n", None)))
+            for o, v in [(5, b"five"), (6, b"six"), (7, b"seven")]
+        ] + [ConsumerRecord("t", 1, 0, 1_000, b"k", b"one", (("h", b"\x00\xff"), ("n", None)))]
+        assert (c.assignment(), c.member_epoch) == ({T0, T1}, 3)
+        assert (c.position(T0), c.position(T1)) == (8, 1)
+        assert await c.poll(0) == []
+        await c.commit()
+    poll = next(r for r in proxy.requests if r.url.path.endswith("/records"))
+    assert poll.headers["accept"] == "application/vnd.yak.fetch.v1, application/json;q=0.5"
+    # Base64 asked too: a proxy without the binary form answers JSON the consumer reads.
+    assert poll.url.params["value_encoding"] == "base64"
+    assert proxy.commits == [
+        {
+            "offsets": [
+                {"topic": "t", "partition": 0, "offset": 8},
+                {"topic": "t", "partition": 1, "offset": 1},
+            ]
+        }
+    ]
+
+
+async def test_a_corrupt_batch_is_raised_not_handed_out() -> None:
+    proxy = FakeProxy(assignment=[("t", 0)], binary=True)
+    damaged = bytearray(batches(0, 0, [(0, b"a"), (1, b"b")]).batches)
+    damaged[-1] ^= 0xFF  # the CRC no longer matches
+    proxy.to_fetch.append([FetchedBatches("t", 0, 0, bytes(damaged))])
+    async with consumer(proxy) as c:
+        with pytest.raises(CorruptRecordError, match="CRC"):
+            await c.poll(0)
+        assert c.position(T0) is None
+
+
+async def test_a_malformed_binary_answer_is_an_unknown_server_error() -> None:
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.method == "POST":
+            return httpx.Response(
+                201, json={"group_id": "g", "member_id": "m", "member_epoch": 0, "assignment": []}
+            )
+        if request.method == "DELETE":
+            return httpx.Response(204)
+        return httpx.Response(200, content=b"\x00\x00", headers={"content-type": FETCH_MEDIA_TYPE})
+
+    async with AsyncConsumer(URL, "g", "t", transport=httpx.MockTransport(handle)) as c:
+        with pytest.raises(UnknownServerError, match="malformed"):
+            await c.poll(0)

@@ -11,7 +11,9 @@ body is the binary form (``Content-Type: application/vnd.yak.recordbatch.v2``, t
 idempotent batches), the partition a plain decimal and ``acks`` absent, ``all``, ``-1`` or
 ``1``. And it serves a consumer-group member's long poll, ``GET
 /api/v1/groups/{group}/members/{member}/records``, when its query holds only ``timeout_ms``,
-``max_bytes`` and the three encodings, each at most once, with plain values in range. Anything
+``max_bytes`` and the three encodings, each at most once, with plain values in range — in JSON,
+or in binary when its ``Accept`` asks for ``application/vnd.yak.fetch.v1`` (the SDK's poll;
+``group_routes.wants_batches`` decides, as for the route). Anything
 else passes through to FastAPI untouched, so every unusual request (a bad
 ``acks``, an unknown parameter, a topic with a ``/``, a JSON batch) is answered exactly as the
 documented route answers it. The work is the route's own (``routes.produce_records``,
@@ -35,7 +37,12 @@ from yak.api.records import RECORD_BATCH_MEDIA_TYPE, Encoding, HeaderEncoding
 from yak.errors import YakError
 from yak.observability.http import ROUTE_TEMPLATE
 from yak.web.errors import error_response
-from yak_rest_proxy.api.native.group_routes import MAX_POLL_BYTES, Encodings, poll_records
+from yak_rest_proxy.api.native.group_routes import (
+    MAX_POLL_BYTES,
+    Encodings,
+    poll_records,
+    wants_batches,
+)
 from yak_rest_proxy.api.native.routes import ACKS, produce_batch, produce_records
 from yak_rest_proxy.consumers.consumer import Consumers
 from yak_rest_proxy.runtime import ProxyRuntime
@@ -61,6 +68,14 @@ _POLL_DEFAULTS = {
 _ENCODINGS = {e.value: e for e in Encoding}
 _HEADER_ENCODINGS = {e.value: e for e in HeaderEncoding}
 _DIGITS = re.compile(r"[0-9]{1,10}")
+
+
+def _accept(scope: Scope) -> str | None:
+    """The request's Accept header (the first, as Starlette's ``headers.get`` gives it)."""
+    for name, value in scope["headers"]:
+        if name == b"accept":
+            return str(value.decode("latin-1"))
+    return None
 
 
 def _binary_body(scope: Scope) -> bool:
@@ -145,6 +160,7 @@ class FastLane:
         ):
             return None
         consumers, encodings = self._consumers, Encodings(key, value, header)
+        accept = _accept(scope)
         scope[ROUTE_TEMPLATE] = _POLL_ROUTE
 
         async def serve(_request: Request) -> Response:
@@ -156,6 +172,7 @@ class FastLane:
                 timeout_ms=int(timeout),
                 max_bytes=int(size),
                 encodings=encodings,
+                batches=wants_batches(accept),
             )
 
         return serve

@@ -10,11 +10,19 @@ previous event was written to the socket. Commits are explicit unless the member
 ``auto_commit``; offsets are the next ones to read; an old ``member_epoch`` is fenced. Polls
 answer 429 over the principal's fetch quota; streams wait for it instead (``Quotas.throttle``)
 and are charged each event's bytes.
+
+A poll whose ``Accept`` names ``application/vnd.yak.fetch.v1`` (``FETCH_MEDIA_TYPE``) is
+answered in binary (``yak.api.fetch_answer``): the fetched record batches as the brokers
+stored them, no record decoded or rendered here; the encodings do not apply. An ``Accept``
+naming only other ``application/vnd.yak.fetch.*`` versions is 406 ``NOT_ACCEPTABLE``; any other
+(or none) gets the JSON answer, so a client listing both (``application/vnd.yak.fetch.v1,
+application/json;q=0.5``) is served by proxies with and without the binary form.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
@@ -24,6 +32,7 @@ from fastapi import APIRouter, Query, Request, Response, WebSocket, WebSocketDis
 from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 
+from yak.api.fetch_answer import encode_fetch_answer
 from yak.api.groups import (
     CommitRequest,
     GroupMemberInfo,
@@ -32,8 +41,8 @@ from yak.api.groups import (
     SeekRequest,
     TopicPartitionList,
 )
-from yak.api.records import API_PREFIX, Encoding, HeaderEncoding
-from yak.errors import InvalidRequestError, YakError
+from yak.api.records import API_PREFIX, FETCH_MEDIA_TYPE, Encoding, HeaderEncoding
+from yak.errors import InvalidRequestError, NotAcceptableError, YakError
 from yak.metadata.keyspace import validate_member_id
 from yak.metadata.models import GroupMember
 from yak.names import validate_group_id
@@ -45,7 +54,7 @@ from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.quotas.quotas import QuotaKind, Quotas
 from yak_rest_proxy.runtime import ProxyRuntime
 
-__all__ = ["MAX_POLL_BYTES", "Encodings", "group_router", "poll_records"]
+__all__ = ["MAX_POLL_BYTES", "Encodings", "group_router", "poll_records", "wants_batches"]
 
 GROUP_TAG = "native consumer groups"
 _JSON = "application/json"
@@ -53,6 +62,18 @@ _BODY_LIMIT = 1024 * 1024
 _STREAM_POLL_MS = 5_000
 #: The largest ``max_bytes`` a poll may ask for.
 MAX_POLL_BYTES = 64 * 1024 * 1024
+_FETCH_FAMILY = FETCH_MEDIA_TYPE.rsplit(".", 1)[0] + "."
+_BINARY_POLL_DOC: dict[int | str, dict[str, Any]] = {
+    200: {
+        "content": {
+            FETCH_MEDIA_TYPE: {
+                "schema": {"type": "string", "format": "binary"},
+                "description": "with that Accept type: the record batches (docs/rest-api.md)",
+            }
+        }
+    },
+    406: {"description": "Accept names only fetch versions this proxy does not serve"},
+}
 
 
 def _assignment(member: Member) -> list[TopicPartitionList]:
@@ -79,6 +100,44 @@ class Encodings:
             "assignment": [a.model_dump(mode="json") for a in _assignment(poll.member)],
             "records": records,
         }
+
+
+@functools.lru_cache(maxsize=64)
+def wants_batches(accept: str | None) -> bool:
+    """Whether a poll's ``Accept`` header asks for the binary answer (see the module
+    docstring); ``NotAcceptableError`` if it lists only fetch versions not served here."""
+    if not accept:
+        return False
+    other_fetch = anything_else = False
+    for item in accept.split(","):
+        media, *params = item.split(";")
+        media = media.strip().lower()
+        if not media or _quality(params) <= 0:
+            continue
+        if media == FETCH_MEDIA_TYPE:
+            return True
+        if media.startswith(_FETCH_FAMILY):
+            other_fetch = True
+        else:
+            anything_else = True
+    if other_fetch and not anything_else:
+        raise NotAcceptableError(
+            f"Accept {accept!r}: this proxy answers a poll as {FETCH_MEDIA_TYPE} "
+            "or application/json",
+            accepted=[FETCH_MEDIA_TYPE, _JSON],
+        )
+    return False
+
+
+def _quality(params: list[str]) -> float:
+    for param in params:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "q":
+            try:
+                return float(value.strip())
+            except ValueError:
+                return 0.0
+    return 1.0
 
 
 def _member_info(group: str, member: Member) -> GroupMemberInfo:
@@ -110,18 +169,27 @@ async def poll_records(
     max_bytes: int,
     encodings: Encodings,
     paused: frozenset[tuple[str, int]] = frozenset(),
+    batches: bool = False,
 ) -> Response:
-    """The poll route's work, shared with the fast lane (``native/fast_lane.py``)."""
+    """The poll route's work, shared with the fast lane (``native/fast_lane.py``);
+    ``batches``: the binary answer (see the module docstring)."""
     wait = min(timeout_ms, runtime.settings.consumer_request_max_timeout_ms)
     principal = runtime.quotas.admit(QuotaKind.FETCH)
     polled = await consumers.poll(
-        group, member, timeout_ms=wait, max_bytes=max_bytes, paused=paused
+        group, member, timeout_ms=wait, max_bytes=max_bytes, paused=paused, raw=batches
     )
     rendering = time.perf_counter()
-    body = orjson.dumps(encodings.poll_body(polled))
+    if batches:
+        assignment = [(a.topic, a.partitions) for a in _assignment(polled.member)]
+        parts = encode_fetch_answer(polled.member.epoch, assignment, polled.batches)
+        body = b"".join(parts)
+        media_type = FETCH_MEDIA_TYPE
+    else:
+        body = orjson.dumps(encodings.poll_body(polled))
+        media_type = _JSON
     runtime.stats.poll.render.observe(time.perf_counter() - rendering)
     runtime.quotas.charge(QuotaKind.FETCH, principal, len(body))
-    return Response(body, media_type=_JSON)
+    return Response(body, media_type=media_type)
 
 
 def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
@@ -174,8 +242,9 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
         await consumers.delete(group, member)
         return Response(status_code=204)
 
-    @router.get(member_path + "/records", response_model=PollResponse)
+    @router.get(member_path + "/records", response_model=PollResponse, responses=_BINARY_POLL_DOC)
     async def poll(
+        request: Request,
         group: str,
         member: str,
         timeout_ms: Annotated[int, Query(ge=0)] = 1_000,
@@ -188,7 +257,9 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
             Query(description="Partitions not to read now, as topic:partition (repeatable)."),
         ] = None,
     ) -> Response:
-        """Records from the member's partitions, as soon as there are any (or at the timeout)."""
+        """Records from the member's partitions, as soon as there are any (or at the timeout);
+        with ``Accept: application/vnd.yak.fetch.v1``, their record batches in binary."""
+        binary = wants_batches(request.headers.get("accept"))
         return await poll_records(
             runtime,
             consumers,
@@ -198,6 +269,7 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
             max_bytes=max_bytes,
             encodings=Encodings(key_encoding, value_encoding, header_encoding),
             paused=_paused(paused or []),
+            batches=binary,
         )
 
     @router.post(
