@@ -66,6 +66,7 @@ from yak.protocol.broker_wire import (
     FetchedPartition,
     FetchPartition,
     FetchRequest,
+    FetchResponse,
     ProducePartition,
     ProduceRequest,
     ProduceResult,
@@ -185,6 +186,17 @@ class BrokerClient(AsyncClosing):
         if reply.content_type.startswith(FRAME_CONTENT_TYPE):
             return decode_fetch_response(reply.content)
         raise self._reply_error("/v1/fetch", reply)
+
+    async def fetch_session(self, request: FetchRequest) -> FetchResponse:
+        """A follower's fetch in an incremental fetch session (KIP-227), with the answer's
+        session id and request-level error code. Over HTTP (a broker without an internal
+        listener) the fetch is sessionless: the answer's ``session_id`` 0 says so."""
+        if self._connection is not None:
+            return await self._connection.fetch_session(
+                request, self._timeout_s + request.max_wait_ms / 1000
+            )
+        sessionless = request._replace(session_id=0, session_epoch=-1, forgotten=())
+        return FetchResponse(await self.fetch(sessionless))
 
     async def fetch_one(
         self,

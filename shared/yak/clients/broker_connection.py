@@ -38,6 +38,7 @@ from yak.protocol.broker_wire import (
     Buffer,
     FetchedPartition,
     FetchRequest,
+    FetchResponse,
     ProduceRequest,
     ProduceResult,
 )
@@ -91,6 +92,15 @@ class BrokerConnection:
         parts = kw.encode_fetch_request(request, correlation_id, _client_id())
         body = await protocol.call(correlation_id, parts, timeout_s, self.address)
         return kw.decode_fetch_response(body)
+
+    async def fetch_session(self, request: FetchRequest, timeout_s: float) -> FetchResponse:
+        """A fetch in an incremental fetch session: its answer with the session id and the
+        request-level error code (a refused session is answered, not raised)."""
+        protocol = await self._connected()
+        correlation_id = next(self._ids)
+        parts = kw.encode_fetch_request(request, correlation_id, _client_id())
+        body = await protocol.call(correlation_id, parts, timeout_s, self.address)
+        return kw.decode_fetch_session_response(body)
 
     async def aclose(self) -> None:
         self._closed = True

@@ -59,6 +59,7 @@ __all__ = [
     "Buffer",
     "FetchPartition",
     "FetchRequest",
+    "FetchResponse",
     "FetchedPartition",
     "PartitionError",
     "ProducePartition",
@@ -154,13 +155,23 @@ class FetchPartition(NamedTuple):
 
 
 class FetchRequest(NamedTuple):
-    """A long poll over several partitions (Kafka's Fetch): see the module doc."""
+    """A long poll over several partitions (Kafka's Fetch): see the module doc.
+
+    The session fields are Kafka's (Fetch v7+, KIP-227), carried by the internal listener's
+    Fetch only (the JSON form is always sessionless): ``session_epoch`` -1 with
+    ``session_id`` 0 is a sessionless fetch, 0 a full fetch that creates a session, and a
+    larger one an incremental fetch of ``session_id`` that names only changed partitions and
+    drops the ``forgotten`` ones (``yak_broker.replication.fetch_session_cache``).
+    """
 
     partitions: tuple[FetchPartition, ...]
     max_wait_ms: int = 500
     min_bytes: int = 1
     max_bytes: int = 50 * 1024 * 1024
     replica_id: int = CONSUMER_REPLICA_ID
+    session_id: int = 0
+    session_epoch: int = -1
+    forgotten: tuple[tuple[str, int], ...] = ()
 
 
 class FetchedPartition(NamedTuple):
@@ -173,6 +184,16 @@ class FetchedPartition(NamedTuple):
     log_start_offset: int = -1
     records: Buffer = _EMPTY
     error: PartitionError | None = None
+
+
+class FetchResponse(NamedTuple):
+    """A fetch's answer with its session: ``session_id`` (0: none) and the request-level
+    ``error_code`` (Kafka's number: 70 ``FETCH_SESSION_ID_NOT_FOUND``, 71
+    ``INVALID_FETCH_SESSION_EPOCH``; then no partition is answered)."""
+
+    partitions: tuple[FetchedPartition, ...]
+    session_id: int = 0
+    error_code: int = 0
 
 
 # --- frames ---------------------------------------------------------------------------------

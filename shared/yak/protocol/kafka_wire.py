@@ -56,6 +56,7 @@ from yak.protocol.broker_wire import (
     FetchedPartition,
     FetchPartition,
     FetchRequest,
+    FetchResponse,
     PartitionError,
     ProducePartition,
     ProduceRequest,
@@ -91,6 +92,7 @@ __all__ = [
     "ResponseHeader",
     "decode_fetch_request",
     "decode_fetch_response",
+    "decode_fetch_session_response",
     "decode_produce_request",
     "decode_produce_response",
     "decode_request_header",
@@ -388,11 +390,17 @@ def encode_fetch_request(
 ) -> list[Buffer]:
     """``replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level, session_id,
     session_epoch, topics [topic, partitions [partition, current_leader_epoch, fetch_offset,
-    last_fetched_epoch, log_start_offset, partition_max_bytes]], forgotten_topics_data [],
-    rack_id`` — a full fetch (no incremental session: session_epoch -1)."""
+    last_fetched_epoch, log_start_offset, partition_max_bytes]], forgotten_topics_data [topic,
+    partitions [int32]], rack_id`` — with the request's session fields (KIP-227)."""
     out = bytearray(request_header(API_FETCH, FETCH_VERSION, correlation_id, client_id))
     out += _FETCH_TOP.pack(
-        request.replica_id, request.max_wait_ms, request.min_bytes, request.max_bytes, 0, 0, -1
+        request.replica_id,
+        request.max_wait_ms,
+        request.min_bytes,
+        request.max_bytes,
+        0,
+        request.session_id,
+        request.session_epoch,
     )
     grouped = _by_topic(request.partitions)
     out += uvarint(len(grouped) + 1)
@@ -404,7 +412,14 @@ def encode_fetch_request(
             )
             out += EMPTY_TAGS
         out += EMPTY_TAGS
-    out += b"\x01"  # forgotten_topics_data: empty
+    forgotten: dict[str, list[int]] = {}
+    for topic, partition in request.forgotten:
+        forgotten.setdefault(topic, []).append(partition)
+    out += uvarint(len(forgotten) + 1)
+    for topic, indexes in forgotten.items():
+        out += compact_string(topic) + uvarint(len(indexes) + 1)
+        out += b"".join(I32.pack(index) for index in indexes)
+        out += EMPTY_TAGS
     out += b"\x01"  # rack_id: ""
     out += EMPTY_TAGS
     return [SIZE.pack(len(out)) + out]
@@ -412,11 +427,13 @@ def encode_fetch_request(
 
 def decode_fetch_request(body: Buffer) -> FetchRequest:
     reader = Reader(body, "fetch request")
-    replica_id, max_wait_ms, min_bytes, max_bytes, _iso, _session, _epoch = reader.unpack(
+    replica_id, max_wait_ms, min_bytes, max_bytes, _iso, session_id, session_epoch = reader.unpack(
         _FETCH_TOP, "request"
     )
     for name, value, low in (
         ("replica_id", replica_id, -1),
+        ("session_id", session_id, 0),
+        ("session_epoch", session_epoch, -1),
         ("max_wait_ms", max_wait_ms, 0),
         ("min_bytes", min_bytes, 0),
         ("max_bytes", max_bytes, 1),
@@ -439,29 +456,43 @@ def decode_fetch_request(body: Buffer) -> FetchRequest:
                 )
             partitions.append(FetchPartition(topic, partition, offset, part_max, epoch))
         reader.tags(f"topics[{t}]")
+    forgotten: list[tuple[str, int]] = []
     for f in range(reader.array_length("forgotten_topics_data")):
-        reader.string(f"forgotten_topics_data[{f}].topic")
+        topic = reader.string(f"forgotten_topics_data[{f}].topic")
         for _ in range(reader.array_length(f"forgotten_topics_data[{f}].partitions")):
-            reader.int32(f"forgotten_topics_data[{f}].partitions")
+            forgotten.append((topic, reader.int32(f"forgotten_topics_data[{f}].partitions")))
         reader.tags(f"forgotten_topics_data[{f}]")
     reader.compact_string("rack_id")
     reader.tags("fetch request")
     reader.end()
-    if not partitions:
+    if not partitions and session_epoch == -1:  # an incremental fetch may name none (idle)
         raise InvalidRequestError("partitions must be a non-empty list")
     check_unique(partitions)
-    return FetchRequest(tuple(partitions), max_wait_ms, min_bytes, max_bytes, replica_id)
+    return FetchRequest(
+        tuple(partitions),
+        max_wait_ms,
+        min_bytes,
+        max_bytes,
+        replica_id,
+        session_id,
+        session_epoch,
+        tuple(forgotten),
+    )
 
 
 def encode_fetch_response(
-    correlation_id: int, partitions: Sequence[FetchedPartition]
+    correlation_id: int,
+    partitions: Sequence[FetchedPartition],
+    *,
+    session_id: int = 0,
+    error_code: int = 0,
 ) -> list[Buffer]:
     """``throttle_time_ms, error_code, session_id, responses [topic, partitions
     [partition_index, error_code, high_watermark, last_stable_offset, log_start_offset,
     aborted_transactions, preferred_read_replica, records]]`` — records uncopied."""
     parts: list[Buffer] = []
     pending = bytearray(response_header(correlation_id, True))
-    pending += _FETCH_RESULT_TOP.pack(0, 0, 0)
+    pending += _FETCH_RESULT_TOP.pack(0, error_code, session_id)
     grouped = _by_topic(partitions)
     pending += uvarint(len(grouped) + 1)
     for topic, entries in grouped.items():
@@ -493,10 +524,17 @@ def encode_fetch_response(
 
 
 def decode_fetch_response(body: Buffer) -> tuple[FetchedPartition, ...]:
+    """The partitions of a fetch response; a request-level error code raises its error."""
+    response = decode_fetch_session_response(body)
+    if response.error_code != 0:
+        raise error_for_kafka_code(response.error_code, "the fetch was refused")
+    return response.partitions
+
+
+def decode_fetch_session_response(body: Buffer) -> FetchResponse:
+    """A fetch response with its session id and request-level error code (not raised)."""
     reader = Reader(body, "fetch response")
-    _throttle, code, _session = reader.unpack(_FETCH_RESULT_TOP, "response")
-    if code != 0:
-        raise error_for_kafka_code(code, "the fetch was refused")
+    _throttle, code, session_id = reader.unpack(_FETCH_RESULT_TOP, "response")
     result: list[FetchedPartition] = []
     for t in range(reader.array_length("responses")):
         topic = reader.string(f"responses[{t}].topic")
@@ -523,4 +561,4 @@ def decode_fetch_response(body: Buffer) -> tuple[FetchedPartition, ...]:
         reader.tags(f"responses[{t}]")
     reader.tags("fetch response")
     reader.end()
-    return tuple(result)
+    return FetchResponse(tuple(result), session_id, code)

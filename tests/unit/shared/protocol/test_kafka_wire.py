@@ -39,6 +39,7 @@ from yak.protocol.broker_wire import (
     FetchedPartition,
     FetchPartition,
     FetchRequest,
+    FetchResponse,
     PartitionError,
     ProducePartition,
     ProduceRequest,
@@ -213,6 +214,47 @@ def test_fetch_request_is_kafkas_fetch_v12() -> None:
     ] == [("a", 0, 5, 1000, 3), ("b", 2, 0, 2000, -1)]
     _, rest = kw.decode_request_header(body)
     assert kw.decode_fetch_request(rest) == request
+
+
+def test_fetch_session_fields_are_kafkas() -> None:
+    """KIP-227: session id and epoch, forgotten topics; an incremental fetch may name none."""
+    request = FetchRequest(
+        (),
+        replica_id=1,
+        session_id=4242,
+        session_epoch=7,
+        forgotten=(("a", 0), ("b", 3), ("a", 2)),
+    )
+    body = _unframe(_joined(kw.encode_fetch_request(request, 9)))
+    _, used = _kio_read(KioRequestHeader, body)
+    kio_request, end = _kio_read(KioFetchRequest, body, used)
+    assert end == len(body)
+    assert isinstance(kio_request, KioFetchRequest)
+    assert (kio_request.session_id, kio_request.session_epoch) == (4242, 7)
+    assert [(f.topic, list(f.partitions)) for f in kio_request.forgotten_topics_data] == [
+        ("a", [0, 2]),
+        ("b", [3]),
+    ]
+    _, rest = kw.decode_request_header(body)
+    decoded = kw.decode_fetch_request(rest)
+    assert decoded == request._replace(forgotten=(("a", 0), ("a", 2), ("b", 3)))
+    sessionless = FetchRequest((), replica_id=1)
+    _, rest = kw.decode_request_header(_unframe(_joined(kw.encode_fetch_request(sessionless, 1))))
+    with pytest.raises(InvalidRequestError, match="non-empty"):
+        kw.decode_fetch_request(rest)
+
+
+def test_fetch_response_carries_the_session_and_its_error() -> None:
+    body = _unframe(_joined(kw.encode_fetch_response(3, [], session_id=99, error_code=71)))
+    _, used = _kio_read(KioResponseHeader, body)
+    kio_response, end = _kio_read(KioFetchResponse, body, used)
+    assert end == len(body)
+    assert isinstance(kio_response, KioFetchResponse)
+    assert (kio_response.session_id, kio_response.error_code.value) == (99, 71)
+    _, rest = kw.decode_response_header(body, is_flexible=True)
+    assert kw.decode_fetch_session_response(rest) == FetchResponse((), 99, 71)
+    with pytest.raises(YakError):
+        kw.decode_fetch_response(rest)  # the sessionless reader raises it
 
 
 def test_fetch_response_is_kafkas_and_records_are_not_copied() -> None:
