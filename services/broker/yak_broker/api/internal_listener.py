@@ -20,6 +20,10 @@ Per connection:
   response header and nothing of it is applied; a frame larger than ``max_request_bytes``
   closes the connection, as Kafka does (the stream has no point to resume at); per-partition
   errors travel in the responses.
+- **Fetch sessions**: a follower's Fetch with session fields (KIP-227: ``session_id``,
+  ``session_epoch``, forgotten topics) is served in its incremental fetch session
+  (``server.session_fetcher``), a sessionless one (a consumer's, ``session_epoch`` -1) as
+  before (``server.fetcher``).
 - **Back-pressure**: when the socket's send buffer is above its high-water mark the listener
   stops reading further requests from that connection until it drains.
 
@@ -48,8 +52,10 @@ from yak.protocol import kafka_sasl as sasl
 from yak.protocol import kafka_wire as kw
 from yak.protocol.broker_wire import Buffer
 from yak.security.cluster_secret import secret_matches
+from yak_broker.replication.fetch_session_cache import FINAL_EPOCH
 from yak_broker.server.appender import append_partitions
 from yak_broker.server.fetcher import serve_fetch
+from yak_broker.server.session_fetcher import serve_session_fetch
 
 if TYPE_CHECKING:
     from yak_broker.server.broker import Broker
@@ -220,12 +226,18 @@ class _Connection(asyncio.BufferedProtocol):
             stats.produce_answer.observe(time.perf_counter() - answering)
             return parts
         if key == kw.API_FETCH and version == kw.FETCH_VERSION:
-            partitions = await serve_fetch(
-                kw.decode_fetch_request(body),
-                broker.replicas,
-                max_wait_limit_ms=broker.settings.max_wait_ms_limit,
+            fetch = kw.decode_fetch_request(body)
+            limit_ms = broker.settings.max_wait_ms_limit
+            if fetch.session_id == 0 and fetch.session_epoch == FINAL_EPOCH:
+                partitions = await serve_fetch(fetch, broker.replicas, max_wait_limit_ms=limit_ms)
+                return kw.encode_fetch_response(correlation_id, partitions)
+            response = await serve_session_fetch(fetch, broker.replicas, max_wait_limit_ms=limit_ms)
+            return kw.encode_fetch_response(
+                correlation_id,
+                response.partitions,
+                session_id=response.session_id,
+                error_code=response.error_code,
             )
-            return kw.encode_fetch_response(correlation_id, partitions)
         raise InvalidRequestError(
             f"the internal listener does not serve api key {key} version {version}",
             api_key=key,

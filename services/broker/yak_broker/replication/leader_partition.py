@@ -15,8 +15,12 @@ Rules (Kafka's ``Partition``/``Replica``):
   being removed still counts). It never goes back and never passes the leader's LEO (nor, in
   ``flush.mode=sync``, the leader's fsynced end).
 - **ISR shrink**: ``tick`` proposes removing every follower not caught up for longer than
-  ``replica.lag.time.max.ms``. **Expand**: a follower outside the ISR whose LEO reached the high
-  watermark and the start of the current leader epoch is proposed for addition.
+  ``replica.lag.time.max.ms``. A follower fetching in an incremental fetch session (KIP-227)
+  does not name an unchanged partition, so the leader hears of it only when its position
+  moves; while that session keeps fetching and the follower's last position is the leader's
+  LEO, it counts as caught up at the session's last fetch (``FollowerProgress.caught_up_ms``).
+  **Expand**: a follower outside the ISR whose LEO reached the high watermark and the start of
+  the current leader epoch is proposed for addition.
 - One proposal in flight at a time; it ends when a state with a higher partition epoch arrives
   (``on_state``) or its compare-and-swap fails (``on_proposal_failed``).
 - **Fencing**: a request carrying another ``current_leader_epoch`` is refused (older:
@@ -45,6 +49,7 @@ from yak.errors import (
     YakError,
 )
 from yak.metadata.models import PartitionState
+from yak_broker.replication.fetch_session_cache import SessionClock
 from yak_broker.replication.messages import (
     FENCED_LEADER_EPOCH,
     NOT_LEADER_OR_FOLLOWER,
@@ -68,6 +73,17 @@ class FollowerProgress:
     last_caught_up_ms: int = 0
     last_fetch_leader_leo: int = -1
     last_fetch_ms: int = -1
+    #: The incremental fetch session its last fetch came in (None: sessionless): while the
+    #: session keeps fetching and its position is the leader's LEO, it is caught up.
+    session: SessionClock | None = None
+
+    def caught_up_ms(self, leader_leo: int) -> int:
+        """When it was last caught up, counting the session's fetches that did not name this
+        partition (its position unchanged at the leader's LEO: Kafka's first rule each one)."""
+        session = self.session
+        if session is not None and not session.closed and self.log_end_offset >= leader_leo:
+            return max(self.last_caught_up_ms, session.last_fetch_ms)
+        return self.last_caught_up_ms
 
 
 class LeaderPartition:
@@ -202,9 +218,14 @@ class LeaderPartition:
         return self._advance_high_watermark()
 
     def on_follower_fetch(
-        self, replica_id: int, fetch_offset: int, now_ms: int
+        self,
+        replica_id: int,
+        fetch_offset: int,
+        now_ms: int,
+        session: SessionClock | None = None,
     ) -> list[LeaderOutput]:
-        """A follower fetches from ``fetch_offset``, its LEO (before the leader reads)."""
+        """A follower fetches from ``fetch_offset``, its LEO (before the leader reads);
+        ``session``: the incremental fetch session it came in (see ``FollowerProgress``)."""
         progress = self.followers.get(replica_id)
         leader_leo = self._log.log_end_offset
         if self.retired or progress is None or fetch_offset > leader_leo:
@@ -216,6 +237,7 @@ class LeaderPartition:
         progress.last_fetch_leader_leo = leader_leo
         progress.last_fetch_ms = now_ms
         progress.log_end_offset = fetch_offset
+        progress.session = session
         outputs = self._maybe_expand(replica_id)
         outputs += self._advance_high_watermark()
         return outputs
@@ -225,9 +247,12 @@ class LeaderPartition:
         if self.retired or self.pending is not None:
             return []
         lagging = set()
+        leader_leo = self._log.log_end_offset
         for replica in self.state.isr:
             progress = self.followers.get(replica)
-            if progress is not None and now_ms - progress.last_caught_up_ms > self._lag_max_ms:
+            if progress is None:
+                continue
+            if now_ms - progress.caught_up_ms(leader_leo) > self._lag_max_ms:
                 lagging.add(replica)
         if not lagging:
             return []
@@ -250,6 +275,13 @@ class LeaderPartition:
             self.pending = None
         self._add_followers(state, now_ms)
         return self._advance_high_watermark()
+
+    def on_follower_forgotten(self, replica_id: int) -> None:
+        """The follower's session stopped fetching this partition (it truncates, or it no
+        longer follows this leader): that session's later fetches do not count for it."""
+        progress = self.followers.get(replica_id)
+        if progress is not None:
+            progress.session = None
 
     def on_proposal_failed(self, proposal: AlterIsr | None = None) -> None:
         """The compare-and-swap of ``proposal`` lost: wait for the state that beat it.

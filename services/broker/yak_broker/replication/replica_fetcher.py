@@ -5,19 +5,23 @@ The protocol lives in the pure ``replication.FetchSession`` (which partitions to
 which offset, what to truncate, how to apply an answer); this module only does the I/O around
 it. One ``ReplicaFetcher`` per leader broker loops:
 
-1. ``session.build()`` → epoch queries (partitions that must find their divergence point
-   first) and fetch positions;
+1. ``session.next_round()`` → epoch queries (partitions that must find their divergence point
+   first) and, in the leader's incremental fetch session (KIP-227), the fetch positions that
+   changed since the last round — none when idle — or every one in a full round;
 2. ``POST /v1/offsets-for-leader-epoch`` for the queries, then ``session.on_epoch_answers``;
 3. a Fetch with this broker's id as ``replica_id`` (a long poll: ``min_bytes`` 1,
-   ``max_wait_ms`` 500) on the leader's internal listener (Kafka framing, one persistent
-   connection; HTTP ``POST /v1/fetch`` for a leader without one), then
-   ``session.on_fetch_answers`` — the session appends the batches
-   to the follower logs and moves their high watermarks;
-4. on a network error, back off ``fetch_backoff_ms`` (woken early by a change of the session).
+   ``max_wait_ms`` 500) and the session fields, on the leader's internal listener (Kafka
+   framing, one persistent connection; HTTP ``POST /v1/fetch`` for a leader without one,
+   sessionless), then ``session.on_session_response`` (a refused session: a full round next)
+   and ``session.on_fetch_answers`` — the session appends the batches to the follower logs and
+   moves their high watermarks; the leader answers only partitions with something new;
+4. on a network error, start the session over and back off ``fetch_backoff_ms`` (woken early
+   by a change of the session); an answer of errors only backs off too, keeping the session.
 
 With nothing to fetch it sleeps on an event set by ``add``/``remove``. A partition added while a
 long poll is in flight joins the next request (at most ``max_wait_ms`` later). The leader's URL
-comes from the metadata snapshot on each round, so a restarted leader on a new port is found.
+comes from the metadata snapshot on each round, so a restarted leader on a new port is found
+(it knows no session: it answers ``FETCH_SESSION_ID_NOT_FOUND``, or the connection broke).
 
 Single event loop: the session is only touched from this loop, between awaits.
 """
@@ -30,7 +34,7 @@ import logging
 from collections.abc import Callable
 
 from yak.clients.broker import BrokerClient
-from yak.errors import NotLeaderOrFollowerError, YakError
+from yak.errors import YakError
 from yak.metadata.cache import ClusterSnapshot
 from yak.protocol.broker_models import OffsetForLeaderEpoch
 from yak.protocol.broker_wire import FetchPartition, FetchRequest
@@ -124,17 +128,26 @@ class ReplicaFetcher:
     async def _run(self) -> None:
         while True:
             self._changed.clear()
-            round_ = self.session.build()
+            round_ = self.session.next_round()
             client = await self._leader_client() if round_ else None
             if client is None:  # nothing to do, or the leader is not registered (yet)
+                if round_.has_fetch:
+                    self.session.on_error()  # the round was not sent: start over
                 await self._changed.wait()
                 continue
             try:
                 await self._exchange(client, round_)
+            except _EveryPartitionFailedError as exc:
+                _log.info("fetch from broker %d: %s; backing off", self.leader_id, exc)
+                await self._back_off()
             except (YakError, OSError) as exc:
+                self.session.on_error()
                 _log.info("fetch from broker %d failed: %s; backing off", self.leader_id, exc)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._changed.wait(), self._backoff_s)
+                await self._back_off()
+
+    async def _back_off(self) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), self._backoff_s)
 
     async def _exchange(self, client: BrokerClient, round_: FetchRound) -> None:
         queries = round_.epoch_queries()
@@ -164,22 +177,34 @@ class ReplicaFetcher:
                     for a in answers
                 ),
             )
-        positions = round_.fetch_positions()
-        if not positions:
+        if not round_.has_fetch:
             return
         request = FetchRequest(
             tuple(
                 FetchPartition(
                     p.topic, p.partition, p.fetch_offset, self._max_bytes, p.current_leader_epoch
                 )
-                for p in positions
+                for p in round_.fetch_positions()
             ),
             max_wait_ms=self._max_wait_ms,
             min_bytes=1,
             max_bytes=self._max_bytes,
             replica_id=self.broker_id,
+            session_id=round_.session_id,
+            session_epoch=round_.session_epoch,
+            forgotten=tuple(round_.forgotten),
         )
-        fetched = await client.fetch(request)
+        response = await client.fetch_session(request)
+        self.session.on_session_response(round_, response.session_id, response.error_code)
+        if response.error_code:
+            _log.info(
+                "broker %d refused fetch session %d (error %d): a full fetch next",
+                self.leader_id,
+                round_.session_id,
+                response.error_code,
+            )
+            return
+        fetched = response.partitions
         if self._on_fetched is not None:
             for f in fetched:
                 self._on_fetched(f.topic, len(memoryview(f.records)))
@@ -200,9 +225,13 @@ class ReplicaFetcher:
         )
         if failed and len(failed) == len(fetched):
             # Nothing moved: do not spin on an error the leader answers at once.
-            raise NotLeaderOrFollowerError(
+            raise _EveryPartitionFailedError(
                 f"every partition failed: {failed[0].error.code if failed[0].error else ''}"
             )
+
+
+class _EveryPartitionFailedError(Exception):
+    """A fetch answered only errors (the session stays: the leader answered it)."""
 
 
 class ReplicaFetcherManager:

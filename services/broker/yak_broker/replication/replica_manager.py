@@ -50,6 +50,7 @@ from yak.metadata.keyspace import KeyKind, ParsedKey
 from yak.metadata.models import NO_LEADER, PartitionState
 from yak_broker.metrics import BrokerTopicStats, PartitionView
 from yak_broker.replication.delayed_produce import HighWatermarkWaiters
+from yak_broker.replication.fetch_session_cache import FetchSessionCache, SessionClock
 from yak_broker.replication.fetch_waiter import FetchWaiters
 from yak_broker.replication.follower_partition import FollowerPartition
 from yak_broker.replication.leader_partition import LeaderPartition
@@ -120,8 +121,10 @@ class ReplicaManager:
         self._snapshot = snapshot
         #: Consumer fetches, woken when a high watermark moves.
         self.waiters = waiters
-        #: Follower fetches, woken by every append on a partition led here.
+        #: Sessionless follower fetches, woken by every append on a partition led here.
         self.replica_waiters: FetchWaiters[TopicPartition] = FetchWaiters()
+        #: The followers' incremental fetch sessions (KIP-227), woken like the waiters.
+        self.fetch_sessions = FetchSessionCache()
         #: acks=all produces, completed when the high watermark passes them.
         self.hw_waiters: HighWatermarkWaiters[TopicPartition] = HighWatermarkWaiters()
         self.now_ms = now_ms
@@ -205,15 +208,39 @@ class ReplicaManager:
 
         ``local_end``: in ``flush.mode=sync``, the end of the fsynced part of the log.
         """
-        self.replica_waiters.notify(replica.tp)
+        self._wake_followers(replica.tp)
         if replica.leader is not None:
             self._carry_out(replica, replica.leader.on_append(self.now_ms(), local_end))
 
-    def on_follower_fetch(self, replica: Replica, replica_id: int, fetch_offset: int) -> None:
-        """A follower asks from ``fetch_offset`` (its log end offset): record its progress."""
+    def _wake_followers(self, tp: TopicPartition) -> None:
+        self.replica_waiters.notify(tp)
+        self.fetch_sessions.notify((tp.topic, tp.partition))
+
+    def on_follower_fetch(
+        self,
+        replica: Replica,
+        replica_id: int,
+        fetch_offset: int,
+        session: SessionClock | None = None,
+    ) -> None:
+        """A follower asks from ``fetch_offset`` (its log end offset): record its progress
+        (``session``: the incremental fetch session the fetch came in)."""
         if replica.leader is not None:
-            outputs = replica.leader.on_follower_fetch(replica_id, fetch_offset, self.now_ms())
+            outputs = replica.leader.on_follower_fetch(
+                replica_id, fetch_offset, self.now_ms(), session
+            )
             self._carry_out(replica, outputs)
+
+    def on_follower_forgotten(self, tp: TopicPartition, replica_id: int) -> None:
+        """A follower's fetch session dropped ``tp`` (see ``LeaderPartition``)."""
+        replica = self._replicas.get(tp)
+        if replica is not None and replica.leader is not None:
+            replica.leader.on_follower_forgotten(replica_id)
+
+    def log_end_offset(self, tp: TopicPartition) -> int:
+        """The log end offset of the replica of ``tp`` hosted here (-1: none)."""
+        replica = self._replicas.get(tp)
+        return replica.log.log_end_offset if replica is not None else -1
 
     def _on_follower_progress(self, tp: TopicPartition) -> None:
         """The fetch session applied an answer for ``tp`` (nothing to carry out: followers
@@ -223,6 +250,8 @@ class ReplicaManager:
         for output in outputs:
             if isinstance(output, HighWatermarkAdvanced):
                 self.waiters.notify(replica.tp)
+                # Followers learn it at their session's next answer (not woken for it).
+                self.fetch_sessions.mark((replica.tp.topic, replica.tp.partition))
                 self.hw_waiters.advance(replica.tp, output.high_watermark)
             elif isinstance(output, AlterIsr):
                 self._propose(replica, output)
@@ -265,6 +294,7 @@ class ReplicaManager:
     async def stop(self) -> None:
         """Stop fetching and fail the waiting acks=all producers (the broker is stopping)."""
         self.hw_waiters.fail_all(NotLeaderOrFollowerError("the broker is shutting down"))
+        self.fetch_sessions.close_all()
         await self.fetchers.stop()
         for task in list(self._proposals):
             task.cancel()
@@ -346,7 +376,7 @@ class ReplicaManager:
             self._retire_leader(replica)
             self._retire_follower(replica)
         self.waiters.notify(tp)
-        self.replica_waiters.notify(tp)
+        self._wake_followers(tp)
 
     def _host(self, desired: DesiredReplica) -> None:
         tp = desired.tp
@@ -380,7 +410,7 @@ class ReplicaManager:
             self._follow(replica, state)
         if (previous.leader, previous.leader_epoch) != (state.leader, state.leader_epoch):
             self.waiters.notify(tp)  # waiting fetches re-check leadership
-            self.replica_waiters.notify(tp)
+            self._wake_followers(tp)
 
     def _lead(self, replica: Replica, state: PartitionState) -> None:
         machine = replica.leader

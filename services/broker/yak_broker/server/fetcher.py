@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from yak.errors import OffsetOutOfRangeError, YakError
 from yak.protocol.broker_wire import FetchedPartition, FetchRequest, PartitionError
 from yak_broker.replication.delayed_fetch import delayed_fetch
+from yak_broker.replication.fetch_session_cache import SessionClock
 from yak_broker.replication.replica_manager import ReplicaManager
 from yak_broker.storage.log import FetchIsolation
 from yak_broker.storage.log_manager import TopicPartition
@@ -37,8 +38,11 @@ __all__ = ["read_partitions", "response_bytes", "serve_fetch"]
 _EMPTY = memoryview(b"")
 
 
-def read_partitions(request: FetchRequest, replicas: ReplicaManager) -> list[FetchedPartition]:
-    """One read of every partition of ``request`` (see the module doc)."""
+def read_partitions(
+    request: FetchRequest, replicas: ReplicaManager, session: SessionClock | None = None
+) -> list[FetchedPartition]:
+    """One read of every partition of ``request`` (see the module doc); ``session``: the
+    follower's incremental fetch session it is read for."""
     follower = request.replica_id >= 0
     isolation = FetchIsolation.LOG_END if follower else FetchIsolation.HIGH_WATERMARK
     remaining = request.max_bytes
@@ -51,7 +55,7 @@ def read_partitions(request: FetchRequest, replicas: ReplicaManager) -> list[Fet
             leader.check_epoch(wanted.current_leader_epoch)
             log = replica.log
             if follower:
-                replicas.on_follower_fetch(replica, request.replica_id, wanted.offset)
+                replicas.on_follower_fetch(replica, request.replica_id, wanted.offset, session)
             records = _EMPTY
             hw, start = log.high_watermark, log.log_start_offset
             if remaining > 0:

@@ -14,6 +14,7 @@ from yak.errors import (
     UnknownLeaderEpochError,
 )
 from yak.metadata.models import PartitionState
+from yak_broker.replication.fetch_session_cache import SessionClock
 from yak_broker.replication.leader_partition import LeaderPartition
 from yak_broker.replication.messages import (
     FENCED_LEADER_EPOCH,
@@ -260,3 +261,34 @@ def test_followers_follow_the_replica_set(log: Log) -> None:
     leader.on_state(moved, 50)
     assert sorted(leader.followers) == [2, 3]
     assert leader.followers[3].last_caught_up_ms == 50  # a full lag window to show up
+
+
+def test_a_session_that_keeps_fetching_keeps_its_caught_up_followers_in_the_isr(
+    log: Log,
+) -> None:
+    """KIP-227: an incremental fetch does not name an unchanged partition; while the follower's
+    session keeps fetching and its position is the leader's LEO, it is caught up."""
+    append(log, 1, b"a")
+    leader = lead(log)
+    clock_1, clock_2 = SessionClock(0), SessionClock(0)
+    leader.on_follower_fetch(1, 1, 10, clock_1)
+    leader.on_follower_fetch(2, 1, 10, clock_2)
+    clock_1.last_fetch_ms = clock_2.last_fetch_ms = 10 + LAG  # idle rounds since
+    assert leader.tick(10 + LAG + 1) == []
+    clock_2.closed = True  # follower 2's session was evicted: its rounds no longer count
+    (shrink,) = leader.tick(10 + LAG + 1)
+    assert isinstance(shrink, AlterIsr)
+    assert shrink.new_isr == (0, 1)
+
+
+def test_a_session_does_not_vouch_for_a_follower_behind_or_forgotten(log: Log) -> None:
+    leader = lead(log)
+    clock = SessionClock(0)
+    leader.on_follower_fetch(1, 0, 10, clock)
+    leader.on_follower_fetch(2, 0, 10, clock)
+    append(log, 1, b"a")  # follower 1 never fetches it; follower 2 is forgotten
+    leader.on_follower_forgotten(2)
+    clock.last_fetch_ms = 10 + LAG
+    (shrink,) = leader.tick(10 + LAG + 1)
+    assert isinstance(shrink, AlterIsr)
+    assert shrink.new_isr == (0,)
