@@ -255,6 +255,7 @@ class Broker:
             _log.exception("controlled shutdown failed; stopping anyway")
         self.waiters.notify_all()
         self.replicas.replica_waiters.notify_all()
+        self.replicas.fetch_sessions.close_all()  # parked session fetches answer at once
         registrar, self._registrar = self._registrar, None
         if registrar is not None:
             await registrar.deregister()
