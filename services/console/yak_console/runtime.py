@@ -89,6 +89,7 @@ class ConsoleRuntime:
         self.sampler = Sampler(
             self.admin,
             interval_s=settings.sample_interval_ms / 1000,
+            idle_interval_s=settings.sample_idle_interval_ms / 1000,
             history=settings.history,
         )
         self.topics = TopicDirectory(self.admin)

@@ -9,6 +9,19 @@ from the latest sample, so a page with 100 topics x 16 partitions costs no API r
 charts and the under-replicated banner are fed from the history over Server-Sent Events
 (``wait_next`` wakes every subscriber when a sample lands — no polling).
 
+**What a sampling costs grows with the cluster** (the log dirs list every replica: 60,000 at
+20,000 partitions RF 3, read by every broker, rendered by the proxy and parsed here), so the
+sampler samples only as often as someone looks, and never spends more than a tenth of its time
+sampling:
+
+- *watched* — a page asked for the sample or an event stream waited for one in the last
+  ``watch_s`` (60 s): every ``interval_s`` (2 s);
+- *unwatched*: every ``idle_interval_s`` (30 s), which keeps ``/readyz`` and the charts'
+  history current at a fifteenth of the cost;
+- either way at least ten times the last sampling's duration apart (``duty`` 0.1);
+- a page that finds the latest sample older than twice the current pause (the first look
+  after a quiet spell) samples at once and waits for it.
+
 A failed call keeps the last good part and records the error in the sample (shown on the
 pages); the loop never dies of one. ``refresh()`` samples at once (after a change made through
 the console, so the next page shows it). ``unreachable`` says whether the last sampling reached
@@ -20,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -174,24 +188,36 @@ def derive(
 
 
 class Sampler:
-    """Samples the cluster through ``admin`` every ``interval_s`` and keeps ``history``."""
+    """Samples the cluster through ``admin`` and keeps ``history``; see the module doc for
+    how often."""
 
     def __init__(
         self,
         admin: AsyncAdmin,
         *,
         interval_s: float = 2.0,
+        idle_interval_s: float = 30.0,
+        watch_s: float = 60.0,
+        duty: float = 0.1,
         history: int = 300,
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._admin = admin
         self._interval_s = interval_s
+        self._idle_interval_s = max(interval_s, idle_interval_s)
+        self._watch_s = watch_s
+        self._duty = duty
         self._clock = clock
+        self._monotonic = monotonic
         self.history: deque[Sample] = deque(maxlen=history)
         self._changed = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
         self._kick = asyncio.Event()
         self._lock = asyncio.Lock()
+        self._watched_until = -math.inf
+        self._sampled_at = -math.inf  # monotonic, when the last sampling ended
+        self._last_duration = 0.0
         #: Why the public API could not be reached on the last sampling (None: it answered,
         #: possibly with an error such as a refused credential).
         self.unreachable: str | None = None
@@ -200,10 +226,31 @@ class Sampler:
     def latest(self) -> Sample | None:
         return self.history[-1] if self.history else None
 
+    def watched(self) -> bool:
+        """Whether a page or an event stream looked in the last ``watch_s``."""
+        return self._monotonic() < self._watched_until
+
+    def pause(self) -> float:
+        """Seconds between two samplings now: the interval if watched, the idle interval if
+        not, and at least the last sampling's duration over the duty cycle."""
+        base = self._interval_s if self.watched() else self._idle_interval_s
+        return max(base, self._last_duration / self._duty)
+
+    def watch(self) -> None:
+        """Someone is looking: sample every interval for the next ``watch_s``."""
+        idle = not self.watched()
+        self._watched_until = self._monotonic() + self._watch_s
+        if idle:
+            self._kick.set()  # the loop plans its next sampling again, now sooner
+
     async def current(self) -> Sample:
-        """The latest sample, taking the first one if there is none yet."""
+        """The latest sample (a page is looking): sampled now if there is none, or if it is
+        older than twice the pause (the first look after a quiet spell)."""
+        self.watch()
         latest = self.latest
-        return latest if latest is not None else await self.refresh()
+        if latest is None or self._monotonic() - self._sampled_at > 2 * self.pause():
+            return await self.refresh()
+        return latest
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="console-sampler")
@@ -216,37 +263,59 @@ class Sampler:
             self._task = None
 
     async def wait_next(self, after_seq: int, timeout_s: float) -> Sample | None:
-        """The first sample newer than ``after_seq``, or None after ``timeout_s``."""
+        """The first sample newer than ``after_seq``, or None after ``timeout_s`` (an event
+        stream is looking)."""
+        self.watch()
         async with self._changed:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(
-                    self._changed.wait_for(
+                async with asyncio.timeout(timeout_s):
+                    await self._changed.wait_for(
                         lambda: self.latest is not None and self.latest.seq > after_seq
-                    ),
-                    timeout_s,
-                )
+                    )
         latest = self.latest
         return latest if latest is not None and latest.seq > after_seq else None
 
     async def refresh(self) -> Sample:
         """Sample now (one sampling at a time; a caller that waited gets the fresh one)."""
         async with self._lock:
-            previous = self.latest
-            sample = await self._take(previous)
-            self.history.append(sample)
+            sample = await self._sample()
         async with self._changed:
             self._changed.notify_all()
         return sample
 
+    async def _sample(self) -> Sample:
+        started = self._monotonic()
+        try:
+            sample = await self._take(self.latest)
+            self.history.append(sample)
+            return sample
+        finally:
+            self._sampled_at = self._monotonic()
+            self._last_duration = self._sampled_at - started
+
+    def _due_in(self) -> float:
+        return self._sampled_at + self.pause() - self._monotonic()
+
     async def _run(self) -> None:
         while True:
+            wait = self._due_in()
+            if wait > 0:
+                # ``asyncio.timeout``, not ``wait_for``: on 3.11 ``wait_for`` swallows a
+                # cancellation that lands as the kick is set (``stop`` right after a page).
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(wait):
+                        await self._kick.wait()
+                self._kick.clear()
+                continue
             try:
-                await self.refresh()
+                async with self._lock:
+                    if self._due_in() > 0:
+                        continue  # a page sampled while this waited for the lock
+                    await self._sample()
+                async with self._changed:
+                    self._changed.notify_all()
             except Exception:  # the loop must outlive any one bad answer
                 _log.exception("sampling the cluster failed")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._kick.wait(), self._interval_s)
-            self._kick.clear()
 
     async def _take(self, previous: Sample | None) -> Sample:
         errors: list[str] = []

@@ -13,6 +13,10 @@ read_only              YAK_CONSOLE_READ_ONLY         false: no create, delete, e
 allow_export           YAK_CONSOLE_EXPORT            true: the message browser's JSON/CSV export
 sample_interval_ms     YAK_CONSOLE_SAMPLE_           2000: how often the cluster is sampled
                        INTERVAL_MS                   for rates, lag history and the banner
+                                                     while a page or event stream looks
+sample_idle_           YAK_CONSOLE_SAMPLE_IDLE_      30000: how often when nobody has looked
+interval_ms            INTERVAL_MS                   for a minute (never more often than the
+                                                     interval; ``sampler.py``)
 history                YAK_CONSOLE_HISTORY           300 samples kept (10 min at 2 s)
 browse_max_scan        YAK_CONSOLE_BROWSE_MAX_SCAN   10000: records one browser page may scan
                                                      looking for matches
@@ -67,6 +71,7 @@ class ConsoleSettings:
     read_only: bool = False
     allow_export: bool = True
     sample_interval_ms: int = 2_000
+    sample_idle_interval_ms: int = 30_000
     history: int = 300
     browse_max_scan: int = 10_000
     request_timeout_ms: int = 10_000
@@ -88,6 +93,8 @@ class ConsoleSettings:
             raise ValueError(f"api_url must be an http(s) URL, got {self.api_url!r}")
         if self.sample_interval_ms < 100:
             raise ValueError("sample_interval_ms must be at least 100")
+        if self.sample_idle_interval_ms < 100:
+            raise ValueError("sample_idle_interval_ms must be at least 100")
         if self.history < 2:
             raise ValueError("history must keep at least 2 samples")
         if self.browse_max_scan < 1:
@@ -110,6 +117,7 @@ class ConsoleSettings:
             values["allow_export"] = _flag("YAK_CONSOLE_EXPORT", env["YAK_CONSOLE_EXPORT"])
         for name, var in (
             ("sample_interval_ms", "YAK_CONSOLE_SAMPLE_INTERVAL_MS"),
+            ("sample_idle_interval_ms", "YAK_CONSOLE_SAMPLE_IDLE_INTERVAL_MS"),
             ("history", "YAK_CONSOLE_HISTORY"),
             ("browse_max_scan", "YAK_CONSOLE_BROWSE_MAX_SCAN"),
             ("session_idle_s", "YAK_CONSOLE_SESSION_IDLE_S"),

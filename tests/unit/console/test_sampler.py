@@ -160,3 +160,86 @@ async def test_the_loop_samples_and_stops() -> None:
     assert await sampler.wait_next(2, timeout_s=5) is not None
     await sampler.stop()
     assert sampler.latest is not None
+
+
+class _Monotonic:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _watchable(admin: FakeAdmin, clock: _Monotonic) -> Sampler:
+    return Sampler(
+        admin,  # type: ignore[arg-type]
+        interval_s=2,
+        idle_interval_s=30,
+        watch_s=60,
+        history=10,
+        monotonic=clock,
+    )
+
+
+async def test_samples_often_only_while_someone_looks() -> None:
+    clock = _Monotonic()
+    sampler = _watchable(FakeAdmin(), clock)
+    assert not sampler.watched()
+    assert sampler.pause() == 30  # nobody looking: the idle interval
+    await sampler.current()  # a page looks
+    assert sampler.watched()
+    assert sampler.pause() == 2
+    clock.now += 59
+    assert sampler.pause() == 2
+    clock.now += 2  # a minute without a page or an event stream
+    assert sampler.pause() == 30
+    waiting = asyncio.create_task(sampler.wait_next(99, timeout_s=0.01))  # an event stream
+    await waiting
+    assert sampler.pause() == 2
+
+
+async def test_a_slow_sampling_spaces_the_next_ones_out() -> None:
+    clock = _Monotonic()
+
+    class SlowAdmin(FakeAdmin):
+        async def log_dirs(self) -> LogDirs:
+            clock.now += 0.5  # the sampling takes half a second (a big cluster)
+            return await super().log_dirs()
+
+    sampler = _watchable(SlowAdmin(), clock)
+    await sampler.current()
+    assert sampler.pause() == pytest.approx(5.0)  # ten times the duration, over the 2 s
+
+
+async def test_a_page_after_a_quiet_spell_gets_a_fresh_sample() -> None:
+    clock = _Monotonic()
+    admin = FakeAdmin()
+    sampler = _watchable(admin, clock)
+    first = await sampler.current()
+    assert (await sampler.current()) is first  # fresh enough: no new sampling
+    clock.now += 3  # past the interval, within twice the pause: the loop's job
+    assert (await sampler.current()) is first
+    clock.now += 120  # nobody looked for two minutes
+    admin.hw = 42
+    fresh = await sampler.current()
+    assert fresh.seq == first.seq + 1
+    assert fresh.partitions[("a", 0)].high_watermark == 42
+
+
+async def test_the_idle_loop_wakes_when_a_page_looks() -> None:
+    sampler = Sampler(
+        FakeAdmin(),  # type: ignore[arg-type]
+        interval_s=0.01,
+        idle_interval_s=3600,
+        watch_s=0.05,
+        history=10,
+    )
+    sampler.start()
+    assert await sampler.wait_next(0, timeout_s=5) is not None  # looked at for 50 ms
+    await asyncio.sleep(0.1)  # nobody since: the loop sleeps for an hour
+    quiet = sampler.latest
+    assert quiet is not None
+    await asyncio.sleep(0.1)
+    assert sampler.latest is quiet  # no sampling while unwatched
+    assert await sampler.wait_next(quiet.seq + 2, timeout_s=5) is not None  # watched again
+    await sampler.stop()
