@@ -20,13 +20,14 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from yak import __version__
 from yak.clients.broker import BrokerClient
 from yak.clock import Clock
 from yak.metadata.store import MetadataStore
-from yak.observability.http import install_observability
-from yak.observability.metrics import ServiceMetrics
+from yak.observability.http import ObservabilityMiddleware
+from yak.observability.metrics import ServiceMetrics, metrics_route
 from yak.web.health import health_router
 from yak_rest_proxy.api.admin.quotas import quota_router
 from yak_rest_proxy.api.admin.security import security_router
@@ -52,7 +53,7 @@ from yak_rest_proxy.security.guard import Guard
 from yak_rest_proxy.security.route_acls import missing_routes
 from yak_rest_proxy.settings import ProxySettings
 
-__all__ = ["create_app"]
+__all__ = ["ProxyApp", "create_app"]
 
 
 def create_app(
@@ -90,7 +91,7 @@ def create_app(
             await runtime.stop()
 
     guard = [] if runtime.security_cache is None else [Depends(Guard(runtime.security_cache))]
-    app = FastAPI(
+    app = ProxyApp(
         title="Yak rest-proxy",
         version=__version__,
         description="Confluent REST Proxy v2-compatible API and Yak's native API (/api/v1).",
@@ -128,10 +129,32 @@ def create_app(
     app.include_router(quota_router(runtime))
     if guard and missing_routes(app):
         raise RuntimeError(f"routes without an ACL rule (route_acls.py): {missing_routes(app)}")
-    app.add_middleware(FastLane, runtime=runtime, consumers=consumers)  # innermost: hot, plain
     app.add_middleware(StripTrailingSlash)
     app.add_middleware(ForwardCredential)
-    app.add_middleware(BodyReadTimeout, timeout_s=runtime.settings.request_read_timeout_ms / 1000)
-    install_observability(app, metrics)  # outermost: times and ids every request
+    app.router.routes.append(metrics_route(metrics))
+    # In front of FastAPI's own stack: the observability middleware (times and ids every
+    # request), the body-read timeout, then the fast lane, whose requests skip the rest.
+    front: ASGIApp = FastLane(app.behind_front, runtime=runtime, consumers=consumers)
+    front = BodyReadTimeout(front, timeout_s=runtime.settings.request_read_timeout_ms / 1000)
+    app.front = ObservabilityMiddleware(front, metrics=metrics, routes=lambda: app.router.routes)
     install_openapi(app)
     return app
+
+
+class ProxyApp(FastAPI):
+    """FastAPI with a front: ``front`` (set by ``create_app``) is the ASGI app every request
+    and the lifespan enter, and it ends in ``behind_front``, FastAPI itself. What the front
+    serves — the fast lane's hot routes — skips FastAPI's stack (its telemetry check, the
+    error and body-limit middlewares, the credential and trailing-slash middlewares, routing):
+    seven layers and two ``send`` wrappers per request. Everything else goes on through it."""
+
+    front: ASGIApp | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.front is None:
+            await super().__call__(scope, receive, send)
+        else:
+            await self.front(scope, receive, send)
+
+    async def behind_front(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await super().__call__(scope, receive, send)

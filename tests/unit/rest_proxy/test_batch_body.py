@@ -146,7 +146,7 @@ class Proxy:
     app: FastAPI
 
     def lane(self) -> FastLane:
-        node = self.app.middleware_stack
+        node = getattr(self.app, "front", None)  # ProxyApp: the fast lane is in front
         while node is not None and not isinstance(node, FastLane):
             node = getattr(node, "app", None) or getattr(node, "_app", None)
         assert isinstance(node, FastLane)

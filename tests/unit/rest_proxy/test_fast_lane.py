@@ -24,7 +24,7 @@ class Proxy:
     app: FastAPI
 
     def lane(self) -> FastLane:
-        node = self.app.middleware_stack  # each middleware keeps the next as app or _app
+        node = getattr(self.app, "front", None)  # ProxyApp: each layer keeps the next as app
         while node is not None and not isinstance(node, FastLane):
             node = getattr(node, "app", None) or getattr(node, "_app", None)
         assert isinstance(node, FastLane)
