@@ -11,7 +11,13 @@ the last snapshot (``connected`` tells which): the lifecycle of ``yak.metadata.w
 
 ``on_change(parsed_key)`` is called after each event the cache applied (the snapshot is built
 only when read, so a burst of events costs no copy each); ``on_reload(snapshot)`` after each
-load but the first, since events may have been missed in between.
+load but the first, since events may have been missed in between. ``subscribe(listener)`` adds
+more such listeners at any time (the coordinator's reconciler and group coordinator, for each
+term): ``listener(parsed_key)`` after each event, ``listener(None)`` after a reload.
+
+Building a snapshot costs the number of topics and brokers, not of partitions: partition states
+are kept per topic, and a snapshot shares each topic's states with the cache until an event
+changes that topic, which then copies that topic's states only (``PartitionMap``).
 
 A value that fails validation is logged and treated as absent rather than stopping the cache.
 Single event loop; readers in the same loop may call any method concurrently.
@@ -21,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -40,7 +46,7 @@ from yak.metadata.models import (
 from yak.metadata.store import EventKind, KeyValue, MetadataStore, WatchEvent
 from yak.metadata.watched import WatchedPrefix
 
-__all__ = ["ClusterSnapshot", "MetadataCache"]
+__all__ = ["ClusterSnapshot", "MetadataCache", "MetadataListener", "PartitionMap"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +57,49 @@ _CACHED_KINDS = {
     KeyKind.PARTITION,
     KeyKind.CONTROLLER,
 }
+
+
+#: Told what changed: the key of an applied event, or None after a reload (anything may have).
+MetadataListener = Callable[[ParsedKey | None], None]
+
+
+class PartitionMap(Mapping[tuple[str, int], PartitionState]):
+    """Partition states by ``(topic, partition)``, stored per topic (read-only).
+
+    ``of(topic)`` gives one topic's states without walking the others; ``len`` is counted once.
+    The per-topic mappings are shared with the ``MetadataCache`` that built the map, which
+    never changes a mapping it has handed out (it copies a topic's states before changing them).
+    """
+
+    __slots__ = ("_by_topic", "_len")
+
+    def __init__(self, by_topic: Mapping[str, Mapping[int, PartitionState]]) -> None:
+        self._by_topic = by_topic
+        self._len = sum(len(states) for states in by_topic.values())
+
+    def of(self, topic: str) -> Mapping[int, PartitionState]:
+        """The states of ``topic`` by partition number (empty if it has none)."""
+        return self._by_topic.get(topic, _NO_STATES)
+
+    def __getitem__(self, key: tuple[str, int]) -> PartitionState:
+        topic, partition = key
+        return self._by_topic.get(topic, _NO_STATES)[partition]
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, tuple) or len(key) != 2:
+            return False
+        return key[1] in self._by_topic.get(key[0], _NO_STATES)
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        for topic, states in self._by_topic.items():
+            for partition in states:
+                yield topic, partition
+
+    def __len__(self) -> int:
+        return self._len
+
+
+_NO_STATES: Mapping[int, PartitionState] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +124,12 @@ class ClusterSnapshot:
         return frozenset(self.decommissions)
 
     def partitions_of(self, topic: str) -> list[PartitionState]:
-        """The known partitions of ``topic`` in partition order (an index over every topic is
-        built on the first call, so asking for each topic costs one pass, not one per topic)."""
+        """The known partitions of ``topic`` in partition order (read from a ``PartitionMap``
+        directly; otherwise an index over every topic is built on the first call, so asking
+        for each topic costs one pass, not one per topic)."""
+        if isinstance(self.partitions, PartitionMap):
+            of_topic = self.partitions.of(topic)
+            return [of_topic[p] for p in sorted(of_topic)]
         index = self._by_topic
         if index is None:
             index = {}
@@ -110,6 +163,7 @@ class MetadataCache:
         self._keyspace = keyspace
         self._on_change = on_change
         self._on_reload = on_reload
+        self._listeners: list[MetadataListener] = []
         self._loaded = False
         self._watched = WatchedPrefix(
             store, keyspace.root, what="metadata", load=self._load, apply=self._apply, clock=clock
@@ -117,7 +171,10 @@ class MetadataCache:
         self._controller: ControllerRecord | None = None
         self._brokers: dict[int, BrokerRegistration] = {}
         self._topics: dict[str, TopicRecord] = {}
-        self._partitions: dict[tuple[str, int], PartitionState] = {}
+        #: Partition states by topic; a topic's dict is only changed in place while it is in
+        #: ``_owned`` (not yet handed to a snapshot), else copied first (see ``PartitionMap``).
+        self._partitions: dict[str, dict[int, PartitionState]] = {}
+        self._owned: set[str] = set()
         self._decommissions: dict[int, BrokerDecommission] = {}
         self._snapshot: ClusterSnapshot | None = None
 
@@ -130,9 +187,10 @@ class MetadataCache:
                 controller=self._controller,
                 brokers=MappingProxyType(dict(self._brokers)),
                 topics=MappingProxyType(dict(self._topics)),
-                partitions=MappingProxyType(dict(self._partitions)),
+                partitions=PartitionMap(dict(self._partitions)),
                 decommissions=MappingProxyType(dict(self._decommissions)),
             )
+            self._owned.clear()  # every topic's states are shared with the snapshot now
         return self._snapshot
 
     @property
@@ -143,6 +201,17 @@ class MetadataCache:
     def connected(self) -> bool:
         """Whether the watch is open (false while etcd is unreachable)."""
         return self._watched.connected
+
+    def subscribe(self, listener: MetadataListener) -> Callable[[], None]:
+        """Call ``listener`` after each applied event (its key) and each reload (None) from now
+        on; returns the function that unsubscribes it."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
 
     async def start(self) -> None:
         """Load the metadata (raises MetadataStoreError if etcd is down) and start following."""
@@ -175,12 +244,15 @@ class MetadataCache:
 
     def _load(self, kvs: Sequence[KeyValue]) -> None:
         self._controller, self._brokers, self._topics, self._partitions = None, {}, {}, {}
-        self._decommissions = {}
+        self._decommissions, self._owned = {}, set()
+        self._snapshot = None
         for kv in kvs:
             self._apply_put(kv.key, kv.value)
-        self._snapshot = None
-        if self._loaded and self._on_reload is not None:
-            self._on_reload(self.snapshot)
+        if self._loaded:
+            if self._on_reload is not None:
+                self._on_reload(self.snapshot)
+            for listener in list(self._listeners):
+                listener(None)
         self._loaded = True
 
     def _apply(self, event: WatchEvent) -> None:
@@ -191,8 +263,12 @@ class MetadataCache:
             else:
                 self._apply_delete(parsed)
         self._snapshot = None
-        if parsed is not None and self._on_change is not None:
+        if parsed is None:
+            return
+        if self._on_change is not None:
             self._on_change(parsed)
+        for listener in list(self._listeners):
+            listener(parsed)
 
     def _parse(self, key: bytes) -> ParsedKey | None:
         parsed = self._keyspace.parse(key)
@@ -223,7 +299,7 @@ class MetadataCache:
                 assert parsed.topic is not None
                 assert parsed.partition is not None
                 state = PartitionState.decode(value)
-                self._partitions[(parsed.topic, parsed.partition)] = state
+                self._topic_states(parsed.topic)[parsed.partition] = state
             case KeyKind.CONTROLLER:
                 self._controller = ControllerRecord.decode(value)
 
@@ -236,6 +312,20 @@ class MetadataCache:
             case KeyKind.TOPIC:
                 self._topics.pop(parsed.topic or "", None)
             case KeyKind.PARTITION:
-                self._partitions.pop((parsed.topic or "", parsed.partition or 0), None)
+                topic, partition = parsed.topic or "", parsed.partition or 0
+                if partition in self._partitions.get(topic, {}):
+                    states = self._topic_states(topic)
+                    del states[partition]
+                    if not states:
+                        del self._partitions[topic]
+                        self._owned.discard(topic)
             case KeyKind.CONTROLLER:
                 self._controller = None
+
+    def _topic_states(self, topic: str) -> dict[int, PartitionState]:
+        """``topic``'s states, to change: copied first if a snapshot shares them."""
+        states = self._partitions.get(topic)
+        if states is None or topic not in self._owned:
+            states = self._partitions[topic] = dict(states or {})
+            self._owned.add(topic)
+        return states
