@@ -47,10 +47,10 @@ Rules (Kafka's controller, KRaft flavour):
 from __future__ import annotations
 
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from yak.metadata.cache import ClusterSnapshot
+from yak.metadata.cache import ClusterSnapshot, PartitionMap
 from yak.metadata.models import NO_LEADER, BrokerRegistration, PartitionState, TopicRecord
 from yak.topic_config import UNCLEAN_LEADER_ELECTION, is_enabled
 from yak_coordinator.decommission import drain_moves
@@ -278,14 +278,31 @@ def stopping_brokers(snapshot: ClusterSnapshot) -> frozenset[int]:
     return frozenset(shutting_down | snapshot.draining)
 
 
+def _partition_topics(snapshot: ClusterSnapshot) -> set[str]:
+    """The topics that have partition states."""
+    if isinstance(snapshot.partitions, PartitionMap):
+        return set(snapshot.partitions.topics())
+    return {topic for topic, _ in snapshot.partitions}
+
+
 def reconcile(
-    snapshot: ClusterSnapshot, *, auto_leader_rebalance: bool = True, max_drain_moves: int = 10
+    snapshot: ClusterSnapshot,
+    *,
+    auto_leader_rebalance: bool = True,
+    max_drain_moves: int = 10,
+    topics: Collection[str] | None = None,
 ) -> list[Action]:
-    """Every write needed to bring ``snapshot`` to its desired state, topic by topic."""
+    """Every write needed to bring ``snapshot`` to its desired state, topic by topic.
+
+    ``topics``: decide for these topics only (their records, partition states and orphaned
+    states; what a change to them can call for) — the same actions a full pass has for them.
+    None: every topic. Decommission moves (``drain_moves``) are decided either way.
+    """
     live = frozenset(snapshot.brokers)
     stopping = stopping_brokers(snapshot)
     actions: list[Action] = []
-    for name in sorted(snapshot.topics):
+    chosen = snapshot.topics.keys() if topics is None else set(topics)
+    for name in sorted(chosen & snapshot.topics.keys()):
         record = snapshot.topics[name]
         actions += _topic_actions(
             snapshot, record, live, preferred=auto_leader_rebalance, stopping=stopping
@@ -296,6 +313,9 @@ def reconcile(
     for before, after in drain_moves(snapshot, max_moves=max_drain_moves):
         if (before.topic, before.partition) not in touched:
             actions.append(UpdatePartition(before, after, "decommission: moving replicas off"))
-    orphans = sorted({topic for topic, _ in snapshot.partitions} - set(snapshot.topics))
-    actions += [DeleteTopic(topic, orphan=True) for topic in orphans]
+    if topics is None:
+        orphaned = _partition_topics(snapshot) - snapshot.topics.keys()
+    else:
+        orphaned = {t for t in chosen - snapshot.topics.keys() if snapshot.partitions_of(t)}
+    actions += [DeleteTopic(topic, orphan=True) for topic in sorted(orphaned)]
     return actions

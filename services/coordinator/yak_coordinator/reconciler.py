@@ -1,9 +1,18 @@
 """The reconcile driver: applies ``reconcile.reconcile`` decisions to etcd while this
 coordinator is the active controller.
 
-Loop: take the cache's snapshot, compute the actions, write them, wait until the cache moves
-past the snapshot (an etcd change, including our own writes) or ``resync_interval_s`` passes,
-repeat. Every write is one transaction that carries the term's fence (controller key
+Work follows change (issue 19): the driver subscribes to the metadata cache and notes what
+each etcd event touched — a topic record or partition state marks that topic; a broker
+registration or decommission, or a reload of the cache, marks everything (liveness and
+draining bear on every partition). Loop: take the cache's snapshot and the marks together
+(no await in between, so an event is either in the snapshot or marked for the next round),
+decide for the marked topics only (every topic when everything is marked), write, then wait
+until the cache has seen what the round wrote or read and something is marked, or
+``resync_interval_s`` passes (a full pass then: a safety net, since every decision follows
+from some change). Events that arrive while a round writes are decided together in the next
+one, so a burst of changes costs one pass over what it touched.
+
+Every write is one transaction that carries the term's fence (controller key
 ``create_revision == epoch``) plus a compare-and-swap per key:
 
 - creating partition states: the key must be absent (batches of ``batch_size``);
@@ -11,21 +20,22 @@ repeat. Every write is one transaction that carries the term's fence (controller
   was based on (read in the same batch, one ``GetOp`` transaction);
 - deleting a topic: the topic record's ``mod_revision`` must be unchanged (still ``deleting``).
 
-A failed compare means the snapshot was stale: nothing is written and the next round decides
-again from fresher state. A failed fence ends the term (another coordinator is active). Runs as
-one task per term; the caller cancels it when the term ends.
+A failed compare means the snapshot was stale: nothing is written, and since the cache will
+deliver the newer state (marking its topic), the next round decides again once the cache has
+caught up with the revision the round read — not before, or it would decide again from the
+same stale state. A failed fence ends the term (another coordinator is active). Runs as one
+task per term; the caller cancels it when the term ends.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Sequence
 from typing import TypeVar
 
 from yak.errors import MetadataStoreError
 from yak.metadata.cache import ClusterSnapshot, MetadataCache
-from yak.metadata.keyspace import Keyspace
+from yak.metadata.keyspace import KeyKind, Keyspace, ParsedKey
 from yak.metadata.models import PartitionState
 from yak.metadata.store import (
     Compare,
@@ -71,7 +81,7 @@ class Reconciler:
         *,
         auto_leader_rebalance: bool = True,
         max_drain_moves: int = 10,
-        resync_interval_s: float = 5.0,
+        resync_interval_s: float = 60.0,
         batch_size: int = 100,  # etcd allows 128 operations per transaction by default
         stats: ControllerStats | None = None,
     ) -> None:
@@ -83,31 +93,77 @@ class Reconciler:
         self._max_drain_moves = max_drain_moves
         self._resync_s = resync_interval_s
         self._batch = batch_size
+        #: What changed since the last round's snapshot: every topic, or these topics.
+        self._everything = True
+        self._topics: set[str] = set()
+        #: The highest store revision the current round's transactions returned.
+        self._seen = 0
+        #: Rounds run, and the partitions they looked at (for tests and tools).
+        self.rounds = 0
+        self.partitions_decided = 0
+        self._waiting = False
+
+    @property
+    def idle(self) -> bool:
+        """Waiting with nothing to decide: every change the cache applied has been decided."""
+        return self._waiting and not self._everything and not self._topics
 
     async def run(self, term: Term) -> None:
         """Reconcile until cancelled or until the term ends."""
-        while not term.ended:
-            snapshot = self._cache.snapshot
-            try:
-                actions = reconcile(
-                    snapshot,
-                    auto_leader_rebalance=self._rebalance,
-                    max_drain_moves=self._max_drain_moves,
-                )
-                revision = await self.apply(actions, term)
-            except MetadataStoreError as exc:
-                log.warning("reconcile round failed (%s); retrying", exc)
-                revision = 0
-            await self._wait_past(max(revision, snapshot.revision + 1))
+        self._everything, self._topics = True, set()
+        unsubscribe = self._cache.subscribe(self._changed)
+        try:
+            while not term.ended:
+                await self._round(term)
+        finally:
+            unsubscribe()
 
-    async def _wait_past(self, revision: int) -> None:
-        """Wait for the cache to reach ``revision``, or for the resync interval."""
+    def _changed(self, key: ParsedKey | None) -> None:
+        if key is None or key.kind in (KeyKind.BROKER, KeyKind.DECOMMISSION):
+            self._everything = True
+        elif key.kind in (KeyKind.TOPIC, KeyKind.PARTITION) and key.topic is not None:
+            self._topics.add(key.topic)
 
-        def reached(snapshot: ClusterSnapshot) -> bool:
-            return snapshot.revision >= revision
+    async def _round(self, term: Term) -> None:
+        snapshot = self._cache.snapshot
+        topics = None if self._everything else self._topics
+        self._everything, self._topics = False, set()
+        self._seen = 0
+        try:
+            actions = reconcile(
+                snapshot,
+                auto_leader_rebalance=self._rebalance,
+                max_drain_moves=self._max_drain_moves,
+                topics=topics,
+            )
+            self._count(snapshot, topics)
+            revision = max(await self.apply(actions, term), self._seen)
+        except MetadataStoreError as exc:
+            log.warning("reconcile round failed (%s); retrying", exc)
+            self._everything, revision = True, snapshot.revision + 1
+        await self._wait(revision)
 
-        with contextlib.suppress(TimeoutError):
-            await self._cache.wait_for(reached, self._resync_s)
+    def _count(self, snapshot: ClusterSnapshot, topics: set[str] | None) -> None:
+        self.rounds += 1
+        if topics is None:
+            self.partitions_decided += len(snapshot.partitions)
+        else:
+            self.partitions_decided += sum(len(snapshot.partitions_of(t)) for t in topics)
+
+    async def _wait(self, revision: int) -> None:
+        """Until the cache has reached ``revision`` and something changed, or for the resync
+        interval (after which everything is decided again)."""
+
+        def due(snapshot: ClusterSnapshot) -> bool:
+            return snapshot.revision >= revision and (self._everything or bool(self._topics))
+
+        self._waiting = True
+        try:
+            await self._cache.wait_for(due, self._resync_s)
+        except TimeoutError:
+            self._everything = True
+        finally:
+            self._waiting = False
 
     async def apply(self, actions: Sequence[Action], term: Term) -> int:
         """Write ``actions``; return the highest revision written (0 if none)."""
@@ -139,6 +195,7 @@ class Reconciler:
     async def _update(self, updates: Sequence[UpdatePartition], term: Term) -> int:
         keys = [self._keyspace.partition(u.before.topic, u.before.partition) for u in updates]
         read = await self._store.txn([], [GetOp(key) for key in keys])
+        self._seen = max(self._seen, read.revision)
         compares: list[Compare] = []
         puts: list[Op] = []
         written: list[UpdatePartition] = []
@@ -195,6 +252,7 @@ class Reconciler:
         result = await self._store.txn(
             [term.fence, *compares], ops, [GetOp(self._keyspace.controller)]
         )
+        self._seen = max(self._seen, result.revision)
         if result.succeeded:
             return result
         response = result.responses[0]

@@ -43,8 +43,9 @@ class CoordinatorSettings:
     decommission_max_moves: int = 10
     #: How long an admin write waits for the controller to finish its work before answering.
     admin_wait_s: float = 10.0
-    #: A reconcile round runs at least this often, besides on every metadata change.
-    resync_interval_s: float = 5.0
+    #: A full reconcile pass runs at least this often: a safety net, since a round runs after
+    #: every metadata change and decides for what it touched.
+    resync_interval_s: float = 60.0
     #: The listener speaks TLS (``YAK_TLS_CERT``): the controller record says ``https``.
     tls: bool = False
     #: Callers must send it (``YAK_CLUSTER_SECRET[_FILE]``); None: the API is open.

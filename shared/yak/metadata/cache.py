@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, KeysView, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -80,6 +80,10 @@ class PartitionMap(Mapping[tuple[str, int], PartitionState]):
     def of(self, topic: str) -> Mapping[int, PartitionState]:
         """The states of ``topic`` by partition number (empty if it has none)."""
         return self._by_topic.get(topic, _NO_STATES)
+
+    def topics(self) -> KeysView[str]:
+        """The topics that have partition states."""
+        return self._by_topic.keys()
 
     def __getitem__(self, key: tuple[str, int]) -> PartitionState:
         topic, partition = key

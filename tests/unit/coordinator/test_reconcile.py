@@ -7,7 +7,7 @@ from types import MappingProxyType
 
 import pytest
 
-from yak.metadata.cache import ClusterSnapshot
+from yak.metadata.cache import ClusterSnapshot, PartitionMap
 from yak.metadata.models import NO_LEADER, BrokerRegistration, PartitionState, TopicRecord
 from yak_coordinator.reconcile import (
     CreatePartitions,
@@ -494,3 +494,52 @@ def test_without_auto_rebalance_the_preferred_replica_waits_for_a_request() -> N
     decided = elect_preferred_leader(moved, frozenset({1, 2}))
     assert isinstance(decided, PartitionState)
     assert decided.leader == 1
+
+
+# -- deciding for the topics a change touched ---------------------------------------------------
+
+
+def _topic_of(action: CreatePartitions | UpdatePartition | DeleteTopic) -> str:
+    return action.before.topic if isinstance(action, UpdatePartition) else action.topic
+
+
+def test_a_pass_over_some_topics_decides_for_them_as_a_full_pass_does() -> None:
+    """Broker 2 died: every kind of action, in several topics, some of them orphaned."""
+    snap = snapshot(
+        (1, 3),
+        (
+            topic("dead-leader", 2, rf=3),
+            topic("missing", 2, rf=2),  # partition 1 not created yet
+            topic("fine", 1, rf=2),
+            topic("gone", 1, deleting=True),
+        ),
+        (
+            part(0, 2, (2, 1, 3), (2, 1, 3), name="dead-leader"),
+            part(1, 1, (1, 2, 3), (1, 2, 3), name="dead-leader"),
+            part(0, 1, (1, 3), (1, 3), name="missing"),
+            part(0, 1, (1, 3), (1, 3), name="fine"),
+            part(0, 1, (1,), (1,), name="gone"),
+            part(0, 3, (3,), (3,), name="orphan"),
+        ),
+    )
+    full = reconcile(snap)
+    assert {_topic_of(a) for a in full} == {"dead-leader", "missing", "gone", "orphan"}
+    for chosen in ({"dead-leader"}, {"missing", "orphan"}, {"fine"}, {"gone", "unknown"}):
+        expected = [a for a in full if _topic_of(a) in chosen]
+        assert reconcile(snap, topics=chosen) == expected, chosen
+    assert reconcile(snap, topics=set()) == []
+    assert reconcile(snap, topics=set(snap.topics) | {"orphan"}) == full
+
+
+def test_a_pass_over_some_topics_reads_a_cache_snapshot_the_same_way() -> None:
+    """The cache's snapshots keep partitions per topic (``PartitionMap``)."""
+    states = (part(0, 2, (2, 1), (2, 1), name="a"), part(0, 3, (3,), (3,), name="orphan"))
+    snap = snapshot((1,), (topic("a", 1, rf=2),), states)
+    shared = ClusterSnapshot(
+        revision=snap.revision,
+        brokers=snap.brokers,
+        topics=snap.topics,
+        partitions=PartitionMap({"a": {0: states[0]}, "orphan": {0: states[1]}}),
+    )
+    assert reconcile(shared) == reconcile(snap)
+    assert reconcile(shared, topics={"orphan"}) == [DeleteTopic("orphan", orphan=True)]
