@@ -5,8 +5,9 @@ Three tasks share one ``GroupsView``:
 
 - the **groups follower** range-reads ``groups/`` and watches it from the read's revision + 1
   (a compacted watch reloads), marking each group whose member records or state changed;
-- the **topics follower** waits on the ``MetadataCache`` for the partition counts to change
-  and then marks every group (pattern subscriptions may match a new topic);
+- the **topics follower** is told by the ``MetadataCache`` when a topic record changes (or the
+  cache reloads) and, when the partition counts changed, marks every group (pattern
+  subscriptions may match a new topic); partition state changes cost it nothing;
 - the **coordinator loop** sleeps until a group is marked, the earliest rebalance deadline
   falls due, or the term ends; then it runs ``reconcile_group`` for each marked group.
 
@@ -26,14 +27,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from collections.abc import Coroutine
 from typing import Any
 
 from yak.clock import Clock, SystemClock
 from yak.errors import MetadataStoreError, RevisionCompactedError
-from yak.metadata.cache import ClusterSnapshot, MetadataCache
-from yak.metadata.keyspace import Keyspace
+from yak.metadata.cache import MetadataCache
+from yak.metadata.keyspace import KeyKind, Keyspace, ParsedKey
 from yak.metadata.store import Compare, DeleteOp, GetOp, GetResponse, MetadataStore, Op, PutOp
 from yak_coordinator.election import Term
 from yak_coordinator.groups.group_reconcile import (
@@ -132,13 +132,24 @@ class GroupCoordinator:
                 delay = min(delay * 2, _RETRY_MAX_S)
 
     async def _follow_topics(self) -> None:
-        def changed(snapshot: ClusterSnapshot) -> bool:
-            return partition_counts(snapshot) != self._counts
+        changed = asyncio.Event()
 
-        while True:
-            snapshot = await self._cache.wait_for(changed, math.inf)
-            self._counts = partition_counts(snapshot)
-            self._mark(set(self._view.groups))
+        def on_change(key: ParsedKey | None) -> None:
+            if key is None or key.kind is KeyKind.TOPIC:
+                changed.set()
+
+        unsubscribe = self._cache.subscribe(on_change)
+        changed.set()  # a topic may have changed since ``run`` counted
+        try:
+            while True:
+                await changed.wait()
+                changed.clear()
+                counts = partition_counts(self._cache.snapshot)
+                if counts != self._counts:
+                    self._counts = counts
+                    self._mark(set(self._view.groups))
+        finally:
+            unsubscribe()
 
     # -- the coordinator loop -------------------------------------------------------------------
 

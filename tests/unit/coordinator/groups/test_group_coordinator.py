@@ -10,14 +10,21 @@ from dataclasses import dataclass
 import pytest
 
 from yak.clock import FakeClock
-from yak.metadata.cache import MetadataCache
+from yak.metadata.cache import ClusterSnapshot, MetadataCache
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
-from yak.metadata.models import GroupMember, GroupPositions, GroupState, TopicRecord
+from yak.metadata.models import (
+    GroupMember,
+    GroupPositions,
+    GroupState,
+    PartitionState,
+    TopicRecord,
+)
 from yak.metadata.store import Compare, Op, TxnResult
 from yak_coordinator.election import Term
+from yak_coordinator.groups import group_coordinator
 from yak_coordinator.groups.group_coordinator import GroupCoordinator
-from yak_coordinator.groups.group_reconcile import partition_set
+from yak_coordinator.groups.group_reconcile import partition_counts, partition_set
 
 KS = Keyspace("groups")
 TIMEOUT_MS = 30_000
@@ -42,6 +49,7 @@ class Env:
     store: RacingStore
     clock: FakeClock
     term: Term
+    cache: MetadataCache
 
     async def topic(self, name: str, partitions: int) -> None:
         record = TopicRecord(
@@ -92,7 +100,7 @@ async def env() -> AsyncIterator[Env]:
     term = Term(epoch=revision, lease_id=0, fence=Compare.create_revision(KS.controller, revision))
     cache = MetadataCache(store, KS, clock=clock)
     await cache.start()
-    environment = Env(store, clock, term)
+    environment = Env(store, clock, term, cache)
     await environment.topic("t", 2)
     await cache.wait_for_revision(store.revision)
     task = asyncio.get_running_loop().create_task(
@@ -116,6 +124,30 @@ async def test_members_get_the_partitions_and_a_late_topic_change_is_seen(env: E
     state = await env.state_where(lambda s: s.topic_partitions == {"t": 3})
     assert len(partition_set(state.target_assignment["a"])) == 3
     assert state.group_epoch == 2
+
+
+async def test_partition_state_changes_cost_the_groups_nothing(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await env.member("a", "t")
+    await env.state_where(lambda s: "a" in s.target_assignment)
+    counted: list[int] = []
+
+    def counting(snapshot: ClusterSnapshot) -> dict[str, int]:
+        counted.append(snapshot.revision)
+        return partition_counts(snapshot)
+
+    monkeypatch.setattr(group_coordinator, "partition_counts", counting)
+    for leader in range(20):  # leaders and ISRs moving: nothing a group's assignment reads
+        moved = PartitionState(topic="t", partition=0, leader=leader, replicas=(0,), isr=(0,))
+        await env.store.put(KS.partition("t", 0), moved.encode())
+    await env.cache.wait_for_revision(env.store.revision)
+    for _ in range(10):
+        await asyncio.sleep(0)  # let the follower run, were it woken
+    assert counted == []
+    await env.topic("t", 3)
+    await env.state_where(lambda s: s.topic_partitions == {"t": 3})
+    assert len(counted) == 1
 
 
 async def test_member_that_does_not_release_is_fenced_at_its_deadline(env: Env) -> None:
