@@ -24,7 +24,7 @@ from prometheus_client.registry import Collector
 
 from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import NO_LEADER, PartitionState
-from yak_coordinator.partition_health import HealthFilter, partition_health
+from yak_coordinator.partition_health import HealthCounts, health_counts
 
 __all__ = ["ControllerCollector", "ControllerStats", "election_kind"]
 
@@ -69,10 +69,14 @@ class ControllerCollector(Collector):
     """Gauges from the metadata snapshot at scrape time (see the module doc)."""
 
     def __init__(
-        self, is_controller: Callable[[], bool], snapshot: Callable[[], ClusterSnapshot | None]
+        self,
+        is_controller: Callable[[], bool],
+        snapshot: Callable[[], ClusterSnapshot | None],
+        counts: Callable[[ClusterSnapshot], HealthCounts] = health_counts,
     ) -> None:
         self._is_controller = is_controller
         self._snapshot = snapshot
+        self._counts = counts
 
     def describe(self) -> Iterator[GaugeMetricFamily]:
         return iter(())  # unchecked: values are computed at scrape time
@@ -80,13 +84,10 @@ class ControllerCollector(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         active = self._is_controller()
         snapshot = self._snapshot() if active else None
-        offline = under_replicated = under_min_isr = brokers = 0
+        brokers, counts = 0, HealthCounts()
         if snapshot is not None:
-            brokers = len(snapshot.brokers)
-            for health in partition_health(snapshot, HealthFilter.UNHEALTHY):
-                offline += health.offline
-                under_replicated += health.under_replicated
-                under_min_isr += health.under_min_isr
+            brokers, counts = len(snapshot.brokers), self._counts(snapshot)
+        offline, under_replicated, under_min_isr = counts
         for name, doc, value in (
             (
                 "yak_coordinator_active_controller",

@@ -36,7 +36,12 @@ from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import PartitionState
 from yak.security.acl import ResourceType
 from yak_coordinator.forwarding import ADMIN_BODY_LIMIT
-from yak_coordinator.partition_health import HealthFilter, partition_health
+from yak_coordinator.partition_health import (
+    HealthCounts,
+    HealthFilter,
+    health_counts,
+    partition_health,
+)
 from yak_coordinator.security.guard import visible
 from yak_coordinator.service import Coordinator
 from yak_coordinator.topic_admin import TopicView
@@ -53,9 +58,15 @@ def topic_description(view: TopicView) -> TopicDescription:
     return TopicDescription.of(view.record, view.partitions)
 
 
-def cluster_info(snapshot: ClusterSnapshot, cluster_id: str, coordinator_id: str) -> ClusterInfo:
-    """The wire form of the cluster overview."""
+def cluster_info(
+    snapshot: ClusterSnapshot,
+    cluster_id: str,
+    coordinator_id: str,
+    counts: HealthCounts | None = None,
+) -> ClusterInfo:
+    """The wire form of the cluster overview (``counts``: ``health_counts(snapshot)``)."""
     controller = snapshot.controller
+    health = counts if counts is not None else health_counts(snapshot)
     return ClusterInfo(
         cluster_id=cluster_id,
         coordinator_id=coordinator_id,
@@ -67,13 +78,9 @@ def cluster_info(snapshot: ClusterSnapshot, cluster_id: str, coordinator_id: str
         brokers=BrokerInfo.listing(snapshot),
         topic_count=len(snapshot.topics),
         partition_count=len(snapshot.partitions),
-        offline_partition_count=sum(
-            1 for state in snapshot.partitions.values() if not state.has_leader
-        ),
-        under_replicated_partition_count=len(
-            partition_health(snapshot, HealthFilter.UNDER_REPLICATED)
-        ),
-        under_min_isr_partition_count=len(partition_health(snapshot, HealthFilter.UNDER_MIN_ISR)),
+        offline_partition_count=health.offline,
+        under_replicated_partition_count=health.under_replicated,
+        under_min_isr_partition_count=health.under_min_isr,
     )
 
 
@@ -85,7 +92,8 @@ def admin_router(coordinator: Coordinator) -> APIRouter:
     async def get_cluster() -> ClusterInfo:
         settings = coordinator.settings
         snapshot = coordinator.admin.snapshot
-        return cluster_info(snapshot, settings.cluster_id, settings.node_id)
+        counts = coordinator.health_counts(snapshot)
+        return cluster_info(snapshot, settings.cluster_id, settings.node_id, counts)
 
     @router.get("/partitions")
     async def list_partitions(state: HealthFilter = HealthFilter.UNHEALTHY) -> PartitionHealthList:

@@ -36,6 +36,7 @@ from yak_coordinator.election import Candidate, Election, Term
 from yak_coordinator.groups.group_admin import GroupAdmin
 from yak_coordinator.groups.group_coordinator import GroupCoordinator
 from yak_coordinator.metrics import ControllerCollector, ControllerStats
+from yak_coordinator.partition_health import HealthCounter
 from yak_coordinator.reconciler import Reconciler
 from yak_coordinator.settings import CoordinatorSettings
 from yak_coordinator.topic_admin import TopicAdmin
@@ -112,8 +113,10 @@ class Coordinator:
         self.settings = settings
         self.metrics = metrics if metrics is not None else ServiceMetrics("coordinator")
         self._stats = ControllerStats(self.metrics.registry)
+        #: The partition health counts of the current snapshot (the overview and the metrics).
+        self.health_counts = HealthCounter()
         self.metrics.registry.register(
-            ControllerCollector(lambda: self.is_controller, self._snapshot)
+            ControllerCollector(lambda: self.is_controller, self._snapshot, self.health_counts)
         )
         self._given_store = store
         self._store: MetadataStore | None = store

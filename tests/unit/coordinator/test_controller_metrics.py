@@ -9,6 +9,13 @@ from prometheus_client import CollectorRegistry
 from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import NO_LEADER, BrokerRegistration, PartitionState, TopicRecord
 from yak_coordinator.metrics import ControllerCollector, ControllerStats, election_kind
+from yak_coordinator.partition_health import (
+    HealthCounter,
+    HealthCounts,
+    HealthFilter,
+    health_counts,
+    partition_health,
+)
 from yak_coordinator.reconcile import next_partition_state
 
 
@@ -83,3 +90,38 @@ def test_health_gauges_come_from_the_active_controllers_snapshot() -> None:
     assert value("active_controller") == 0
     assert value("offline_partitions") == 0
     assert value("under_replicated_partitions") == 0
+
+
+def test_health_counts_agree_with_the_listed_partitions() -> None:
+    snapshot = _snapshot(
+        _part(0, 0, (0, 1, 2)), _part(1, 0, (0, 1)), _part(2, NO_LEADER, (2,)), _part(3, 1, (1,))
+    )
+    orphan = PartitionState(topic="gone", partition=0, leader=NO_LEADER, replicas=(0,), isr=(0,))
+    snapshot = ClusterSnapshot(
+        revision=4,
+        brokers=snapshot.brokers,
+        topics=snapshot.topics,
+        partitions={**snapshot.partitions, ("gone", 0): orphan},  # no record: not counted
+    )
+    counts = health_counts(snapshot)
+    assert counts == HealthCounts(
+        offline=len(partition_health(snapshot, HealthFilter.OFFLINE)),
+        under_replicated=len(partition_health(snapshot, HealthFilter.UNDER_REPLICATED)),
+        under_min_isr=len(partition_health(snapshot, HealthFilter.UNDER_MIN_ISR)),
+    )
+    assert counts == HealthCounts(offline=1, under_replicated=3, under_min_isr=2)
+    assert len(partition_health(snapshot, HealthFilter.UNHEALTHY)) == 3
+    assert len(partition_health(snapshot, HealthFilter.ALL)) == 4
+
+
+def test_health_counter_counts_a_snapshot_once() -> None:
+    counter = HealthCounter()
+    first = _snapshot(_part(0, 0, (0, 1)))
+    registry = CollectorRegistry()
+    registry.register(ControllerCollector(lambda: True, lambda: first, counter))
+    assert counter(first) == HealthCounts(under_replicated=1)
+    for _ in range(3):
+        assert registry.get_sample_value("yak_coordinator_under_replicated_partitions") == 1
+    assert counter.counted == 1  # the metrics scraped three times: the same snapshot
+    assert counter(_snapshot(_part(0, 0, (0, 1, 2)))) == HealthCounts()
+    assert counter.counted == 2
