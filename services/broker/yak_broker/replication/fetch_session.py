@@ -21,9 +21,9 @@ Two ways to build a round:
   partition the round did not name is applied at the position the leader holds for it (the
   last one named). ``on_session_response`` moves the epoch on, or starts over with a full
   round after the leader refused the session (``FETCH_SESSION_ID_NOT_FOUND``,
-  ``INVALID_FETCH_SESSION_EPOCH``) or answered none (``session_id`` 0: it keeps no session
-  for us, so every round is full); ``on_error`` (no answer: a lost connection, a timeout)
-  starts over too, closing the old session on the leader.
+  ``INVALID_FETCH_SESSION_EPOCH``) or answered none (``session_id`` 0, to a full or an
+  incremental round: it keeps no session for us, so every round is full); ``on_error`` (no
+  answer: a lost connection, a timeout) starts over too, closing the old session on the leader.
 
 Which partitions changed is known without a scan: ``add``/``remove`` and every applied answer
 mark their partition dirty, and only dirty ones are looked at (plus those truncating, which
@@ -177,6 +177,10 @@ class FetchSession:
         elif round_.session_epoch == INITIAL_EPOCH:
             self.session_id = session_id
             self.epoch = INITIAL_EPOCH if session_id == 0 else next_epoch(INITIAL_EPOCH)
+        elif error_code == 0 and session_id == 0:
+            # An incremental round answered sessionless: the leader keeps no session for us
+            # any more (restarted as an older version) and reads only what a round names.
+            self._start_over(0)
         elif error_code == 0:
             self.epoch = next_epoch(round_.session_epoch)
 
