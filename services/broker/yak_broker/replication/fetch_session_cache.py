@@ -14,7 +14,11 @@ and what the follower was last told: high watermark, log start offset, error) an
 - the leader reads only the session's **dirty** partitions: those just named, those an append,
   a moved high watermark, a leadership change or a deletion touched since they were last
   answered (``notify``/``mark``), those the response's byte limit cut off, and those that
-  failed; it answers only what changed (records, high watermark, log start offset, error);
+  failed, and those whose follower is outside the ISR or may be leaving it (``commit``'s
+  ``in_sync``: its position reaches the ``LeaderPartition`` every round until it is back, as
+  an expansion is proposed only on a read with no other ISR change in flight — a caught-up
+  follower on a quiet partition would otherwise never be read again); it answers only what
+  changed (records, high watermark, log start offset, error);
 - errors, at the request level (``FetchSessionError``): an unknown ``session_id`` (the leader
   restarted, or evicted it) is ``FETCH_SESSION_ID_NOT_FOUND`` (70), another epoch than expected
   (a lost or reordered request) ``INVALID_FETCH_SESSION_EPOCH`` (71); the follower then starts
@@ -157,10 +161,15 @@ class LeaderFetchSession:
         return changed
 
     def commit(
-        self, read: Sequence[FetchedPartition], log_end_offset: Callable[[_Key], int]
+        self,
+        read: Sequence[FetchedPartition],
+        log_end_offset: Callable[[_Key], int],
+        in_sync: Callable[[_Key], bool] | None = None,
     ) -> None:
         """``read`` was answered: remember what each partition was told; one read to the log
-        end (``log_end_offset``) without error is clean until something changes it again."""
+        end (``log_end_offset``) without error is clean until something changes it again —
+        unless ``in_sync`` says the follower is outside the partition's ISR: then it is read
+        (its position reported) again next round, until it is added back."""
         partitions, dirty = self.partitions, self.dirty
         for fetched in read:
             key = (fetched.topic, fetched.partition)
@@ -175,6 +184,8 @@ class LeaderFetchSession:
                 continue  # read again next round (an unchanged error is not sent again)
             if not len(memoryview(fetched.records)) and log_end_offset(key) > known.fetch_offset:
                 continue  # cut off by the answer's byte limit: more to send
+            if in_sync is not None and not in_sync(key):
+                continue  # report its position again: it may join the ISR next time
             dirty.pop(key, None)
 
 

@@ -16,7 +16,10 @@ rather than one per partition:
 3. commit: each answered partition remembers the high watermark, log start and error sent;
    one read to its end without error leaves the dirty set (data sent moves the follower's
    position, so its next request names it again), one cut short by the byte limit, or
-   failed, stays.
+   failed, or whose follower is outside the partition's ISR or may be leaving it (an ISR
+   change in flight), stays: a caught-up follower outside the ISR must keep reporting its
+   position, as the leader proposes adding it back only on a read with no other ISR change
+   in flight.
 
 A full fetch (``session_epoch`` 0) answers every partition read; an incremental one only those
 with records or a changed high watermark, log start offset or error. An idle round reads
@@ -101,7 +104,7 @@ async def _long_poll(
     stages.wait.observe(wait_s)
     stages.read.observe(read_s)
     if not session.closed:
-        session.commit(read, _log_end_offset(replicas))
+        session.commit(read, _log_end_offset(replicas), _in_sync(replicas, request.replica_id))
     return tuple(answers)
 
 
@@ -120,3 +123,17 @@ def _read(
 
 def _log_end_offset(replicas: ReplicaManager) -> Callable[[tuple[str, int]], int]:
     return lambda key: replicas.log_end_offset(TopicPartition(*key))
+
+
+def _in_sync(replicas: ReplicaManager, replica_id: int) -> Callable[[tuple[str, int]], bool]:
+    """Whether ``replica_id`` is settled in the ISR of a partition led here: a member, with
+    no ISR change in flight (which may remove it). True when it is not led here: the read's
+    error keeps it due anyway."""
+    hosted = replicas.replicas
+
+    def in_sync(key: tuple[str, int]) -> bool:
+        replica = hosted.get(TopicPartition(*key))
+        machine = replica.leader if replica is not None else None
+        return machine is None or (replica_id in machine.isr and machine.pending is None)
+
+    return in_sync
