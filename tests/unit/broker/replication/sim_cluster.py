@@ -4,8 +4,12 @@ Each broker holds a real ``Log`` per partition in a temp folder and runs the mac
 runs (``LeaderPartition``; ``FollowerPartition`` in one ``FetchSession`` per leader broker),
 given roles from metadata exactly as ``ReplicaManager`` gives them. Simulated around them:
 
-- the **network** (``sim_network``): fetch rounds and answers, lost in cuts or at random;
-  metadata and ISR proposals are etcd traffic — delayed and reordered, never lost;
+- the **network** (``sim_network``): fetch rounds and answers, lost in cuts or at random,
+  sometimes duplicated; metadata and ISR proposals are etcd traffic — delayed and reordered,
+  never lost;
+- the **fetch path** (``sim_fetch``): followers' rounds with or without incremental fetch
+  sessions (``Mode``, chosen per run), the leaders' reads and their ``FetchSessionCache`` with
+  parked long polls, session eviction, rounds given up after a timeout;
 - the **controller**: ``yak_coordinator.reconcile.next_partition_state`` over the registered
   brokers (election of the first live ISR member in replica order, dead brokers out of the ISR
   without emptying it, preferred leader back), and the leaders' ``AlterIsr`` applied by
@@ -29,6 +33,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.unit.broker.replication.sim_fetch import Fetcher, FetchPath, LeaderSessions, Mode
 from tests.unit.broker.replication.sim_network import (
     CONTROLLER,
     Body,
@@ -39,25 +44,20 @@ from tests.unit.broker.replication.sim_network import (
     Network,
     Propose,
     ProposeResult,
+    Wake,
 )
 from yak.clock import FakeClock
-from yak.errors import NotEnoughReplicasError, OffsetOutOfRangeError
+from yak.errors import NotEnoughReplicasError
 from yak.metadata.models import NO_LEADER, PartitionState
 from yak.record import RecordInput, encode_batch
-from yak_broker.replication.fetch_session import FetchSession
 from yak_broker.replication.follower_partition import FollowerPartition
 from yak_broker.replication.leader_partition import LeaderPartition
 from yak_broker.replication.messages import (
-    NOT_LEADER_OR_FOLLOWER,
-    OFFSET_OUT_OF_RANGE,
     AlterIsr,
-    EpochAnswer,
-    FetchAnswer,
-    FetchPosition,
     HighWatermarkAdvanced,
     LeaderOutput,
 )
-from yak_broker.storage.log import FetchIsolation, Log
+from yak_broker.storage.log import Log
 from yak_broker.storage.log_config import LogConfig
 from yak_coordinator.reconcile import next_partition_state
 
@@ -67,7 +67,6 @@ MIN_INSYNC = 2
 LAG_MAX_MS = 3_000
 BASE_TS = 1_700_000_000_000
 CONFIG = LogConfig(segment_bytes=2048)  # small segments: rolls, reads that stop at a segment
-_LOG_END = FetchIsolation.LOG_END
 
 
 @dataclass(eq=False)
@@ -86,9 +85,10 @@ class Replica:
 class Broker:
     broker_id: int
     replicas: dict[int, Replica]
+    leading: LeaderSessions
     incarnation: int = 0
     alive: bool = True
-    sessions: dict[int, FetchSession] = field(default_factory=dict)  # by leader broker
+    fetchers: dict[int, Fetcher] = field(default_factory=dict)  # by leader broker
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,9 +103,12 @@ class Waiting:
 
 
 class Cluster:
-    def __init__(self, folder: Path, partitions: int, rng: random.Random) -> None:
+    def __init__(
+        self, folder: Path, partitions: int, rng: random.Random, mode: Mode = Mode.SESSIONS
+    ) -> None:
         self.folder = folder
         self.rng = rng
+        self.fetching = FetchPath(self, mode)
         self.clock = FakeClock(BASE_TS)
         self.network = Network()
         self.partitions = tuple(range(partitions))
@@ -117,7 +120,9 @@ class Cluster:
         self.waiting: list[Waiting] = []
         self.next_batch = 0
         self.trace: list[str] = []
-        self.brokers = {b: Broker(b, self._open_replicas(b)) for b in BROKERS}
+        self.brokers = {
+            b: Broker(b, self._open_replicas(b), self._leader_sessions()) for b in BROKERS
+        }
         for broker in self.brokers.values():
             self._catch_up_metadata(broker)
 
@@ -128,6 +133,12 @@ class Cluster:
             )
             for p in self.partitions
         }
+
+    def _leader_sessions(self) -> LeaderSessions:
+        """A new broker process's sessions (``Mode.MIXED``: half the processes keep none)."""
+        mode = self.fetching.mode
+        supported = mode is Mode.SESSIONS or (mode is Mode.MIXED and self.rng.random() < 0.5)
+        return LeaderSessions.new(supported, self.rng)
 
     def now(self) -> int:
         return self.clock.time_ms()
@@ -156,90 +167,26 @@ class Cluster:
         )
         info = replica.log.append(batch, machine.leader_epoch)
         replica.version += 1
+        broker.leading.cache.notify((TOPIC, partition))  # wakes sessions (replica_manager)
         self.note(f"produce #{batch_id} p{partition} on {broker_id} at {info.first_offset}")
         if acks_all:
             end = info.last_offset + 1
             self.waiting.append(Waiting(partition, machine, batch_id, info.first_offset, end))
-        self._carry_out(broker, replica, machine.on_append(self.now()))
+        self.carry_out(broker, replica, machine.on_append(self.now()))
         return "OK"
 
-    # --- follower fetching -----------------------------------------------------------------
+    # --- follower fetching (``sim_fetch``) -------------------------------------------------
 
     def fetch_round(self, broker_id: int, leader_id: int) -> bool:
         """``broker_id``'s fetcher for ``leader_id`` sends a round; False if it had nothing."""
-        broker = self.brokers[broker_id]
-        session = broker.sessions.get(leader_id)
-        if not broker.alive or session is None:
-            return False
-        round_ = session.build()
-        if not round_:
-            return False
-        leader = self.brokers[leader_id]
-        self._send(broker, leader_id, leader.incarnation, Fetch(session, round_))
-        return True
+        return self.fetching.fetch_round(broker_id, leader_id)
 
     def fetch_rounds(self) -> list[tuple[int, int]]:
-        return [
-            (broker.broker_id, leader_id)
-            for broker in self.brokers.values()
-            if broker.alive
-            for leader_id, session in broker.sessions.items()
-            if len(session)
-        ]
-
-    def _serve_fetch(self, leader: Broker, follower: int, incarnation: int, body: Fetch) -> None:
-        """The leader's side of offsets-for-leader-epoch and fetch (``offsets``, ``fetcher``)."""
-        epoch_answers = []
-        for query in body.round.epoch_queries():
-            machine = leader.replicas[query.partition].leader
-            if machine is None:
-                epoch_answers.append(
-                    EpochAnswer(query.topic, query.partition, error=NOT_LEADER_OR_FOLLOWER)
-                )
-            else:
-                epoch_answers.append(machine.answer_epoch_query(query))
-        fetch_answers = [self._read(leader, follower, p) for p in body.round.fetch_positions()]
-        reply = FetchReply(body.session, body.round, tuple(epoch_answers), tuple(fetch_answers))
-        self._send(leader, follower, incarnation, reply)
-
-    def _read(self, leader: Broker, follower: int, position: FetchPosition) -> FetchAnswer:
-        topic, partition = position.topic, position.partition
-        replica = leader.replicas[partition]
-        machine = replica.leader
-        if machine is None:
-            return FetchAnswer(topic, partition, error=NOT_LEADER_OR_FOLLOWER)
-        error = machine.check_fetch_epoch(position.current_leader_epoch)
-        if error is not None:
-            return FetchAnswer(topic, partition, error=error)
-        outputs = machine.on_follower_fetch(follower, position.fetch_offset, self.now())
-        self._carry_out(leader, replica, outputs)
-        log = replica.log
-        try:
-            data = log.read(position.fetch_offset, self.rng.choice((150, 1 << 20)), _LOG_END)
-        except OffsetOutOfRangeError:
-            start = log.log_start_offset
-            return FetchAnswer(
-                topic, partition, log.high_watermark, start, error=OFFSET_OUT_OF_RANGE
-            )
-        return FetchAnswer(
-            topic, partition, data.high_watermark, data.log_start_offset, bytes(data.records)
-        )
-
-    def _on_fetch_reply(self, broker: Broker, body: FetchReply) -> None:
-        touched = {q.partition for q in body.round.epoch_queries()}
-        touched |= {p.partition for p in body.round.fetch_positions()}
-        ends = {p: broker.replicas[p].log.log_end_offset for p in touched}
-        body.session.on_epoch_answers(body.round, body.epoch_answers)
-        for p in touched:
-            replica = broker.replicas[p]
-            replica.version += 1
-            if replica.log.log_end_offset < ends[p]:
-                self.note(f"truncate p{p} on {broker.broker_id}: {ends[p]} -> {replica.log}")
-        body.session.on_fetch_answers(body.round, body.fetch_answers)
+        return self.fetching.fetch_rounds()
 
     # --- the leader's outputs, acks --------------------------------------------------------
 
-    def _carry_out(self, broker: Broker, replica: Replica, outputs: list[LeaderOutput]) -> None:
+    def carry_out(self, broker: Broker, replica: Replica, outputs: list[LeaderOutput]) -> None:
         for output in outputs:
             if isinstance(output, AlterIsr):
                 machine = replica.leader
@@ -247,9 +194,11 @@ class Cluster:
                 self.note(
                     f"propose p{output.partition} ISR {output.new_isr} from {broker.broker_id}"
                 )
-                self._send(broker, CONTROLLER, -1, Propose(output, machine))
+                self.send(broker, CONTROLLER, -1, Propose(output, machine))
             elif isinstance(output, HighWatermarkAdvanced):
                 assert output.high_watermark == replica.log.high_watermark
+                # Followers learn it at their session's next answer (replica_manager).
+                broker.leading.cache.mark((TOPIC, replica.partition))
                 self._complete_acks(replica)
 
     def _complete_acks(self, replica: Replica) -> None:
@@ -266,7 +215,7 @@ class Cluster:
 
     # --- messages ------------------------------------------------------------------------
 
-    def _send(self, src: Broker, dst: int, dst_incarnation: int, body: Body) -> None:
+    def send(self, src: Broker, dst: int, dst_incarnation: int, body: Body) -> None:
         envelope = Envelope(src.broker_id, src.incarnation, dst, dst_incarnation, body)
         self.network.send(envelope)
 
@@ -284,9 +233,11 @@ class Cluster:
             if broker.broker_id not in self.zombies:
                 self._apply_state(broker, body.state)
         elif isinstance(body, Fetch):
-            self._serve_fetch(broker, envelope.src, envelope.src_incarnation, body)
+            self.fetching.serve(broker, envelope.src, envelope.src_incarnation, body)
         elif isinstance(body, FetchReply):
-            self._on_fetch_reply(broker, body)
+            self.fetching.on_reply(broker, body)
+        elif isinstance(body, Wake):
+            self.fetching.on_wake(broker, body)
         else:
             self._on_proposal_result(broker, body)
 
@@ -357,6 +308,11 @@ class Cluster:
         ):
             return  # older than what this broker knows
         replica.state = state
+        if known is None or (known.leader, known.leader_epoch) != (
+            state.leader,
+            state.leader_epoch,
+        ):  # parked session fetches re-check leadership (replica_manager)
+            broker.leading.cache.notify((TOPIC, state.partition))
         me = broker.broker_id
         if state.leader == me:
             self._retire_follower(broker, replica)
@@ -369,7 +325,7 @@ class Cluster:
                 )
                 replica.leader = machine
                 self.note(f"{me} leads p{state.partition} epoch {state.leader_epoch}")
-            self._carry_out(broker, replica, machine.on_state(state, self.now()))
+            self.carry_out(broker, replica, machine.on_state(state, self.now()))
             return
         if replica.leader is not None:
             replica.leader.on_state(state, self.now())
@@ -384,12 +340,12 @@ class Cluster:
             self._retire_follower(broker, replica)
             follower = FollowerPartition(me, state, replica.log)
             replica.follower = follower
-            broker.sessions.setdefault(state.leader, FetchSession()).add(follower)
+            broker.fetchers.setdefault(state.leader, Fetcher(state.leader)).session.add(follower)
 
     def _retire_follower(self, broker: Broker, replica: Replica) -> None:
         follower = replica.follower
         if follower is not None:
-            broker.sessions[follower.leader_id].remove(TOPIC, replica.partition)
+            broker.fetchers[follower.leader_id].session.remove(TOPIC, replica.partition)
             replica.follower = None
 
     def _catch_up_metadata(self, broker: Broker) -> None:
@@ -401,11 +357,12 @@ class Cluster:
 
     def tick(self, ms: int) -> None:
         self.clock.advance(ms / 1000)
+        self.fetching.on_tick()
         for broker in self.brokers.values():
             if broker.alive:
                 for replica in broker.replicas.values():
                     if replica.leader is not None:
-                        self._carry_out(broker, replica, replica.leader.tick(self.now()))
+                        self.carry_out(broker, replica, replica.leader.tick(self.now()))
 
     def checkpoint(self, broker_id: int) -> None:
         """The log manager's periodic checkpoint (recovery point, log start, HW) on disk."""
@@ -420,7 +377,8 @@ class Cluster:
         for replica in broker.replicas.values():
             replica.log.close_without_marker()
             replica.leader = replica.follower = None
-        broker.sessions = {}
+        broker.fetchers = {}
+        broker.leading = LeaderSessions.new(False, self.rng)  # its sessions are gone
         self.zombies.discard(broker_id)
         self.note(f"crash {broker_id}")
 
@@ -438,6 +396,7 @@ class Cluster:
         broker = self.brokers[broker_id]
         broker.incarnation += 1
         broker.replicas = self._open_replicas(broker_id)
+        broker.leading = self._leader_sessions()
         broker.alive = True
         self.note(f"restart {broker_id}: {[r.log for r in broker.replicas.values()]}")
         self.registered.add(broker_id)

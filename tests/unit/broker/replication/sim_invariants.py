@@ -11,6 +11,10 @@
    and every acknowledged batch: what makes any ISR member a safe leader (KIP-101's truncation,
    KIP-497's maximal ISR and Kafka's "caught up to the epoch start" rule for expansions all
    exist for this).
+7. No follower counts as caught up through an incremental fetch session (KIP-227) later than
+   the last fetch that reached the leader from a session of that follower fetching the
+   partition in this leader epoch (``FetchPath.heard``): the ISR never keeps a follower whose
+   session stopped fetching it (forgot it, was closed, evicted or replaced, or its broker died).
 
 Logs are read through ``Log.read`` and compared by batch headers (the batch id is in the
 timestamp); a replica's contents are re-read only when the cluster bumped its ``version``.
@@ -75,6 +79,7 @@ class Checker:
             self._check_leader_hw(replicas)
             self._check_prefix(p, replicas)
             self._check_isr(p, replicas)
+            self._check_session_progress(p, replicas)
 
     def _current_leader(self, p: int, replicas: dict[int, Replica]) -> Replica | None:
         state = self.cluster.states[p]
@@ -165,3 +170,26 @@ class Checker:
                 entry = held.get(offset)
                 assert entry is not None, f"p{p}: ISR member {member} lacks acked #{batch_id}"
                 assert entry[1] == batch_id, f"p{p}: ISR member {member} has {entry} at {offset}"
+
+    def _check_session_progress(self, p: int, replicas: dict[int, Replica]) -> None:
+        heard = self.cluster.fetching.heard
+        for broker_id, replica in replicas.items():
+            machine = replica.leader
+            if machine is None or machine.retired:
+                continue
+            leo = replica.log.log_end_offset
+            for follower, progress in machine.followers.items():
+                session = progress.session
+                if (
+                    session is None
+                    or session.closed
+                    or progress.log_end_offset < leo
+                    or session.last_fetch_ms <= progress.last_caught_up_ms
+                ):
+                    continue  # caught up by its own fetches, not through the session
+                last = heard.get((machine, follower))
+                assert last is not None, f"p{p}: {follower} never fetched it from {broker_id}"
+                assert last >= session.last_fetch_ms, (
+                    f"p{p}: leader {broker_id} counts follower {follower} caught up at "
+                    f"{session.last_fetch_ms} through a session that fetched p{p} last at {last}"
+                )

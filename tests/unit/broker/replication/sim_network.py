@@ -3,24 +3,31 @@
 Two kinds of traffic, as in a Yak cluster:
 
 - **broker to broker** (a follower's fetch round and the leader's answer): lost when the link
-  between the two brokers is cut, at sending or while in flight; ``drop`` loses one at random.
+  between the two brokers is cut, at sending or while in flight; ``drop`` loses one at random,
+  ``duplicate`` delivers one twice.
 - **etcd** (metadata from the controller, ISR proposals and their results): never lost, only
   delayed; a broker cut off from etcd (a "zombie") is handled by the cluster, not here.
 
 Delivery order is chosen by the schedule's random generator (``take``), so messages reorder; a
 message for a broker that has crashed and restarted since (another incarnation) is never
-delivered. No clock and no threads: everything happens when the schedule calls.
+delivered. A broker's own wake-ups (``Wake``: a parked session fetch to read again) go through
+the same bag, so they interleave with everything else, and are never lost. No clock and no
+threads: everything happens when the schedule calls.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from yak.metadata.models import PartitionState
-from yak_broker.replication.fetch_session import FetchRound, FetchSession
+from yak_broker.replication.fetch_session import FetchRound
 from yak_broker.replication.leader_partition import LeaderPartition
 from yak_broker.replication.messages import AlterIsr, EpochAnswer, FetchAnswer
+
+if TYPE_CHECKING:
+    from tests.unit.broker.replication.sim_fetch import Fetcher, Parked
 
 __all__ = [
     "CONTROLLER",
@@ -31,6 +38,7 @@ __all__ = [
     "Network",
     "Propose",
     "ProposeResult",
+    "Wake",
 ]
 
 #: The address of the controller and etcd (one party for the simulation).
@@ -39,18 +47,37 @@ CONTROLLER = -1
 
 @dataclass(frozen=True, slots=True)
 class Fetch:
-    """A follower's round to a leader: epoch queries and fetch positions together."""
+    """A follower's round to a leader: epoch queries and fetch positions together, with the
+    request's byte limits and what the follower's session believes the leader's holds."""
 
-    session: FetchSession
+    fetcher: Fetcher
     round: FetchRound
+    max_bytes: int = 1 << 20
+    partition_max_bytes: int = 1 << 20
+    #: Per partition the position (fetch offset, leader epoch) the follower's fetch session
+    #: holds at the leader after this round (sessionless: the positions named).
+    covered: dict[tuple[str, int], tuple[int, int]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class FetchReply:
-    session: FetchSession
-    round: FetchRound
+    fetch: Fetch
     epoch_answers: tuple[EpochAnswer, ...]
     fetch_answers: tuple[FetchAnswer, ...]
+    #: The fetch response's session id and request-level error code (KIP-227).
+    session_id: int = 0
+    error_code: int = 0
+
+    @property
+    def round(self) -> FetchRound:
+        return self.fetch.round
+
+
+@dataclass(frozen=True, slots=True)
+class Wake:
+    """A leader's parked session fetch was woken (``FetchWaiter.wake``): read it again."""
+
+    parked: Parked
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +102,7 @@ class ProposeResult:
     committed: PartitionState | None
 
 
-Body = Fetch | FetchReply | Metadata | Propose | ProposeResult
+Body = Fetch | FetchReply | Metadata | Propose | ProposeResult | Wake
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +155,15 @@ class Network:
         """Lose one broker-to-broker message."""
         droppable = [i for i, e in enumerate(self.queue) if e.broker_to_broker]
         return self.queue.pop(rng.choice(droppable)) if droppable else None
+
+    def duplicate(self, rng: random.Random) -> Envelope | None:
+        """Deliver one broker-to-broker message twice (e.g. a retried request)."""
+        candidates = [e for e in self.queue if e.broker_to_broker]
+        if not candidates:
+            return None
+        envelope = rng.choice(candidates)
+        self.queue.append(envelope)
+        return envelope
 
     def cut_link(self, a: int, b: int) -> None:
         if a != b:

@@ -1,7 +1,10 @@
 """Seeded random schedules on a simulated cluster (``sim_cluster``): produce (acks=all and
-acks=1), fetch rounds, message loss and reordering, cut links, isolated and zombie brokers,
-crashes and restarts, lease expiries, clock ticks. The invariants (``sim_invariants``) are
-checked after every step; at the end the cluster is healed and must converge.
+acks=1), fetch rounds, message loss, duplication and reordering, cut links, isolated and zombie
+brokers, crashes and restarts, lease expiries, clock ticks, and for fetch sessions (KIP-227)
+rounds given up and sessions evicted. Each seed picks how followers fetch (``sim_fetch.Mode``):
+sessionless rounds, incremental fetch sessions, or sessions against a mix of leader processes
+with and without them. The invariants (``sim_invariants``, and the session checks of
+``sim_fetch``) are checked after every step; at the end the cluster is healed and must converge.
 
 ``YAK_SIM_SEED=<n>`` replays one seed (its trace is printed on failure); ``YAK_SIM_SEEDS=<count>``
 runs another number of seeds than the suite's 200; ``YAK_SIM_STEPS`` sets the schedule length.
@@ -18,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.broker.replication.sim_cluster import BROKERS, Cluster
+from tests.unit.broker.replication.sim_fetch import Mode
 from tests.unit.broker.replication.sim_invariants import Checker
 from yak.metadata.models import NO_LEADER
 
@@ -35,7 +39,9 @@ class Schedule:
     def __init__(self, seed: int, folder: Path) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
-        self.cluster = Cluster(folder, self.rng.randint(1, 3), self.rng)
+        partitions = self.rng.randint(1, 3)
+        mode = self.rng.choice((Mode.SESSIONLESS, Mode.SESSIONS, Mode.SESSIONS, Mode.MIXED))
+        self.cluster = Cluster(folder, partitions, self.rng, mode)
         self.checker = Checker(self.cluster)
         rng = self.rng
         # Each seed gets its own mix: how busy producers and fetchers are, how often faults
@@ -47,6 +53,9 @@ class Schedule:
             (self.fetch, rng.uniform(4, 16)),
             (self.deliver, 30),
             (self.drop, faults),
+            (self.duplicate, 0.5 * faults),
+            (self.give_up, 0.5 * faults),
+            (self.evict, 0.3 * faults),
             (self.tick, 4),
             (self.checkpoint, 1),
             (self.crash, faults),
@@ -61,12 +70,13 @@ class Schedule:
     def run(self, steps: int) -> None:
         for step in range(steps):
             action = self.rng.choices(*zip(*self.actions, strict=True))[0]
-            action()
-            self.check(f"step {step} ({action.__name__})")
+            self.check(f"step {step} ({action.__name__})", action)
         self.settle()
 
-    def check(self, where: str) -> None:
+    def check(self, where: str, action: Callable[[], None] | None = None) -> None:
         try:
+            if action is not None:
+                action()
             self.checker.check()
         except AssertionError as exc:
             trace = "\n".join(self.cluster.trace[-50:])
@@ -96,6 +106,25 @@ class Schedule:
 
     def drop(self) -> None:
         self.cluster.network.drop(self.rng)
+
+    def duplicate(self) -> None:
+        self.cluster.network.duplicate(self.rng)
+
+    def give_up(self) -> None:
+        """A follower's connection to its leader breaks: its round in flight is given up."""
+        cluster = self.cluster
+        waiting = [
+            (broker, fetcher)
+            for broker in cluster.brokers.values()
+            if broker.alive
+            for fetcher in broker.fetchers.values()
+            if fetcher.in_flight is not None
+        ]
+        if waiting:
+            cluster.fetching.time_out(*self.rng.choice(waiting), "connection broke")
+
+    def evict(self) -> None:
+        self.cluster.fetching.evict(self.rng.choice(BROKERS), self.rng)
 
     def tick(self) -> None:
         self.cluster.tick(self.rng.choice((10, 100, 600, 1500)))
@@ -149,11 +178,12 @@ class Schedule:
                 cluster.restart(broker_id)
         for attempt in range(60):
             cluster.deliver_all()
+            cluster.fetching.time_out_lost_rounds()
             for broker_id, leader_id in cluster.fetch_rounds():
                 cluster.fetch_round(broker_id, leader_id)
             cluster.deliver_all()
             cluster.tick(200)
-            self.check(f"settling, round {attempt}")
+            self.check(f"settling, round {attempt}", cluster.deliver_all)
             if self.converged():
                 break
         else:
@@ -199,6 +229,8 @@ def test_random_schedule_keeps_the_invariants(seed: int, tmp_path: Path) -> None
     COVERAGE["seeds"] += 1
     COVERAGE["leader epochs"] += sum(s.leader_epoch for s in cluster.states.values())
     COVERAGE["acked batches"] += sum(len(b) for b in cluster.acked_batches.values())
+    COVERAGE[f"mode {cluster.fetching.mode.value}"] += 1
+    COVERAGE.update(cluster.fetching.counts)
     for line in cluster.trace:
         for word in ("truncate", "crash", "and from etcd", "expired", "AlterIsr"):
             COVERAGE[word] += word in line
