@@ -248,3 +248,14 @@ def test_the_schedules_exercise_failover_and_truncation() -> None:
     assert COVERAGE["and from etcd"] >= seeds // 2, COVERAGE
     assert COVERAGE["AlterIsr"] >= 3 * seeds, COVERAGE
     assert COVERAGE["produce NOT_ENOUGH_REPLICAS"] > 0, COVERAGE
+    # Fetch sessions: refused and given-up sessions start over, idle rounds, late answers,
+    # evictions, and leaders without sessions all happen.
+    for what in (
+        "session refused 70",
+        "full round after refusal or no answer",
+        "idle round answered nothing",
+        "late answer dropped",
+        "session evicted",
+        "answered by a leader without sessions",
+    ):
+        assert COVERAGE[what] > 0, (what, COVERAGE)
