@@ -41,7 +41,7 @@ def test_the_collector_reads_the_cache_at_scrape_time(tmp_path: Path) -> None:
 
 
 async def test_a_broker_exports_its_file_cache(broker: BrokerHarness) -> None:
-    broker.broker.logs.files.max_open = 4
+    broker.broker.logs.files.max_open = 2
     await broker.create_topic("files", partitions=3)
     batch = bytes(encode_batch([RecordInput(value=b"v")]))
     for partition in range(3):
@@ -49,8 +49,8 @@ async def test_a_broker_exports_its_file_cache(broker: BrokerHarness) -> None:
     registry = broker.broker.metrics.registry
     open_files = registry.get_sample_value("yak_broker_open_segment_files")
     assert open_files is not None
-    assert 1 <= open_files <= 4
-    assert registry.get_sample_value("yak_broker_open_segment_files_max") == 4
+    assert 1 <= open_files <= 2
+    assert registry.get_sample_value("yak_broker_open_segment_files_max") == 2
     evictions = registry.get_sample_value("yak_broker_segment_file_evictions_total")
     assert evictions is not None
-    assert evictions > 0  # 3 partitions x 3 files do not fit in 4
+    assert evictions > 0  # the 3 partitions' active .log files do not fit in 2

@@ -5,9 +5,11 @@ down during the deletion still holds the old folder ``<topic>-<p>``. The replica
 compares the id stored here with the topic's current id and wipes the folder on a mismatch, so
 old data is never served under the new topic (Kafka's ``partition.metadata``, KIP-516).
 
-Format: UTF-8 text ``version: 0\\ntopic_id: <id>\\n``. Written atomically (temp file, fsync,
-rename, fsync of the folder) *before* the log is created, so a folder without it predates
-this scheme and is adopted. Not thread-safe; called by the replica manager only.
+Format: UTF-8 text ``version: 0\\ntopic_id: <id>\\n``. A new log's folder is created with it,
+fsynced, before the folder appears (``LogManager.create_logs``, with ``encode_topic_id``'s
+bytes); ``write_topic_id`` writes it atomically (temp file, fsync, rename, fsync of the folder)
+into an existing folder. So a folder without it predates this scheme and is adopted. Not
+thread-safe; called by the replica manager only.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from yak_broker.storage.checkpoint import write_atomically
 
-__all__ = ["PARTITION_METADATA_FILE", "read_topic_id", "write_topic_id"]
+__all__ = ["PARTITION_METADATA_FILE", "encode_topic_id", "read_topic_id", "write_topic_id"]
 
 PARTITION_METADATA_FILE = "partition.metadata"
 _VERSION = "0"
@@ -34,8 +36,12 @@ def read_topic_id(directory: Path) -> str | None:
     return fields.get("topic_id") or None
 
 
+def encode_topic_id(topic_id: str) -> bytes:
+    """The file's bytes for ``topic_id``."""
+    return f"version: {_VERSION}\ntopic_id: {topic_id}\n".encode()
+
+
 def write_topic_id(directory: Path, topic_id: str) -> None:
     """Record ``topic_id`` in ``directory`` (created if needed), atomically."""
     directory.mkdir(parents=True, exist_ok=True)
-    data = f"version: {_VERSION}\ntopic_id: {topic_id}\n".encode()
-    write_atomically(directory / PARTITION_METADATA_FILE, data)
+    write_atomically(directory / PARTITION_METADATA_FILE, encode_topic_id(topic_id))

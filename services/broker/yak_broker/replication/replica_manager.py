@@ -2,9 +2,12 @@
 
 ``ReplicaManager.apply(snapshot)`` carries out ``plan_replicas``: deletes the local logs the plan
 names (topic gone or deleting, topic id changed, reassigned away), then creates or refreshes
-every replica the metadata assigns to this broker — writing the topic id into the folder
-(``partition_metadata``) *before* the log is created, and updating the log config when the
-topic's configs change. That full pass runs at start and after the metadata cache reloaded
+every replica the metadata assigns to this broker — updating the log config when the topic's
+configs change. New replicas' logs are created in batches of ``_CREATE_BATCH`` off the event
+loop (``LogManager.create_logs``), each folder appearing with its topic id
+(``partition_metadata``) and, for a replica led here, its leader epoch already in place; a log
+that fails to be created is reported for its partition, which is tried again at the next
+metadata change. That full pass runs at start and after the metadata cache reloaded
 (``on_reload``: events may have been missed). Otherwise the work is proportional to the change
 (issue 19): ``on_change`` records which partitions and topics the metadata events touched, and
 ``run`` applies ``plan_changes`` for just those, batching whatever arrived meanwhile (an event
@@ -55,7 +58,12 @@ from yak_broker.replication.fetch_waiter import FetchWaiters
 from yak_broker.replication.follower_partition import FollowerPartition
 from yak_broker.replication.leader_partition import LeaderPartition
 from yak_broker.replication.messages import AlterIsr, HighWatermarkAdvanced, LeaderOutput
-from yak_broker.replication.partition_metadata import read_topic_id, write_topic_id
+from yak_broker.replication.partition_metadata import (
+    PARTITION_METADATA_FILE,
+    encode_topic_id,
+    read_topic_id,
+    write_topic_id,
+)
 from yak_broker.replication.replica_fetcher import ReplicaFetcherManager
 from yak_broker.replication.replica_plan import (
     DesiredReplica,
@@ -65,13 +73,15 @@ from yak_broker.replication.replica_plan import (
 )
 from yak_broker.storage.group_commit import GroupCommitter
 from yak_broker.storage.log import Log
-from yak_broker.storage.log_manager import LogManager, TopicPartition
+from yak_broker.storage.log_manager import LogManager, LogRequest, TopicPartition
 
 __all__ = ["AlterIsrWriter", "Replica", "ReplicaManager"]
 
 _log = logging.getLogger(__name__)
 #: Replicas refreshed between two yields of the event loop while a plan is carried out.
 _CHUNK = 64
+#: New replicas whose logs are created in one ``LogManager.create_logs`` call.
+_CREATE_BATCH = 256
 
 #: Writes an ISR proposal to the metadata store; the committed state, or None if it lost.
 AlterIsrWriter = Callable[[AlterIsr], Awaitable[PartitionState | None]]
@@ -145,6 +155,9 @@ class ReplicaManager:
         self._dirty_partitions: set[tuple[str, int]] = set()
         self._dirty_topics: set[str] = set()
         self._full = False
+        #: One plan carried out at a time: creating logs awaits, and the next plan must see
+        #: what the previous one created.
+        self._applying = asyncio.Lock()
         self._proposals: set[asyncio.Task[None]] = set()
 
     @property
@@ -336,8 +349,10 @@ class ReplicaManager:
                 self._full = True
 
     async def apply(self, snapshot: ClusterSnapshot) -> None:
-        """Bring the hosted replicas in line with ``snapshot``."""
-        await self._carry_out_plan(plan_replicas(snapshot, self.broker_id, self._local_ids))
+        """Bring the hosted replicas in line with ``snapshot`` (or a newer one)."""
+        async with self._applying:
+            snapshot = self._newest(snapshot)
+            await self._carry_out_plan(plan_replicas(snapshot, self.broker_id, self._local_ids))
 
     async def apply_changes(
         self,
@@ -346,8 +361,15 @@ class ReplicaManager:
         topics: Iterable[str],
     ) -> None:
         """Bring in line only the replicas of ``partitions`` and of ``topics``."""
-        plan = plan_changes(snapshot, self.broker_id, self._local_ids, partitions, topics)
-        await self._carry_out_plan(plan)
+        async with self._applying:
+            snapshot = self._newest(snapshot)
+            plan = plan_changes(snapshot, self.broker_id, self._local_ids, partitions, topics)
+            await self._carry_out_plan(plan)
+
+    def _newest(self, snapshot: ClusterSnapshot) -> ClusterSnapshot:
+        """``snapshot``, or the current one if it is newer (a pass waited for another)."""
+        current = self._snapshot()
+        return current if current.revision > snapshot.revision else snapshot
 
     async def _carry_out_plan(self, plan: ReplicaPlan) -> None:
         for tp, reason in plan.delete:
@@ -356,19 +378,55 @@ class ReplicaManager:
             self._local_ids.pop(tp, None)
             await self._logs.delete(tp)
         wanted = set()
-        for index, desired in enumerate(plan.host, 1):
-            wanted.add(desired.tp)
-            created = desired.tp not in self._local_ids
-            self._host(desired)
-            if created or index % _CHUNK == 0:
-                # A created log cost fsyncs; thousands of refreshes cost CPU: either way,
-                # let the loop serve requests and keep the lease alive in between.
-                await asyncio.sleep(0)
+        for start in range(0, len(plan.host), _CREATE_BATCH):
+            batch = plan.host[start : start + _CREATE_BATCH]
+            failed = await self._create_logs([d for d in batch if d.tp not in self._local_ids])
+            for index, desired in enumerate(batch, 1):
+                wanted.add(desired.tp)
+                if desired.tp not in failed:
+                    self._host(desired)
+                if index % _CHUNK == 0:
+                    # Thousands of replicas cost CPU: let the loop serve requests and keep
+                    # the lease alive in between.
+                    await asyncio.sleep(0)
         served = set(self._replicas) if plan.considered is None else plan.considered
         for tp in served - wanted:  # e.g. the partition key vanished: stop serving
             if tp in self._replicas:
                 self._drop(tp)
         self.fetchers.metadata_changed()
+
+    async def _create_logs(self, new: list[DesiredReplica]) -> set[TopicPartition]:
+        """Create the logs of ``new`` in one batch; the partitions that failed (each logged and
+        marked to be tried again at the next metadata change)."""
+        if not new:
+            return set()
+        requests = [
+            LogRequest(
+                d.tp,
+                d.config,
+                ((PARTITION_METADATA_FILE, encode_topic_id(d.topic_id)),),
+                d.state.leader_epoch if d.state.leader == self.broker_id else None,
+            )
+            for d in new
+        ]
+        results = await self._logs.create_logs(requests)
+        failed = set()
+        for desired in new:
+            outcome = results[desired.tp]
+            if isinstance(outcome, Exception):
+                _log.error(
+                    "creating the log of %s failed (tried again at the next metadata change): %s",
+                    desired.tp.dir_name,
+                    outcome,
+                )
+                failed.add(desired.tp)
+                self._dirty_partitions.add((desired.tp.topic, desired.tp.partition))
+            else:
+                self._local_ids[desired.tp] = desired.topic_id
+        _log.info(
+            "created the logs of %d replicas (%d failed)", len(new) - len(failed), len(failed)
+        )
+        return failed
 
     def _drop(self, tp: TopicPartition) -> None:
         replica = self._replicas.pop(tp, None)
@@ -380,11 +438,7 @@ class ReplicaManager:
 
     def _host(self, desired: DesiredReplica) -> None:
         tp = desired.tp
-        if tp not in self._local_ids:
-            write_topic_id(self._logs.data_dir / tp.dir_name, desired.topic_id)
-            self._local_ids[tp] = desired.topic_id
-            _log.info("created the log of %s (topic id %s)", tp.dir_name, desired.topic_id)
-        elif self._local_ids[tp] is None:
+        if self._local_ids.get(tp, desired.topic_id) is None:  # a folder from before the ids
             write_topic_id(self._logs.data_dir / tp.dir_name, desired.topic_id)
             self._local_ids[tp] = desired.topic_id
         committer = self._logs.get_or_create(tp, desired.config)

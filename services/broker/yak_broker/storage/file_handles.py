@@ -138,6 +138,11 @@ class FileHandleCache:
         self._open(handle, create=True)
         return handle
 
+    def handle(self, path: Path) -> FileHandle:
+        """A handle on the existing file ``path``, opened at its first use (a new log's files,
+        created by a worker thread: registering the log costs no system call)."""
+        return FileHandle(self, path)
+
     def _open(self, handle: FileHandle, *, create: bool) -> int:
         if handle._closed:
             raise ValueError(f"{handle.path} was closed")

@@ -54,14 +54,20 @@ class IndexFile:
         key_type: str,
         max_index_bytes: int,
         files: FileHandleCache | None = None,
+        *,
+        new: bool = False,
     ) -> None:
         self._path = path
         self._entry = entry
         self._keys: array[int] = array(key_type)
         self._values: array[int] = array("i")
         self._max_entries = max(max_index_bytes // entry.size, 1)
-        self._file = (files if files is not None else FileHandleCache()).open(path)
         self._flushed = 0
+        cache = files if files is not None else FileHandleCache()
+        if new:  # an empty file just created (``log_creation``): nothing to load or open yet
+            self._file = cache.handle(path)
+            return
+        self._file = cache.open(path)
         try:
             self._load()
         except BaseException:

@@ -30,6 +30,7 @@ Thread-safety: none. One owner (the partition's log, on one thread or event loop
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -41,6 +42,7 @@ __all__ = [
     "UNDEFINED_EPOCH_OFFSET",
     "EpochEntry",
     "LeaderEpochCache",
+    "encode_entries",
 ]
 
 LEADER_EPOCH_CHECKPOINT_FILE_NAME = "leader-epoch-checkpoint"
@@ -61,12 +63,13 @@ class EpochEntry(NamedTuple):
 class LeaderEpochCache:
     """Epoch → start offset of one partition replica, persisted in ``leader-epoch-checkpoint``.
 
-    ``LeaderEpochCache(path)`` loads the file if it exists and starts empty otherwise.
+    ``LeaderEpochCache(path)`` loads the file if it exists and starts empty otherwise;
+    ``entries`` says what the file holds instead (a new log's, written by ``log_creation``).
     """
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, entries: Sequence[EpochEntry] | None = None) -> None:
         self._path = Path(path)
-        self._entries: list[EpochEntry] = _read(self._path)
+        self._entries: list[EpochEntry] = _read(self._path) if entries is None else list(entries)
 
     @property
     def path(self) -> Path:
@@ -173,12 +176,17 @@ class LeaderEpochCache:
         self._flush()
 
     def _flush(self) -> None:
-        lines = [str(_VERSION), str(len(self._entries))]
-        lines.extend(f"{e.epoch} {e.start_offset}" for e in self._entries)
-        write_atomically(self._path, ("\n".join(lines) + "\n").encode("ascii"))
+        write_atomically(self._path, encode_entries(self._entries))
 
     def __repr__(self) -> str:
         return f"LeaderEpochCache({self._path.name!r}, {self._entries!r})"
+
+
+def encode_entries(entries: Sequence[EpochEntry]) -> bytes:
+    """The checkpoint file's bytes for ``entries`` (oldest first)."""
+    lines = [str(_VERSION), str(len(entries))]
+    lines.extend(f"{e.epoch} {e.start_offset}" for e in entries)
+    return ("\n".join(lines) + "\n").encode("ascii")
 
 
 def _read(path: Path) -> list[EpochEntry]:

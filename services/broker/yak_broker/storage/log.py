@@ -47,7 +47,12 @@ from yak_broker.storage.log_info import (
     FlushTicket,
     LogAppendInfo,
 )
-from yak_broker.storage.log_loader import CLEAN_SHUTDOWN_FILE, load_log, replay_producer_state
+from yak_broker.storage.log_loader import (
+    CLEAN_SHUTDOWN_FILE,
+    LoadedLog,
+    load_log,
+    replay_producer_state,
+)
 from yak_broker.storage.log_validator import (
     ValidatedAppend,
     validate_follower_append,
@@ -71,7 +76,8 @@ _EMPTY = memoryview(b"")
 
 
 class Log:
-    """One partition replica's log in ``directory``; ``Log.open`` loads or creates it."""
+    """One partition replica's log in ``directory``; ``Log.open`` loads or creates it
+    (``loaded``: what ``log_loader`` already loaded, e.g. a ``new_log``)."""
 
     def __init__(
         self,
@@ -79,12 +85,14 @@ class Log:
         config: LogConfig,
         clock: Clock,
         files: FileHandleCache | None = None,
+        loaded: LoadedLog | None = None,
     ) -> None:
         self.directory = directory
         self.config = config
         self._clock = clock
         self._files = files if files is not None else FileHandleCache()
-        loaded = load_log(directory, config, clock.time_ms(), self._files)
+        if loaded is None:
+            loaded = load_log(directory, config, clock.time_ms(), self._files)
         self._segments: list[LogSegment] = loaded.segments
         self._bases = [segment.base_offset for segment in self._segments]
         self._log_start_offset = loaded.log_start_offset
@@ -102,8 +110,8 @@ class Log:
         self._index_sync_pending: list[LogSegment] = []  # rolled, indexes not yet fsynced
         self._current_epoch = self.leader_epochs.latest_epoch
         self._closed = False
-        #: What ``write_checkpoint`` last wrote (None: nothing yet in this process).
-        self._checkpointed: PartitionCheckpoint | None = None
+        #: What the checkpoint file holds, as loaded or last written by ``write_checkpoint``.
+        self._checkpointed: PartitionCheckpoint | None = loaded.checkpoint
 
     @classmethod
     def open(

@@ -3,8 +3,14 @@
 Folder layout: ``<data>/.lock`` (held with ``flock`` while a manager owns the folder, so a
 second broker process — or a second manager in this one — fails with ``LogDirLockedError``),
 and one folder per partition replica, ``<topic>-<partition>`` (see ``log_loader``). A folder
-being deleted is first renamed to ``<topic>-<partition>.<id>-delete``; leftovers of that kind
-are removed at start.
+being deleted is first renamed to ``<topic>-<partition>.<id>-delete``; one being created is built
+as ``<topic>-<partition>.<id>-create`` and renamed into place (``log_creation``); leftovers of
+either kind are removed at start.
+
+Creation: ``get_or_create`` makes one log on the event loop (tests, tools); the replica manager
+makes its new replicas' logs in batches with ``create_logs``, whose file work (folders, files,
+fsyncs) runs on ``io_threads`` worker threads while the loop serves requests; the loop only
+registers the results.
 
 Background work, as asyncio tasks paced by the injected ``Clock``:
 
@@ -26,7 +32,8 @@ at most ``max_open_files`` descriptors (``YAK_MAX_OPEN_FILES``; by default half 
 and 4,096: see ``file_handles.default_max_open_files``). Besides those the manager holds its
 lock file, in-flight fsyncs their duplicates, and checkpoint writes a file for a moment.
 
-Concurrency: one event loop; the logs it hands out are used on it.
+Concurrency: one event loop; the logs it hands out are used on it. The worker threads touch
+only folders no log of the loop uses yet.
 """
 
 from __future__ import annotations
@@ -37,26 +44,32 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import MappingProxyType
 from typing import ClassVar, NamedTuple
 
 from yak.clock import Clock, SystemClock
 from yak.errors import UnknownTopicOrPartitionError, YakError
-from yak_broker.storage import checkpoint
+from yak_broker.storage import checkpoint, log_creation
 from yak_broker.storage.compaction import Compactor
 from yak_broker.storage.file_handles import FileHandleCache, default_max_open_files
 from yak_broker.storage.group_commit import GroupCommitter
 from yak_broker.storage.log import Log
 from yak_broker.storage.log_config import LogConfig
+from yak_broker.storage.log_creation import NewLog, StagedLog
+from yak_broker.storage.log_loader import new_log
 
-__all__ = ["LOCK_FILE", "LogDirLockedError", "LogManager", "TopicPartition"]
+__all__ = ["LOCK_FILE", "LogDirLockedError", "LogManager", "LogRequest", "TopicPartition"]
 
 LOCK_FILE = ".lock"
 _DELETE_SUFFIX = "-delete"
 #: Logs handled between two yields of the event loop in periodic work over every log.
 CHUNK = 64
+#: Worker threads for file work over many logs (creation): fsyncs issued together share the
+#: file system's journal commits (4 threads: ~10x the fsyncs per second of one, measured).
+DEFAULT_IO_THREADS = 4
 _log = logging.getLogger(__name__)
 
 
@@ -85,6 +98,17 @@ class TopicPartition(NamedTuple):
         return cls(topic, int(number))
 
 
+class LogRequest(NamedTuple):
+    """A log for ``LogManager.create_logs`` to make: ``files`` (name, bytes) written into its
+    folder before it appears, and the leader epoch to stamp at offset 0 if this broker leads
+    it."""
+
+    tp: TopicPartition
+    config: LogConfig
+    files: tuple[tuple[str, bytes], ...] = ()
+    leader_epoch: int | None = None
+
+
 class LogManager:
     """Owns the partition logs under ``data_dir``; see the module doc."""
 
@@ -101,8 +125,11 @@ class LogManager:
         cleaner: Callable[[Log], Awaitable[None]] | None = None,
         cleaner_interval_ms: int = 15_000,
         max_open_files: int | None = None,
+        io_threads: int = DEFAULT_IO_THREADS,
     ) -> None:
         self.data_dir = Path(data_dir)
+        self._io_threads = io_threads
+        self._io_pool: ThreadPoolExecutor | None = None
         self._max_open_files = max_open_files
         #: The descriptors of every log's segment files (bound settled by ``open``).
         self.files = FileHandleCache(max_open_files)
@@ -131,7 +158,8 @@ class LogManager:
         _log.info("segment files: at most %d open at a time", self.files.max_open)
         try:
             for path in sorted(self.data_dir.iterdir()):
-                if path.is_dir() and path.name.endswith(_DELETE_SUFFIX):
+                doomed = path.name.endswith(_DELETE_SUFFIX) or log_creation.is_staging(path)
+                if path.is_dir() and doomed:
                     shutil.rmtree(path, ignore_errors=True)
                     continue
                 tp = TopicPartition.parse(path.name) if path.is_dir() else None
@@ -166,6 +194,9 @@ class LogManager:
         self._tasks.clear()
         for committer in self._logs.values():
             await committer.close()
+        if self._io_pool is not None:  # a creation cancelled meanwhile may still be at work
+            await asyncio.to_thread(self._io_pool.shutdown)
+            self._io_pool = None
         self._close_logs(clean=True)
         self._unlock()
 
@@ -225,6 +256,65 @@ class LogManager:
         elif config is not None:
             committer.log.update_config(config)
         return committer
+
+    async def create_logs(
+        self, requests: Sequence[LogRequest]
+    ) -> dict[TopicPartition, GroupCommitter | Exception]:
+        """Create the logs ``requests`` ask for, in bulk (see the module doc and
+        ``log_creation``): per partition its new log, or the error that failed it (the others
+        are created all the same). A partition that has a log already gets it (config
+        updated); a folder found on disk without a log is loaded as it is."""
+        results: dict[TopicPartition, GroupCommitter | Exception] = {}
+        todo: list[LogRequest] = []
+        for request in requests:
+            if request.tp in self._logs:
+                results[request.tp] = self.get_or_create(request.tp, request.config)
+            else:
+                todo.append(request)
+        if not todo:
+            return results
+        loop = asyncio.get_running_loop()
+        pool = self._pool()
+        new = [NewLog(r.tp.dir_name, r.files, r.leader_epoch) for r in todo]
+        prepared = await asyncio.gather(
+            *(loop.run_in_executor(pool, log_creation.prepare, self.data_dir, n) for n in new),
+            return_exceptions=True,
+        )
+        staged = [
+            (r, n, p)
+            for r, n, p in zip(todo, new, prepared, strict=True)
+            if isinstance(p, StagedLog)
+        ]
+        published = await loop.run_in_executor(
+            pool, log_creation.publish, self.data_dir, [p for _, _, p in staged]
+        )
+        for request, outcome in zip(todo, prepared, strict=True):
+            if isinstance(outcome, FileExistsError):
+                results[request.tp] = self._load_existing(request)
+            elif isinstance(outcome, Exception):
+                results[request.tp] = outcome
+            elif isinstance(outcome, BaseException):
+                raise outcome
+        now_ms = self._clock.time_ms()
+        for (request, wanted, _), folder in zip(staged, published, strict=True):
+            if isinstance(folder, Exception):
+                results[request.tp] = folder
+                continue
+            loaded = new_log(folder, request.config, now_ms, self.files, wanted.epochs)
+            log = Log(folder, request.config, self._clock, self.files, loaded)
+            results[request.tp] = self._logs[request.tp] = GroupCommitter(log)
+        return results
+
+    def _load_existing(self, request: LogRequest) -> GroupCommitter | Exception:
+        try:
+            return self.get_or_create(request.tp, request.config)
+        except Exception as exc:  # reported for this partition only
+            return exc
+
+    def _pool(self) -> ThreadPoolExecutor:
+        if self._io_pool is None:
+            self._io_pool = ThreadPoolExecutor(self._io_threads, thread_name_prefix="log-io")
+        return self._io_pool
 
     async def delete(self, tp: TopicPartition) -> None:
         """Remove the partition's log and folder (rename first, so a crash finishes the job)."""

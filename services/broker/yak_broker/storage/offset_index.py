@@ -49,9 +49,11 @@ class OffsetIndex(IndexFile):
         base_offset: int,
         max_index_bytes: int,
         files: FileHandleCache | None = None,
+        *,
+        new: bool = False,
     ) -> None:
         self.base_offset = base_offset
-        super().__init__(path, _ENTRY, "i", max_index_bytes, files)
+        super().__init__(path, _ENTRY, "i", max_index_bytes, files, new=new)
         for i in range(1, self.entries):
             if self._values[i] <= self._values[i - 1]:
                 self.close()

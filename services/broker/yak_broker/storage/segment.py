@@ -109,6 +109,8 @@ class LogSegment:
         config: LogConfig,
         now_ms: int,
         files: FileHandleCache | None = None,
+        *,
+        new: bool = False,
     ) -> None:
         self.base_offset = base_offset
         self.directory = directory
@@ -116,8 +118,12 @@ class LogSegment:
         self._index_interval = config.index_interval_bytes
         self._index_bytes = config.segment_index_bytes
         self.log_path = segment_file(directory, base_offset, LOG_SUFFIX)
-        self._log = self._files.open(self.log_path)
-        self._size = os.fstat(self._log.fd()).st_size
+        if new:  # its three files exist and are empty (``log_creation``): opened at first use
+            self._log = self._files.handle(self.log_path)
+            self._size = 0
+        else:
+            self._log = self._files.open(self.log_path)
+            self._size = os.fstat(self._log.fd()).st_size
         self.created_ms = now_ms
         self.next_offset = base_offset
         self.max_timestamp = NO_TIMESTAMP
@@ -126,11 +132,13 @@ class LogSegment:
         self._first_batch_timestamp: int | None = None
         #: True when an index file failed to load and was reset: the segment needs ``recover``.
         self.index_damaged = False
-        self.offset_index = self._open_index(OffsetIndex, INDEX_SUFFIX)
-        self.time_index = self._open_index(TimeIndex, TIME_INDEX_SUFFIX)
+        self.offset_index = self._open_index(OffsetIndex, INDEX_SUFFIX, new)
+        self.time_index = self._open_index(TimeIndex, TIME_INDEX_SUFFIX, new)
 
-    def _open_index(self, kind: type[_I], suffix: str) -> _I:
+    def _open_index(self, kind: type[_I], suffix: str, new: bool) -> _I:
         path = segment_file(self.directory, self.base_offset, suffix)
+        if new:
+            return kind(path, self.base_offset, self._index_bytes, self._files, new=True)
         if self._size and not path.exists():  # e.g. a compacted segment swapped in
             self.index_damaged = True
         try:

@@ -248,3 +248,41 @@ def test_producer_state_is_rebuilt_from_both_trusted_and_recovered_segments(
     assert reopened.append(idempotent(22), leader_epoch=0).duplicate
     assert reopened.append(idempotent(24), leader_epoch=0).first_offset == 28
     reopened.close()
+
+
+def _checkpoint_written(log_dir: Path) -> int:
+    """The checkpoint file's inode: a rewrite (temp file + rename) gives it a new one."""
+    return (log_dir / "partition.checkpoint").stat().st_ino
+
+
+def test_an_unchanged_checkpoint_is_not_rewritten_at_load(tmp_path: Path) -> None:
+    log = Log.open(tmp_path, CONFIG, FakeClock(T0))
+    log.append(make_batch(3), 0)
+    log.update_high_watermark(3)
+    log.close()  # clean: the checkpoint says everything is flushed
+    written = _checkpoint_written(tmp_path)
+    again = Log.open(tmp_path, CONFIG, FakeClock(T0))
+    assert again.had_clean_shutdown
+    assert not (tmp_path / ".clean-shutdown").exists()
+    assert _checkpoint_written(tmp_path) == written
+    again.append(make_batch(1), 0)
+    again.close_without_marker()  # a crash: the appended batch is past the recovery point
+    third = Log.open(tmp_path, CONFIG, FakeClock(T0))
+    assert third.log_end_offset == 4
+    assert _checkpoint_written(tmp_path) == written  # recovery point, start, HW as they were
+    assert third.write_checkpoint() is False  # and the log knows the file holds them
+
+
+def test_a_moved_or_damaged_checkpoint_is_rewritten_at_load(tmp_path: Path) -> None:
+    log = Log.open(tmp_path, CONFIG, FakeClock(T0))
+    log.append(make_batch(3), 0)
+    log.close()
+    written = _checkpoint_written(tmp_path)
+    (tmp_path / "00000000000000000000.log").write_bytes(b"")  # the data is gone
+    again = Log.open(tmp_path, CONFIG, FakeClock(T0))
+    assert again.log_end_offset == 0
+    assert _checkpoint_written(tmp_path) != written
+    again.close_without_marker()
+    (tmp_path / "partition.checkpoint").write_bytes(b"garbage")
+    Log.open(tmp_path, CONFIG, FakeClock(T0)).close_without_marker()
+    assert (tmp_path / "partition.checkpoint").read_bytes().startswith(b"0\nrecovery_point 0\n")

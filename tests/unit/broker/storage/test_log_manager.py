@@ -143,16 +143,22 @@ async def test_only_partitions_whose_offsets_moved_write_a_checkpoint(tmp_path: 
     manager = LogManager(tmp_path, clock=FakeClock(T0))
     manager.open()
     logs = [manager.get_or_create(TopicPartition("t", p)) for p in range(150)]  # > 2 chunks
-    await manager.write_checkpoints()  # the first pass writes every one
     files = [tmp_path / f"t-{p}" / "partition.checkpoint" for p in range(150)]
-    for file in files:
-        os.utime(file, ns=(0, 0))
-    await logs[7].append(make_batch(2), 0)
-    logs[7].log.update_high_watermark(2)
+    # A new log's offsets are all 0, which is what an absent checkpoint means: none written.
     await manager.write_checkpoints()
-    rewritten = [p for p, file in enumerate(files) if file.stat().st_mtime_ns != 0]
+    assert not any(file.exists() for file in files)
+    for p in (3, 7):
+        await logs[p].append(make_batch(2), 0)
+        logs[p].log.update_high_watermark(2)
+    await manager.write_checkpoints()
+    assert [p for p, file in enumerate(files) if file.exists()] == [3, 7]
+    os.utime(files[3], ns=(0, 0))
+    os.utime(files[7], ns=(0, 0))
+    logs[7].log.update_high_watermark(1)
+    await manager.write_checkpoints()
+    rewritten = [p for p, file in enumerate(files) if file.exists() and file.stat().st_mtime_ns]
     assert rewritten == [7]
-    assert "high_watermark 2\n" in files[7].read_text()
+    assert "high_watermark 1\n" in files[7].read_text()
     assert logs[7].log.write_checkpoint() is False  # nothing moved since
     await manager.shutdown()
 
