@@ -66,10 +66,8 @@ _FETCH_FAMILY = FETCH_MEDIA_TYPE.rsplit(".", 1)[0] + "."
 _BINARY_POLL_DOC: dict[int | str, dict[str, Any]] = {
     200: {
         "content": {
-            FETCH_MEDIA_TYPE: {
-                "schema": {"type": "string", "format": "binary"},
-                "description": "with that Accept type: the record batches (docs/rest-api.md)",
-            }
+            # Asked for with ``Accept``; the body: docs/rest-api.md, "Binary poll".
+            FETCH_MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}
         }
     },
     406: {"description": "Accept names only fetch versions this proxy does not serve"},
