@@ -22,9 +22,9 @@ Every write is one transaction that carries the term's fence (controller key
 
 A failed compare means the snapshot was stale: nothing is written, and since the cache will
 deliver the newer state (marking its topic), the next round decides again once the cache has
-caught up with the revision the round read — not before, or it would decide again from the
-same stale state. A failed fence ends the term (another coordinator is active). Runs as one
-task per term; the caller cancels it when the term ends.
+caught up with the newest revision of the keys the round found changed — not before, or it
+would decide again from the same stale state. A failed fence ends the term (another
+coordinator is active). Runs as one task per term; the caller cancels it when the term ends.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ class Reconciler:
         #: What changed since the last round's snapshot: every topic, or these topics.
         self._everything = True
         self._topics: set[str] = set()
-        #: The highest store revision the current round's transactions returned.
+        #: The newest revision of a key the current round found changed (its decision stale).
         self._seen = 0
         #: Rounds run, and the partitions they looked at (for tests and tools).
         self.rounds = 0
@@ -195,7 +195,6 @@ class Reconciler:
     async def _update(self, updates: Sequence[UpdatePartition], term: Term) -> int:
         keys = [self._keyspace.partition(u.before.topic, u.before.partition) for u in updates]
         read = await self._store.txn([], [GetOp(key) for key in keys])
-        self._seen = max(self._seen, read.revision)
         compares: list[Compare] = []
         puts: list[Op] = []
         written: list[UpdatePartition] = []
@@ -203,7 +202,9 @@ class Reconciler:
             assert isinstance(response, GetResponse)
             current = response.kvs[0] if response.kvs else None
             if current is None or not _holds(current, update.before):
-                continue  # stale decision: the next round sees the newer state
+                # Stale decision: decide again once the cache has the newer state.
+                self._seen = max(self._seen, current.mod_revision if current else 0)
+                continue
             compares.append(Compare.mod_revision(key, current.mod_revision))
             puts.append(PutOp(key, update.after.encode()))
             written.append(update)
@@ -252,7 +253,6 @@ class Reconciler:
         result = await self._store.txn(
             [term.fence, *compares], ops, [GetOp(self._keyspace.controller)]
         )
-        self._seen = max(self._seen, result.revision)
         if result.succeeded:
             return result
         response = result.responses[0]
