@@ -454,6 +454,10 @@ class ReplicaManager:
             state.leader == self.broker_id
         ):  # e.g. the controller took a dead broker out of the ISR of a partition led here
             self.stats.on_isr_change(previous.isr, state.isr)
+            if previous.isr != state.isr:
+                # A follower's session may hold the partition as clean (caught up, in the
+                # ISR): read it again, so a follower dropped from the ISR gets back in.
+                self.fetch_sessions.mark((tp.topic, tp.partition))
         replica.state = state
         replica.min_insync_replicas = desired.min_insync_replicas
         if state.leader == self.broker_id:
