@@ -15,6 +15,9 @@ from tests.integration.smoke import run_module
 pytestmark = pytest.mark.integration
 
 
+# Longer than the run's own limit: on overrunning it, run_module stops the benchmark with
+# SIGTERM and the benchmark stops its cluster (pytest's timeout would leave it running).
+@pytest.mark.timeout(360)
 def test_a_tiny_scale_run_grows_converges_and_fails_over(tmp_path: Path) -> None:
     results = tmp_path / "scale.json"
     ran = run_module("loadtest.bench_scale", ["--quick", "--results", str(results)], timeout_s=300)

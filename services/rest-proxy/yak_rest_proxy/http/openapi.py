@@ -9,7 +9,8 @@
 - Every operation declares the error statuses its dialect may answer, with the dialect's error
   body (``{"error_code", "message"}`` or ``{"code", "message", "details"}``), replacing FastAPI's
   default 422 body, which the proxy never sends.
-- The Server-Sent Events stream declares ``text/event-stream``.
+- The Server-Sent Events stream declares ``text/event-stream``, each event an object (``event``:
+  ``records`` or ``error``, ``data``: JSON text), as SSE-aware tools read a stream.
 """
 
 from __future__ import annotations
@@ -57,6 +58,18 @@ def _is_native(path: str) -> bool:
     return path.startswith(NATIVE_PREFIXES)  # health and docs paths are among them
 
 
+#: One event of the member's stream (``: idle`` comments carry none): ``records`` with a poll
+#: answer, or ``error`` with the native error body, as JSON text in ``data``.
+_SSE_EVENT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string", "enum": ["records", "error"]},
+        "data": {"type": "string", "description": "JSON: a poll answer, or an error body"},
+    },
+    "required": ["event", "data"],
+}
+
+
 def _complete(path: str, method: str, operation: dict[str, Any], schemas: dict[str, Any]) -> None:
     schemas.update(operation.pop("x-yak-components", {}))
     responses: dict[str, Any] = operation.setdefault("responses", {})
@@ -74,7 +87,7 @@ def _complete(path: str, method: str, operation: dict[str, Any], schemas: dict[s
     if path.endswith("/stream") and method == "get":
         responses["200"] = {
             "description": "Server-Sent Events: `records` events, `error` then the end",
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            "content": {"text/event-stream": {"schema": _SSE_EVENT}},
         }
     if native:
         responses.pop("422", None)  # validation failures are 400 INVALID_REQUEST here

@@ -147,16 +147,16 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
     @router.get("/topic-descriptions", response_model=TopicDescriptionList)
     async def describe_topics(
         topic: Annotated[
-            list[str] | None,
-            Query(description="Topics to describe (repeat the parameter); all when absent."),
-        ] = None,
+            list[str],
+            Query(description="Topics to describe (repeatable); every topic when absent."),
+        ] = [],  # noqa: B006 (FastAPI copies defaults)
     ) -> Response:
         """Many topics in one answer, by name, from the metadata cache: the ones asked for
         (``?topic=a&topic=b``; unknown ones left out) or every topic the caller may describe.
         A list page (the console's topics, a tool's inventory) makes one request, not one
         per topic."""
         snapshot = runtime.cache.snapshot
-        if topic is None:
+        if not topic:
             names = sorted(n for n, r in snapshot.topics.items() if not r.deleting)
         else:
             for name in topic:
