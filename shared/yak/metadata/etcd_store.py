@@ -109,6 +109,11 @@ def _store_error(operation: str, exc: BaseException) -> MetadataStoreError:
     return MetadataStoreError(f"etcd {operation} failed: {exc!r}")
 
 
+#: Reads of a prefix start over at most this often when their revision is compacted.
+_RANGE_ATTEMPTS = 3
+#: The largest gRPC answer taken (etcd's own request limit is 1.5 MiB; answers may be larger).
+_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
 #: Told of every call: operation, seconds, whether it succeeded (``yak.observability``).
 RequestObserver = Callable[[str, float, bool], None]
 
@@ -273,17 +278,23 @@ class EtcdMetadataStore:
         password: str | None = None,
         tls: Any = None,
         observer: RequestObserver | None = None,
+        range_page: int = 2_000,
     ) -> None:
         self.host = host
         self._observer = observer
         self.port = port
         self.timeout_s = timeout_s
+        #: Keys per page of a ``range_prefix`` read.
+        self.range_page = range_page
         options: dict[str, Any] = {
             "host": host,
             "port": port,
             "username": username,
             "password": password,
             "timeout": timeout_s,
+            # A watch answer carries every event of a revision; a big transaction's (a topic
+            # of many partitions) may pass gRPC's default 4 MiB.
+            "options": {"grpc.max_receive_message_length": _MAX_MESSAGE_BYTES},
         }
         self._client = aetcd.Client(**options) if tls is None else _TlsClient(tls, **options)
         self._watches: set[_EtcdWatch] = set()
@@ -324,10 +335,36 @@ class EtcdMetadataStore:
         return _kv(response.kvs[0]) if response.kvs else None
 
     async def range_prefix(self, prefix: KeyLike) -> RangeResult:
-        request = rpc.RangeRequest(**_key_range(as_key(prefix), prefix=True))
-        with _translated("range", self._observer):
-            response = await self._unary("kvstub", "Range", request)
-        return RangeResult(tuple(_kv(kv) for kv in response.kvs), response.header.revision)
+        """Every key under ``prefix`` as of one revision, read in pages of ``range_page``
+        keys: one answer for a big cluster's prefix (20,000 partitions, ~4.3 MB) would pass
+        gRPC's 4 MiB message limit, and etcd serves a big range in one blocking read. The
+        pages after the first read at the first one's revision, so the result is one
+        snapshot; if that revision is compacted meanwhile, the read starts over."""
+        for attempt in range(_RANGE_ATTEMPTS):
+            try:
+                return await self._range_pages(as_key(prefix))
+            except RevisionCompactedError:
+                if attempt == _RANGE_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _range_pages(self, prefix: bytes) -> RangeResult:
+        bounds = _key_range(prefix, prefix=True)
+        start, end = bounds["key"], bounds["range_end"]
+        kvs: list[KeyValue] = []
+        revision = 0
+        while True:
+            request = rpc.RangeRequest(
+                key=start, range_end=end, limit=self.range_page, revision=revision
+            )
+            with _translated("range", self._observer):
+                response = await self._unary("kvstub", "Range", request)
+            if not revision:
+                revision = response.header.revision
+            kvs.extend(_kv(kv) for kv in response.kvs)
+            if not response.more or not response.kvs:
+                return RangeResult(tuple(kvs), revision)
+            start = response.kvs[-1].key + b"\x00"  # the next key after the page's last
 
     async def put(self, key: KeyLike, value: bytes, *, lease: int | None = None) -> int:
         request = rpc.PutRequest(key=as_key(key), value=value, lease=lease or 0)

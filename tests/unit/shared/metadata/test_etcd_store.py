@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,3 +91,47 @@ async def test_cancelled_read_only_transactions_leave_the_server_running(tmp_pat
     finally:
         await store.aclose()
         server.stop()
+
+
+@pytest.mark.integration
+async def test_a_prefix_is_read_in_pages_as_one_snapshot(
+    etcd: EmbeddedEtcd, etcd_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prefix of more keys than a page: every key once, in order, and the later pages read
+    at the first page's revision, so a write between pages is not seen half-way."""
+    store = EtcdMetadataStore("127.0.0.1", etcd.client_port, range_page=2)
+    try:
+        for index in range(5):
+            last = await store.put(f"{etcd_prefix}k{index}", str(index).encode())
+        await store.put(f"{etcd_prefix[:-1]}~outside", b"x")  # beyond the prefix
+        whole = await store.range_prefix(etcd_prefix)
+        assert [kv.key.decode()[len(etcd_prefix) :] for kv in whole.kvs] == [
+            f"k{index}" for index in range(5)
+        ]
+        assert [kv.value for kv in whole.kvs] == [str(index).encode() for index in range(5)]
+        assert whole.revision >= last
+
+        pages = 0
+        unary = store._unary
+
+        async def write_between_pages(stub: str, method: str, request: Any, **kw: Any) -> Any:
+            nonlocal pages
+            answer = await unary(stub, method, request, **kw)
+            if method == "Range":
+                pages += 1
+                if pages == 1:  # after the first page: a new key that sorts last
+                    await store.put(f"{etcd_prefix}k9", b"late")
+            return answer
+
+        monkeypatch.setattr(store, "_unary", write_between_pages)
+        read = await store.range_prefix(etcd_prefix)
+        assert pages == 3
+        assert [kv.key.decode()[len(etcd_prefix) :] for kv in read.kvs] == [
+            f"k{index}" for index in range(5)
+        ]
+        monkeypatch.undo()
+        after = await store.range_prefix(etcd_prefix)
+        assert after.kvs[-1].value == b"late"
+        assert after.revision > read.revision
+    finally:
+        await store.aclose()
