@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 from yak.api.admin import (
@@ -275,6 +275,9 @@ class Admin(_Twin):
 
     def describe_topic(self, name: str) -> TopicDescription:
         return self._runner.run(self._admin.describe_topic(name))
+
+    def describe_topics(self, names: Collection[str] | None = None) -> list[TopicDescription]:
+        return self._runner.run(self._admin.describe_topics(names))
 
     def delete_topic(self, name: str) -> TopicDeleted:
         return self._runner.run(self._admin.delete_topic(name))

@@ -293,6 +293,8 @@ def test_blocking_twins_from_a_plain_thread(cluster: LocalCluster) -> None:
         assert grown.partition_count == 3
         altered = admin.alter_topic_configs(topic, set_configs={"retention.ms": "600000"})
         assert altered.configs["retention.ms"] == "600000"
+        (described,) = admin.describe_topics([topic, unique("absent")])
+        assert (described.name, described.partition_count) == (topic, 3)
         with pytest.raises(TopicAlreadyExistsError):
             admin.create_topic(topic)
     asyncio.run(wait_until_served(cluster, topic, 3))
