@@ -149,26 +149,34 @@ class LeaderEpochCache:
             return requested_epoch, end_offset
         return self._entries[higher - 1].epoch, end_offset
 
-    def truncate_from_end(self, end_offset: int) -> None:
-        """The log was truncated to ``end_offset``: drop entries starting at or after it."""
+    def truncate_from_end(self, end_offset: int, *, persist: bool = True) -> None:
+        """The log was truncated to ``end_offset``: drop entries starting at or after it.
+
+        ``persist=False`` (the loader's trim to the log it loaded): the file is left as it is.
+        Safe because the trim is derived from the log: the next load trims the same entries
+        again, and the next change of the cache writes the whole list.
+        """
         if end_offset < 0 or not self._entries or self._entries[-1].start_offset < end_offset:
             return
         while self._entries and self._entries[-1].start_offset >= end_offset:
             self._entries.pop()
-        self._flush()
+        if persist:
+            self._flush()
 
-    def truncate_from_start(self, start_offset: int) -> None:
+    def truncate_from_start(self, start_offset: int, *, persist: bool = True) -> None:
         """The log start moved to ``start_offset``: drop entries wholly below it.
 
         The epoch that covers ``start_offset`` is kept, with its start moved up to
         ``start_offset``, so ``epoch_for_offset`` still answers for the first readable offset.
+        ``persist``: as for ``truncate_from_end``.
         """
         if start_offset < 0 or not self._entries or self._entries[0].start_offset >= start_offset:
             return
         index = bisect.bisect_right(self._entries, start_offset, key=lambda e: e.start_offset)
         covering = self._entries[index - 1]
         self._entries[:index] = [EpochEntry(covering.epoch, start_offset)]
-        self._flush()
+        if persist:
+            self._flush()
 
     def clear(self) -> None:
         """Forget every entry (e.g. before rebuilding from the log) and persist the empty list."""

@@ -17,7 +17,8 @@ Loading:
 4. unclean shutdown: every segment from the one holding the recovery point on is ``recover``-ed
    (framing, CRC, offset order, indexes rebuilt); at the first segment that lost bytes, all later
    segments are deleted ("we had an invalid message, delete all remaining log");
-5. leader-epoch cache and producer state are trimmed to ``[log start, log end)``, re-fed from
+5. leader-epoch cache and producer state are trimmed to ``[log start, log end)`` (the epoch
+   file is not rewritten for that: the next load trims it the same way), re-fed from
    recovered batches, and producer state replayed from its newest snapshot;
 6. the recovery point becomes ``min(checkpoint, log end)`` (it only advances on fsync), the
    marker is removed and the folder fsynced, so a crash from now on forces recovery again. The
@@ -118,8 +119,10 @@ def load_log(
         segments = [LogSegment(directory, log_start, config, now_ms, files)]
     log_end = segments[-1].next_offset
     log_start = min(max(log_start, segments[0].base_offset), log_end)
-    epochs.truncate_from_end(log_end)
-    epochs.truncate_from_start(log_start)
+    # Not written: derived from the log, so the next load trims the same (e.g. the epoch a
+    # leader stamped at the end of a log still empty: one file rewrite per idle partition).
+    epochs.truncate_from_end(log_end, persist=False)
+    epochs.truncate_from_start(log_start, persist=False)
     producers = ProducerStateManager(
         directory, producer_id_expiration_ms=config.producer_id_expiration_ms
     )

@@ -286,3 +286,28 @@ def test_a_moved_or_damaged_checkpoint_is_rewritten_at_load(tmp_path: Path) -> N
     (tmp_path / "partition.checkpoint").write_bytes(b"garbage")
     Log.open(tmp_path, CONFIG, FakeClock(T0)).close_without_marker()
     assert (tmp_path / "partition.checkpoint").read_bytes().startswith(b"0\nrecovery_point 0\n")
+
+
+def test_the_loader_trims_epochs_at_the_log_end_without_rewriting_the_file(
+    tmp_path: Path,
+) -> None:
+    log = Log.open(tmp_path, CONFIG, FakeClock(T0))
+    log.assign_epoch(5, 0)  # led epoch 5 and appended nothing (an idle partition)
+    log.close_without_marker()
+    epoch_file = tmp_path / "leader-epoch-checkpoint"
+    written = epoch_file.stat().st_ino
+    for _ in range(2):  # each load trims the same entry again; the file stays as it was
+        again = Log.open(tmp_path, CONFIG, FakeClock(T0))
+        assert again.leader_epochs.entries == ()
+        assert again.end_offset_for_epoch(5) == (-1, -1)
+        again.close_without_marker()
+        assert epoch_file.stat().st_ino == written
+    third = Log.open(tmp_path, CONFIG, FakeClock(T0))
+    third.append(make_batch(2), 6)  # the next change writes the whole list
+    third.assign_epoch(7, 2)
+    third.close()
+    assert epoch_file.read_text() == "0\n2\n6 0\n7 2\n"
+    written = epoch_file.stat().st_ino
+    clean = Log.open(tmp_path, CONFIG, FakeClock(T0))  # a clean start: no recovery either
+    assert [tuple(e) for e in clean.leader_epochs.entries] == [(6, 0)]
+    assert epoch_file.stat().st_ino == written
