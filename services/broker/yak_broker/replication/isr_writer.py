@@ -8,21 +8,35 @@ leader retries from the state its watch then delivers). The new state carries
 
 The broker's metadata watch delivers the committed state back to the replica manager, which
 hands it to the partition's ``LeaderPartition``; ``alter_isr`` only reports success.
+
+``IsrWriter`` batches the proposals of one broker (Kafka's AlterPartition request carries many
+partitions; issue 19): proposals made while a batch is in flight wait for the next one, and a
+batch of up to ``max_batch`` partitions costs two etcd round trips — one transaction reading
+every key, one writing every still-valid change with a compare on each key's mod revision —
+instead of two per partition. When the write's compare fails (another writer changed one of the
+keys in between), each change of the batch is retried alone (``alter_isr``), so one conflict
+fails only its own partition. A partition proposed twice waits for the next batch (etcd refuses
+a key written twice in one transaction).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 
 from yak.errors import MetadataStoreError
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.models import PartitionState
-from yak.metadata.store import Compare, MetadataStore, PutOp
+from yak.metadata.store import Compare, GetOp, GetResponse, KeyValue, MetadataStore, PutOp
+from yak_broker.replication.messages import AlterIsr
 
-__all__ = ["alter_isr"]
+__all__ = ["IsrWriter", "alter_isr", "alter_isr_batch"]
 
 _log = logging.getLogger(__name__)
+#: Partitions per batch (etcd refuses transactions of more than 128 operations by default).
+MAX_BATCH = 100
 
 
 async def alter_isr(
@@ -37,31 +51,15 @@ async def alter_isr(
     new_isr: Sequence[int],
 ) -> PartitionState | None:
     """Write ``new_isr`` if the partition is still as the leader saw it; the new state or None."""
+    proposal = AlterIsr(
+        topic, partition, leader_id, leader_epoch, expected_partition_epoch, tuple(new_isr)
+    )
     key = keyspace.partition(topic, partition)
     try:
         current = await store.get(key)
-        if current is None:
+        changed = _changed(current, proposal)
+        if current is None or changed is None:
             return None
-        state = PartitionState.decode(current.value)
-        if (state.leader, state.leader_epoch, state.partition_epoch) != (
-            leader_id,
-            leader_epoch,
-            expected_partition_epoch,
-        ):
-            _log.info(
-                "ISR change of %s-%d dropped: state moved to leader %d epoch %d/%d",
-                topic,
-                partition,
-                state.leader,
-                state.leader_epoch,
-                state.partition_epoch,
-            )
-            return None
-        if not set(new_isr) <= set(state.replicas) or leader_id not in new_isr:
-            raise ValueError(f"ISR {list(new_isr)} must hold the leader and only replicas")
-        changed = state.model_copy(
-            update={"isr": tuple(new_isr), "partition_epoch": state.partition_epoch + 1}
-        )
         result = await store.txn(
             [Compare.mod_revision(key, current.mod_revision)], [PutOp(key, changed.encode())]
         )
@@ -70,12 +68,181 @@ async def alter_isr(
         return None
     if not result.succeeded:
         return None
+    _committed(changed)
+    return changed
+
+
+async def alter_isr_batch(
+    store: MetadataStore, keyspace: Keyspace, proposals: Sequence[AlterIsr]
+) -> list[PartitionState | None]:
+    """``alter_isr`` for each of ``proposals`` (distinct partitions) in two round trips while
+    nobody else writes them (see the module doc); per proposal the new state or None."""
+    results: list[PartitionState | None] = [None] * len(proposals)
+    keys = [keyspace.partition(p.topic, p.partition) for p in proposals]
+    try:
+        read = await store.txn((), [GetOp(key) for key in keys])
+    except MetadataStoreError as exc:
+        _log.warning("ISR changes of %d partitions failed: %s", len(proposals), exc)
+        return results
+    writes: list[tuple[int, KeyValue, PartitionState]] = []
+    for index, (proposal, response) in enumerate(zip(proposals, read.responses, strict=True)):
+        current = response.kvs[0] if isinstance(response, GetResponse) and response.kvs else None
+        try:
+            changed = _changed(current, proposal)
+        except ValueError:
+            _log.exception("ISR change of %s-%d refused", proposal.topic, proposal.partition)
+            continue
+        if current is not None and changed is not None:
+            writes.append((index, current, changed))
+    if not writes:
+        return results
+    try:
+        written = await store.txn(
+            [Compare.mod_revision(current.key, current.mod_revision) for _, current, _ in writes],
+            [PutOp(current.key, changed.encode()) for _, current, changed in writes],
+        )
+    except MetadataStoreError as exc:
+        _log.warning("ISR changes of %d partitions failed: %s", len(writes), exc)
+        return results
+    if written.succeeded:
+        for index, _, changed in writes:
+            _committed(changed)
+            results[index] = changed
+        return results
+    # Another writer changed one of the keys since the read: each alone, so it fails alone.
+    alone = await asyncio.gather(
+        *(
+            alter_isr(
+                store,
+                keyspace,
+                topic=p.topic,
+                partition=p.partition,
+                leader_id=p.leader_id,
+                leader_epoch=p.leader_epoch,
+                expected_partition_epoch=p.expected_partition_epoch,
+                new_isr=p.new_isr,
+            )
+            for p in (proposals[index] for index, _, _ in writes)
+        )
+    )
+    for (index, _, _), state in zip(writes, alone, strict=True):
+        results[index] = state
+    return results
+
+
+class IsrWriter:
+    """This broker's ISR proposals, written in batches (see the module doc)."""
+
+    def __init__(
+        self,
+        store: Callable[[], MetadataStore | None],
+        keyspace: Keyspace,
+        *,
+        max_batch: int = MAX_BATCH,
+    ) -> None:
+        self._store = store
+        self._keyspace = keyspace
+        self._max_batch = max_batch
+        self._queue: deque[tuple[AlterIsr, asyncio.Future[PartitionState | None]]] = deque()
+        self._drain: asyncio.Task[None] | None = None
+        #: Batches written (each one read and one write transaction while uncontended).
+        self.batches = 0
+        self._closed = False
+
+    async def write(self, proposal: AlterIsr) -> PartitionState | None:
+        """Write ``proposal`` with the next batch; the committed state, or None if it lost
+        (or the writer is closed)."""
+        if self._closed:
+            return None
+        future: asyncio.Future[PartitionState | None] = asyncio.get_running_loop().create_future()
+        self._queue.append((proposal, future))
+        if self._drain is None or self._drain.done():
+            self._drain = asyncio.create_task(self._write_batches(), name="isr-writer")
+        return await future
+
+    async def close(self) -> None:
+        """Stop writing; proposals still queued are answered None (not written)."""
+        self._closed = True
+        if self._drain is not None:
+            self._drain.cancel()
+            await asyncio.gather(self._drain, return_exceptions=True)
+            self._drain = None
+        while self._queue:
+            _, future = self._queue.popleft()
+            if not future.done():
+                future.set_result(None)
+
+    async def _write_batches(self) -> None:
+        await asyncio.sleep(0)  # let the proposals of this loop iteration join the batch
+        while self._queue:
+            batch = self._next_batch()
+            store = self._store()
+            try:
+                if store is None:
+                    results: list[PartitionState | None] = [None] * len(batch)
+                else:
+                    results = await alter_isr_batch(
+                        store, self._keyspace, [proposal for proposal, _ in batch]
+                    )
+                    self.batches += 1
+            except BaseException:
+                for _, future in batch:
+                    if not future.done():
+                        future.set_result(None)
+                raise
+            for (_, future), state in zip(batch, results, strict=True):
+                if not future.done():
+                    future.set_result(state)
+
+    def _next_batch(self) -> list[tuple[AlterIsr, asyncio.Future[PartitionState | None]]]:
+        batch: list[tuple[AlterIsr, asyncio.Future[PartitionState | None]]] = []
+        later: list[tuple[AlterIsr, asyncio.Future[PartitionState | None]]] = []
+        seen: set[tuple[str, int]] = set()
+        while self._queue and len(batch) < self._max_batch:
+            item = self._queue.popleft()
+            key = (item[0].topic, item[0].partition)
+            if key in seen:
+                later.append(item)
+            else:
+                seen.add(key)
+                batch.append(item)
+        self._queue.extendleft(reversed(later))
+        return batch
+
+
+def _changed(current: KeyValue | None, proposal: AlterIsr) -> PartitionState | None:
+    """The state ``proposal`` writes over ``current``, or None when the partition moved on
+    (ValueError for an ISR without the leader or with a non-replica)."""
+    if current is None:
+        return None
+    state = PartitionState.decode(current.value)
+    if (state.leader, state.leader_epoch, state.partition_epoch) != (
+        proposal.leader_id,
+        proposal.leader_epoch,
+        proposal.expected_partition_epoch,
+    ):
+        _log.info(
+            "ISR change of %s-%d dropped: state moved to leader %d epoch %d/%d",
+            proposal.topic,
+            proposal.partition,
+            state.leader,
+            state.leader_epoch,
+            state.partition_epoch,
+        )
+        return None
+    new_isr = proposal.new_isr
+    if not set(new_isr) <= set(state.replicas) or proposal.leader_id not in new_isr:
+        raise ValueError(f"ISR {list(new_isr)} must hold the leader and only replicas")
+    return state.model_copy(
+        update={"isr": tuple(new_isr), "partition_epoch": state.partition_epoch + 1}
+    )
+
+
+def _committed(changed: PartitionState) -> None:
     _log.info(
-        "ISR of %s-%d: %s -> %s (partition epoch %d)",
-        topic,
-        partition,
-        list(state.isr),
-        list(new_isr),
+        "ISR of %s-%d -> %s (partition epoch %d)",
+        changed.topic,
+        changed.partition,
+        list(changed.isr),
         changed.partition_epoch,
     )
-    return changed

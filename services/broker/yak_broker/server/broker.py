@@ -50,7 +50,7 @@ from yak_broker.metrics import (
     SegmentFilesCollector,
 )
 from yak_broker.replication.fetch_waiter import FetchWaiters
-from yak_broker.replication.isr_writer import alter_isr
+from yak_broker.replication.isr_writer import IsrWriter
 from yak_broker.replication.messages import AlterIsr
 from yak_broker.replication.replica_manager import ReplicaManager
 from yak_broker.replication.replica_plan import log_config_of
@@ -127,6 +127,8 @@ class Broker:
         )
         self.metrics.registry.register(SegmentFilesCollector(self.logs.files))
         self._store: MetadataStore | None = None
+        #: The leaders' ISR changes, written to etcd in batches.
+        self._isr_writer = IsrWriter(lambda: self._store, self.keyspace)
         self._cache: MetadataCache | None = None
         self._registrar: BrokerRegistrar | None = None
         self._reconcile: asyncio.Task[None] | None = None
@@ -203,18 +205,7 @@ class Broker:
         )
 
     async def _alter_isr(self, proposal: AlterIsr) -> PartitionState | None:
-        if self._store is None:
-            return None
-        return await alter_isr(
-            self._store,
-            self.keyspace,
-            topic=proposal.topic,
-            partition=proposal.partition,
-            leader_id=proposal.leader_id,
-            leader_epoch=proposal.leader_epoch,
-            expected_partition_epoch=proposal.expected_partition_epoch,
-            new_isr=proposal.new_isr,
-        )
+        return await self._isr_writer.write(proposal)
 
     def _leads_movable_partitions(self) -> bool:
         """Whether this broker leads a partition another live in-sync replica could lead."""
@@ -269,6 +260,7 @@ class Broker:
                     await task
         self._reconcile = self._ticks = None
         await self.replicas.stop()
+        await self._isr_writer.close()
         cache, self._cache = self._cache, None
         if cache is not None:
             await cache.stop()
