@@ -58,7 +58,15 @@ from yak_broker.storage.leader_epoch_cache import (
 )
 from yak_broker.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file
 
-__all__ = ["CREATE_SUFFIX", "NewLog", "StagedLog", "is_staging", "prepare", "publish"]
+__all__ = [
+    "CREATE_SUFFIX",
+    "NewLog",
+    "StagedLog",
+    "is_staging",
+    "prepare",
+    "prepare_each",
+    "publish",
+]
 
 #: A staging folder's name ends with this (``<topic>-<p>.<hex id>-create``).
 CREATE_SUFFIX = "-create"
@@ -110,6 +118,17 @@ def prepare(data_dir: Path, new: NewLog) -> StagedLog:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return StagedLog(staging, final)
+
+
+def prepare_each(data_dir: Path, new: Sequence[NewLog]) -> list[StagedLog | Exception]:
+    """``prepare`` for each of ``new`` in turn: per log its staged folder or its error."""
+    results: list[StagedLog | Exception] = []
+    for log in new:
+        try:
+            results.append(prepare(data_dir, log))
+        except Exception as exc:  # this log's alone: reported for it
+            results.append(exc)
+    return results
 
 
 def publish(data_dir: Path, staged: Sequence[StagedLog]) -> list[Path | OSError]:

@@ -276,10 +276,17 @@ class LogManager:
         loop = asyncio.get_running_loop()
         pool = self._pool()
         new = [NewLog(r.tp.dir_name, r.files, r.leader_epoch) for r in todo]
-        prepared = await asyncio.gather(
-            *(loop.run_in_executor(pool, log_creation.prepare, self.data_dir, n) for n in new),
-            return_exceptions=True,
+        # One job per thread, each preparing every n-th log: the threads' fsyncs overlap, and
+        # the loop hands over and collects a few jobs, not one per log.
+        threads = max(min(self._io_threads, len(new)), 1)
+        prepare = log_creation.prepare_each
+        parts = await asyncio.gather(
+            *(
+                loop.run_in_executor(pool, prepare, self.data_dir, new[i::threads])
+                for i in range(threads)
+            )
         )
+        prepared = [parts[i % threads][i // threads] for i in range(len(new))]
         staged = [
             (r, n, p)
             for r, n, p in zip(todo, new, prepared, strict=True)
@@ -293,16 +300,18 @@ class LogManager:
                 results[request.tp] = self._load_existing(request)
             elif isinstance(outcome, Exception):
                 results[request.tp] = outcome
-            elif isinstance(outcome, BaseException):
-                raise outcome
         now_ms = self._clock.time_ms()
-        for (request, wanted, _), folder in zip(staged, published, strict=True):
+        for index, ((request, wanted, _), folder) in enumerate(
+            zip(staged, published, strict=True), 1
+        ):
             if isinstance(folder, Exception):
                 results[request.tp] = folder
-                continue
-            loaded = new_log(folder, request.config, now_ms, self.files, wanted.epochs)
-            log = Log(folder, request.config, self._clock, self.files, loaded)
-            results[request.tp] = self._logs[request.tp] = GroupCommitter(log)
+            else:
+                loaded = new_log(folder, request.config, now_ms, self.files, wanted.epochs)
+                log = Log(folder, request.config, self._clock, self.files, loaded)
+                results[request.tp] = self._logs[request.tp] = GroupCommitter(log)
+            if index % CHUNK == 0:
+                await asyncio.sleep(0)  # registering hundreds of logs: let the loop breathe
         return results
 
     def _load_existing(self, request: LogRequest) -> GroupCommitter | Exception:
