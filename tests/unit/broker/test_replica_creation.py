@@ -5,18 +5,19 @@ partition alone, which is created at the next metadata change."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from pathlib import Path
 
 import pytest
 
 from tests.unit.broker.broker_harness import BrokerHarness
 from yak.errors import NotLeaderOrFollowerError
-from yak.metadata.models import TopicRecord
+from yak.metadata.models import PartitionState, TopicRecord
 from yak.record import RecordInput, encode_batch
 from yak_broker.replication.partition_metadata import read_topic_id
 from yak_broker.replication.replica_plan import DesiredReplica
 from yak_broker.storage import log_creation
-from yak_broker.storage.leader_epoch_cache import EpochEntry
+from yak_broker.storage.leader_epoch_cache import EpochEntry, LeaderEpochCache
 from yak_broker.storage.log_creation import NewLog, StagedLog
 from yak_broker.storage.log_manager import TopicPartition
 
@@ -78,3 +79,38 @@ async def test_a_failed_log_fails_its_partition_only_and_is_created_later(
     assert TopicPartition("flaky", 2) in hosted
     replica, _ = broker.broker.replicas.leader(TopicPartition("flaky", 2))
     assert replica.log.log_end_offset == 0
+
+
+async def test_a_failover_yields_the_loop_between_leader_epoch_stamps(
+    broker: BrokerHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await broker.create_topic("moved", partitions=40, leader=1, replicas=(1, 0))
+    ticks = 0
+
+    async def probe() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0)
+            ticks += 1
+
+    stamps_at: list[int] = []
+    flush = LeaderEpochCache._flush
+
+    def recorded(cache: LeaderEpochCache) -> None:
+        stamps_at.append(ticks)
+        flush(cache)
+
+    monkeypatch.setattr(LeaderEpochCache, "_flush", recorded)
+    probing = asyncio.create_task(probe())
+    try:
+        # Broker 1 is gone: every leadership moves here at once (one metadata pass).
+        for p in range(40):
+            state = PartitionState(
+                topic="moved", partition=p, leader=0, leader_epoch=1, replicas=(1, 0), isr=(0,)
+            )
+            revision = await broker.store.put(broker.keyspace.partition("moved", p), state.encode())
+        await broker.sync(revision)
+    finally:
+        probing.cancel()
+    assert len(stamps_at) == 40  # each new leader stamps its epoch (two fsyncs) ...
+    assert all(a < b for a, b in itertools.pairwise(stamps_at))  # ... with the loop free between

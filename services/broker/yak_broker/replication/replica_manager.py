@@ -383,11 +383,11 @@ class ReplicaManager:
             failed = await self._create_logs([d for d in batch if d.tp not in self._local_ids])
             for index, desired in enumerate(batch, 1):
                 wanted.add(desired.tp)
-                if desired.tp not in failed:
-                    self._host(desired)
-                if index % _CHUNK == 0:
-                    # Thousands of replicas cost CPU: let the loop serve requests and keep
-                    # the lease alive in between.
+                stamped = desired.tp not in failed and self._host(desired)
+                if stamped or index % _CHUNK == 0:
+                    # A new leader epoch stamped in the log cost fsyncs (a failover moves
+                    # hundreds of leaderships here at once); thousands of replicas cost CPU:
+                    # either way, let the loop serve requests and keep the lease alive.
                     await asyncio.sleep(0)
         served = set(self._replicas) if plan.considered is None else plan.considered
         for tp in served - wanted:  # e.g. the partition key vanished: stop serving
@@ -436,7 +436,8 @@ class ReplicaManager:
         self.waiters.notify(tp)
         self._wake_followers(tp)
 
-    def _host(self, desired: DesiredReplica) -> None:
+    def _host(self, desired: DesiredReplica) -> bool:
+        """Host ``desired``; whether it stamped a new leader epoch into the log (fsyncs)."""
         tp = desired.tp
         if self._local_ids.get(tp, desired.topic_id) is None:  # a folder from before the ids
             write_topic_id(self._logs.data_dir / tp.dir_name, desired.topic_id)
@@ -460,22 +461,27 @@ class ReplicaManager:
                 self.fetch_sessions.mark((tp.topic, tp.partition))
         replica.state = state
         replica.min_insync_replicas = desired.min_insync_replicas
+        stamped = False
         if state.leader == self.broker_id:
             self._retire_follower(replica)
-            self._lead(replica, state)
+            stamped = self._lead(replica, state)
         else:
             self._retire_leader(replica)
             self._follow(replica, state)
         if (previous.leader, previous.leader_epoch) != (state.leader, state.leader_epoch):
             self.waiters.notify(tp)  # waiting fetches re-check leadership
             self._wake_followers(tp)
+        return stamped
 
-    def _lead(self, replica: Replica, state: PartitionState) -> None:
+    def _lead(self, replica: Replica, state: PartitionState) -> bool:
+        """Lead ``replica`` in ``state``'s epoch; whether a new epoch was stamped in its log."""
         machine = replica.leader
         if machine is not None and machine.leader_epoch == state.leader_epoch:
             self._carry_out(replica, machine.on_state(state, self.now_ms()))
-            return
+            return False
         self._retire_leader(replica)
+        latest = replica.log.latest_epoch
+        stamps = latest is None or latest < state.leader_epoch  # as LeaderPartition decides
         _log.info(
             "leading %s in epoch %d (ISR %s, log end %d)",
             replica.tp.dir_name,
@@ -492,6 +498,7 @@ class ReplicaManager:
         )
         replica.leader = machine
         self._carry_out(replica, machine.on_state(state, self.now_ms()))
+        return stamps
 
     def _retire_leader(self, replica: Replica) -> None:
         if replica.leader is None:
