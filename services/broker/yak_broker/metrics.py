@@ -264,15 +264,23 @@ class BrokerCollector(Collector):
         broker_id: int,
         partitions: Callable[[], Iterable[PartitionView]],
         offsets: ConsumerOffsets,
+        *,
+        max_partition_series: int = 1_000,
     ) -> None:
         self._broker = str(broker_id)
         self._partitions = partitions
         self._offsets = offsets
+        self._max_partition_series = max_partition_series
 
     def describe(self) -> Iterator[GaugeMetricFamily]:
         return iter(())  # unchecked collector: its series depend on the hosted partitions
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
+        views = list(self._partitions())
+        # Per partition only while it stays small: three series per replica at 20,000
+        # partitions (60,000 series) cost a scrape half a second of the event loop, and a
+        # Prometheus as much again (Redpanda's aggregate_metrics makes the same trade).
+        per_partition = len(views) <= self._max_partition_series
         tp = ["topic", "partition"]
         size = GaugeMetricFamily(
             "yak_broker_log_size_bytes", "Bytes on disk of a replica.", labels=tp
@@ -288,13 +296,17 @@ class BrokerCollector(Collector):
             "High watermark minus the group's committed offset, for partitions led here.",
             labels=["group", "topic", "partition"],
         )
+        topic_sizes: dict[str, int] = {}
+        topic_lags: dict[tuple[str, str], int] = {}
         hosted = leaders = under_replicated = under_min_isr = 0
         by_partition: Mapping[tuple[str, int], dict[str, int]] = self._offsets.by_partition
-        for view in self._partitions():
-            labels = [view.topic, str(view.partition)]
-            size.add_metric(labels, view.size)
-            leo.add_metric(labels, view.log_end_offset)
-            hw.add_metric(labels, view.high_watermark)
+        for view in views:
+            topic_sizes[view.topic] = topic_sizes.get(view.topic, 0) + view.size
+            if per_partition:
+                labels = [view.topic, str(view.partition)]
+                size.add_metric(labels, view.size)
+                leo.add_metric(labels, view.log_end_offset)
+                hw.add_metric(labels, view.high_watermark)
             hosted += 1
             if not view.is_leader:
                 continue
@@ -302,11 +314,32 @@ class BrokerCollector(Collector):
             under_replicated += view.isr < view.replicas
             under_min_isr += view.isr < view.min_isr
             for group, committed in by_partition.get((view.topic, view.partition), {}).items():
-                lag.add_metric([group, *labels], max(view.high_watermark - committed, 0))
-        yield size
-        yield leo
-        yield hw
-        yield lag
+                behind = max(view.high_watermark - committed, 0)
+                key = (group, view.topic)
+                topic_lags[key] = topic_lags.get(key, 0) + behind
+                if per_partition:
+                    lag.add_metric([group, view.topic, str(view.partition)], behind)
+        if per_partition:
+            yield size
+            yield leo
+            yield hw
+            yield lag
+        topic_size = GaugeMetricFamily(
+            "yak_broker_topic_log_size_bytes",
+            "Bytes on disk of the replicas of a topic hosted here.",
+            labels=["topic"],
+        )
+        for topic, total in topic_sizes.items():
+            topic_size.add_metric([topic], total)
+        yield topic_size
+        topic_lag = GaugeMetricFamily(
+            "yak_consumer_group_topic_lag",
+            "The group's lag summed over the topic's partitions led here.",
+            labels=["group", "topic"],
+        )
+        for (group, topic), total in topic_lags.items():
+            topic_lag.add_metric([group, topic], total)
+        yield topic_lag
         for name, doc, value in (
             ("yak_broker_partitions", "Partition replicas hosted by this broker.", hosted),
             ("yak_broker_leader_partitions", "Partitions this broker leads.", leaders),

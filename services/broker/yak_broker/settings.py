@@ -36,6 +36,9 @@ max_open_files              YAK_MAX_OPEN_FILES     half the soft RLIMIT_NOFILE (
                                                    raise to the hard limit), 64..4096: the
                                                    segment and index files kept open at
                                                    once (``storage.file_handles``)
+metrics_partition_series    YAK_METRICS_PARTITION_ 1000: per-partition gauges on /metrics while
+                            SERIES                 the broker hosts at most this many replicas;
+                                                   per-topic ones always (``metrics``)
 ==========================  =====================  ==========================================
 """
 
@@ -84,6 +87,8 @@ class BrokerSettings:
     cluster_secret: str | None = field(default=None, repr=False)
     #: Segment and index files open at once; None: from the open-files limit at start.
     max_open_files: int | None = None
+    #: Hosted replicas up to which /metrics has per-partition gauges (per topic always).
+    metrics_partition_series: int = 1_000
 
     def __post_init__(self) -> None:
         if self.broker_id < 0:
@@ -92,6 +97,10 @@ class BrokerSettings:
             raise ValueError(f"lease TTL must be >= 1 s, got {self.lease_ttl_s}")
         if self.max_open_files is not None and self.max_open_files < 1:
             raise ValueError(f"max open files must be >= 1, got {self.max_open_files}")
+        if self.metrics_partition_series < 0:
+            raise ValueError(
+                f"metrics partition series must be >= 0, got {self.metrics_partition_series}"
+            )
 
     @property
     def public_host(self) -> str:
@@ -135,4 +144,5 @@ _ENV: tuple[tuple[str, str, type], ...] = (
     ("controlled_shutdown_timeout_s", "YAK_CONTROLLED_SHUTDOWN_TIMEOUT_S", float),
     ("tls", "YAK_TLS_CERT", bool),
     ("max_open_files", "YAK_MAX_OPEN_FILES", int),
+    ("metrics_partition_series", "YAK_METRICS_PARTITION_SERIES", int),
 )

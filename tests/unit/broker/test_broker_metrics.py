@@ -98,6 +98,37 @@ async def test_the_collector_reports_partitions_health_and_consumer_lag() -> Non
     assert (
         registry.get_sample_value(lag, {"group": "billing", "topic": "t", "partition": "1"}) is None
     )
+    assert _value(registry, "yak_broker_topic_log_size_bytes", topic="t") == 4096 + 10 + 99
+    assert _value(registry, "yak_consumer_group_topic_lag", group="billing", topic="t") == 60
+    await store.aclose()
+
+
+async def test_past_the_bound_a_broker_reports_per_topic_only() -> None:
+    """More replicas than ``max_partition_series``: no per-partition series, the same totals
+    per topic, and the counts unchanged."""
+    store = MemoryMetadataStore()
+    keyspace = Keyspace("c1")
+    for partition, offset in ((0, 10), (1, 20)):
+        value = CommittedOffset(offset=offset, commit_time_ms=1).encode()
+        await store.put(keyspace.committed_offset("g", "t", partition), value)
+    views = [
+        PartitionView("t", 0, 100, 50, 50, True, isr=3, replicas=3, min_isr=2),
+        PartitionView("t", 1, 200, 70, 70, True, isr=2, replicas=3, min_isr=2),
+        PartitionView("u", 0, 300, 9, 9, False, isr=3, replicas=3, min_isr=2),
+    ]
+    offsets = ConsumerOffsets(lambda: store, keyspace)
+    await offsets.refresh()
+    registry = CollectorRegistry()
+    registry.register(BrokerCollector(0, lambda: views, offsets, max_partition_series=2))
+    for name in ("yak_broker_log_size_bytes", "yak_broker_log_end_offset"):
+        assert registry.get_sample_value(name, {"topic": "t", "partition": "0"}) is None
+    lag = {"group": "g", "topic": "t", "partition": "0"}
+    assert registry.get_sample_value("yak_consumer_group_lag", lag) is None
+    assert _value(registry, "yak_broker_topic_log_size_bytes", topic="t") == 300
+    assert _value(registry, "yak_broker_topic_log_size_bytes", topic="u") == 300
+    assert _value(registry, "yak_consumer_group_topic_lag", group="g", topic="t") == 40 + 50
+    assert _value(registry, "yak_broker_partitions") == 3
+    assert _value(registry, "yak_broker_under_replicated_partitions") == 1
     await store.aclose()
 
 

@@ -169,7 +169,7 @@ def test_grafana_is_provisioned_with_the_datasource_and_the_dashboard() -> None:
         "yak_coordinator_offline_partitions",
         "yak_broker_isr_shrinks_total",
         "yak_broker_isr_expands_total",
-        "yak_consumer_group_lag",
+        "yak_consumer_group_topic_lag",
     ):
         assert metric in exprs, metric
     for panel in dashboard["panels"]:

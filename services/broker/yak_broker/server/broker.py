@@ -123,7 +123,12 @@ class Broker:
         offsets = ConsumerOffsets(lambda: self._store, self.keyspace)
         self.metrics.before_scrape.append(offsets.refresh)
         self.metrics.registry.register(
-            BrokerCollector(settings.broker_id, self.replicas.partition_views, offsets)
+            BrokerCollector(
+                settings.broker_id,
+                self.replicas.partition_views,
+                offsets,
+                max_partition_series=settings.metrics_partition_series,
+            )
         )
         self.metrics.registry.register(SegmentFilesCollector(self.logs.files))
         self._store: MetadataStore | None = None
