@@ -34,6 +34,7 @@ import argparse
 import asyncio
 import datetime
 import json
+import logging
 import os
 import re
 import sys
@@ -42,6 +43,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,9 @@ from loadtest.local_cluster import LocalCluster, RegistrationWatch, local_cluste
 from yak.api.admin import ADMIN_PREFIX
 from yak.clients.admin import AdminClient
 from yak.errors import YakError
+from yak.supervisor import StartupError
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["GOALS", "Step", "main", "meets_goals", "parse"]
 
@@ -329,7 +334,14 @@ class Bench:
         cluster.kill(RESTARTED_BROKER)
         self.killed.append((RESTARTED_BROKER, time.monotonic()))
         started = time.monotonic()
-        cluster.start_broker(RESTARTED_BROKER)
+        timeout_s = self.options.converge_timeout
+        try:  # in a thread: the registration watch on this loop keeps reading meanwhile
+            await asyncio.to_thread(
+                partial(cluster.start_broker, RESTARTED_BROKER, ready_timeout_s=timeout_s)
+            )
+        except StartupError as exc:
+            _log.warning("the restarted broker did not come back: %s", exc)
+            return None
         admin = AdminClient(cluster.coordinator_urls[self._active_index()])
         async with admin:
             try:

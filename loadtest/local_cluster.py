@@ -141,8 +141,9 @@ class LocalCluster:
         process.popen.send_signal(signal.SIGKILL)
         process.popen.wait()
 
-    def start_broker(self, broker_id: int) -> ManagedProcess:
-        """Start (or restart, on the same folder, id and port) broker ``broker_id``."""
+    def start_broker(self, broker_id: int, *, ready_timeout_s: float = 30.0) -> ManagedProcess:
+        """Start (or restart, on the same folder, id and port) broker ``broker_id``; wait at
+        most ``ready_timeout_s`` for it to be ready (a restart on many logs loads them first)."""
         if broker_id not in self.broker_ports:
             (self.broker_ports[broker_id],) = free_ports(1)
         port = self.broker_ports[broker_id]
@@ -153,6 +154,7 @@ class LocalCluster:
                 log_path=self.folder / "logs" / f"broker-{broker_id}.log",
                 health_url=f"http://{HOST}:{port}/readyz",
                 url=f"http://{HOST}:{port}",
+                ready_timeout_s=ready_timeout_s,
                 env={
                     "YAK_ETCD": self.etcd.endpoint,
                     "YAK_CLUSTER_ID": self.cluster_id,
