@@ -287,6 +287,26 @@ class Consumers:
     def _left(self, deadline: float) -> float:
         return max(0.0, deadline - self._clock.monotonic())
 
+    async def _fetch(
+        self,
+        member: Member,
+        start: Offsets,
+        reading: list[TopicPartition],
+        deadline: float,
+        max_bytes: int,
+        *,
+        raw: bool,
+    ) -> list[PartitionRead]:
+        """The member's fetch of ``reading`` from ``start``, until ``deadline``."""
+        return await self._reader.fetch(
+            [(t, p, start[(t, p)]) for t, p in reading],
+            max_wait_ms=int(self._left(deadline) * 1000),
+            max_bytes=max_bytes,
+            min_bytes=max(1, member.base.fetch_min_bytes),
+            owner=f"{member.group}/{member.member_id}",
+            raw=raw,
+        )
+
     async def _read(
         self,
         member: Member,
@@ -297,13 +317,7 @@ class Consumers:
     ) -> tuple[list[PolledPartition], dict[TopicPartition, int]]:
         """One fetch from ``start``: the records, and the next offset reached per partition;
         at least one record, then up to ``max_bytes`` of keys and values."""
-        reads = await self._reader.fetch(
-            [(t, p, start[(t, p)]) for t, p in reading],
-            max_wait_ms=int(self._left(deadline) * 1000),
-            max_bytes=max_bytes,
-            min_bytes=max(1, member.base.fetch_min_bytes),
-            owner=f"{member.group}/{member.member_id}",
-        )
+        reads = await self._fetch(member, start, reading, deadline, max_bytes, raw=False)
         polled: list[PolledPartition] = []
         reached: dict[TopicPartition, int] = {}
         size = 0
@@ -340,14 +354,7 @@ class Consumers:
     ) -> tuple[list[FetchedBatches], dict[TopicPartition, int]]:
         """``_read`` for a raw poll: whole batches, at least one, then up to ``max_bytes`` of
         batch bytes; each position moves to the end of its last batch handed out."""
-        reads = await self._reader.fetch(
-            [(t, p, start[(t, p)]) for t, p in reading],
-            max_wait_ms=int(self._left(deadline) * 1000),
-            max_bytes=max_bytes,
-            min_bytes=max(1, member.base.fetch_min_bytes),
-            owner=f"{member.group}/{member.member_id}",
-            raw=True,
-        )
+        reads = await self._fetch(member, start, reading, deadline, max_bytes, raw=True)
         polled: list[FetchedBatches] = []
         reached: dict[TopicPartition, int] = {}
         size = 0
