@@ -16,9 +16,10 @@ from yak.clients.broker import BrokerClient
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
 from yak.metadata.models import PartitionState, TopicRecord
+from yak.protocol.broker_wire import FetchPartition, FetchRequest
 from yak_broker.server.broker import Broker
 
-__all__ = ["BrokerHarness"]
+__all__ = ["BrokerHarness", "session_round"]
 
 
 @dataclass
@@ -88,3 +89,25 @@ class BrokerHarness:
         assert cache is not None
         await cache.wait_for_revision(revision, timeout_s=5)
         await self.broker.replicas.apply(self.broker.snapshot())
+
+
+def session_round(
+    topic: str,
+    positions: dict[int, int],
+    session_id: int,
+    epoch: int,
+    *,
+    replica_id: int,
+    max_wait_ms: int = 100,
+    forgotten: tuple[tuple[str, int], ...] = (),
+) -> FetchRequest:
+    """A follower's fetch of ``topic``'s partitions from their offsets in ``positions``, in
+    fetch session ``session_id`` at ``epoch`` (0, 0: open one)."""
+    return FetchRequest(
+        tuple(FetchPartition(topic, p, offset, 1 << 20, 0) for p, offset in positions.items()),
+        max_wait_ms=max_wait_ms,
+        replica_id=replica_id,
+        session_id=session_id,
+        session_epoch=epoch,
+        forgotten=forgotten,
+    )

@@ -17,6 +17,7 @@ import pytest
 
 from tests.unit.broker.broker_harness import BrokerHarness
 from yak.clients.broker import BrokerClient
+from yak.clients.broker_connection import BrokerConnection
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
 from yak_broker.app import create_app
@@ -54,3 +55,13 @@ async def broker_on_each_transport(
         "http://127.0.0.1", transport=broker.transport, data_port=listener.port
     ) as client:
         yield dataclasses.replace(broker, client=client)
+
+
+@pytest.fixture
+async def connection(broker: BrokerHarness) -> AsyncIterator[BrokerConnection]:
+    """A connection to ``broker``'s internal listener (Kafka framing)."""
+    listener = broker.broker.listener
+    assert listener is not None
+    connection = BrokerConnection("127.0.0.1", listener.port)
+    yield connection
+    await connection.aclose()

@@ -6,35 +6,17 @@ reported it caught up; their sessions never read them again and 275 stayed under
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
-import pytest
-
-from tests.unit.broker.broker_harness import BrokerHarness
+from tests.unit.broker.broker_harness import BrokerHarness, session_round
 from yak.clients.broker_connection import BrokerConnection
 from yak.metadata.models import PartitionState
-from yak.protocol.broker_wire import FetchPartition, FetchRequest
+from yak.protocol.broker_wire import FetchRequest
 
 FOLLOWER = 1
 
 
-@pytest.fixture
-async def connection(broker: BrokerHarness) -> AsyncIterator[BrokerConnection]:
-    listener = broker.broker.listener
-    assert listener is not None
-    connection = BrokerConnection("127.0.0.1", listener.port)
-    yield connection
-    await connection.aclose()
-
-
 def _round(positions: dict[int, int], session_id: int, epoch: int) -> FetchRequest:
-    return FetchRequest(
-        tuple(FetchPartition("r", p, offset, 1 << 20, 0) for p, offset in positions.items()),
-        max_wait_ms=50,
-        replica_id=FOLLOWER,
-        session_id=session_id,
-        session_epoch=epoch,
-    )
+    return session_round("r", positions, session_id, epoch, replica_id=FOLLOWER, max_wait_ms=50)
 
 
 async def _isr(broker: BrokerHarness, partition: int) -> tuple[int, ...]:

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 
-import pytest
-
-from tests.unit.broker.broker_harness import BrokerHarness
+from tests.unit.broker.broker_harness import BrokerHarness, session_round
 from yak.clients.broker_connection import BrokerConnection
 from yak.protocol.broker_wire import (
     ACKS_ALL,
@@ -33,15 +30,6 @@ def batch(*values: bytes) -> bytes:
     return encode_batch([RecordInput(key=None, value=v, timestamp=1) for v in values])
 
 
-@pytest.fixture
-async def connection(broker: BrokerHarness) -> AsyncIterator[BrokerConnection]:
-    listener = broker.broker.listener
-    assert listener is not None
-    connection = BrokerConnection("127.0.0.1", listener.port)
-    yield connection
-    await connection.aclose()
-
-
 async def led(broker: BrokerHarness, topic: str, partitions: int) -> None:
     await broker.create_topic(topic, partitions, replicas=(0, FOLLOWER), isr=(0, FOLLOWER))
 
@@ -55,12 +43,13 @@ def request(
     max_wait_ms: int = 100,
     replica_id: int = FOLLOWER,
 ) -> FetchRequest:
-    return FetchRequest(
-        tuple(FetchPartition("s", p, offset, 1 << 20, 0) for p, offset in positions.items()),
-        max_wait_ms=max_wait_ms,
+    return session_round(
+        "s",
+        positions,
+        session_id,
+        epoch,
         replica_id=replica_id,
-        session_id=session_id,
-        session_epoch=epoch,
+        max_wait_ms=max_wait_ms,
         forgotten=forgotten,
     )
 

@@ -11,13 +11,10 @@ outside the ISR, or may be leaving it, stays due (``LeaderFetchSession.commit``'
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
-import pytest
-
-from tests.unit.broker.broker_harness import BrokerHarness
+from tests.unit.broker.broker_harness import BrokerHarness, session_round
 from yak.clients.broker_connection import BrokerConnection
-from yak.protocol.broker_wire import FetchedPartition, FetchPartition, FetchRequest
+from yak.protocol.broker_wire import FetchedPartition, FetchRequest
 from yak_broker.replication.fetch_session_cache import FetchSessionCache
 from yak_broker.replication.messages import AlterIsr
 from yak_broker.storage.log_manager import TopicPartition
@@ -37,23 +34,8 @@ def test_commit_keeps_due_a_partition_whose_follower_is_not_in_sync() -> None:
     assert not session.dirty
 
 
-@pytest.fixture
-async def connection(broker: BrokerHarness) -> AsyncIterator[BrokerConnection]:
-    listener = broker.broker.listener
-    assert listener is not None
-    connection = BrokerConnection("127.0.0.1", listener.port)
-    yield connection
-    await connection.aclose()
-
-
 def request(positions: dict[int, int], session_id: int, epoch: int) -> FetchRequest:
-    return FetchRequest(
-        tuple(FetchPartition("s", p, offset, 1 << 20, 0) for p, offset in positions.items()),
-        max_wait_ms=50,
-        replica_id=FOLLOWER,
-        session_id=session_id,
-        session_epoch=epoch,
-    )
+    return session_round("s", positions, session_id, epoch, replica_id=FOLLOWER, max_wait_ms=50)
 
 
 async def test_a_follower_caught_up_during_an_isr_change_rejoins_when_idle(
