@@ -5,7 +5,7 @@ partition alone, which is created at the next metadata change."""
 from __future__ import annotations
 
 import asyncio
-import itertools
+import threading
 from pathlib import Path
 
 import pytest
@@ -16,8 +16,12 @@ from yak.metadata.models import PartitionState, TopicRecord
 from yak.record import RecordInput, encode_batch
 from yak_broker.replication.partition_metadata import read_topic_id
 from yak_broker.replication.replica_plan import DesiredReplica
-from yak_broker.storage import log_creation
-from yak_broker.storage.leader_epoch_cache import EpochEntry, LeaderEpochCache
+from yak_broker.storage import checkpoint, log_creation
+from yak_broker.storage.leader_epoch_cache import (
+    LEADER_EPOCH_CHECKPOINT_FILE_NAME,
+    EpochEntry,
+    LeaderEpochCache,
+)
 from yak_broker.storage.log_creation import NewLog, StagedLog
 from yak_broker.storage.log_manager import TopicPartition
 
@@ -81,36 +85,81 @@ async def test_a_failed_log_fails_its_partition_only_and_is_created_later(
     assert replica.log.log_end_offset == 0
 
 
-async def test_a_failover_yields_the_loop_between_leader_epoch_stamps(
+async def _move_leaderships_here(broker: BrokerHarness, topic: str, partitions: int) -> None:
+    """Broker 1 is gone: every leadership of ``topic`` moves here at once (one metadata pass)."""
+    for p in range(partitions):
+        state = PartitionState(
+            topic=topic, partition=p, leader=0, leader_epoch=1, replicas=(1, 0), isr=(0,)
+        )
+        revision = await broker.store.put(broker.keyspace.partition(topic, p), state.encode())
+    await broker.sync(revision)
+
+
+async def test_a_failover_writes_the_new_leader_epochs_off_the_loop_before_serving(
     broker: BrokerHarness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await broker.create_topic("moved", partitions=40, leader=1, replicas=(1, 0))
-    ticks = 0
+    loop_thread = threading.current_thread()
+    written_on: list[threading.Thread] = []
+    write = checkpoint.write_atomically
 
-    async def probe() -> None:
-        nonlocal ticks
-        while True:
-            await asyncio.sleep(0)
-            ticks += 1
+    def recorded(path: Path | str, data: bytes) -> None:
+        if Path(path).name == LEADER_EPOCH_CHECKPOINT_FILE_NAME:
+            written_on.append(threading.current_thread())
+        write(path, data)
 
-    stamps_at: list[int] = []
-    flush = LeaderEpochCache._flush
+    monkeypatch.setattr(checkpoint, "write_atomically", recorded)
+    await _move_leaderships_here(broker, "moved", 40)
+    assert len(written_on) == 40  # each new leader's epoch, written once ...
+    assert loop_thread not in written_on  # ... on the I/O threads, not the event loop
+    for p in range(40):
+        replica, _ = broker.broker.replicas.leader(TopicPartition("moved", p))
+        on_disk = LeaderEpochCache(replica.log.leader_epochs.path)
+        assert on_disk.entries == (EpochEntry(1, 0),)  # durable before it serves
+        assert not replica.log.leader_epochs.unpersisted
+    batch = bytes(encode_batch([RecordInput(value=b"v")]))
+    assert (await broker.client.produce_one("moved", 3, batch)).base_offset == 0
 
-    def recorded(cache: LeaderEpochCache) -> None:
-        stamps_at.append(ticks)
-        flush(cache)
 
-    monkeypatch.setattr(LeaderEpochCache, "_flush", recorded)
-    probing = asyncio.create_task(probe())
-    try:
-        # Broker 1 is gone: every leadership moves here at once (one metadata pass).
-        for p in range(40):
-            state = PartitionState(
-                topic="moved", partition=p, leader=0, leader_epoch=1, replicas=(1, 0), isr=(0,)
-            )
-            revision = await broker.store.put(broker.keyspace.partition("moved", p), state.encode())
-        await broker.sync(revision)
-    finally:
-        probing.cancel()
-    assert len(stamps_at) == 40  # each new leader stamps its epoch (two fsyncs) ...
-    assert all(a < b for a, b in itertools.pairwise(stamps_at))  # ... with the loop free between
+async def test_a_failed_epoch_write_keeps_its_partition_from_leading_until_written(
+    broker: BrokerHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await broker.create_topic("stuck", partitions=3, leader=1, replicas=(1, 0))
+    write = checkpoint.write_atomically
+    broken = {"stuck-1"}
+
+    def failing(path: Path | str, data: bytes) -> None:
+        if (
+            Path(path).parent.name in broken
+            and Path(path).name == LEADER_EPOCH_CHECKPOINT_FILE_NAME
+        ):
+            raise OSError(5, "Input/output error")
+        write(path, data)
+
+    monkeypatch.setattr(checkpoint, "write_atomically", failing)
+    await _move_leaderships_here(broker, "stuck", 3)
+    manager = broker.broker.replicas
+    for p in (0, 2):
+        manager.leader(TopicPartition("stuck", p))
+    with pytest.raises(NotLeaderOrFollowerError, match="not ready"):
+        manager.leader_partition(TopicPartition("stuck", 1))
+    log = broker.broker.logs.get(TopicPartition("stuck", 1)).log
+    assert LeaderEpochCache(log.leader_epochs.path).entries == ()
+    broken.clear()
+    host, led = manager._host, asyncio.Event()
+
+    def watched(desired: DesiredReplica) -> bool:
+        stamped = host(desired)
+        if desired.tp == TopicPartition("stuck", 1):
+            led.set()
+        return stamped
+
+    monkeypatch.setattr(manager, "_host", watched)
+    # The next metadata change, whatever it is, writes it again and the partition leads.
+    other = TopicRecord(
+        name="other", topic_id="x", partitions=1, replication_factor=1, created_at_ms=0
+    )
+    await broker.store.put(broker.keyspace.topic("other"), other.encode())
+    await asyncio.wait_for(led.wait(), 5)
+    manager.leader_partition(TopicPartition("stuck", 1))
+    assert LeaderEpochCache(log.leader_epochs.path).entries == (EpochEntry(1, 0),)

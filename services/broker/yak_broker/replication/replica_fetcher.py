@@ -128,11 +128,16 @@ class ReplicaFetcher:
     async def _run(self) -> None:
         while True:
             self._changed.clear()
+            client = await self._leader_client()
+            if client is None:
+                # The leader is not registered (yet, or any more): its session is gone. Build
+                # no round until it is back — a full round names every partition, and metadata
+                # changes wake this loop by the thousand while a broker restarts.
+                self.session.on_error()
+                await self._changed.wait()
+                continue
             round_ = self.session.next_round()
-            client = await self._leader_client() if round_ else None
-            if client is None:  # nothing to do, or the leader is not registered (yet)
-                if round_.has_fetch:
-                    self.session.on_error()  # the round was not sent: start over
+            if not round_:  # nothing to ask
                 await self._changed.wait()
                 continue
             try:

@@ -20,8 +20,12 @@ re-created topic is never served from the old folder even before ``apply`` wiped
 Roles (docs/replication.md). For each hosted replica the metadata names a role:
 
 - **leader** (``state.leader`` is this broker): a ``LeaderPartition`` machine, created when the
-  broker becomes leader of a new leader epoch (it stamps the epoch into the log's epoch cache)
-  and fed every later state of that epoch. It is told of each local append and each follower
+  broker becomes leader of a new leader epoch and fed every later state of that epoch. The new
+  epoch is stamped into the log's epoch cache first, for a whole batch of partitions at once
+  (``_stamp_epochs``: the epoch files are written on the log manager's I/O threads, so a
+  failover or a restart that hands this broker thousands of leaderships does not hold the
+  loop for one fsync'd write each); a partition whose write failed does not lead until a
+  later pass wrote it. It is told of each local append and each follower
   fetch, and ticked every ``replica.lag.time.max.ms / 2``; its outputs are carried out here:
   a moved high watermark wakes consumer fetches and acks=all producers (``hw_waiters``), an
   ISR proposal is written to etcd by compare-and-swap (``isr_writer``);
@@ -381,13 +385,13 @@ class ReplicaManager:
         for start in range(0, len(plan.host), _CREATE_BATCH):
             batch = plan.host[start : start + _CREATE_BATCH]
             failed = await self._create_logs([d for d in batch if d.tp not in self._local_ids])
+            failed |= await self._stamp_epochs([d for d in batch if d.tp not in failed])
             for index, desired in enumerate(batch, 1):
                 wanted.add(desired.tp)
                 stamped = desired.tp not in failed and self._host(desired)
                 if stamped or index % _CHUNK == 0:
-                    # A new leader epoch stamped in the log cost fsyncs (a failover moves
-                    # hundreds of leaderships here at once); thousands of replicas cost CPU:
-                    # either way, let the loop serve requests and keep the lease alive.
+                    # Thousands of replicas cost CPU (and a stamp left to ``_host`` fsyncs):
+                    # let the loop serve requests and keep the lease alive.
                     await asyncio.sleep(0)
         served = set(self._replicas) if plan.considered is None else plan.considered
         for tp in served - wanted:  # e.g. the partition key vanished: stop serving
@@ -427,6 +431,45 @@ class ReplicaManager:
             "created the logs of %d replicas (%d failed)", len(new) - len(failed), len(failed)
         )
         return failed
+
+    async def _stamp_epochs(self, batch: list[DesiredReplica]) -> set[TopicPartition]:
+        """Stamp the new leader epochs of ``batch``'s partitions led here in their logs, the
+        files written in parallel off the loop (a failover or a restart hands a broker
+        thousands of leaderships at once: one fsync'd write each, on the loop, held it for tens
+        of seconds). Each such replica stops following (and leading an older epoch) first, so
+        its log stays still until ``_host`` makes it leader. The partitions whose write failed
+        (each logged, and tried again at the next metadata change)."""
+        stamped: list[tuple[TopicPartition, Log]] = []
+        for desired in batch:
+            state, tp = desired.state, desired.tp
+            committer = self._logs.logs.get(tp)
+            if state.leader != self.broker_id or committer is None:
+                continue
+            replica = self._replicas.get(tp)
+            machine = replica.leader if replica is not None else None
+            if machine is not None and machine.leader_epoch == state.leader_epoch:
+                continue
+            log = committer.log
+            latest = log.latest_epoch
+            if latest is not None and latest >= state.leader_epoch:
+                if log.leader_epochs.unpersisted:  # an earlier write failed: again
+                    stamped.append((tp, log))
+                continue
+            if replica is not None:
+                self._retire_follower(replica)
+                self._retire_leader(replica)
+            log.assign_epoch(state.leader_epoch, log.log_end_offset, persist=False)
+            stamped.append((tp, log))
+        failed = await self._logs.persist_epochs(stamped)
+        for tp, error in failed.items():
+            _log.error(
+                "writing the leader epoch of %s failed (tried again at the next metadata "
+                "change): %s",
+                tp.dir_name,
+                error,
+            )
+            self._dirty_partitions.add((tp.topic, tp.partition))
+        return set(failed)
 
     def _drop(self, tp: TopicPartition) -> None:
         replica = self._replicas.pop(tp, None)

@@ -21,8 +21,13 @@ the same way, so a lost or damaged file can always be rebuilt by scanning the lo
 Persistence: every call that changes the entries rewrites the file with
 ``checkpoint.write_atomically`` (fsync + rename) before returning, so a crash leaves the
 previous or the new list. Changes are rare (one per leader change, plus truncations), so the
-fsync stays off the per-batch hot path. A present but malformed file raises
-``CorruptCheckpointError`` at construction; the caller may delete it and rebuild from the log.
+fsync stays off the per-batch hot path. A broker that takes over thousands of leaderships at
+once (a failover, a restart) stamps them with ``assign(..., persist=False)`` instead, writes
+the files (``checkpoint``) on I/O threads in parallel, and marks each ``persisted`` — before
+the partition serves as leader, so the stamp is as durable as with ``persist=True``.
+
+A present but malformed file raises ``CorruptCheckpointError`` at construction; the caller may
+delete it and rebuild from the log.
 
 Thread-safety: none. One owner (the partition's log, on one thread or event loop) calls it.
 """
@@ -70,6 +75,8 @@ class LeaderEpochCache:
     def __init__(self, path: Path | str, entries: Sequence[EpochEntry] | None = None) -> None:
         self._path = Path(path)
         self._entries: list[EpochEntry] = _read(self._path) if entries is None else list(entries)
+        #: Changes made with ``persist=False`` and not yet written (see ``checkpoint``).
+        self._unpersisted = 0
 
     @property
     def path(self) -> Path:
@@ -93,8 +100,25 @@ class LeaderEpochCache:
         """The highest known epoch, or ``None`` when the cache is empty."""
         return self._entries[-1].epoch if self._entries else None
 
-    def assign(self, epoch: int, start_offset: int) -> bool:
+    @property
+    def unpersisted(self) -> bool:
+        """Whether a change made with ``persist=False`` is not in the file yet."""
+        return self._unpersisted > 0
+
+    def checkpoint(self) -> tuple[Path, bytes, int]:
+        """The file to write, its bytes, and the change count to hand ``persisted`` once the
+        bytes are durable (the writing may happen on another thread)."""
+        return self._path, encode_entries(self._entries), self._unpersisted
+
+    def persisted(self, changes: int) -> None:
+        """The bytes ``checkpoint`` returned with ``changes`` are durable; changes made since
+        stay unpersisted."""
+        if self._unpersisted == changes:
+            self._unpersisted = 0
+
+    def assign(self, epoch: int, start_offset: int, *, persist: bool = True) -> bool:
         """Record that ``epoch`` starts at ``start_offset``; return True if the cache changed.
+        ``persist=False``: the file is written later (``checkpoint``; see the module doc).
 
         As Kafka's ``LeaderEpochFileCache.assign``: a repeat of the latest epoch at the same or
         a higher offset is a no-op (the common case: every batch of the current leader). Any
@@ -112,7 +136,10 @@ class LeaderEpochCache:
         ):
             self._entries.pop()
         self._entries.append(EpochEntry(epoch, start_offset))
-        self._flush()
+        if persist:
+            self._flush()
+        else:
+            self._unpersisted += 1
         return True
 
     def epoch_for_offset(self, offset: int) -> int | None:
@@ -185,6 +212,7 @@ class LeaderEpochCache:
 
     def _flush(self) -> None:
         write_atomically(self._path, encode_entries(self._entries))
+        self._unpersisted = 0
 
     def __repr__(self) -> str:
         return f"LeaderEpochCache({self._path.name!r}, {self._entries!r})"

@@ -169,10 +169,11 @@ class Log:
         """OffsetsForLeaderEpoch over this log (KIP-279; ``LeaderEpochCache.end_offset_for``)."""
         return self.leader_epochs.end_offset_for(epoch, self.log_end_offset)
 
-    def assign_epoch(self, epoch: int, start_offset: int) -> None:
+    def assign_epoch(self, epoch: int, start_offset: int, *, persist: bool = True) -> None:
         """A new leader stamps its epoch at its log end before any append (Kafka's
-        ``becomeLeader``), so the epoch's start is known even if nothing is appended in it."""
-        self.leader_epochs.assign(epoch, start_offset)
+        ``becomeLeader``), so the epoch's start is known even if nothing is appended in it.
+        ``persist=False``: the caller writes the epoch file (``LogManager.persist_epochs``)."""
+        self.leader_epochs.assign(epoch, start_offset, persist=persist)
         self._current_epoch = self.leader_epochs.latest_epoch
 
     def update_config(self, config: LogConfig) -> None:

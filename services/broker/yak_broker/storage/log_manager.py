@@ -314,6 +314,28 @@ class LogManager:
                 await asyncio.sleep(0)  # registering hundreds of logs: let the loop breathe
         return results
 
+    async def persist_epochs(
+        self, logs: Sequence[tuple[TopicPartition, Log]]
+    ) -> dict[TopicPartition, Exception]:
+        """Write the leader epoch files of ``logs`` (stamped with ``persist=False``) on the I/O
+        threads, their fsyncs overlapping; the partitions whose write failed (the others are
+        marked persisted). The caller keeps the logs still meanwhile (no appends, no
+        truncation): they are neither led nor followed until this returns."""
+        jobs = [(tp, *log.leader_epochs.checkpoint()) for tp, log in logs]
+        if not jobs:
+            return {}
+        loop = asyncio.get_running_loop()
+        pool = self._pool()
+        threads = max(min(self._io_threads, len(jobs)), 1)
+        parts = await asyncio.gather(
+            *(loop.run_in_executor(pool, _write_each, jobs[i::threads]) for i in range(threads))
+        )
+        failed = {tp: error for part in parts for tp, error in part.items()}
+        for (tp, log), (_, _, _, changes) in zip(logs, jobs, strict=True):
+            if tp not in failed:
+                log.leader_epochs.persisted(changes)
+        return failed
+
     def _load_existing(self, request: LogRequest) -> GroupCommitter | Exception:
         try:
             return self.get_or_create(request.tp, request.config)
@@ -377,3 +399,16 @@ class LogManager:
         async for committer in self._in_chunks():
             if committer.log.config.compact:
                 await self._cleaner(committer.log)
+
+
+def _write_each(
+    jobs: Sequence[tuple[TopicPartition, Path, bytes, int]],
+) -> dict[TopicPartition, Exception]:
+    """``checkpoint.write_atomically`` each job's bytes (on an I/O thread); the failures."""
+    failed: dict[TopicPartition, Exception] = {}
+    for tp, path, data, _ in jobs:
+        try:
+            checkpoint.write_atomically(path, data)
+        except OSError as exc:  # reported for this partition only
+            failed[tp] = exc
+    return failed

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from yak_broker.storage.checkpoint import CorruptCheckpointError, temp_path
+from yak_broker.storage.checkpoint import CorruptCheckpointError, temp_path, write_atomically
 from yak_broker.storage.leader_epoch_cache import (
     LEADER_EPOCH_CHECKPOINT_FILE_NAME,
     UNDEFINED_EPOCH,
@@ -49,6 +49,34 @@ def test_assign_appends_and_persists_kafka_format(tmp_path: Path) -> None:
     assert cache.path.read_text() == "0\n3\n0 0\n2 150\n5 4012\n"
     assert LeaderEpochCache(cache.path).entries == cache.entries
     assert not temp_path(cache.path).exists()
+
+
+def test_an_unpersisted_assign_is_written_by_whoever_holds_its_checkpoint(
+    tmp_path: Path,
+) -> None:
+    cache = make(tmp_path, (1, 0))
+    assert cache.assign(4, 30, persist=False) is True
+    assert cache.unpersisted
+    assert LeaderEpochCache(cache.path).entries == (EpochEntry(1, 0),)  # not yet on disk
+    path, data, changes = cache.checkpoint()
+    assert (path, data) == (cache.path, b"0\n2\n1 0\n4 30\n")
+    cache.assign(5, 40, persist=False)  # changed again while the bytes were being written
+    write_atomically(path, data)
+    cache.persisted(changes)
+    assert cache.unpersisted  # the later change is not in what was written
+    _, data, changes = cache.checkpoint()
+    write_atomically(path, data)
+    cache.persisted(changes)
+    assert not cache.unpersisted
+    assert LeaderEpochCache(cache.path).entries == cache.entries
+
+
+def test_a_persisted_change_writes_the_unpersisted_ones_too(tmp_path: Path) -> None:
+    cache = make(tmp_path)
+    cache.assign(2, 10, persist=False)
+    cache.assign(3, 20)  # written at once, with the entry before it
+    assert not cache.unpersisted
+    assert pairs(LeaderEpochCache(cache.path)) == [(2, 10), (3, 20)]
 
 
 def test_repeat_of_latest_epoch_is_a_no_op(tmp_path: Path) -> None:
