@@ -154,11 +154,15 @@ class PartitionState(MetadataValue):
     @property
     def target_replicas(self) -> tuple[int, ...]:
         """The replicas once the reassignment completes (``replicas`` when none runs)."""
+        if not self.removing_replicas:
+            return self.replicas
         return tuple(r for r in self.replicas if r not in self.removing_replicas)
 
     @property
     def original_replicas(self) -> tuple[int, ...]:
         """The replicas before the reassignment (``replicas`` when none runs)."""
+        if not self.adding_replicas:
+            return self.replicas
         return tuple(r for r in self.replicas if r not in self.adding_replicas)
 
 
