@@ -86,6 +86,8 @@ _log = logging.getLogger(__name__)
 _CHUNK = 64
 #: New replicas whose logs are created in one ``LogManager.create_logs`` call.
 _CREATE_BATCH = 256
+#: Replicas ticked between two yields of the event loop.
+_TICK_CHUNK = 1_000
 
 #: Writes an ISR proposal to the metadata store; the committed state, or None if it lost.
 AlterIsrWriter = Callable[[AlterIsr], Awaitable[PartitionState | None]]
@@ -304,9 +306,11 @@ class ReplicaManager:
         while True:
             await asyncio.sleep(interval_s)  # a timer by nature: the lag is measured in time
             now = self.now_ms()
-            for replica in list(self._replicas.values()):
+            for index, replica in enumerate(list(self._replicas.values()), 1):
                 if replica.leader is not None:
                     self._carry_out(replica, replica.leader.tick(now))
+                if index % _TICK_CHUNK == 0:  # 20,000 replicas: not all in one hold of the loop
+                    await asyncio.sleep(0)
 
     async def stop(self) -> None:
         """Stop fetching and fail the waiting acks=all producers (the broker is stopping)."""
