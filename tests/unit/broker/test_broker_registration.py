@@ -118,3 +118,26 @@ async def test_update_without_a_registration_writes_nothing() -> None:
     assert await store.get(KEYS.broker(1)) is None
     assert not registrar.registration.shutting_down
     await store.aclose()
+
+
+async def test_waits_for_an_older_registration_whose_revision_is_compacted() -> None:
+    """A kill -9 restart in a busy cluster: the dead process registered long ago, etcd has
+    compacted past that revision since, and its lease has not expired yet. The wait watches
+    from the revision of the read that found the holder, not from the holder's own revision
+    (a watch from there failed with RevisionCompactedError and the broker exited)."""
+    clock = FakeClock()
+    store = MemoryMetadataStore(clock)
+    lease = await store.grant_lease(6)
+    await store.put(KEYS.broker(1), registration("dead").encode(), lease=lease)
+    for i in range(5):  # the cluster's later writes (consumer positions, ISR changes ...)
+        await store.put(f"elsewhere/{i}", b"x")
+    await store.compact(await store.put("elsewhere/last", b"x"))
+    registrar = BrokerRegistrar(store, KEYS, registration("new"), ttl_s=6, wait_s=30, clock=clock)
+    task = asyncio.create_task(registrar.register())
+    await settle()
+    assert not task.done()
+    clock.advance(7)  # the dead process's lease expires; the watch sees the DELETE
+    await asyncio.wait_for(task, 5)
+    assert await holder_of(store) == "new"
+    await registrar.deregister()
+    await store.aclose()

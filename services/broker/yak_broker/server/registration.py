@@ -6,11 +6,15 @@ transaction), and keep the lease alive with a ``LeaseKeeper``. The value is a
 
 A second broker with the same id never steals the key. If the key exists with another
 incarnation — usually this broker's previous process, killed without deregistering, whose lease
-has not expired yet — the registrar *waits* for the key to be deleted (a watch on it, no
-polling), logging who holds it, for at most ``wait_s`` (default: the TTL + 5 s); then it fails
-with ``DuplicateBrokerRegistrationError`` and the process exits. A live duplicate keeps its lease
-alive, so it is refused; a dead one's lease expires within the TTL, so a quick restart after
-``kill -9`` succeeds after at most one TTL.
+has not expired yet — the registrar *waits* for the key to be deleted (a watch on it from the
+revision of the read that found it, no polling), logging who holds it, for at most ``wait_s``
+(default: the TTL + 5 s); then it fails with ``DuplicateBrokerRegistrationError`` and the
+process exits. A live duplicate keeps its lease alive, so it is refused; a dead one's lease
+expires within the TTL, so a quick restart after ``kill -9`` succeeds after at most one TTL.
+The watch must not start at the holder's own ``mod_revision``: in a busy cluster etcd has
+compacted past the revision at which a long-lived broker registered, and a watch from there
+fails (``RevisionCompactedError``) — what made the soak's two failed kill -9 restarts exit
+(docs/soak.md).
 
 If the lease is lost while running (etcd unreachable for a TTL, or the lease revoked), the
 registrar logs it and registers again with a new lease, retrying until it succeeds or the
@@ -28,7 +32,7 @@ import logging
 from typing import ClassVar
 
 from yak.clock import Clock, SystemClock
-from yak.errors import MetadataStoreError, YakError
+from yak.errors import MetadataStoreError, RevisionCompactedError, YakError
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.lease_keeper import LeaseKeeper
 from yak.metadata.models import BrokerRegistration
@@ -92,11 +96,12 @@ class BrokerRegistrar:
         """Register, waiting up to ``wait_s`` for an older holder of the id to expire."""
         deadline = self._clock.monotonic() + self._wait_s
         while True:
-            holder = await self._try_register()
-            if holder is None:
+            taken = await self._try_register()
+            if taken is None:
                 return
+            holder, revision = taken
             remaining = deadline - self._clock.monotonic()
-            if remaining <= 0 or not await self._wait_for_release(holder, remaining):
+            if remaining <= 0 or not await self._wait_for_release(holder, revision, remaining):
                 raise DuplicateBrokerRegistrationError(
                     f"broker id {self.registration.broker_id} is registered by another live "
                     f"process ({_describe(holder)}); waited {self._wait_s:.0f} s for it to expire",
@@ -130,8 +135,9 @@ class BrokerRegistrar:
                 _log.warning("could not revoke the registration lease (%s); it will expire", exc)
         _log.info("broker %d deregistered", self.registration.broker_id)
 
-    async def _try_register(self) -> KeyValue | None:
-        """One attempt; returns the key of the other holder when the id is taken."""
+    async def _try_register(self) -> tuple[KeyValue, int] | None:
+        """One attempt; when the id is taken, the other holder's key and the store revision at
+        which it was read."""
         lease = await self._store.grant_lease(self._ttl_s)
         value = self.registration.encode()
         try:
@@ -143,7 +149,7 @@ class BrokerRegistrar:
                 holder = response.kvs[0] if isinstance(response, GetResponse) else None
                 if holder is not None and not self._is_mine(holder):
                     await self._store.revoke_lease(lease)
-                    return holder
+                    return holder, result.revision
                 # Our own key on a lease presumed lost: take it over with the new lease.
                 expected = holder.value if holder is not None else value
                 taken = await self._store.txn(
@@ -177,15 +183,17 @@ class BrokerRegistrar:
             return False
         return other.incarnation == self.registration.incarnation
 
-    async def _wait_for_release(self, holder: KeyValue, timeout_s: float) -> bool:
-        """Wait until ``holder``'s key is deleted; False after ``timeout_s``."""
+    async def _wait_for_release(self, holder: KeyValue, seen_at: int, timeout_s: float) -> bool:
+        """Wait until ``holder``'s key, present at revision ``seen_at``, is deleted; False
+        after ``timeout_s``. True also when the watch ends or its revision is compacted
+        meanwhile: the next attempt reads the key again."""
         _log.warning(
             "broker id %d is still registered by %s; waiting up to %.0f s for its lease to expire",
             self.registration.broker_id,
             _describe(holder),
             timeout_s,
         )
-        watch = self._store.watch_prefix(self._key, holder.mod_revision + 1)
+        watch = self._store.watch_prefix(self._key, seen_at + 1)
         try:
             async with asyncio.timeout(timeout_s), watch:
                 async for event in watch:
@@ -193,6 +201,8 @@ class BrokerRegistrar:
                         return True
         except TimeoutError:
             return False
+        except RevisionCompactedError:
+            return True
         return True  # the watch ended (store closing): let the next attempt find out
 
     def _on_lost(self, error: LeaseExpiredError) -> None:
