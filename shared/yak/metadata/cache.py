@@ -1,19 +1,20 @@
 """A local, always-current copy of the cluster metadata, fed by one etcd watch.
 
-``MetadataCache`` loads ``brokers/``, ``decommissions/``, ``topics/``, ``partitions/`` and
-``controller`` of one
-cluster with a range read, then follows the cluster prefix with a watch from the read's
-revision + 1, so no change is missed between the two. Readers get an immutable
-``ClusterSnapshot`` that names the etcd revision it reflects; a reader that wrote something
-can ``wait_for_revision`` to see its own write. If the watch falls behind etcd's compaction the
-cache reloads from scratch; if etcd is unreachable it retries with backoff and keeps serving
-the last snapshot (``connected`` tells which): the lifecycle of ``yak.metadata.watched``.
+``MetadataCache`` loads ``brokers/``, ``broker-records/``, ``decommissions/``, ``topics/``,
+``partitions/`` and ``controller`` of one cluster with a range read, then follows the cluster
+prefix with a watch from the read's revision + 1, so no change is missed between the two.
+Readers get an immutable ``ClusterSnapshot`` that names the etcd revision it reflects; a reader
+that wrote something can ``wait_for_revision`` to see its own write. If the watch falls behind
+etcd's compaction the cache reloads from scratch; if etcd is unreachable it retries with
+backoff and keeps serving the last snapshot (``connected`` tells which): the lifecycle of
+``yak.metadata.watched``.
 
 ``on_change(parsed_key)`` is called after each event the cache applied (the snapshot is built
 only when read, so a burst of events costs no copy each); ``on_reload(snapshot)`` after each
 load but the first, since events may have been missed in between. ``subscribe(listener)`` adds
-more such listeners at any time (the coordinator's reconciler and group coordinator, for each
-term): ``listener(parsed_key)`` after each event, ``listener(None)`` after a reload.
+more such listeners at any time (the coordinator's reconciler, broker recorder and group
+coordinator, for each term): ``listener(parsed_key)`` after each event, ``listener(None)``
+after a reload.
 
 Building a snapshot costs the number of topics and brokers, not of partitions: partition states
 are kept per topic, and a snapshot shares each topic's states with the cache until an event
@@ -38,6 +39,7 @@ from yak.errors import KafkaTimeoutError
 from yak.metadata.keyspace import KeyKind, Keyspace, ParsedKey
 from yak.metadata.models import (
     BrokerDecommission,
+    BrokerRecord,
     BrokerRegistration,
     ControllerRecord,
     PartitionState,
@@ -52,6 +54,7 @@ log = logging.getLogger(__name__)
 
 _CACHED_KINDS = {
     KeyKind.BROKER,
+    KeyKind.BROKER_RECORD,
     KeyKind.DECOMMISSION,
     KeyKind.TOPIC,
     KeyKind.PARTITION,
@@ -117,6 +120,8 @@ class ClusterSnapshot:
     partitions: Mapping[tuple[str, int], PartitionState] = field(default_factory=dict)
     #: Brokers being drained (by id; a drained broker need not be alive).
     decommissions: Mapping[int, BrokerDecommission] = field(default_factory=dict)
+    #: Every broker the cluster has known, registered now or not (by id).
+    broker_records: Mapping[int, BrokerRecord] = field(default_factory=dict)
     #: ``partitions`` by topic, in partition order: built on first use (``partitions_of``).
     _by_topic: dict[str, list[PartitionState]] | None = field(
         default=None, init=False, repr=False, compare=False
@@ -180,6 +185,7 @@ class MetadataCache:
         self._partitions: dict[str, dict[int, PartitionState]] = {}
         self._owned: set[str] = set()
         self._decommissions: dict[int, BrokerDecommission] = {}
+        self._broker_records: dict[int, BrokerRecord] = {}
         self._snapshot: ClusterSnapshot | None = None
 
     @property
@@ -193,6 +199,7 @@ class MetadataCache:
                 topics=MappingProxyType(dict(self._topics)),
                 partitions=PartitionMap(dict(self._partitions)),
                 decommissions=MappingProxyType(dict(self._decommissions)),
+                broker_records=MappingProxyType(dict(self._broker_records)),
             )
             self._owned.clear()  # every topic's states are shared with the snapshot now
         return self._snapshot
@@ -248,7 +255,7 @@ class MetadataCache:
 
     def _load(self, kvs: Sequence[KeyValue]) -> None:
         self._controller, self._brokers, self._topics, self._partitions = None, {}, {}, {}
-        self._decommissions, self._owned = {}, set()
+        self._decommissions, self._broker_records, self._owned = {}, {}, set()
         self._snapshot = None
         for kv in kvs:
             self._apply_put(kv.key, kv.value)
@@ -293,6 +300,9 @@ class MetadataCache:
             case KeyKind.BROKER:
                 assert parsed.broker_id is not None
                 self._brokers[parsed.broker_id] = BrokerRegistration.decode(value)
+            case KeyKind.BROKER_RECORD:
+                assert parsed.broker_id is not None
+                self._broker_records[parsed.broker_id] = BrokerRecord.decode(value)
             case KeyKind.DECOMMISSION:
                 assert parsed.broker_id is not None
                 self._decommissions[parsed.broker_id] = BrokerDecommission.decode(value)
@@ -311,6 +321,8 @@ class MetadataCache:
         match parsed.kind:
             case KeyKind.BROKER:
                 self._brokers.pop(parsed.broker_id or 0, None)
+            case KeyKind.BROKER_RECORD:
+                self._broker_records.pop(parsed.broker_id or 0, None)
             case KeyKind.DECOMMISSION:
                 self._decommissions.pop(parsed.broker_id or 0, None)
             case KeyKind.TOPIC:

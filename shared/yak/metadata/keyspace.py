@@ -3,6 +3,7 @@
 All keys live under ``/yak/<cluster-id>/`` (DESIGN.md §4)::
 
     brokers/<broker-id>                       BrokerRegistration   on the broker's lease
+    broker-records/<broker-id>                BrokerRecord         (controller) kept after it leaves
     decommissions/<broker-id>                 BrokerDecommission   (admin API: drain a broker)
     controller                                ControllerRecord     on the coordinator's lease
     topics/<topic>                            TopicRecord
@@ -14,6 +15,10 @@ All keys live under ``/yak/<cluster-id>/`` (DESIGN.md §4)::
     producers/next-id                         ProducerIdBlock
     security/principals/<name>                Principal
     security/acls/<acl-id>                    AclEntry
+
+``broker-records/<id>`` is every broker the cluster has known: written by the active controller
+when a registration appears or vanishes, deleted only when the broker is forgotten
+(``yak brokers forget``); see ``BrokerRecord``.
 
 Topic and group names are validated before they become keys (``yak.names``), so they never
 contain ``/`` and splitting a key on ``/`` is unambiguous. Member ids, principal and ACL ids
@@ -51,6 +56,7 @@ class KeyKind(StrEnum):
     """What a key holds."""
 
     BROKER = "broker"
+    BROKER_RECORD = "broker_record"
     DECOMMISSION = "decommission"
     CONTROLLER = "controller"
     TOPIC = "topic"
@@ -97,6 +103,10 @@ class Keyspace:
         return f"{self.root}brokers/"
 
     @property
+    def broker_records_prefix(self) -> str:
+        return f"{self.root}broker-records/"
+
+    @property
     def decommissions_prefix(self) -> str:
         return f"{self.root}decommissions/"
 
@@ -136,6 +146,9 @@ class Keyspace:
 
     def broker(self, broker_id: int) -> str:
         return f"{self.brokers_prefix}{_non_negative(broker_id, 'broker id')}"
+
+    def broker_record(self, broker_id: int) -> str:
+        return f"{self.broker_records_prefix}{_non_negative(broker_id, 'broker id')}"
 
     def decommission(self, broker_id: int) -> str:
         return f"{self.decommissions_prefix}{_non_negative(broker_id, 'broker id')}"
@@ -203,6 +216,8 @@ def _parse_parts(parts: list[str]) -> ParsedKey | None:
     match parts:
         case ["brokers", broker_id]:
             return ParsedKey(KeyKind.BROKER, broker_id=_int(broker_id))
+        case ["broker-records", broker_id]:
+            return ParsedKey(KeyKind.BROKER_RECORD, broker_id=_int(broker_id))
         case ["decommissions", broker_id]:
             return ParsedKey(KeyKind.DECOMMISSION, broker_id=_int(broker_id))
         case ["controller"]:

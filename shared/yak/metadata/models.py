@@ -2,7 +2,8 @@
 
 Values are JSON (orjson) and validated on read: etcd is a boundary like HTTP, so these are
 pydantic models, frozen. Unknown fields are ignored so that a newer writer does not break an
-older reader during a rolling upgrade; missing required fields fail loudly.
+older reader during a rolling upgrade (``BrokerRecord`` keeps them, so that a rewrite by an
+older writer does not drop them); missing required fields fail loudly.
 
 Times are milliseconds since the Unix epoch; ``-1`` stands for "none" where Kafka uses it
 (a partition with no leader has ``leader == -1``).
@@ -20,6 +21,7 @@ __all__ = [
     "AclEntry",
     "Assignment",
     "BrokerDecommission",
+    "BrokerRecord",
     "BrokerRegistration",
     "CommittedOffset",
     "ControllerRecord",
@@ -75,6 +77,44 @@ class BrokerRegistration(MetadataValue):
     @property
     def url(self) -> str:
         return f"{self.scheme}://{self.host}:{self.port}"
+
+
+class BrokerRecord(MetadataValue):
+    """``broker-records/<id>``: a broker the cluster has known, kept after it leaves.
+
+    Not on a lease, unlike ``brokers/<id>``: like a registration in Kafka's KRaft metadata,
+    which stays (fenced) after the broker stops until it is unregistered, the record stays
+    until ``yak brokers forget`` deletes it. The active controller writes it: when a
+    registration appears that the record does not describe (a new broker, a restart: new
+    ``incarnation``, a new address), and when the registration it describes vanishes. A
+    broker that stays registered costs no write (see ``yak_coordinator.broker_records``).
+
+    Fields unknown to this version are kept when a record is rewritten (``extra="allow"``),
+    so a field added later (issue 21 item 2: the broker epoch and the log directory id of
+    the last registration) survives a rolling upgrade in which an older controller rewrites
+    the record.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    broker_id: int = Field(ge=0)
+    #: Where the last registration said the broker listens.
+    host: str
+    port: int = Field(ge=1, le=65535)
+    rack: str | None = None
+    scheme: Literal["http", "https"] = "http"
+    #: When the cluster first saw this id registered (that registration's ``started_at_ms``).
+    first_registered_ms: int
+    #: The last registration seen: its process ``incarnation`` and when that process started.
+    incarnation: str = ""
+    started_at_ms: int
+    #: True while that registration is (as far as the record was told) in etcd; false once
+    #: the controller saw it vanish (deregistered, or its lease expired).
+    registered: bool = True
+    #: The last moment a coordinator saw that registration in etcd: when the record was
+    #: written while registered; once not, when the registration vanished as a coordinator
+    #: watching etcd saw it (or, if none was watching then, the last moment one saw it).
+    last_seen_ms: int
 
 
 class BrokerDecommission(MetadataValue):

@@ -11,7 +11,7 @@ from yak.errors import KafkaTimeoutError, MetadataStoreError, RevisionCompactedE
 from yak.metadata.cache import ClusterSnapshot, MetadataCache
 from yak.metadata.keyspace import Keyspace, ParsedKey
 from yak.metadata.memory_store import MemoryMetadataStore
-from yak.metadata.models import BrokerRegistration, PartitionState, TopicRecord
+from yak.metadata.models import BrokerRecord, BrokerRegistration, PartitionState, TopicRecord
 from yak.metadata.store import KeyLike, RangeResult, Watch, as_key
 
 KS = Keyspace("c1")
@@ -63,6 +63,33 @@ async def test_loads_existing_metadata_then_follows_changes() -> None:
         snap = await cache.wait_for(lambda s: 1 not in s.brokers, timeout_s=5)
         assert snap.leader_of("orders", 0) is None
         assert {key.broker_id for key in seen if key.broker_id is not None} == {1, 2}
+    finally:
+        await cache.stop()
+
+
+async def test_broker_records_are_followed_apart_from_registrations() -> None:
+    store = MemoryMetadataStore(FakeClock())
+    record = BrokerRecord(
+        broker_id=3,
+        host="h",
+        port=9003,
+        first_registered_ms=1,
+        started_at_ms=1,
+        registered=False,
+        last_seen_ms=7,
+    )
+    await store.put(KS.broker_record(3), record.encode())
+    cache = MetadataCache(store, KS)
+    await cache.start()
+    try:
+        assert cache.snapshot.broker_records == {3: record}
+        assert cache.snapshot.brokers == {}
+        await store.put(KS.broker(3), broker(3).encode())
+        snap = await cache.wait_for(lambda s: 3 in s.brokers, timeout_s=5)
+        assert snap.broker_records == {3: record}
+        await store.delete(KS.broker_record(3))
+        snap = await cache.wait_for(lambda s: not s.broker_records, timeout_s=5)
+        assert set(snap.brokers) == {3}
     finally:
         await cache.stop()
 

@@ -14,6 +14,7 @@ names = st.from_regex(r"[a-zA-Z0-9._-]{1,40}", fullmatch=True).filter(
 def test_every_key_lives_under_the_cluster_prefix() -> None:
     keys = [
         KS.broker(3),
+        KS.broker_record(3),
         KS.controller,
         KS.topic("orders"),
         KS.partition("orders", 7),
@@ -53,6 +54,10 @@ def test_parser_rejects_foreign_and_malformed_keys() -> None:
     assert KS.parse(KS.broker(12)) == ParsedKey(KeyKind.BROKER, broker_id=12)
     assert KS.parse(KS.decommission(3)) == ParsedKey(KeyKind.DECOMMISSION, broker_id=3)
     assert KS.parse("/yak/prod-1/decommissions/x") is None
+    assert KS.broker_record(4) == "/yak/prod-1/broker-records/4"
+    assert KS.parse(KS.broker_record(4)) == ParsedKey(KeyKind.BROKER_RECORD, broker_id=4)
+    assert KS.parse("/yak/prod-1/broker-records/x") is None
+    assert not KS.broker_record(4).startswith(KS.brokers_prefix)
 
 
 def test_prefixes_of_one_topic_do_not_cover_another_with_the_same_start() -> None:

@@ -2,6 +2,7 @@ import pytest
 from pydantic import ValidationError
 
 from yak.metadata.models import (
+    BrokerRecord,
     GroupState,
     GroupStateName,
     PartitionState,
@@ -30,6 +31,18 @@ def test_unknown_fields_from_a_newer_writer_are_ignored() -> None:
     state = PartitionState.decode(raw)
     assert state.replicas == (1, 2)
     assert not state.has_leader
+
+
+def test_a_broker_record_keeps_fields_from_a_newer_writer_when_rewritten() -> None:
+    raw = (
+        b'{"broker_id":3,"host":"h","port":9,"first_registered_ms":1,"started_at_ms":2,'
+        b'"last_seen_ms":5,"broker_epoch":41}'
+    )
+    record = BrokerRecord.decode(raw)
+    assert (record.registered, record.incarnation, record.rack) == (True, "", None)
+    rewritten = record.model_copy(update={"registered": False, "last_seen_ms": 6})
+    assert b'"broker_epoch":41' in rewritten.encode()
+    assert BrokerRecord.decode(rewritten.encode()) == rewritten
 
 
 def test_malformed_values_fail_loudly() -> None:
