@@ -1,12 +1,14 @@
-"""The coordinator process's runtime: metadata cache, election, reconciler, group coordinator,
-topic admin and cluster admin (preferred election, decommission).
+"""The coordinator process's runtime: metadata cache, election, reconciler, broker recorder,
+group coordinator, topic admin and cluster admin (preferred election, decommission, forgetting
+a broker).
 
 ``start()`` returns at once and connects in the background, retrying while etcd is unreachable,
 so the HTTP server answers ``/healthz`` from the first moment and ``/readyz`` once the cache
-has loaded. Then the election campaigns; during each term as active controller a reconciler
-task and a group coordinator task run, and they are cancelled when the term ends. ``stop()``
-resigns (revokes the election lease, so a standby takes over at once), then closes everything
-it opened — the store only if it created it.
+has loaded; from then on the broker recorder remembers broker sightings (standby or not).
+Then the election campaigns; during each term as active controller a reconciler task, a broker
+recorder task and a group coordinator task run, and they are cancelled when the term ends.
+``stop()`` resigns (revokes the election lease, so a standby takes over at once), then closes
+everything it opened — the store only if it created it.
 
 Single event loop. ``admin`` and ``controller_url`` may be called from request handlers at any
 time; before the cache is connected they raise ``MetadataStoreError``.
@@ -31,6 +33,7 @@ from yak.metadata.store import MetadataStore
 from yak.observability.metrics import ServiceMetrics
 from yak.observability.request_id import propagate_request_id
 from yak.security.cluster_secret import CLUSTER_SECRET_HEADER
+from yak_coordinator.broker_recorder import BrokerRecorder
 from yak_coordinator.cluster_admin import ClusterAdmin
 from yak_coordinator.election import Candidate, Election, Term
 from yak_coordinator.groups.group_admin import GroupAdmin
@@ -77,6 +80,7 @@ class _Parts:
             resync_interval_s=settings.resync_interval_s,
             stats=stats,
         )
+        self.recorder = BrokerRecorder(store, keyspace, self.cache, clock)
         self.groups = GroupCoordinator(store, keyspace, self.cache, clock=clock)
         self.group_admin = GroupAdmin(store, keyspace, self.cache)
         self.admin = TopicAdmin(
@@ -145,6 +149,10 @@ class Coordinator:
     @property
     def cache(self) -> MetadataCache:
         return self._connected().cache
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
 
     @property
     def http(self) -> httpx.AsyncClient:
@@ -223,6 +231,7 @@ class Coordinator:
             loop = asyncio.get_running_loop()
             tasks = [
                 loop.create_task(_term_task("the reconciler", parts.reconciler.run, term)),
+                loop.create_task(_term_task("the broker recorder", parts.recorder.run, term)),
                 loop.create_task(_term_task("the group coordinator", parts.groups.run, term)),
             ]
             try:
@@ -249,6 +258,7 @@ class Coordinator:
                 await self._clock.sleep(delay)
                 delay = min(delay * 2, _RETRY_MAX_S)
                 continue
+            parts.recorder.follow()
             self._parts = parts
             self._parts_ready.set()
             return parts

@@ -69,8 +69,14 @@ class Harness:
         return snapshot
 
     async def topic_keys(self) -> list[bytes]:
+        """Every key but the controller's and the broker records (the controller's own)."""
         result = await self.store.range_prefix(KS.root)
-        return [kv.key for kv in result.kvs if b"/controller" not in kv.key]
+        records = KS.broker_records_prefix.encode()
+        return [
+            kv.key
+            for kv in result.kvs
+            if b"/controller" not in kv.key and not kv.key.startswith(records)
+        ]
 
 
 @pytest.fixture
