@@ -14,7 +14,10 @@ __all__ = [
     "AuthenticationError",
     "AuthenticationThrottledError",
     "AuthorizationError",
+    "BrokerHasReplicasError",
+    "BrokerIdNotRegisteredError",
     "BrokerNotAvailableError",
+    "BrokerStillRegisteredError",
     "ClusterAuthorizationError",
     "ConsumerGroupError",
     "ConsumerInstanceExistsError",
@@ -205,6 +208,29 @@ class BrokerNotAvailableError(YakError):
     code = "BROKER_NOT_AVAILABLE"
     kafka_code = 8
     http_status = 404
+
+
+class BrokerIdNotRegisteredError(YakError):
+    """The cluster has no registration and no record of this broker id (nothing to forget)."""
+
+    code = "BROKER_ID_NOT_REGISTERED"
+    kafka_code = 102
+    http_status = 404
+
+
+class BrokerStillRegisteredError(YakError):
+    """The broker is registered (running): stop it before forgetting it."""
+
+    code = "BROKER_STILL_REGISTERED"
+    http_status = 409
+
+
+class BrokerHasReplicasError(YakError):
+    """Partitions still list the broker as a replica: move them off it (decommission or
+    reassign) before forgetting it."""
+
+    code = "BROKER_HAS_REPLICAS"
+    http_status = 409
 
 
 class NetworkError(YakError):

@@ -1,4 +1,5 @@
-"""Cluster operations on the active controller: preferred leader election, broker decommission.
+"""Cluster operations on the active controller: preferred leader election, broker decommission,
+forgetting a broker.
 
 - ``elect_leaders`` (Kafka's ElectLeaders, type PREFERRED): the decision per partition is
   ``reconcile.elect_preferred_leader`` on the partition state read from etcd; the writes are
@@ -12,8 +13,14 @@
   broker that is neither registered nor a replica of anything (``BROKER_NOT_AVAILABLE``) and
   when the brokers left could not hold some partition of it
   (``INVALID_REPLICATION_FACTOR``). Both are idempotent.
+- ``forget_broker`` (Kafka's UnregisterBroker, for a broker gone for good) deletes
+  ``broker-records/<id>`` and any ``decommissions/<id>`` in one fenced transaction that also
+  requires ``brokers/<id>`` absent. Refused while the broker is registered
+  (409 ``BROKER_STILL_REGISTERED``) or while a partition lists it as a replica
+  (409 ``BROKER_HAS_REPLICAS``: decommission or reassign first); an id the cluster has no
+  record of is 404 ``BROKER_ID_NOT_REGISTERED``.
 
-Reads come from the metadata cache. Single event loop; decommission and recommission
+Reads come from the metadata cache. Single event loop; decommission, recommission and forget
 requests are serialised (each checks the brokers left after the others).
 """
 
@@ -22,10 +29,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from yak.api.admin import DecommissionStatus, ElectionResult
+from yak.api.admin import BrokerForgotten, DecommissionStatus, ElectionResult
 from yak.clock import Clock
 from yak.errors import (
+    BrokerHasReplicasError,
+    BrokerIdNotRegisteredError,
     BrokerNotAvailableError,
+    BrokerStillRegisteredError,
     InvalidReplicationFactorError,
     KafkaTimeoutError,
     NotControllerError,
@@ -56,7 +66,8 @@ _UNKNOWN = "UNKNOWN_TOPIC_OR_PARTITION"
 
 
 class ClusterAdmin:
-    """Preferred leader election and broker decommission; writes need the controller term."""
+    """Preferred leader election, broker decommission and forgetting a broker; writes need
+    the controller term."""
 
     def __init__(
         self,
@@ -177,6 +188,30 @@ class ClusterAdmin:
         status = _status(self._cache.snapshot, broker_id)
         return status.model_copy(update={"decommissioning": False, "requested_at_ms": None})
 
+    # -- forgetting a broker ------------------------------------------------------------------
+
+    async def forget_broker(self, broker_id: int) -> BrokerForgotten:
+        """Delete what the cluster remembers of a broker that is gone for good."""
+        async with self._drain_lock:
+            snapshot = self._cache.snapshot
+            _check_can_forget(snapshot, broker_id)
+            record = snapshot.broker_records.get(broker_id)
+            registration = self._keyspace.broker(broker_id)
+            deletes: list[Op] = [
+                DeleteOp(self._keyspace.broker_record(broker_id)),
+                DeleteOp(self._keyspace.decommission(broker_id)),
+            ]
+            term = self._election.require_term()
+            written = await self._fenced([Compare.absent(registration)], deletes, term)
+            if written is None:
+                raise BrokerStillRegisteredError(
+                    f"broker {broker_id} registered again; stop it before forgetting it",
+                    broker_id=broker_id,
+                )
+            await self._cache.wait_for_revision(written.revision, self._wait_s)
+        last_seen = None if record is None else record.last_seen_ms
+        return BrokerForgotten(broker_id=broker_id, last_seen_ms=last_seen)
+
     # -- internals ------------------------------------------------------------------------------
 
     async def _write(self, compares: list[Compare], ops: list[Op]) -> None:
@@ -222,6 +257,29 @@ def _check_can_drain(snapshot: ClusterSnapshot, broker_id: int) -> None:
                 broker_id=broker_id,
                 topic=state.topic,
             )
+
+
+def _check_can_forget(snapshot: ClusterSnapshot, broker_id: int) -> None:
+    if broker_id in snapshot.brokers:
+        raise BrokerStillRegisteredError(
+            f"broker {broker_id} is registered (running); stop it before forgetting it",
+            broker_id=broker_id,
+        )
+    hosted = sorted(
+        f"{s.topic}-{s.partition}" for s in snapshot.partitions.values() if broker_id in s.replicas
+    )
+    if hosted:
+        shown = ", ".join(hosted[:5]) + (f" and {len(hosted) - 5} more" if len(hosted) > 5 else "")
+        raise BrokerHasReplicasError(
+            f"broker {broker_id} is still a replica of {len(hosted)} partitions ({shown}); "
+            f"move them off it first (yak brokers decommission {broker_id}, or a reassignment)",
+            broker_id=broker_id,
+            partitions=len(hosted),
+        )
+    if broker_id not in snapshot.broker_records and broker_id not in snapshot.decommissions:
+        raise BrokerIdNotRegisteredError(
+            f"the cluster has no record of broker {broker_id}", broker_id=broker_id
+        )
 
 
 def _status(snapshot: ClusterSnapshot, broker_id: int) -> DecommissionStatus:

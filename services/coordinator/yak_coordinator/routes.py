@@ -12,6 +12,7 @@ from fastapi import APIRouter, status
 from yak.api.admin import (
     ADMIN_PREFIX,
     AlterConfigsRequest,
+    BrokerForgotten,
     BrokerInfo,
     ClusterInfo,
     ControllerInfo,
@@ -62,9 +63,11 @@ def cluster_info(
     snapshot: ClusterSnapshot,
     cluster_id: str,
     coordinator_id: str,
+    now_ms: int,
     counts: HealthCounts | None = None,
 ) -> ClusterInfo:
-    """The wire form of the cluster overview (``counts``: ``health_counts(snapshot)``)."""
+    """The wire form of the cluster overview (``counts``: ``health_counts(snapshot)``;
+    ``now_ms``: the last-seen time of the registered brokers)."""
     controller = snapshot.controller
     health = counts if counts is not None else health_counts(snapshot)
     return ClusterInfo(
@@ -75,7 +78,7 @@ def cluster_info(
         else ControllerInfo(
             coordinator_id=controller.coordinator_id, url=controller.url, epoch=controller.epoch
         ),
-        brokers=BrokerInfo.listing(snapshot),
+        brokers=BrokerInfo.listing(snapshot, now_ms),
         topic_count=len(snapshot.topics),
         partition_count=len(snapshot.partitions),
         offline_partition_count=health.offline,
@@ -93,7 +96,8 @@ def admin_router(coordinator: Coordinator) -> APIRouter:
         settings = coordinator.settings
         snapshot = coordinator.admin.snapshot
         counts = coordinator.health_counts(snapshot)
-        return cluster_info(snapshot, settings.cluster_id, settings.node_id, counts)
+        now = coordinator.clock.time_ms()
+        return cluster_info(snapshot, settings.cluster_id, settings.node_id, now, counts)
 
     @router.get("/partitions")
     async def list_partitions(state: HealthFilter = HealthFilter.UNHEALTHY) -> PartitionHealthList:
@@ -184,6 +188,14 @@ def admin_router(coordinator: Coordinator) -> APIRouter:
     async def recommission(broker_id: int) -> DecommissionStatus:
         """Stop draining a broker (what moved stays where it is)."""
         return await coordinator.cluster_admin.recommission(_broker_id(broker_id))
+
+    @router.delete("/brokers/{broker_id}")
+    async def forget_broker(broker_id: int) -> BrokerForgotten:
+        """Forget a broker that is gone for good (Kafka's UnregisterBroker): its record and
+        any decommission mark are deleted. 409 ``BROKER_STILL_REGISTERED`` while it runs,
+        409 ``BROKER_HAS_REPLICAS`` while partitions list it, 404
+        ``BROKER_ID_NOT_REGISTERED`` for an id the cluster has no record of."""
+        return await coordinator.cluster_admin.forget_broker(_broker_id(broker_id))
 
     @router.get("/decommissions")
     async def list_decommissions() -> DecommissionList:

@@ -12,6 +12,7 @@ catalogue of accepted names and ranges is ``yak.topic_config``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,8 +24,10 @@ __all__ = [
     "MAX_PARTITIONS",
     "AlterConfigsRequest",
     "AssignedPartitions",
+    "BrokerForgotten",
     "BrokerInfo",
     "BrokerLogDir",
+    "BrokerStatus",
     "ClusterInfo",
     "ControllerInfo",
     "CreatePartitionsRequest",
@@ -277,31 +280,89 @@ class TopicDeleted(_Body):
     deleted: bool
 
 
+class BrokerStatus(StrEnum):
+    """A known broker's status: registered (``up``, or ``shutting_down`` in controlled
+    shutdown) or not (``down``: its registration vanished; it is known from its record)."""
+
+    UP = "up"
+    SHUTTING_DOWN = "shutting_down"
+    DOWN = "down"
+
+
 class BrokerInfo(_Body):
-    """A live broker; ``shutting_down``: in controlled shutdown (leads nothing it can hand over)."""
+    """A broker the cluster knows: registered now, or known from its ``broker-records/`` entry.
+
+    ``last_seen_ms`` is the answering server's time for a registered broker ("now"), and for a
+    down one the moment its registration vanished (the controller's record; a moment after a
+    broker vanished, until the controller has recorded it, the last moment it was seen
+    registered before)."""
 
     broker_id: int
     host: str
     port: int
     rack: str | None = None
+    status: BrokerStatus = BrokerStatus.UP
+    #: ``status == shutting_down``, kept for clients older than ``status``.
     shutting_down: bool = False
     #: Being drained by ``yak brokers decommission`` (gets no new replicas, leads nothing).
     decommissioning: bool = False
+    last_seen_ms: int | None = None
+    #: When the cluster first saw this broker id registered (None: not recorded yet).
+    first_registered_ms: int | None = None
+    #: When the process of its last registration started.
+    started_at_ms: int | None = None
 
     @classmethod
-    def listing(cls, snapshot: ClusterSnapshot) -> list[BrokerInfo]:
-        """The live brokers of ``snapshot`` by id, as the admin APIs list them."""
-        return [
-            cls(
-                broker_id=b.broker_id,
-                host=b.host,
-                port=b.port,
-                rack=b.rack,
-                shutting_down=b.shutting_down,
-                decommissioning=b.broker_id in snapshot.decommissions,
+    def listing(cls, snapshot: ClusterSnapshot, now_ms: int) -> list[BrokerInfo]:
+        """Every broker of ``snapshot``, registered or recorded, by id, as the admin APIs
+        list them (``now_ms``: the last-seen time of registered ones)."""
+        ids = sorted({*snapshot.brokers, *snapshot.broker_records})
+        listed = (cls.of(snapshot, broker_id, now_ms) for broker_id in ids)
+        return [info for info in listed if info is not None]
+
+    @classmethod
+    def of(cls, snapshot: ClusterSnapshot, broker_id: int, now_ms: int) -> BrokerInfo | None:
+        """One broker of ``snapshot`` (None: neither registered nor recorded)."""
+        registration = snapshot.brokers.get(broker_id)
+        record = snapshot.broker_records.get(broker_id)
+        decommissioning = broker_id in snapshot.decommissions
+        first = record.first_registered_ms if record is not None else None
+        if registration is not None:
+            return cls(
+                broker_id=broker_id,
+                host=registration.host,
+                port=registration.port,
+                rack=registration.rack,
+                status=BrokerStatus.SHUTTING_DOWN
+                if registration.shutting_down
+                else BrokerStatus.UP,
+                shutting_down=registration.shutting_down,
+                decommissioning=decommissioning,
+                last_seen_ms=now_ms,
+                first_registered_ms=first if first is not None else registration.started_at_ms,
+                started_at_ms=registration.started_at_ms,
             )
-            for _, b in sorted(snapshot.brokers.items())
-        ]
+        if record is None:
+            return None
+        return cls(
+            broker_id=broker_id,
+            host=record.host,
+            port=record.port,
+            rack=record.rack,
+            status=BrokerStatus.DOWN,
+            decommissioning=decommissioning,
+            last_seen_ms=record.last_seen_ms,
+            first_registered_ms=first,
+            started_at_ms=record.started_at_ms,
+        )
+
+
+class BrokerForgotten(_Body):
+    """``DELETE /brokers/{id}``: the broker's record (and any decommission mark) is gone."""
+
+    broker_id: int
+    #: When it was last seen registered, as its record said (None: it had no record).
+    last_seen_ms: int | None = None
 
 
 class ReplicaLog(_Body):
@@ -357,7 +418,7 @@ class ControllerInfo(_Body):
 
 
 class ClusterInfo(_Body):
-    """``GET /cluster``: who is alive, who controls, and how much there is."""
+    """``GET /cluster``: the brokers (live and down), who controls, and how much there is."""
 
     cluster_id: str
     coordinator_id: str

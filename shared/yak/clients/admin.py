@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from yak.api.admin import (
     ADMIN_PREFIX,
     AlterConfigsRequest,
+    BrokerForgotten,
     ClusterInfo,
     CreatePartitionsRequest,
     CreateTopicRequest,
@@ -124,6 +125,12 @@ class AdminClient(AsyncClosing):
         """Stop draining ``broker_id`` (idempotent)."""
         path = f"/brokers/{broker_id}/decommission"
         return await self._call("DELETE", path, DecommissionStatus)
+
+    async def forget_broker(self, broker_id: int) -> BrokerForgotten:
+        """Delete the record of a broker that is gone for good (``BrokerStillRegisteredError``
+        while it runs, ``BrokerHasReplicasError`` while partitions list it,
+        ``BrokerIdNotRegisteredError`` for an id the cluster does not know)."""
+        return await self._call("DELETE", f"/brokers/{broker_id}", BrokerForgotten)
 
     async def decommissions(self) -> DecommissionList:
         """Every broker being drained, with its progress."""

@@ -85,7 +85,8 @@ class AsyncAdmin(AsyncClosing):
         return await self._api.call("GET", "/cluster", ClusterInfo)
 
     async def brokers(self) -> list[BrokerInfo]:
-        """The live brokers (registered in etcd)."""
+        """Every broker the cluster knows: registered (``status`` ``up`` or ``shutting_down``)
+        or recorded after it left (``down``, with ``last_seen_ms``)."""
         return (await self._api.call("GET", "/brokers", _BrokerList)).root
 
     async def log_dirs(self, topics: Sequence[str] | None = None) -> LogDirs:

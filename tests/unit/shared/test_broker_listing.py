@@ -1,10 +1,12 @@
-"""``BrokerInfo.listing``: the one way both admin APIs list brokers."""
+"""``BrokerInfo.listing``: the one way both admin APIs list brokers, registered or recorded."""
 
 from __future__ import annotations
 
-from yak.api.admin import BrokerInfo
+from yak.api.admin import BrokerInfo, BrokerStatus
 from yak.metadata.cache import ClusterSnapshot
-from yak.metadata.models import BrokerDecommission, BrokerRegistration
+from yak.metadata.models import BrokerDecommission, BrokerRecord, BrokerRegistration
+
+NOW = 1_700_000_100_000
 
 
 def _broker(broker_id: int, **fields: object) -> BrokerRegistration:
@@ -17,25 +19,82 @@ def _broker(broker_id: int, **fields: object) -> BrokerRegistration:
     )
 
 
-def test_brokers_are_listed_by_id_with_their_state() -> None:
+def _record(broker_id: int, **fields: object) -> BrokerRecord:
+    values: dict[str, object] = {
+        "broker_id": broker_id,
+        "host": f"old{broker_id}",
+        "port": 8000 + broker_id,
+        "first_registered_ms": 10,
+        "started_at_ms": 20,
+        "registered": False,
+        "last_seen_ms": 30,
+        **fields,
+    }
+    return BrokerRecord.model_validate(values)
+
+
+def test_registered_brokers_are_listed_by_id_with_their_state() -> None:
     snapshot = ClusterSnapshot(
         revision=3,
         brokers={2: _broker(2, rack="r2"), 0: _broker(0, shutting_down=True), 1: _broker(1)},
         decommissions={1: BrokerDecommission(broker_id=1, requested_at_ms=5)},
     )
-    listed = BrokerInfo.listing(snapshot)
+    listed = BrokerInfo.listing(snapshot, NOW)
     assert [b.broker_id for b in listed] == [0, 1, 2]
-    assert [(b.shutting_down, b.decommissioning) for b in listed] == [
-        (True, False),
-        (False, True),
-        (False, False),
+    assert [(b.status, b.shutting_down, b.decommissioning) for b in listed] == [
+        (BrokerStatus.SHUTTING_DOWN, True, False),
+        (BrokerStatus.UP, False, True),
+        (BrokerStatus.UP, False, False),
     ]
     assert listed[2].rack == "r2"
     assert (listed[1].host, listed[1].port) == ("b1", 9001)
+    # Seen now; without a record (not written yet) first registered = this registration.
+    assert {(b.last_seen_ms, b.first_registered_ms, b.started_at_ms) for b in listed} == {
+        (NOW, 1, 1)
+    }
 
 
-def test_a_drained_broker_that_is_down_is_not_listed() -> None:
+def test_a_broker_that_left_is_down_with_its_last_seen_time() -> None:
+    snapshot = ClusterSnapshot(
+        revision=5,
+        brokers={1: _broker(1)},
+        broker_records={
+            1: _record(1, registered=True, last_seen_ms=2),
+            3: _record(3, rack="r3"),
+        },
+    )
+    up, down = BrokerInfo.listing(snapshot, NOW)
+    # The registration wins over its record: address and status are the live ones.
+    assert (up.status, up.host, up.last_seen_ms, up.first_registered_ms) == (
+        BrokerStatus.UP,
+        "b1",
+        NOW,
+        10,
+    )
+    assert down == BrokerInfo(
+        broker_id=3,
+        host="old3",
+        port=8003,
+        rack="r3",
+        status=BrokerStatus.DOWN,
+        last_seen_ms=30,
+        first_registered_ms=10,
+        started_at_ms=20,
+    )
+
+
+def test_a_drained_broker_without_registration_or_record_is_not_listed() -> None:
     snapshot = ClusterSnapshot(
         revision=1, decommissions={4: BrokerDecommission(broker_id=4, requested_at_ms=1)}
     )
-    assert BrokerInfo.listing(snapshot) == []
+    assert BrokerInfo.listing(snapshot, NOW) == []
+
+
+def test_a_down_broker_being_drained_says_so() -> None:
+    snapshot = ClusterSnapshot(
+        revision=1,
+        decommissions={4: BrokerDecommission(broker_id=4, requested_at_ms=1)},
+        broker_records={4: _record(4)},
+    )
+    (listed,) = BrokerInfo.listing(snapshot, NOW)
+    assert (listed.status, listed.decommissioning) == (BrokerStatus.DOWN, True)

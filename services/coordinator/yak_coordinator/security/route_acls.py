@@ -6,7 +6,8 @@ Kafka's choices for the matching requests: CreateTopics is TOPIC CREATE (or CLUS
 DeleteTopics TOPIC DELETE, AlterConfigs TOPIC ALTER_CONFIGS, CreatePartitions TOPIC ALTER,
 Metadata and DescribeGroups DESCRIBE, AlterPartitionReassignments and
 ListPartitionReassignments CLUSTER ALTER / DESCRIBE, ElectLeaders CLUSTER ALTER, DescribeCluster
-CLUSTER DESCRIBE; Yak's broker decommission is CLUSTER ALTER (its status DESCRIBE). ``None``
+CLUSTER DESCRIBE, UnregisterBroker (``yak brokers forget``) CLUSTER ALTER; Yak's broker
+decommission is CLUSTER ALTER (its status DESCRIBE). ``None``
 marks the public routes (health). ``missing_routes(app)`` lists the routes the table does not
 cover: the app refuses to start with security on while there are any, and a unit test keeps
 the list empty. Every change the admin API makes is audited when allowed (``AUDITED``).
@@ -51,6 +52,8 @@ ROUTE_ACLS: dict[RouteKey, tuple[Check, ...] | None] = {
     ("PUT", f"{_A}/brokers/{{broker_id}}/decommission"): (Check(C, Source.CLUSTER, O.ALTER),),
     ("DELETE", f"{_A}/brokers/{{broker_id}}/decommission"): (Check(C, Source.CLUSTER, O.ALTER),),
     ("GET", f"{_A}/decommissions"): (Check(C, Source.CLUSTER, O.DESCRIBE),),
+    # Kafka's UnregisterBroker is CLUSTER ALTER.
+    ("DELETE", f"{_A}/brokers/{{broker_id}}"): (Check(C, Source.CLUSTER, O.ALTER),),
     ("GET", f"{_A}/groups"): (Check(G, Source.LISTED, O.DESCRIBE),),
     ("GET", f"{_A}/groups/{{group_id}}"): (Check(G, Source.PATH, O.DESCRIBE),),
 }

@@ -71,8 +71,10 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
 
     @router.get("/brokers", response_model=list[BrokerInfo])
     async def brokers() -> Response:
-        """The live brokers, from the proxy's metadata (registrations in etcd)."""
-        listed = [b.model_dump() for b in BrokerInfo.listing(runtime.cache.snapshot)]
+        """Every broker the cluster knows, from the proxy's metadata: registered ones (``up``,
+        ``shutting_down``) and recorded ones that left (``down``, with ``last_seen_ms``)."""
+        listing = BrokerInfo.listing(runtime.cache.snapshot, runtime.clock.time_ms())
+        listed = [b.model_dump(mode="json") for b in listing]
         return json_response(listed, _JSON)
 
     @router.get("/log-dirs", response_model=LogDirs)
