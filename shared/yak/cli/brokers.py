@@ -1,10 +1,16 @@
-"""``yak brokers``: list brokers; decommission (drain) and recommission them.
+"""``yak brokers``: list brokers; decommission (drain), recommission and forget them.
+
+``list`` shows every broker the cluster knows, up or down, and when a down one was last seen
+(``yak.cli.cluster.broker_table``).
 
 ``decommission ID`` marks the broker draining: the controller moves its leaderships to other
 in-sync replicas and reassigns its replicas onto the other brokers, respecting replication
 factors and racks (``docs/operations.md``). ``--wait`` follows the drain with a progress bar
 until nothing is left on the broker; ``decommission --status`` shows every drain.
 ``recommission ID`` stops draining (replicas already moved stay where they are).
+``forget ID`` deletes the record of a broker that is gone for good, so it is no longer listed
+(Kafka's ``kafka-cluster.sh unregister``): refused while it runs (``BROKER_STILL_REGISTERED``)
+or while partitions list it as a replica (``BROKER_HAS_REPLICAS``: decommission it first).
 
 Commands talk to a coordinator (``yak.cli.cluster``).
 """
@@ -22,12 +28,18 @@ from rich.progress import Progress
 from rich.table import Table
 
 from yak.api.admin import DecommissionStatus
-from yak.cli.cluster import AdminApiKeyOption, CoordinatorOption, DataDirOption, call_admin
+from yak.cli.cluster import (
+    AdminApiKeyOption,
+    CoordinatorOption,
+    DataDirOption,
+    broker_table,
+    call_admin,
+)
 from yak.clients.admin import AdminClient
 
 __all__ = ["app"]
 
-app = typer.Typer(no_args_is_help=True, help="List, decommission and recommission brokers.")
+app = typer.Typer(no_args_is_help=True, help="List, decommission, recommission and forget brokers.")
 
 _DATA_DIR = Path(".yak")
 _WAIT_POLL_S = 1.0
@@ -81,14 +93,10 @@ def list_brokers(
     data_dir: DataDirOption = _DATA_DIR,
     api_key: AdminApiKeyOption = None,
 ) -> None:
-    """List the live brokers and whether they are stopping or being decommissioned."""
+    """List every broker the cluster knows: up, shutting down or down (and when it was last
+    seen), and whether it is being decommissioned."""
     info = call_admin(coordinator, data_dir, lambda admin: admin.cluster(), api_key=api_key)
-    table = Table("broker", "host", "port", "rack", "status")
-    for b in info.brokers:
-        status = "decommissioning" if b.decommissioning else ""
-        status = "shutting down" if b.shutting_down else status
-        table.add_row(str(b.broker_id), b.host, str(b.port), b.rack or "-", status)
-    Console().print(table)
+    Console().print(broker_table(info.brokers))
 
 
 @app.command()
@@ -136,3 +144,18 @@ def recommission(
         coordinator, data_dir, lambda admin: admin.recommission_broker(broker_id), api_key=api_key
     )
     _print_drains([result])
+
+
+@app.command()
+def forget(
+    broker_id: Annotated[int, typer.Argument(metavar="ID", min=0)],
+    coordinator: CoordinatorOption = None,
+    data_dir: DataDirOption = _DATA_DIR,
+    api_key: AdminApiKeyOption = None,
+) -> None:
+    """Forget a broker that is gone for good: it is no longer listed. Refused while it runs
+    or while partitions list it as a replica (decommission it first)."""
+    result = call_admin(
+        coordinator, data_dir, lambda admin: admin.forget_broker(broker_id), api_key=api_key
+    )
+    typer.echo(f"broker {result.broker_id} forgotten")

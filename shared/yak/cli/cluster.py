@@ -1,5 +1,10 @@
 """``yak cluster``: the cluster overview, and how every admin command finds a coordinator.
 
+``yak cluster status`` lists every broker the cluster knows with its status (``up``,
+``shutting down``, ``down``, plus ``decommissioning``) and when it was last seen: ``now`` for a
+registered broker, for one that left the moment its registration vanished, as ``… ago`` and in
+UTC (``broker_table``, also used by ``yak brokers list``).
+
 A command talks to the coordinator given by ``--coordinator URL`` (or ``YAK_COORDINATOR``), or
 else to the coordinators listed in ``<data-dir>/cluster.json`` written by ``yak up`` (default
 ``.yak/cluster.json``), trying them in order until one answers; any coordinator forwards admin
@@ -10,7 +15,9 @@ and exit with status 1 — no traceback.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
+import time
 from collections.abc import Awaitable, Callable, Generator
 from pathlib import Path
 from typing import Annotated, TypeVar
@@ -20,7 +27,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from yak.api.admin import ClusterInfo, PartitionHealthList
+from yak.api.admin import BrokerInfo, BrokerStatus, ClusterInfo, PartitionHealthList
 from yak.cli.secure import apply_cluster_security, cluster_api_key
 from yak.clients.admin import AdminClient
 from yak.errors import NetworkError, YakError
@@ -30,8 +37,11 @@ __all__ = [
     "CoordinatorOption",
     "DataDirOption",
     "app",
+    "broker_status",
+    "broker_table",
     "call_admin",
     "coordinator_urls",
+    "last_seen",
 ]
 
 _T = TypeVar("_T")
@@ -127,6 +137,66 @@ def call_admin(
         raise typer.Exit(1) from None
 
 
+def broker_status(broker: BrokerInfo) -> str:
+    """``up``, ``shutting down`` or ``down``, and ``decommissioning`` when it is drained."""
+    status = {
+        BrokerStatus.UP: "up",
+        BrokerStatus.SHUTTING_DOWN: "shutting down",
+        BrokerStatus.DOWN: "down",
+    }[broker.status]
+    return f"{status}, decommissioning" if broker.decommissioning else status
+
+
+def _age(elapsed_ms: int) -> str:
+    seconds = max(0, elapsed_ms) // 1000
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {seconds}s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours}h {minutes}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d {hours}h"
+
+
+def last_seen(broker: BrokerInfo, now_ms: int) -> str:
+    """``now`` for a registered broker; ``<age> ago (<UTC time>)`` for one that left."""
+    if broker.status is not BrokerStatus.DOWN:
+        return "now"
+    if broker.last_seen_ms is None:
+        return "unknown"
+    moment = dt.datetime.fromtimestamp(broker.last_seen_ms / 1000, tz=dt.UTC)
+    stamp = moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+    return f"{_age(now_ms - broker.last_seen_ms)} ago ({stamp})"
+
+
+def broker_table(brokers: list[BrokerInfo], now_ms: int | None = None) -> Table:
+    """Every broker with its address, rack, status and when it was last seen."""
+    now = now_ms if now_ms is not None else time.time_ns() // 1_000_000
+    up = sum(1 for b in brokers if b.status is not BrokerStatus.DOWN)
+    table = Table(
+        "broker",
+        "host",
+        "port",
+        "rack",
+        "status",
+        "last seen",
+        title=f"{len(brokers)} broker{'' if len(brokers) == 1 else 's'}, {up} up",
+    )
+    for broker in brokers:
+        table.add_row(
+            str(broker.broker_id),
+            broker.host,
+            str(broker.port),
+            broker.rack or "-",
+            broker_status(broker),
+            last_seen(broker, now),
+        )
+    return table
+
+
 def _print_cluster(info: ClusterInfo, unhealthy: PartitionHealthList) -> None:
     console = Console()
     controller = info.controller
@@ -140,22 +210,7 @@ def _print_cluster(info: ClusterInfo, unhealthy: PartitionHealthList) -> None:
         f"under-replicated: {info.under_replicated_partition_count}  "
         f"under min ISR: {info.under_min_isr_partition_count}"
     )
-    table = Table(
-        "broker", "host", "port", "rack", "status", title=f"{len(info.brokers)} live brokers"
-    )
-    for broker in info.brokers:
-        table.add_row(
-            str(broker.broker_id),
-            broker.host,
-            str(broker.port),
-            broker.rack or "-",
-            "shutting down"
-            if broker.shutting_down
-            else "decommissioning"
-            if broker.decommissioning
-            else "",
-        )
-    console.print(table)
+    console.print(broker_table(info.brokers))
     if unhealthy.partitions:
         table = Table("partition", "leader", "replicas", "isr", "problem", title="needs attention")
         for p in unhealthy.partitions:
@@ -184,8 +239,9 @@ def status(
     data_dir: DataDirOption = Path(".yak"),
     api_key: AdminApiKeyOption = None,
 ) -> None:
-    """Show the controller, the live brokers, the partition counts and the partitions that
-    are offline, under-replicated or under their min ISR."""
+    """Show the controller, every broker (up or down, and when a down one was last seen), the
+    partition counts and the partitions that are offline, under-replicated or under their
+    min ISR."""
 
     async def both(admin: AdminClient) -> tuple[ClusterInfo, PartitionHealthList]:
         return await admin.cluster(), await admin.partitions("unhealthy")

@@ -28,6 +28,7 @@ NOWHERE = ("--coordinator", "http://127.0.0.1:9")
         (["partitions", "elect-leaders", "--partition", "0", *NOWHERE], "--partition needs"),
         (["brokers", "decommission", *NOWHERE], "give a broker ID, or --status"),
         (["brokers", "decommission", "1", "--status", *NOWHERE], "give a broker ID, or --status"),
+        (["brokers", "forget", *NOWHERE, "--", "-1"], "greater than or equal to 0"),
     ],
 )
 def test_usage_errors(argv: list[str], message: str) -> None:
