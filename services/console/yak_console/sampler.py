@@ -1,8 +1,9 @@
 """``Sampler``: the console's periodic picture of the cluster, and its history.
 
-Every ``sample_interval_ms`` the sampler asks the public API for the cluster (brokers,
-controller, partition health), every broker's log dirs (replica sizes and offsets) and every
-consumer group's description (committed offsets, lag), and derives from consecutive samples
+Every ``sample_interval_ms`` the sampler asks the public API for the cluster (every broker the
+cluster knows, up or down, the controller, partition health), every live broker's log dirs
+(replica sizes and offsets; a down broker costs no request) and every consumer group's
+description (committed offsets, lag), and derives from consecutive samples
 what no single call answers: produce rates (growth of the partitions' high watermarks) and
 consume rates (growth of the groups' committed offsets), per topic and overall. Pages render
 from the latest sample, so a page with 100 topics x 16 partitions costs no API round trip;
@@ -40,7 +41,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from yak.api.admin import ClusterInfo, LogDirs, ReplicaLog
+from yak.api.admin import BrokerStatus, ClusterInfo, LogDirs, ReplicaLog
 from yak.api.groups import GroupDescription
 from yak.errors import KafkaTimeoutError, NetworkError, YakError
 from yak.sdk import AsyncAdmin
@@ -93,6 +94,13 @@ class Sample:
 
     def topic_logs(self, topic: str) -> dict[int, PartitionLog]:
         return {p: log for (t, p), log in self.partitions.items() if t == topic}
+
+    @property
+    def live_brokers(self) -> int:
+        """The registered brokers (up or shutting down; the listing has down ones too)."""
+        if self.cluster is None:
+            return 0
+        return sum(1 for b in self.cluster.brokers if b.status is not BrokerStatus.DOWN)
 
     @property
     def under_replicated(self) -> int:

@@ -9,6 +9,7 @@ import pytest
 
 from yak_console.pages.common import format_bytes, format_number, format_rate, format_timestamp
 from yak_console.settings import ConsoleSettings
+from yak_console.timestamps import format_ago
 from yak_console.vendor import VENDOR_DIR, load_manifest, verify_files
 
 
@@ -52,6 +53,19 @@ def test_filters() -> None:
     assert [format_rate(v) for v in (0.0, 12.25, 3400.0)] == ["0/s", "12.2/s", "3.4k/s"]
     assert format_timestamp(0) == "1970-01-01T00:00:00.000Z"
     assert format_timestamp(-1) == "-"
+    now = 1_700_000_000_000
+    assert [format_ago(now - ms, now) for ms in (0, 999, 12_000, 180_000, 5 * 3_600_000)] == [
+        "just now",
+        "just now",
+        "12 s ago",
+        "3 min ago",
+        "5 h ago",
+    ]
+    assert (format_ago(now - 2 * 86_400_000, now), format_ago(now + 5_000, now)) == (
+        "2 d ago",
+        "just now",
+    )
+    assert (format_ago(None, now), format_ago(-1, now)) == ("-", "-")
 
 
 def test_vendored_files_match_their_recorded_checksums() -> None:

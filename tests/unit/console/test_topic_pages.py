@@ -1,4 +1,5 @@
-"""The topic and broker pages' pure parts: form checks, partition health, retention, broker rows."""
+"""The topic and broker pages' pure parts: form checks, partition health, retention, broker rows
+(down brokers too)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 from yak.api.admin import (
     BrokerInfo,
     BrokerLogDir,
+    BrokerStatus,
     ClusterInfo,
     LogDirs,
     PartitionInfo,
@@ -15,6 +17,7 @@ from yak.api.admin import (
 )
 from yak.errors import InvalidConfigError, InvalidReplicationFactorError, TopicAlreadyExistsError
 from yak_console.pages.brokers import broker_rows
+from yak_console.pages.events import metrics_of
 from yak_console.pages.topic_forms import (
     NewTopic,
     TopicHealth,
@@ -142,6 +145,31 @@ def _replica(partition: int, *, leader: bool) -> ReplicaLog:
         high_watermark=5,
         log_end_offset=5,
     )
+
+
+def test_a_broker_that_left_is_a_down_row_with_its_last_seen_time() -> None:
+    cluster = ClusterInfo(
+        cluster_id="c",
+        coordinator_id="k",
+        controller=None,
+        brokers=[
+            BrokerInfo(broker_id=1, host="h", port=1, last_seen_ms=900),
+            BrokerInfo(broker_id=2, host="h", port=2, status=BrokerStatus.DOWN, last_seen_ms=7),
+        ],
+        topic_count=0,
+        partition_count=0,
+        offline_partition_count=0,
+    )
+    # The log dirs list live brokers only: the down one has none, and is not "unreachable".
+    dirs = LogDirs(brokers=[BrokerLogDir(broker_id=1)])
+    sample = derive(None, 1, 1.0, cluster, dirs, {})
+    rows = broker_rows(sample)
+    assert [(r.broker_id, r.status, r.last_seen_ms, r.address) for r in rows] == [
+        (1, "up", 900, "h:1"),
+        (2, "down", 7, "h:2"),
+    ]
+    assert sample.live_brokers == 1
+    assert metrics_of(sample)["brokers"] == 1
 
 
 def test_broker_rows_join_registrations_and_log_dirs() -> None:

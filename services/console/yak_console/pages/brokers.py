@@ -1,9 +1,11 @@
-"""The broker pages: every broker's status, partitions led and followed, and disk usage
-(``/brokers``); one broker's replicas with their role, ISR membership, size and offsets
-(``/brokers/{id}``).
+"""The broker pages: every broker the cluster knows with its status, partitions led and
+followed, and disk usage (``/brokers``); one broker's replicas with their role, ISR membership,
+size and offsets (``/brokers/{id}``).
 
-Both render from the sampler's latest sample (the cluster's registrations and every broker's
-log dirs); ISR membership comes from a ``TopicDirectory`` (kept topic descriptions).
+Both render from the sampler's latest sample (the cluster's brokers, registered or recorded,
+and every live broker's log dirs); ISR membership comes from a ``TopicDirectory`` (kept topic
+descriptions). A broker that left is shown ``down`` with when it was last seen (its record in
+etcd, listed by the admin API), from the same sample: it costs no request of its own.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from starlette.exceptions import HTTPException
 
-from yak.api.admin import BrokerInfo, BrokerLogDir, ReplicaLog
+from yak.api.admin import BrokerInfo, BrokerLogDir, BrokerStatus, ReplicaLog
 from yak_console.pages.common import Pages
 from yak_console.sampler import Sample
 
@@ -28,8 +30,8 @@ class BrokerRow:
     broker_id: int
     address: str
     rack: str | None
-    #: ``up``, ``shutting down`` or ``unreachable`` (registered, but its log dirs did not
-    #: answer).
+    #: ``up``, ``shutting down``, ``down`` (its registration is gone: the cluster knows it from
+    #: its record) or ``unreachable`` (registered, but its log dirs did not answer).
     status: str
     led: int
     followed: int
@@ -37,6 +39,9 @@ class BrokerRow:
     disk_total_bytes: int
     disk_free_bytes: int
     error: str | None
+    #: When it was last seen registered: now for a registered broker, when it left for a down
+    #: one (ms; None when unknown).
+    last_seen_ms: int | None = None
 
     @property
     def disk_used_bytes(self) -> int:
@@ -58,6 +63,8 @@ class ReplicaRow:
 
 
 def _status(info: BrokerInfo | None, log_dir: BrokerLogDir | None) -> str:
+    if info is not None and info.status is BrokerStatus.DOWN:
+        return "down"
     if log_dir is not None and log_dir.error:
         return "unreachable"
     if info is not None and info.shutting_down:
@@ -66,7 +73,7 @@ def _status(info: BrokerInfo | None, log_dir: BrokerLogDir | None) -> str:
 
 
 def broker_rows(sample: Sample) -> list[BrokerRow]:
-    """Registered brokers joined with their log dirs, by id (pure)."""
+    """Known brokers joined with their log dirs, by id (pure)."""
     infos = {b.broker_id: b for b in sample.cluster.brokers} if sample.cluster else {}
     dirs = {d.broker_id: d for d in sample.log_dirs.brokers} if sample.log_dirs else {}
     rows = []
@@ -86,6 +93,7 @@ def broker_rows(sample: Sample) -> list[BrokerRow]:
                 disk_total_bytes=log_dir.disk_total_bytes if log_dir else 0,
                 disk_free_bytes=log_dir.disk_free_bytes if log_dir else 0,
                 error=log_dir.error if log_dir else None,
+                last_seen_ms=info.last_seen_ms if info else None,
             )
         )
     return rows

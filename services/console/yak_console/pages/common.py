@@ -12,6 +12,7 @@ where they can, so rendering costs no API round trip.
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from yak_console.auth.guard import ConsoleRoleError
 from yak_console.auth.roles import Permit
 from yak_console.auth.sessions import Session, SessionStore
 from yak_console.runtime import ApiClients, ConsoleRuntime
-from yak_console.timestamps import format_timestamp
+from yak_console.timestamps import format_ago, format_timestamp
 
 __all__ = [
     "ConsoleReadOnlyError",
@@ -75,6 +76,11 @@ def format_rate(value: float | None) -> str:
     return f"{value:.1f}/s" if value else "0/s"
 
 
+def _ago(ms: int | None) -> str:
+    """The ``ago`` filter: ``format_ago`` against the time the page is rendered."""
+    return format_ago(ms, time.time_ns() // 1_000_000)
+
+
 class Pages:
     """The renderer every page uses."""
 
@@ -88,6 +94,7 @@ class Pages:
         env.filters["number"] = format_number
         env.filters["rate"] = format_rate
         env.filters["timestamp"] = format_timestamp
+        env.filters["ago"] = _ago
         env.globals["version"] = __version__
 
     @staticmethod

@@ -30,8 +30,7 @@ _KEEPALIVE_S = 15.0
 
 
 def metrics_of(sample: Sample) -> dict[str, Any]:
-    """The numbers of one sample that live pages show (JSON-ready)."""
-    cluster = sample.cluster
+    """The numbers of one sample that live pages show (JSON-ready; ``brokers``: the live ones)."""
     return {
         "seq": sample.seq,
         "at": sample.at,
@@ -39,7 +38,7 @@ def metrics_of(sample: Sample) -> dict[str, Any]:
         "consume_rate": sample.consume_rate,
         "under_replicated": sample.under_replicated,
         "offline": sample.offline,
-        "brokers": len(cluster.brokers) if cluster else 0,
+        "brokers": sample.live_brokers,
         "topics": {
             topic: {
                 "produce": sample.topic_produce_rates.get(topic, 0.0),

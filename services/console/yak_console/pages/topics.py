@@ -100,7 +100,7 @@ def _is_fragment(request: Request, target: str) -> bool:
 
 
 def _live_brokers(sample: Sample) -> int:
-    return len(sample.cluster.brokers) if sample.cluster else 0
+    return sample.live_brokers
 
 
 def router(pages: Pages) -> APIRouter:
