@@ -114,7 +114,7 @@ async def test_cli_topics_and_cluster(
     rc, out, err = await yak("cluster", "status", *where)
     assert rc == 0, err
     assert "controller: c0" in out
-    assert "3 live brokers" in out
+    assert "3 brokers, 3 up" in out
 
     rc, out, err = await yak("topics", "create", "clicks", *where)
     assert rc == 1
