@@ -44,6 +44,7 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
     base = free_base_port(layout_offsets(BROKERS))
     argv = [str(yak), "up", "--data-dir", str(tmp_path), "--base-port", str(base)]
     argv += ["--brokers", str(BROKERS), "--cluster-id", "e2e"]
+    argv += ["--no-restart"]  # a killed coordinator stays down: the standby must take over
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert proc.stdout is not None

@@ -39,6 +39,7 @@ def _start(tmp_path: Path, base: int) -> tuple[subprocess.Popen[str], dict[str, 
         str(Path(sys.executable).with_name("yak")),
         *("up", "--data-dir", str(tmp_path), "--base-port", str(base)),
         *("--brokers", "3", "--coordinators", "2", "--proxies", "2"),
+        "--no-restart",  # the killed coordinator stays down: the standby must take over
     ]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None

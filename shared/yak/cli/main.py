@@ -8,6 +8,7 @@ from yak import __version__
 from yak.cli import brokers, cluster, groups, partitions, security, topics
 from yak.cli.consume import consume
 from yak.cli.produce import produce
+from yak.cli.ps import ps
 from yak.cli.quotas import quotas
 from yak.cli.up import up
 
@@ -19,6 +20,7 @@ app = typer.Typer(
     help="Yak: a Kafka-like message broker with an HTTP-first API.",
 )
 app.command()(up)
+app.command()(ps)
 app.add_typer(cluster.app, name="cluster")
 app.add_typer(topics.app, name="topics")
 app.add_typer(partitions.app, name="partitions")

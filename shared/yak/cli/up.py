@@ -13,9 +13,21 @@ the others ``rest-proxy-1``, ``rest-proxy-2`` ...; the console talks to the firs
 Every service gets ``YAK_ETCD``, ``YAK_CLUSTER_ID``, ``YAK_NODE_ID`` (its index: broker id,
 coordinator id) and ``YAK_DATA_DIR`` in its environment besides ``--host``/``--port``.
 Data lives under ``--data-dir`` (etcd in ``etcd/``, broker i in ``broker-i/``), one log file per
-process in ``logs/``; endpoints and pids go to ``cluster.json``. Restarting on the same data dir
-reuses the same ids. A process that dies is reported and the others keep running. Ctrl-C (or
-SIGTERM) stops every process, etcd last.
+process in ``logs/``; endpoints, pids, states and restart counts go to ``cluster.json``
+(``yak ps`` prints them). Running ``yak up`` again on the same data dir reuses the same ids.
+
+``yak up`` supervises (``yak.supervisor``): etcd and the services each run under a
+``Supervisor``, and a process that exits on its own is reported (exit code or signal, the tail
+of its log; console and ``logs/supervisor.log``, see ``yak.cli.up_status``) and started again
+with the same command, id, data folder and port after a backoff of 1 s doubling to 30 s (reset
+once it stayed up 60 s). The 5th crash within 5 minutes gives up on that process, loudly; the
+rest keep running. ``--no-restart`` only reports exits (fault drills that want a dead process
+to stay dead). ``yak up`` ends by itself when no process is left running or restarting.
+
+Ctrl-C (or SIGTERM, also during startup) stops every service, then etcd; a restart in
+progress either finished spawning, and its process is stopped with the others, or never
+spawns. The signal handlers only record the signal, tell the supervisors to stop starting
+processes and poke the main thread's wake-up pipe: they take no lock.
 
 ``--secure`` (``yak.cli.secure``): a local CA and certificates under ``tls/``, every service on
 TLS with the cluster secret and ``YAK_SECURITY=on``, and a super-user ``admin`` whose API key
@@ -24,21 +36,22 @@ goes to ``credentials.json``; the CLI finds both through ``cluster.json``.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
-import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from yak.cli.secure import bootstrap_admin, secure_spec, security_section, write_tls_files
+from yak.cli.secure import bootstrap_admin, secure_spec, write_tls_files
+from yak.cli.up_status import UpReport, Wakeup
 from yak.etcd_server import EmbeddedEtcd
-from yak.supervisor import ProcessSpec, StartupError, Supervisor
+from yak.supervisor import ProcessSpec, RestartPolicy, StartupError, Supervisor
 
 __all__ = ["ClusterPlan", "plan_cluster", "up"]
 
@@ -131,57 +144,36 @@ def _with_console_key(spec: ProcessSpec, api_key: str) -> ProcessSpec:
     return replace(spec, env={**spec.env, "YAK_CONSOLE_API_KEY": api_key})
 
 
-def _write_cluster_file(plan: ClusterPlan, etcd: EmbeddedEtcd, supervisor: Supervisor) -> Path:
-    document: dict[str, Any] = {
-        "cluster_id": plan.cluster_id,
-        "data_dir": str(plan.data_dir.resolve()),
-        "etcd": {"url": plan.etcd_url, "pid": etcd.pid},
-        "processes": [
-            {"name": p.spec.name, "url": p.spec.url, "pid": p.pid, "log": str(p.spec.log_path)}
-            for p in supervisor.processes
-        ],
+def _etcd_spec(plan: ClusterPlan) -> ProcessSpec:
+    """etcd as a supervised child: its data folder (kept across restarts) under ``etcd/``."""
+    data = plan.data_dir / "etcd"
+    data.mkdir(mode=0o700, parents=True, exist_ok=True)  # the mode etcd asks for
+    log_path = plan.data_dir / "logs" / "etcd.log"
+    server = EmbeddedEtcd(data, plan.etcd_client_port, plan.etcd_peer_port, log_path)
+    return ProcessSpec(
+        name="etcd",
+        argv=tuple(server.argv()),
+        log_path=log_path,
+        health_url=f"{plan.etcd_url}/health",
+        url=plan.etcd_url,
+    )
+
+
+@contextmanager
+def _stop_signals(on_signal: Callable[[str], None]) -> Iterator[None]:
+    """SIGINT and SIGTERM call ``on_signal`` with the signal's name while the block runs."""
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        on_signal(signal.Signals(signum).name)
+
+    previous = {
+        signum: signal.signal(signum, handler) for signum in (signal.SIGINT, signal.SIGTERM)
     }
-    if plan.secure:
-        document["security"] = security_section(plan.data_dir)
-    path = plan.data_dir / "cluster.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(document, indent=2) + "\n")
-    os.replace(tmp, path)
-    return path
-
-
-def _wait_for_stop(supervisor: Supervisor) -> str:
-    """Block until SIGINT/SIGTERM or until every child has exited; return why we stop.
-
-    A child that dies (a crash, or a ``kill -9`` in a fault drill) is reported once and the rest
-    of the cluster keeps running, as a real cluster would.
-    """
-    wake = threading.Event()
-    reason: list[str] = []
-    reported: set[int] = set()
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        if signum != signal.SIGCHLD:
-            reason.append(signal.Signals(signum).name)
-        wake.set()
-
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
-        signal.signal(signum, on_signal)
-    while True:
-        for process in supervisor.exited():
-            if process.pid not in reported:
-                reported.add(process.pid)
-                typer.echo(
-                    f"{process.spec.name} exited (code {process.popen.returncode}); "
-                    f"log: {process.spec.log_path}",
-                    err=True,
-                )
-        if reason:
-            return reason[0]
-        if len(reported) == len(supervisor.processes):
-            return "every process exited"
-        wake.wait()
-        wake.clear()
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
 
 
 def up(
@@ -194,40 +186,90 @@ def up(
     secure: Annotated[
         bool, typer.Option("--secure", help="TLS, a cluster secret and security on.")
     ] = False,
+    restart: Annotated[
+        bool,
+        typer.Option(
+            "--restart/--no-restart",
+            help="Restart a process that exits on its own (backoff 1-30 s; gives up at the "
+            "5th crash in 5 minutes). --no-restart only reports it.",
+        ),
+    ] = True,
 ) -> None:
     """Start a local cluster: embedded etcd and every Yak service, until Ctrl-C."""
     plan = plan_cluster(
         data_dir, base_port, brokers, coordinators, cluster_id, proxies=proxies, secure=secure
     )
     plan.data_dir.mkdir(parents=True, exist_ok=True)
-    if plan.secure:
-        write_tls_files(plan.data_dir, plan.services)
-    etcd = EmbeddedEtcd(
-        data_dir=plan.data_dir / "etcd",
-        client_port=plan.etcd_client_port,
-        peer_port=plan.etcd_peer_port,
-        log_path=plan.data_dir / "logs" / "etcd.log",
+    wakeup = Wakeup()
+    report = UpReport(
+        plan.data_dir, plan.cluster_id, secure=plan.secure, restart=restart, wakeup=wakeup
     )
-    supervisor = Supervisor()
+    policy = RestartPolicy() if restart else None
+    etcd = Supervisor(restart=policy, on_event=report.event)
+    services = Supervisor(restart=policy, on_event=report.event)
+    report.watch(etcd, services)
+    stop: list[str] = []
+
+    def on_signal(name: str) -> None:
+        stop.append(name)
+        services.interrupt()
+        etcd.interrupt()
+        wakeup.poke()
+
     try:
-        etcd.start()
-        typer.echo(f"{'etcd':<14} {plan.etcd_url}  (pid {etcd.pid})")
-        services = plan.services
+        with _stop_signals(on_signal):  # also while stopping: a second Ctrl-C cannot cut it short
+            try:
+                if _start(plan, etcd, services, report, stop):
+                    report.note(f"cluster '{plan.cluster_id}' is up (yak up pid {os.getpid()})")
+                    while not stop and not report.all_down():
+                        wakeup.wait()  # a signal or a supervisor event
+                why = stop[0] if stop else "no process left running"
+                typer.echo(f"stopping ({why}) ...")
+            finally:
+                report.stopping()
+                services.stop_all()
+                etcd.stop_all()
+    finally:
+        wakeup.close()
+    report.write_status()
+    report.note(f"stopped ({why})")
+    summary = report.summary()
+    if summary:
+        typer.echo(summary)
+    typer.echo("stopped.")
+
+
+def _start(
+    plan: ClusterPlan,
+    etcd: Supervisor,
+    services: Supervisor,
+    report: UpReport,
+    stop: list[str],
+) -> bool:
+    """Start etcd and every service in order; False when a signal cut the start short.
+    A process that does not become ready ends ``yak up`` with status 1."""
+    try:
         if plan.secure:
+            write_tls_files(plan.data_dir, plan.services)
+        process = etcd.start(_etcd_spec(plan))
+        typer.echo(f"{'etcd':<14} {plan.etcd_url}  (pid {process.pid})")
+        specs = plan.services
+        if plan.secure and not stop:
             api_key = bootstrap_admin(plan.data_dir, plan.etcd_url, plan.cluster_id)
-            services = tuple(_with_console_key(spec, api_key) for spec in services)
+            specs = tuple(_with_console_key(spec, api_key) for spec in specs)
             typer.echo(f"security on; admin's API key in {plan.data_dir / 'credentials.json'}")
-        for spec in services:
-            process = supervisor.start(spec)
+        for spec in specs:
+            if stop:
+                return False
+            process = services.start(spec)
             typer.echo(f"{spec.name:<14} {spec.url}  (pid {process.pid})")
-        path = _write_cluster_file(plan, etcd, supervisor)
-        typer.echo(f"cluster '{plan.cluster_id}' is up; endpoints in {path}. Ctrl-C stops it.")
-        why = _wait_for_stop(supervisor)
-        typer.echo(f"stopping ({why}) ...")
     except StartupError as exc:
+        if stop:
+            return False
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc
-    finally:
-        supervisor.stop_all()
-        etcd.stop()
-    typer.echo("stopped.")
+    if stop:
+        return False
+    path = report.write_status()
+    typer.echo(f"cluster '{plan.cluster_id}' is up; endpoints in {path}. Ctrl-C stops it.")
+    return True
