@@ -77,10 +77,6 @@ class Supervisor:
         self._wake = threading.Event()  # cuts a backoff short when stopping
         self._watchers: dict[int, threading.Thread] = {}
 
-    @property
-    def stopping(self) -> bool:
-        return self._stopping
-
     def start(self, spec: ProcessSpec) -> ManagedProcess:
         """Start ``spec`` and wait until it is ready; raise StartupError if it is not."""
         with self._lock:
@@ -101,10 +97,6 @@ class Supervisor:
             self._watchers[id(process)] = watcher
             watcher.start()
         return process
-
-    def exited(self) -> list[ManagedProcess]:
-        """Children that have exited on their own."""
-        return [p for p in self.processes if not p.alive()]
 
     def interrupt(self) -> None:
         """Stop starting and restarting children (signal-handler safe; see the module doc)."""
@@ -192,7 +184,8 @@ class Supervisor:
                     process.restarts += 1
                     process.state = ChildState.STARTING
             except OSError as exc:  # the command is gone, the folder unwritable ...
-                history.started(time.monotonic())
+                process.started_at = time.monotonic()
+                history.started(process.started_at)
                 self._exited(process, 0, f"could not be started ({exc})")
                 continue
             history.started(process.started_at)
