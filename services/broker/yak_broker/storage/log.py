@@ -15,6 +15,19 @@ Crash behaviour: see ``log_loader`` (recovery) and ``segment``. Checkpoints are 
 atomically, and before files are deleted, so a crash never leaves the checkpoint pointing into
 deleted data or trusting unflushed bytes after a truncation.
 
+Dirty tracking (issue 19): a broker holds thousands of logs, almost all idle, so its periodic
+work visits only the logs that changed. The owner (``LogManager``) sets two hooks, each called
+with no arguments on the owner's thread:
+
+- ``on_unflushed``, when the log goes from fully flushed (recovery point at the LEO) to holding
+  unflushed data: an append (leader or follower) to a flushed log, or a truncation that restarts
+  the log above its recovery point (``truncate_fully_and_start_at``). It may also be called when
+  the log already held unflushed data; never is it missed when it did not;
+- ``on_checkpoint_stale``, when the recovery point, log start offset or high watermark moves
+  away from what the checkpoint file holds (``checkpoint_stale`` goes from False to True).
+  Truncation and a log start offset move write the checkpoint at once; should that write fail,
+  the owner's periodic pass retries it.
+
 Files: the segments' files are opened on demand through a ``FileHandleCache`` (the
 ``LogManager``'s, shared by every log of the broker; a log opened alone gets its own).
 
@@ -28,6 +41,7 @@ from __future__ import annotations
 import bisect
 import random
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from yak.clock import Clock, SystemClock
@@ -112,6 +126,10 @@ class Log:
         self._closed = False
         #: What the checkpoint file holds, as loaded or last written by ``write_checkpoint``.
         self._checkpointed: PartitionCheckpoint | None = loaded.checkpoint
+        self._checkpoint_stale = self._current_checkpoint() != self._checkpointed
+        #: The owner's hooks (see the module doc): unflushed data appeared; offsets moved.
+        self.on_unflushed: Callable[[], None] | None = None
+        self.on_checkpoint_stale: Callable[[], None] | None = None
 
     @classmethod
     def open(
@@ -153,10 +171,23 @@ class Log:
     def size(self) -> int:
         return sum(segment.size for segment in self._segments)
 
+    @property
+    def has_unflushed(self) -> bool:
+        """Whether some offsets below the LEO are not fsynced yet (recovery point < LEO)."""
+        return self._recovery_point < self._segments[-1].next_offset
+
+    @property
+    def checkpoint_stale(self) -> bool:
+        """Whether the checkpoint file lags the recovery point or the high watermark."""
+        return self._checkpoint_stale
+
     def update_high_watermark(self, offset: int) -> int:
         """Set the high watermark (replication drives it), clamped to [log start, LEO]."""
-        self._high_watermark = min(max(offset, self._log_start_offset), self.log_end_offset)
-        return self._high_watermark
+        high_watermark = min(max(offset, self._log_start_offset), self.log_end_offset)
+        if high_watermark != self._high_watermark:
+            self._high_watermark = high_watermark
+            self._offsets_moved()
+        return high_watermark
 
     # --- leader epochs (replication) --------------------------------------------------------
 
@@ -221,6 +252,7 @@ class Log:
     def _write(self, view: memoryview, validated: ValidatedAppend, patch: bool) -> None:
         now_ms = self._clock.time_ms()
         segment = self._segments[-1]
+        was_flushed = self._recovery_point >= segment.next_offset
         if segment.should_roll(
             validated.size,
             validated.max_timestamp,
@@ -243,6 +275,8 @@ class Log:
         # Batches without a producer id only move the producer state's end offset: done
         # lazily (``_sync_producer_end``) before anything reads it.
         self._producer_end_header = batches[-1].header
+        if was_flushed and self.on_unflushed is not None:
+            self.on_unflushed()
         self._unflushed_messages += validated.record_count
         if self._unflushed_messages >= self.config.flush_messages:
             self.flush()
@@ -376,6 +410,8 @@ class Log:
         self.leader_epochs.clear()
         self._current_epoch = None
         self._after_truncation()
+        if self.has_unflushed and self.on_unflushed is not None:
+            self.on_unflushed()  # the new segment starts above the recovery point
 
     def _after_truncation(self) -> None:
         self._generation += 1
@@ -383,6 +419,7 @@ class Log:
         end = self.log_end_offset
         self._high_watermark = min(self._high_watermark, end)
         self._recovery_point = min(self._recovery_point, end)
+        self._offsets_moved()
         self.leader_epochs.truncate_from_end(end)
         self._current_epoch = self.leader_epochs.latest_epoch
         replay_from = self.producers.truncate_to(self._log_start_offset, end)
@@ -429,6 +466,7 @@ class Log:
         self._high_watermark = max(self._high_watermark, offset)
         # Recovery would rescan the whole segment holding ``offset`` anyway.
         self._recovery_point = max(self._recovery_point, offset)
+        self._offsets_moved()
         self.write_checkpoint()
         self.leader_epochs.truncate_from_start(offset)
         self._current_epoch = self.leader_epochs.latest_epoch
@@ -499,6 +537,7 @@ class Log:
         offset = min(offset, self.log_end_offset)
         if offset > self._recovery_point:
             self._recovery_point = offset
+            self._offsets_moved()
         if offset >= self.log_end_offset:
             self._unflushed_messages = 0
         self._last_flush_ms = self._clock.time_ms()
@@ -507,14 +546,25 @@ class Log:
         """Persist recovery point, log start offset and high watermark atomically — unless
         they are what this process last wrote (an idle partition costs no write); whether it
         wrote."""
-        current = PartitionCheckpoint(
-            self._recovery_point, self._log_start_offset, self._high_watermark
-        )
+        current = self._current_checkpoint()
         if current == self._checkpointed:
+            self._checkpoint_stale = False
             return False
         checkpoint.write(self.directory / checkpoint.CHECKPOINT_FILE_NAME, current)
         self._checkpointed = current
+        self._checkpoint_stale = False
         return True
+
+    def _current_checkpoint(self) -> PartitionCheckpoint:
+        return PartitionCheckpoint(
+            self._recovery_point, self._log_start_offset, self._high_watermark
+        )
+
+    def _offsets_moved(self) -> None:
+        if not self._checkpoint_stale:
+            self._checkpoint_stale = True
+            if self.on_checkpoint_stale is not None:
+                self.on_checkpoint_stale()
 
     def remove_expired_producers(self) -> list[int]:
         return self.producers.remove_expired(self._clock.time_ms())

@@ -387,3 +387,84 @@ def test_truncate_to_the_log_end_drops_an_empty_epoch_stamped_there(
         assert log.latest_epoch == 0
     finally:
         log.close()
+
+
+# --- dirty tracking: the owner's hooks --------------------------------------------------------
+
+
+def test_on_unflushed_fires_when_a_flushed_log_gets_data(tmp_path: Path, clock: FakeClock) -> None:
+    log = open_log(tmp_path, clock)
+    calls: list[str] = []
+    log.on_unflushed = lambda: calls.append("unflushed")
+    assert not log.has_unflushed
+    log.append(make_batch(2), leader_epoch=0)
+    log.append(make_batch(1), leader_epoch=0)  # already unflushed: no second call needed
+    assert (calls, log.has_unflushed) == (["unflushed"], True)
+    log.flush()
+    assert not log.has_unflushed
+    log.append_as_follower(make_batch(1, base_offset=3, epoch=0))
+    assert (calls, log.has_unflushed) == (["unflushed"] * 2, True)
+    log.close()
+
+
+def test_on_unflushed_fires_after_a_truncation_below_the_recovery_point(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    log = open_log(tmp_path, clock)
+    log.append(make_batch(4), leader_epoch=0)
+    log.flush()
+    log.truncate_to(2)  # the recovery point follows the LEO down: flushed still
+    calls: list[str] = []
+    log.on_unflushed = lambda: calls.append("unflushed")
+    assert not log.has_unflushed
+    log.append(make_batch(1), leader_epoch=0)
+    assert calls == ["unflushed"]
+    log.close()
+
+
+def test_on_unflushed_fires_when_the_log_restarts_above_its_recovery_point(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    log = open_log(tmp_path, clock)
+    calls: list[str] = []
+    log.on_unflushed = lambda: calls.append("unflushed")
+    log.truncate_fully_and_start_at(100)
+    assert (calls, log.has_unflushed, log.flush_due()) == (["unflushed"], True, True)
+    log.flush()
+    assert (log.recovery_point, log.has_unflushed) == (100, False)
+    log.close()
+
+
+def test_on_checkpoint_stale_fires_once_until_the_checkpoint_is_written(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    log = open_log(tmp_path, clock)
+    calls: list[str] = []
+    log.on_checkpoint_stale = lambda: calls.append("stale")
+    log.append(make_batch(3), leader_epoch=0)
+    log.update_high_watermark(0)  # unchanged
+    assert (calls, log.checkpoint_stale) == ([], False)
+    log.update_high_watermark(2)
+    log.update_high_watermark(3)
+    assert (calls, log.checkpoint_stale) == (["stale"], True)
+    assert log.write_checkpoint()
+    assert not log.checkpoint_stale
+    log.flush()  # the recovery point moves
+    assert (calls, log.checkpoint_stale) == (["stale"] * 2, True)
+    assert log.write_checkpoint()
+    log.delete_records(2)  # writes the checkpoint itself
+    assert not log.checkpoint_stale
+    log.close()
+
+
+def test_a_log_loaded_after_a_crash_reports_its_unflushed_data(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    log = open_log(tmp_path, clock)
+    log.append(make_batch(3), leader_epoch=0)
+    log.close_without_marker()
+    again = open_log(tmp_path, clock)
+    assert (again.recovery_point, again.log_end_offset) == (0, 3)
+    assert again.has_unflushed
+    assert not again.checkpoint_stale
+    again.close()
