@@ -16,12 +16,20 @@ Background work, as asyncio tasks paced by the injected ``Clock``:
 
 - flush: every ``flush_check_interval_ms``, fsync the logs whose ``flush.ms`` elapsed or that
   rolled a segment since their last flush (Kafka's ``flush-log`` task), off the event loop;
-- checkpoints: every ``checkpoint_interval_ms``, persist each log's recovery point, log start
-  offset and high watermark;
+- checkpoints: every ``checkpoint_interval_ms``, persist the recovery point, log start offset
+  and high watermark of each log whose offsets moved;
 - retention: every ``retention_check_interval_ms``, ``Log.delete_old_segments`` and expiry of
   idle producer ids;
 - cleaning: every ``cleaner_interval_ms``, the ``cleaner`` callback (by default a
   ``compaction.Compactor``) for each log with ``cleanup.policy`` containing ``compact``.
+
+The flush and checkpoint tasks visit only the logs that need them (issue 19: 20,000 idle logs
+walked every second cost half a broker's idle CPU). Each log tells the manager through its hooks
+(``Log.on_unflushed``, ``Log.on_checkpoint_stale``) when it gets unflushed data or its offsets
+move; the manager keeps those logs in two dirty sets, in the order they became dirty. The flush
+task asks each log of its set ``Log.flush_due`` as before, and drops it once it is fully
+flushed (a log whose ``flush.ms`` has not elapsed stays); the checkpoint task writes each log of
+its set and drops it. A deleted or closed log leaves both sets.
 
 ``shutdown`` stops the tasks, closes every log cleanly (flush, snapshots, checkpoints, marker)
 and releases the lock.
@@ -46,6 +54,7 @@ import shutil
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 from typing import ClassVar, NamedTuple
@@ -144,6 +153,9 @@ class LogManager:
         }
         self._cleaner = cleaner if cleaner is not None else Compactor(self._clock)
         self._logs: dict[TopicPartition, GroupCommitter] = {}
+        #: The dirty sets (see the module doc), in the order the logs became dirty.
+        self._unflushed: dict[TopicPartition, GroupCommitter] = {}
+        self._stale: dict[TopicPartition, GroupCommitter] = {}
         self._lock_fd = -1
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -165,7 +177,7 @@ class LogManager:
                 tp = TopicPartition.parse(path.name) if path.is_dir() else None
                 if tp is not None:
                     log = Log(path, self.config_for(tp.topic), self._clock, self.files)
-                    self._logs[tp] = GroupCommitter(log)
+                    self._register(tp, log)
         except BaseException:
             self._close_logs(clean=False)
             self._unlock()
@@ -225,6 +237,8 @@ class LogManager:
             else:
                 committer.log.close_without_marker()
         self._logs.clear()
+        self._unflushed.clear()
+        self._stale.clear()
 
     # --- partitions ------------------------------------------------------------------------
 
@@ -252,7 +266,7 @@ class LogManager:
             directory = self.data_dir / tp.dir_name
             log = Log(directory, config or self.config_for(tp.topic), self._clock, self.files)
             checkpoint.fsync_dir(self.data_dir)
-            committer = self._logs[tp] = GroupCommitter(log)
+            committer = self._register(tp, log)
         elif config is not None:
             committer.log.update_config(config)
         return committer
@@ -309,7 +323,7 @@ class LogManager:
             else:
                 loaded = new_log(folder, request.config, now_ms, self.files, wanted.epochs)
                 log = Log(folder, request.config, self._clock, self.files, loaded)
-                results[request.tp] = self._logs[request.tp] = GroupCommitter(log)
+                results[request.tp] = self._register(request.tp, log)
             if index % CHUNK == 0:
                 await asyncio.sleep(0)  # registering hundreds of logs: let the loop breathe
         return results
@@ -336,6 +350,18 @@ class LogManager:
                 log.leader_epochs.persisted(changes)
         return failed
 
+    def _register(self, tp: TopicPartition, log: Log) -> GroupCommitter:
+        """Serve ``log`` as ``tp``'s, its hooks feeding the dirty sets."""
+        committer = self._logs[tp] = GroupCommitter(log)
+        # A C-level call per hook: an append to a flushed log costs one dict store.
+        log.on_unflushed = partial(self._unflushed.__setitem__, tp, committer)
+        log.on_checkpoint_stale = partial(self._stale.__setitem__, tp, committer)
+        if log.has_unflushed:  # e.g. loaded after a crash: recovery point below the LEO
+            self._unflushed[tp] = committer
+        if log.checkpoint_stale:
+            self._stale[tp] = committer
+        return committer
+
     def _load_existing(self, request: LogRequest) -> GroupCommitter | Exception:
         try:
             return self.get_or_create(request.tp, request.config)
@@ -352,6 +378,9 @@ class LogManager:
         committer = self._logs.pop(tp, None)
         if committer is None:
             return
+        self._unflushed.pop(tp, None)
+        self._stale.pop(tp, None)
+        committer.log.on_unflushed = committer.log.on_checkpoint_stale = None
         await committer.close()
         committer.log.close_without_marker()
         doomed = self.data_dir / f"{tp.dir_name}.{uuid.uuid4().hex}{_DELETE_SUFFIX}"
@@ -361,11 +390,15 @@ class LogManager:
 
     # --- background work -------------------------------------------------------------------
 
-    async def _in_chunks(self) -> AsyncIterator[GroupCommitter]:
-        """Every log, yielding the event loop after each ``CHUNK`` of them: periodic work over
-        thousands of partitions never holds the loop long enough to starve a lease."""
-        for index, committer in enumerate(list(self._logs.values()), 1):
-            yield committer
+    async def _in_chunks(
+        self, logs: Mapping[TopicPartition, GroupCommitter] | None = None
+    ) -> AsyncIterator[tuple[TopicPartition, GroupCommitter]]:
+        """The logs of ``logs`` (every log by default) as they are now, yielding the event loop
+        after each ``CHUNK`` of them: periodic work over thousands of partitions never holds
+        the loop long enough to starve a lease."""
+        chosen = self._logs if logs is None else logs
+        for index, item in enumerate(list(chosen.items()), 1):
+            yield item
             if index % CHUNK == 0:
                 await asyncio.sleep(0)
 
@@ -378,25 +411,34 @@ class LogManager:
                 _log.exception("log manager task %s failed; retrying next interval", action)
 
     async def flush_due_logs(self) -> None:
-        """fsync each log whose flush policy says so."""
-        async for committer in self._in_chunks():
+        """fsync each log with unflushed data whose flush policy says so; forget the flushed."""
+        unflushed = self._unflushed
+        async for tp, committer in self._in_chunks(unflushed):
+            if unflushed.get(tp) is not committer:
+                continue  # deleted (or closed) since the pass began
             if committer.log.flush_due():
                 await committer.flush()
+            # No await between the check and the removal: an append after it notifies anew.
+            if not committer.log.has_unflushed and unflushed.get(tp) is committer:
+                del unflushed[tp]
 
     async def write_checkpoints(self) -> None:
         """Write the checkpoint of each log whose offsets moved since its last one."""
-        async for committer in self._in_chunks():
-            committer.log.write_checkpoint()
+        stale = self._stale
+        async for tp, committer in self._in_chunks(stale):
+            if stale.get(tp) is committer:
+                committer.log.write_checkpoint()
+                del stale[tp]
 
     async def run_retention(self) -> None:
-        async for committer in self._in_chunks():
+        async for _, committer in self._in_chunks():
             deleted = committer.log.delete_old_segments()
             if deleted:
                 _log.info("retention deleted %d segment(s) of %s", deleted, committer.log)
             committer.log.remove_expired_producers()
 
     async def run_cleaner(self) -> None:
-        async for committer in self._in_chunks():
+        async for _, committer in self._in_chunks():
             if committer.log.config.compact:
                 await self._cleaner(committer.log)
 

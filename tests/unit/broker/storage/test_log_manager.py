@@ -182,3 +182,178 @@ async def test_cleaner_runs_for_compacted_topics_only(tmp_path: Path) -> None:
     await settle()
     assert cleaned == ["compacted-0"]
     await manager.shutdown()
+
+
+# --- dirty sets: periodic work proportional to what changed ---------------------------------
+
+
+class Visits:
+    """Counts the calls of a ``Log`` method, by partition folder; ``called`` is set by the
+    first."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+        self.seen: list[str] = []
+        self.called = asyncio.Event()
+        original = getattr(Log, name)
+
+        def counting(log: Log, *args: object, **kwargs: object) -> object:
+            self.seen.append(log.directory.name)
+            self.called.set()
+            return original(log, *args, **kwargs)
+
+        monkeypatch.setattr(Log, name, counting)
+
+    def take(self) -> list[str]:
+        seen, self.seen = self.seen, []
+        return sorted(seen)
+
+
+async def test_the_flush_task_visits_only_logs_with_unflushed_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = FakeClock(T0)
+    manager = LogManager(tmp_path, clock=clock, default_config=LogConfig(flush_ms=1000))
+    manager.open()
+    logs = [manager.get_or_create(TopicPartition("t", p)) for p in range(150)]  # > 2 chunks
+    visits = Visits(monkeypatch, "flush_due")
+    await manager.flush_due_logs()
+    assert visits.take() == []
+    await logs[3].append(make_batch(2), 0)
+    await logs[100].append_as_follower(make_batch(2, epoch=0))
+    await manager.flush_due_logs()  # flush.ms not yet elapsed: visited, kept, not flushed
+    assert visits.take() == ["t-100", "t-3"]
+    assert (logs[3].log.recovery_point, logs[100].log.recovery_point) == (0, 0)
+    clock.advance(1.0)
+    await manager.flush_due_logs()
+    assert visits.take() == ["t-100", "t-3"]
+    assert (logs[3].log.recovery_point, logs[100].log.recovery_point) == (2, 2)
+    await manager.flush_due_logs()  # both flushed: they left the set
+    assert visits.take() == []
+    await logs[3].append(make_batch(1), 0)  # dirty again
+    clock.advance(1.0)
+    await manager.flush_due_logs()
+    assert visits.take() == ["t-3"]
+    assert logs[3].log.recovery_point == 3
+    await manager.shutdown()
+
+
+async def test_a_rolled_segment_is_flushed_before_flush_ms(tmp_path: Path) -> None:
+    clock = FakeClock(T0)
+    config = LogConfig(flush_ms=60_000, segment_bytes=300)
+    manager = LogManager(tmp_path, clock=clock, default_config=config)
+    manager.open()
+    committer = manager.get_or_create(TopicPartition("t", 0))
+    for _ in range(3):
+        await committer.append(make_batch(1, 150), 0)
+    assert len(committer.log.segments) == 3
+    await manager.flush_due_logs()
+    assert committer.log.recovery_point == 3
+    await manager.shutdown()
+
+
+async def test_a_log_flushed_meanwhile_leaves_the_set_without_another_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manager = LogManager(tmp_path, clock=FakeClock(T0))
+    manager.open()
+    committer = manager.get_or_create(TopicPartition("t", 0))
+    await committer.append(make_batch(1), 0)
+    committer.log.flush()  # e.g. flush.messages, or a group commit in sync mode
+    flushes = Visits(monkeypatch, "prepare_flush")
+    visits = Visits(monkeypatch, "flush_due")
+    await manager.flush_due_logs()
+    assert (visits.take(), flushes.take()) == (["t-0"], [])
+    await manager.flush_due_logs()
+    assert visits.take() == []
+    await manager.shutdown()
+
+
+async def test_a_deleted_log_leaves_the_dirty_sets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = FakeClock(T0)
+    manager = LogManager(tmp_path, clock=clock, default_config=LogConfig(flush_ms=1000))
+    manager.open()
+    tp = TopicPartition("gone", 0)
+    committer = manager.get_or_create(tp)
+    await committer.append(make_batch(2), 0)
+    committer.log.update_high_watermark(2)
+    await manager.delete(tp)
+    flush_visits = Visits(monkeypatch, "flush_due")
+    checkpoint_visits = Visits(monkeypatch, "write_checkpoint")
+    clock.advance(1.0)
+    await manager.flush_due_logs()
+    await manager.write_checkpoints()
+    assert (flush_visits.take(), checkpoint_visits.take()) == ([], [])
+    again = manager.get_or_create(tp)  # a new log under the old name starts clean
+    await manager.flush_due_logs()
+    assert flush_visits.take() == []
+    await again.append(make_batch(1), 0)
+    await manager.flush_due_logs()
+    assert flush_visits.take() == ["gone-0"]
+    await manager.shutdown()
+
+
+async def test_a_log_deleted_during_a_flush_pass_is_not_visited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = FakeClock(T0)
+    manager = LogManager(tmp_path, clock=clock, default_config=LogConfig(flush_ms=1000))
+    manager.open()
+    committers = [manager.get_or_create(TopicPartition("t", p)) for p in range(70)]
+    for committer in committers:
+        await committer.append(make_batch(1), 0)
+    clock.advance(1.0)
+    visits = Visits(monkeypatch, "flush_due")
+    flush_pass = asyncio.create_task(manager.flush_due_logs())
+    await visits.called.wait()  # the pass is under way: it flushes the first log
+    await manager.delete(TopicPartition("t", 69))
+    await flush_pass
+    assert "t-69" not in visits.take()
+    assert all(c.log.recovery_point == 1 for c in committers[:69])
+    await manager.shutdown()
+
+
+async def test_a_log_recovered_with_unflushed_data_is_flushed_by_the_task(
+    tmp_path: Path,
+) -> None:
+    clock = FakeClock(T0)
+    log = Log.open(tmp_path / "t-0", LogConfig(), clock)
+    log.append(make_batch(3), 0)
+    log.close_without_marker()  # a crash: nothing flushed, no checkpoint
+    manager = LogManager(tmp_path, clock=clock, default_config=LogConfig(flush_ms=1000))
+    manager.open()
+    recovered = manager.get(TopicPartition("t", 0)).log
+    assert (recovered.recovery_point, recovered.log_end_offset) == (0, 3)
+    clock.advance(1.0)
+    await manager.flush_due_logs()
+    assert recovered.recovery_point == 3
+    await manager.shutdown()
+
+
+async def test_the_checkpoint_task_visits_only_logs_whose_offsets_moved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = FakeClock(T0)
+    manager = LogManager(tmp_path, clock=clock, default_config=LogConfig(flush_ms=1000))
+    manager.open()
+    logs = [manager.get_or_create(TopicPartition("t", p)) for p in range(150)]
+    visits = Visits(monkeypatch, "write_checkpoint")
+    await manager.write_checkpoints()
+    assert visits.take() == []
+    await logs[5].append(make_batch(2), 0)
+    logs[9].log.update_high_watermark(0)  # did not move
+    await manager.write_checkpoints()
+    assert visits.take() == []  # unflushed data alone moves no checkpointed offset
+    clock.advance(1.0)
+    await manager.flush_due_logs()  # moves the recovery point of t-5
+    await manager.write_checkpoints()
+    assert visits.take() == ["t-5"]
+    assert "recovery_point 2\n" in (tmp_path / "t-5" / "partition.checkpoint").read_text()
+    logs[5].log.update_high_watermark(1)
+    logs[140].log.update_high_watermark(0)
+    await manager.write_checkpoints()
+    assert visits.take() == ["t-5"]
+    await manager.write_checkpoints()
+    assert visits.take() == []
+    await manager.shutdown()
