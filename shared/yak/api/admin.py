@@ -293,9 +293,9 @@ class BrokerInfo(_Body):
     """A broker the cluster knows: registered now, or known from its ``broker-records/`` entry.
 
     ``last_seen_ms`` is the answering server's time for a registered broker ("now"), and for a
-    down one the moment its registration vanished (the controller's record; a moment after a
-    broker vanished, until the controller has recorded it, the last moment it was seen
-    registered before)."""
+    down one the moment its registration vanished, as the controller recorded it (None for the
+    moment between the vanishing and the controller's record of it, or while no controller is
+    elected to record it)."""
 
     broker_id: int
     host: str
@@ -351,7 +351,7 @@ class BrokerInfo(_Body):
             rack=record.rack,
             status=BrokerStatus.DOWN,
             decommissioning=decommissioning,
-            last_seen_ms=record.last_seen_ms,
+            last_seen_ms=None if record.registered else record.last_seen_ms,
             first_registered_ms=first,
             started_at_ms=record.started_at_ms,
         )

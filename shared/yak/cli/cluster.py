@@ -162,11 +162,12 @@ def _age(elapsed_ms: int) -> str:
 
 
 def last_seen(broker: BrokerInfo, now_ms: int) -> str:
-    """``now`` for a registered broker; ``<age> ago (<UTC time>)`` for one that left."""
+    """``now`` for a registered broker; ``<age> ago (<UTC time>)`` for one that left
+    (``not recorded yet`` until the controller has recorded when)."""
     if broker.status is not BrokerStatus.DOWN:
         return "now"
     if broker.last_seen_ms is None:
-        return "unknown"
+        return "not recorded yet"
     moment = dt.datetime.fromtimestamp(broker.last_seen_ms / 1000, tz=dt.UTC)
     stamp = moment.isoformat(timespec="seconds").replace("+00:00", "Z")
     return f"{_age(now_ms - broker.last_seen_ms)} ago ({stamp})"

@@ -83,6 +83,14 @@ def test_a_broker_that_left_is_down_with_its_last_seen_time() -> None:
     )
 
 
+def test_a_broker_whose_leaving_is_not_recorded_yet_is_down_without_a_last_seen_time() -> None:
+    # The registration is gone, the controller has not closed the record yet: the record's
+    # time is when it was written (perhaps days ago), not when the broker left.
+    snapshot = ClusterSnapshot(revision=2, broker_records={5: _record(5, registered=True)})
+    (listed,) = BrokerInfo.listing(snapshot, NOW)
+    assert (listed.status, listed.last_seen_ms) == (BrokerStatus.DOWN, None)
+
+
 def test_a_drained_broker_without_registration_or_record_is_not_listed() -> None:
     snapshot = ClusterSnapshot(
         revision=1, decommissions={4: BrokerDecommission(broker_id=4, requested_at_ms=1)}

@@ -40,7 +40,7 @@ def test_last_seen_is_now_for_a_live_broker_and_an_age_for_a_down_one() -> None:
     assert last_seen(down, NOW + 3 * 3_600_000 + 60_000).startswith("3h 1m ago")
     assert last_seen(down, NOW + 50 * 3_600_000).startswith("2d 2h ago")
     assert last_seen(down, NOW - 1_000).startswith("0s ago")  # clocks a little apart
-    assert last_seen(info(1, BrokerStatus.DOWN, last_seen_ms=None), NOW) == "unknown"
+    assert last_seen(info(1, BrokerStatus.DOWN, last_seen_ms=None), NOW) == "not recorded yet"
 
 
 def test_the_table_lists_live_and_down_brokers() -> None:
