@@ -9,6 +9,9 @@ Every listener bounds the time a request's headers may take (``yak.web.header_ti
 ``YAK_REQUEST_HEADER_TIMEOUT_MS`` (default 10,000), after which a slow client gets 408 and the
 connection closes.
 
+With a ``drain`` (``yak.web.drain``) the first SIGTERM/SIGINT runs it while the service still
+serves, and only then stops the listener; a second signal stops at once.
+
 Before it listens, the process raises its soft open-files limit to the hard one
 (``yak.limits``), so that every service (the ones started by ``yak up`` call ``serve``) can
 hold as many sockets and files as the machine allows.
@@ -24,6 +27,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from yak.limits import raise_open_files_limit
+from yak.web.drain import Drain, DrainingServer
 from yak.web.header_timeout import (
     DEFAULT_HEADER_TIMEOUT_S,
     HeaderTimeoutProtocol,
@@ -60,12 +64,14 @@ def serve(
     tls: ServerTls | None = None,
     header_timeout: float | None = None,
     reuse_port: bool = False,
+    drain: Drain | None = None,
 ) -> None:
     """Serve ``app`` on ``host:port`` (HTTPS with ``tls``) until SIGINT/SIGTERM.
 
     ``header_timeout`` (seconds) defaults to ``YAK_REQUEST_HEADER_TIMEOUT_MS``; ``reuse_port``
     binds with ``SO_REUSEPORT`` so that several processes share the port
-    (``yak.web.workers``).
+    (``yak.web.workers``). ``drain``: run on the first stop signal before the listener
+    closes (``yak.web.drain``).
     """
     raise_open_files_limit()
     options: dict[str, Any] = {"loop": "auto", "http": HeaderTimeoutProtocol}
@@ -83,7 +89,8 @@ def serve(
         timeout_graceful_shutdown=int(graceful_shutdown_s),
         **options,
     )
+    server = uvicorn.Server(config) if drain is None else DrainingServer(config, drain)
     if not reuse_port:
-        uvicorn.Server(config).run()
+        server.run()
         return
-    uvicorn.Server(config).run(sockets=[reuse_port_socket(host, port)])
+    server.run(sockets=[reuse_port_socket(host, port)])
