@@ -6,7 +6,9 @@ partitions (FastAPI, see ``admin_routes``), ``/healthz``/``/readyz`` and ``/metr
 (``metrics``; docs/observability.md). With a cluster secret configured, every route but the
 health checks and ``/metrics`` refuses callers without it (``yak.web.cluster_secret``). The
 lifespan starts and stops the ``Broker`` (logs, metadata, registration); uvicorn stops
-accepting connections and lets requests finish before the lifespan's shutdown runs.
+accepting connections and lets requests finish before the lifespan's shutdown runs. Served by
+``main``, the first stop signal moves the broker's leaderships away before that, while every
+listener still serves (``Broker.controlled_shutdown`` as ``yak.web.drain``'s drain).
 """
 
 from __future__ import annotations

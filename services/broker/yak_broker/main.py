@@ -16,6 +16,7 @@ from yak.security.cluster_secret import load_cluster_secret
 from yak.web.serve import serve
 from yak.web.tls import ServerTls
 from yak_broker.app import create_app
+from yak_broker.server.broker import Broker
 from yak_broker.settings import BrokerSettings
 
 __all__ = ["main"]
@@ -69,7 +70,8 @@ def run(
         float,
         typer.Option(
             envvar="YAK_CONTROLLED_SHUTDOWN_TIMEOUT_S",
-            help="On SIGTERM, how long to wait for leaderships to move away.",
+            help="On SIGTERM, how long to wait, still serving, for leaderships to move away "
+            "(a second SIGTERM stops at once).",
         ),
     ] = 10.0,
     max_open_files: Annotated[
@@ -82,7 +84,8 @@ def run(
     ] = None,
     log_level: Annotated[str, typer.Option(envvar="YAK_LOG_LEVEL")] = "info",
 ) -> None:
-    """Serve the broker until SIGINT/SIGTERM."""
+    """Serve the broker until SIGINT/SIGTERM (the first moves its leaderships away while it
+    still serves; a second stops at once)."""
     configure_logging("broker", log_level)  # YAK_LOG_FORMAT=text|json
     tls = ServerTls.from_env()
     settings = BrokerSettings(
@@ -102,7 +105,17 @@ def run(
         cluster_secret=load_cluster_secret(),
         max_open_files=max_open_files,
     )
-    serve(create_app(settings), host=host, port=port, log_level=log_level, tls=tls)
+    app = create_app(settings)
+    broker: Broker = app.state.broker
+    # SIGTERM: leaderships move away while both listeners still serve, then uvicorn stops.
+    serve(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        tls=tls,
+        drain=broker.controlled_shutdown,
+    )
 
 
 def main() -> None:

@@ -14,15 +14,22 @@ Start (``Broker.start``, from the app's lifespan):
 6. register ``brokers/<id>`` with both ports — last, so the broker is announced only once it
    can serve.
 
-Stop (``Broker.stop``): first a controlled shutdown (Kafka's): if this broker leads partitions
-that have another live in-sync replica, it marks its registration ``shutting_down`` and waits
-(on metadata events, up to ``controlled_shutdown_timeout_s``) until the controller has moved
-those leaderships away — so producers fail over at once instead of after the lease expires.
-Then: wake every long-polling fetch, deregister (revoke the lease: the key goes at once), close the
-internal listener and its connections, stop the reconcile loop, the ISR ticks and the replica
-fetchers (waiting acks=all producers get ``NOT_LEADER_OR_FOLLOWER``), the cache, shut the log
-manager down cleanly (flush, checkpoints, clean-shutdown marker, unlock), close the etcd
-connection. A failed start undoes what it did.
+Stop, in Kafka's order: first a controlled shutdown (``Broker.controlled_shutdown``) while both
+listeners still serve. If this broker leads partitions that have another live in-sync replica,
+it marks its registration ``shutting_down`` and waits (on metadata events, up to
+``controlled_shutdown_timeout_s``) until the controller has moved those leaderships away;
+meanwhile it keeps answering — a produce for a partition it no longer leads gets
+``NOT_LEADER_OR_FOLLOWER`` — so producers move to the new leader at once instead of meeting a
+closed port or waiting for the lease to expire. In the process the first SIGTERM/SIGINT runs it
+(``main`` hands it to ``yak.web.serve`` as the drain) before uvicorn closes the HTTP listener;
+a second signal cuts the wait short (the fast path). Then uvicorn closes the HTTP listener and
+lets its requests finish, and the lifespan's ``Broker.stop`` does the rest (starting with the
+controlled shutdown when nothing ran it yet: an in-process stop): wake every long-polling
+fetch, deregister (revoke the lease: the key goes at once), close the internal listener and
+its connections, stop the reconcile loop, the ISR ticks and the replica fetchers (waiting
+acks=all producers get ``NOT_LEADER_OR_FOLLOWER``), the cache, shut the log manager down
+cleanly (flush, checkpoints, clean-shutdown marker, unlock), close the etcd connection. A
+failed start undoes what it did.
 """
 
 from __future__ import annotations
@@ -141,6 +148,8 @@ class Broker:
         self._metadata_changed = asyncio.Event()
         self._logs_open = False
         self._started = False
+        #: The controlled shutdown began (it runs once: the drain's, else the stop's).
+        self._handing_over = False
         self.listener: Listener | None = None
 
     def _etcd(self, url: str) -> MetadataStore:
@@ -221,7 +230,24 @@ class Broker:
             for state in snapshot.partitions.values()
         )
 
-    async def _controlled_shutdown(self) -> None:
+    async def controlled_shutdown(self) -> None:
+        """Move this broker's leaderships to other in-sync replicas while it keeps serving
+        (see the module doc); returns once none is left to move, or after
+        ``controlled_shutdown_timeout_s``. Runs once: later calls, and ``stop``, return at
+        once. Cancelling it ends the wait (what was not moved yet moves when the broker
+        deregisters)."""
+        if self._handing_over:
+            return
+        self._handing_over = True
+        try:
+            await self._hand_over()
+        except asyncio.CancelledError:
+            _log.warning("controlled shutdown cut short; stopping with leaderships held")
+            raise
+        except Exception:
+            _log.exception("controlled shutdown failed; stopping anyway")
+
+    async def _hand_over(self) -> None:
         registrar = self._registrar
         if registrar is None or not registrar.registered or not self._leads_movable_partitions():
             return
@@ -245,10 +271,7 @@ class Broker:
 
     async def stop(self) -> None:
         """Stop everything that was started, in reverse order; safe to call twice."""
-        try:
-            await self._controlled_shutdown()
-        except Exception:
-            _log.exception("controlled shutdown failed; stopping anyway")
+        await self.controlled_shutdown()
         self.waiters.notify_all()
         self.replicas.replica_waiters.notify_all()
         self.replicas.fetch_sessions.close_all()  # parked session fetches answer at once
