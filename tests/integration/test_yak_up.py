@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from tests.integration.ports import free_base_port, layout_offsets
+from yak.etcd_binary import find_etcd
 
 pytestmark = pytest.mark.integration
 
@@ -39,6 +40,9 @@ def test_yak_up_starts_every_process_and_ctrl_c_stops_them(tmp_path: Path) -> No
                 break
         else:
             pytest.fail("yak up exited before the cluster was up:\n" + "".join(lines))
+        chosen = find_etcd().describe()  # e.g. etcd 3.4.23 (/usr/bin/etcd, Debian's etcd-server)
+        assert f"{chosen}\n" in lines, lines  # yak up says which etcd runs
+        assert f"running {chosen}" in (tmp_path / "logs" / "supervisor.log").read_text()
 
         cluster = json.loads((tmp_path / "cluster.json").read_text())
         assert cluster["etcd"]["url"] == f"http://127.0.0.1:{base}"

