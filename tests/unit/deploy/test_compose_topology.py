@@ -21,6 +21,7 @@ from tests.unit.deploy.compose_files import (
     services,
     upstream_servers,
 )
+from yak.etcd_binary import EtcdVersion
 
 
 def _env(service: dict[str, Any]) -> dict[str, str]:
@@ -52,6 +53,21 @@ def test_three_etcd_members_form_one_cluster_of_the_official_image() -> None:
         assert env["ETCD_ADVERTISE_CLIENT_URLS"] == f"http://{name}:2379"
         assert any(v.startswith(f"{name}-data:") for v in etcd["volumes"])
         assert "etcdctl" in etcd["healthcheck"]["test"]
+
+
+def test_every_etcd_release_deploy_names_is_one_etcd_recommends() -> None:
+    """Not 3.5.0-3.5.5 (etcd-io/etcd#13766: a SIGKILL can leave a member inconsistent) nor
+    below 3.4.22: compose's default image and anything else under ``deploy/``."""
+    named = re.compile(r"etcd[\w./:-]*?:v?(\d+)\.(\d+)\.(\d+)")
+    found: dict[str, EtcdVersion] = {}
+    for path in (ROOT / "deploy").rglob("*"):
+        if path.is_file() and path.suffix in {".yml", ".yaml", ".md", ".env", ""}:
+            for match in named.finditer(path.read_text(errors="replace")):
+                found[f"{path.relative_to(ROOT)}: {match.group(0)}"] = EtcdVersion(
+                    *map(int, match.groups())
+                )
+    assert any(key.startswith("deploy/compose/docker-compose.yml") for key in found), found
+    assert {key: str(v) for key, v in found.items() if not v.recommended} == {}
 
 
 def test_every_yak_service_points_at_all_three_etcd_members() -> None:
