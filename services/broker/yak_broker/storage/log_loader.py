@@ -7,8 +7,11 @@ the marker ``CLEAN_SHUTDOWN_FILE``.
 
 Loading:
 
-1. finish or roll back an interrupted compaction (``log_cleaner.recover_interrupted_clean``);
-   delete leftover ``*.tmp``/``*.deleted`` files and index files without a ``.log``;
+1. finish or roll back an interrupted compaction (``log_cleaner.recover_interrupted_clean``,
+   called only when the folder holds a ``*.cleaned`` or ``*.swap`` file); delete leftover
+   ``*.tmp``/``*.deleted`` files and index files without a ``.log``. One listing of the folder
+   serves this step, the marker and the segment bases (a broker loads thousands of folders at
+   start: each glob or stat saved is saved thousands of times);
 2. drop segments wholly below the checkpointed log start offset (a retention or delete-records
    that crashed between moving the log start offset and unlinking files);
 3. clean shutdown (marker present): trust the ``.log`` but not the indexes — every segment is
@@ -24,19 +27,24 @@ Loading:
    marker is removed and the folder fsynced, so a crash from now on forces recovery again. The
    checkpoint is rewritten only if it changed (a restart after a clean shutdown or after a
    crash that lost nothing finds it as it was: loading thousands of logs then costs one folder
-   fsync each after a clean shutdown, and none after a crash).
+   fsync each after a clean shutdown, and none after a crash). That folder fsync is
+   ``sync_dir``'s job: by default done at once; a caller loading many logs (``LogManager.open``)
+   passes one that queues it on worker threads, and serves none of the logs before every
+   queued fsync returned.
 
 ``new_log`` stands for ``load_log`` on a folder ``log_creation`` has just made (one empty
 segment, maybe a leader epoch stamped at offset 0, no partition checkpoint: an absent one reads
 as zeros): it knows every file, so it reads and writes nothing.
 
-Called once per partition before the log is used; no concurrency.
+Called once per partition before the log is used, on one thread (it uses the
+``FileHandleCache``, which is not thread-safe); only ``sync_dir``'s fsyncs may run elsewhere.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -51,7 +59,7 @@ from yak_broker.storage.leader_epoch_cache import (
     EpochEntry,
     LeaderEpochCache,
 )
-from yak_broker.storage.log_cleaner import recover_interrupted_clean
+from yak_broker.storage.log_cleaner import CLEANED_SUFFIX, SWAP_SUFFIX, recover_interrupted_clean
 from yak_broker.storage.log_config import LogConfig
 from yak_broker.storage.producer_state import ProducerStateManager
 from yak_broker.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
@@ -68,6 +76,8 @@ __all__ = [
 #: Written by ``Log.close`` after everything is flushed; its presence skips recovery.
 CLEAN_SHUTDOWN_FILE = ".clean-shutdown"
 _GARBAGE_SUFFIXES = (".tmp", ".deleted")
+_INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+_LOG_NAME_LENGTH = 20 + len(LOG_SUFFIX)
 #: What an absent partition checkpoint means (a new log): everything at offset 0.
 NEW_LOG_CHECKPOINT = PartitionCheckpoint(0, 0, 0)
 
@@ -88,15 +98,20 @@ class LoadedLog(NamedTuple):
 
 
 def load_log(
-    directory: Path, config: LogConfig, now_ms: int, files: FileHandleCache | None = None
+    directory: Path,
+    config: LogConfig,
+    now_ms: int,
+    files: FileHandleCache | None = None,
+    sync_dir: Callable[[Path], None] = checkpoint.fsync_dir,
 ) -> LoadedLog:
     """Load (creating if needed) the partition log in ``directory``; see the module doc.
-    Segment files are opened through ``files`` (a cache of its own by default)."""
+    Segment files are opened through ``files`` (a cache of its own by default); ``sync_dir``
+    makes the clean-shutdown marker's removal durable (see step 6)."""
     files = files if files is not None else FileHandleCache()
     directory.mkdir(parents=True, exist_ok=True)
+    names = _remove_garbage(directory, os.listdir(directory))
     marker = directory / CLEAN_SHUTDOWN_FILE
-    clean = marker.exists()
-    _remove_garbage(directory)
+    clean = CLEAN_SHUTDOWN_FILE in names
     # What the checkpoint file holds (None: a damaged file, rewritten below in any case).
     on_disk: PartitionCheckpoint | None = NEW_LOG_CHECKPOINT
     try:
@@ -104,7 +119,7 @@ def load_log(
         on_disk = saved or NEW_LOG_CHECKPOINT
     except CorruptCheckpointError:
         saved, clean, on_disk = None, False, None
-    bases = _segment_bases(directory)
+    bases = _segment_bases(names)
     log_start = saved.log_start_offset if saved else (bases[0] if bases else 0)
     while len(bases) > 1 and bases[1] <= log_start:
         _delete_files(directory, bases.pop(0))
@@ -136,7 +151,7 @@ def load_log(
     if current != on_disk:
         checkpoint.write(directory / checkpoint.CHECKPOINT_FILE_NAME, current)
     elif clean:
-        checkpoint.fsync_dir(directory)  # the marker's removal is durable before any append
+        sync_dir(directory)  # the marker's removal is durable before any append
     return LoadedLog(
         segments,
         log_start,
@@ -282,24 +297,30 @@ def _open_epoch_cache(directory: Path) -> LeaderEpochCache:
         return LeaderEpochCache(path)
 
 
-def _segment_bases(directory: Path) -> list[int]:
+def _segment_bases(names: list[str]) -> list[int]:
     bases = []
-    for path in directory.glob(f"*{LOG_SUFFIX}"):
-        stem = path.name[: -len(LOG_SUFFIX)]
-        if len(stem) == 20 and stem.isdigit():
-            bases.append(int(stem))
+    for name in names:
+        if len(name) == _LOG_NAME_LENGTH and name.endswith(LOG_SUFFIX) and name[:20].isdigit():
+            bases.append(int(name[:20]))
     return sorted(bases)
 
 
-def _remove_garbage(directory: Path) -> None:
-    recover_interrupted_clean(directory)
-    for path in directory.iterdir():
-        orphan_index = (
-            path.suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX)
-            and not path.with_suffix(LOG_SUFFIX).exists()
+def _remove_garbage(directory: Path, names: list[str]) -> list[str]:
+    """Step 1 over the folder's ``names``; the names left."""
+    if any(name.endswith((CLEANED_SUFFIX, SWAP_SUFFIX)) for name in names):
+        recover_interrupted_clean(directory)
+        names = os.listdir(directory)
+    present = set(names)
+    kept = []
+    for name in names:
+        orphan_index = name.endswith(_INDEX_SUFFIXES) and (
+            os.path.splitext(name)[0] + LOG_SUFFIX not in present
         )
-        if orphan_index or path.name.endswith(_GARBAGE_SUFFIXES):
-            path.unlink()
+        if orphan_index or name.endswith(_GARBAGE_SUFFIXES):
+            (directory / name).unlink()
+        else:
+            kept.append(name)
+    return kept
 
 
 def _delete_files(directory: Path, base: int) -> None:
