@@ -37,7 +37,7 @@ from yak.metadata.store import (
     PutOp,
 )
 from yak_coordinator.broker_records import BrokerSightings, RecordChange, decide_records
-from yak_coordinator.election import Term
+from yak_coordinator.election import Term, fenced_txn
 
 __all__ = ["BrokerRecorder"]
 
@@ -161,16 +161,7 @@ class BrokerRecorder:
     async def _fenced(self, compares: Sequence[Compare], ops: Sequence[Op], term: Term) -> bool:
         """One transaction guarded by the term's fence: whether it ran (when the fence failed,
         the term ends)."""
-        result = await self._store.txn(
-            [term.fence, *compares], ops, [GetOp(self._keyspace.controller)]
-        )
-        if result.succeeded:
-            return True
-        response = result.responses[0]
-        assert isinstance(response, GetResponse)
-        if not response.kvs or not term.fence.holds(response.kvs[0]):
-            term.end("another coordinator holds the controller key")
-        return False
+        return await fenced_txn(self._store, self._keyspace, term, compares, ops) is not None
 
 
 def _holds(current: KeyValue | None, expected: BrokerRecord | None) -> bool:

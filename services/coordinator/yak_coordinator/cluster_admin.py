@@ -54,7 +54,7 @@ from yak.metadata.store import (
     TxnResult,
 )
 from yak_coordinator.decommission import drain_progress, eligible_brokers
-from yak_coordinator.election import Election, Term
+from yak_coordinator.election import Election, Term, fenced_txn
 from yak_coordinator.metrics import ControllerStats
 from yak_coordinator.reconcile import elect_preferred_leader, stopping_brokers
 
@@ -225,17 +225,10 @@ class ClusterAdmin:
         """Run ``ops`` if the term's fence and ``compares`` hold; None if a compare failed.
 
         Raises ``NotControllerError`` (and ends the term) when the fence failed."""
-        result = await self._store.txn(
-            [term.fence, *compares], ops, [GetOp(self._keyspace.controller)]
-        )
-        if result.succeeded:
-            return result
-        controller = result.responses[0]
-        assert isinstance(controller, GetResponse)
-        if not controller.kvs or not term.fence.holds(controller.kvs[0]):
-            term.end("another coordinator holds the controller key")
+        result = await fenced_txn(self._store, self._keyspace, term, compares, ops)
+        if result is None and term.ended:
             raise NotControllerError("this coordinator is no longer the active controller")
-        return None
+        return result
 
 
 def _check_can_drain(snapshot: ClusterSnapshot, broker_id: int) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -32,7 +33,16 @@ from yak.errors import MetadataStoreError, NotControllerError
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.lease_keeper import LeaseKeeper
 from yak.metadata.models import ControllerRecord
-from yak.metadata.store import Compare, EventKind, MetadataStore, PutOp
+from yak.metadata.store import (
+    Compare,
+    EventKind,
+    GetOp,
+    GetResponse,
+    MetadataStore,
+    Op,
+    PutOp,
+    TxnResult,
+)
 
 __all__ = ["Candidate", "Election", "Term"]
 
@@ -73,6 +83,26 @@ class Term:
 
     async def wait_ended(self) -> None:
         await self._ended.wait()
+
+
+async def fenced_txn(
+    store: MetadataStore,
+    keyspace: Keyspace,
+    term: Term,
+    compares: Sequence[Compare],
+    ops: Sequence[Op],
+) -> TxnResult | None:
+    """Run ``ops`` if ``term``'s fence and ``compares`` hold: the result, or None when a compare
+    failed — and when it was the fence (another coordinator holds the controller key), the
+    term ends first (``term.ended``)."""
+    result = await store.txn([term.fence, *compares], ops, [GetOp(keyspace.controller)])
+    if result.succeeded:
+        return result
+    controller = result.responses[0]
+    assert isinstance(controller, GetResponse)
+    if not controller.kvs or not term.fence.holds(controller.kvs[0]):
+        term.end("another coordinator holds the controller key")
+    return None
 
 
 class Election:

@@ -48,7 +48,7 @@ from yak.metadata.store import (
     PutOp,
     TxnResult,
 )
-from yak_coordinator.election import Term
+from yak_coordinator.election import Term, fenced_txn
 from yak_coordinator.metrics import ControllerStats
 from yak_coordinator.reconcile import (
     Action,
@@ -250,16 +250,7 @@ class Reconciler:
         self, compares: Sequence[Compare], ops: Sequence[Op], term: Term
     ) -> TxnResult | None:
         """One transaction guarded by the term's fence; None if a compare failed."""
-        result = await self._store.txn(
-            [term.fence, *compares], ops, [GetOp(self._keyspace.controller)]
-        )
-        if result.succeeded:
-            return result
-        response = result.responses[0]
-        assert isinstance(response, GetResponse)
-        if not response.kvs or not term.fence.holds(response.kvs[0]):
-            term.end("another coordinator holds the controller key")
-        return None
+        return await fenced_txn(self._store, self._keyspace, term, compares, ops)
 
 
 def _holds(current: KeyValue, expected: PartitionState) -> bool:
