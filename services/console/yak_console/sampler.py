@@ -2,18 +2,21 @@
 
 Every ``sample_interval_ms`` the sampler asks the public API for the cluster (every broker the
 cluster knows, up or down, the controller, partition health), every live broker's log dirs
-(replica sizes and offsets; a down broker costs no request) and every consumer group's
-description (committed offsets, lag), and derives from consecutive samples
-what no single call answers: produce rates (growth of the partitions' high watermarks) and
+summed per topic (sizes, records, high watermarks; a down broker costs no request) and every
+consumer group's description (committed offsets, lag), and derives from consecutive samples
+what no single call answers: produce rates (growth of the topics' high watermarks) and
 consume rates (growth of the groups' committed offsets), per topic and overall. Pages render
 from the latest sample, so a page with 100 topics x 16 partitions costs no API round trip;
 charts and the under-replicated banner are fed from the history over Server-Sent Events
 (``wait_next`` wakes every subscriber when a sample lands — no polling).
 
-**What a sampling costs grows with the cluster** (the log dirs list every replica: 60,000 at
-20,000 partitions RF 3, read by every broker, rendered by the proxy and parsed here), so the
-sampler samples only as often as someone looks, and never spends more than a tenth of its time
-sampling:
+**A sampling costs what the cluster has of topics, not of partitions**: the log dirs come
+summed per topic from each broker (``/api/v1/log-dirs/topics``), so at 20,000 partitions RF 3
+a sampling reads a few thousand topic entries, not 60,000 replica entries. The per-partition
+figures of one topic or one broker (a topic's page, a broker's page, the message browser's
+start offsets) are asked when that page is looked at (``topic_logs``, ``broker_log_dir``).
+Even so the sampler samples only as often as someone looks, and never spends more than a
+tenth of its time sampling:
 
 - *watched* — a page asked for the sample or an event stream waited for one in the last
   ``watch_s`` (60 s): every ``interval_s`` (2 s);
@@ -41,12 +44,19 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from yak.api.admin import BrokerStatus, ClusterInfo, LogDirs, ReplicaLog
+from yak.api.admin import (
+    BrokerLogDir,
+    BrokerStatus,
+    ClusterInfo,
+    LogDirs,
+    ReplicaLog,
+    TopicLogDirs,
+)
 from yak.api.groups import GroupDescription
 from yak.errors import KafkaTimeoutError, NetworkError, YakError
 from yak.sdk import AsyncAdmin
 
-__all__ = ["PartitionLog", "Sample", "Sampler", "derive"]
+__all__ = ["PartitionLog", "Sample", "Sampler", "TopicTotals", "derive", "leader_logs"]
 
 _log = logging.getLogger(__name__)
 _K = TypeVar("_K")
@@ -74,6 +84,17 @@ class PartitionLog:
 
 
 @dataclass(frozen=True, slots=True)
+class TopicTotals:
+    """A topic's logs summed over its partitions' leaders (``replica_bytes``: every
+    replica)."""
+
+    size_bytes: int
+    replica_bytes: int
+    records: int
+    high_watermark_sum: int
+
+
+@dataclass(frozen=True, slots=True)
 class Sample:
     """One look at the cluster. ``errors`` names the calls that failed (their part is the
     previous sample's)."""
@@ -81,19 +102,16 @@ class Sample:
     seq: int
     at: float
     cluster: ClusterInfo | None
-    log_dirs: LogDirs | None
+    log_dirs: TopicLogDirs | None
     groups: Mapping[str, GroupDescription]
     errors: tuple[str, ...] = ()
-    #: (topic, partition) → the leader's log.
-    partitions: Mapping[tuple[str, int], PartitionLog] = field(default_factory=dict)
+    #: topic → its logs, summed.
+    topics: Mapping[str, TopicTotals] = field(default_factory=dict)
     #: Records per second since the previous sample.
     produce_rate: float = 0.0
     consume_rate: float = 0.0
     topic_produce_rates: Mapping[str, float] = field(default_factory=dict)
     topic_consume_rates: Mapping[str, float] = field(default_factory=dict)
-
-    def topic_logs(self, topic: str) -> dict[int, PartitionLog]:
-        return {p: log for (t, p), log in self.partitions.items() if t == topic}
 
     @property
     def live_brokers(self) -> int:
@@ -111,7 +129,8 @@ class Sample:
         return self.cluster.offline_partition_count if self.cluster else 0
 
 
-def _leader_logs(log_dirs: LogDirs | None) -> dict[tuple[str, int], PartitionLog]:
+def leader_logs(log_dirs: LogDirs | None) -> dict[tuple[str, int], PartitionLog]:
+    """(topic, partition) → the partition's log as its leader reports it (pure)."""
     replicas: dict[tuple[str, int], list[ReplicaLog]] = {}
     for broker in log_dirs.brokers if log_dirs else ():
         for replica in broker.replicas:
@@ -129,6 +148,18 @@ def _leader_logs(log_dirs: LogDirs | None) -> dict[tuple[str, int], PartitionLog
             replica_bytes=sum(r.size_bytes for r in found),
         )
     return logs
+
+
+def _topic_totals(log_dirs: TopicLogDirs | None) -> dict[str, TopicTotals]:
+    sums: dict[str, list[int]] = {}
+    for broker in log_dirs.brokers if log_dirs else ():
+        for t in broker.topics:
+            row = sums.setdefault(t.topic, [0, 0, 0, 0])
+            row[0] += t.leader_size_bytes
+            row[1] += t.size_bytes
+            row[2] += t.records
+            row[3] += t.high_watermark_sum
+    return {topic: TopicTotals(*row) for topic, row in sums.items()}
 
 
 def _per_topic(pairs: Iterable[tuple[str, int]]) -> dict[str, int]:
@@ -161,19 +192,19 @@ def derive(
     seq: int,
     at: float,
     cluster: ClusterInfo | None,
-    log_dirs: LogDirs | None,
+    log_dirs: TopicLogDirs | None,
     groups: Mapping[str, GroupDescription],
     errors: tuple[str, ...] = (),
 ) -> Sample:
     """The sample of these answers, with rates against ``previous`` (pure)."""
-    partitions = _leader_logs(log_dirs)
+    topics = _topic_totals(log_dirs)
     if previous is None or at <= previous.at:
-        return Sample(seq, at, cluster, log_dirs, groups, errors, partitions)
+        return Sample(seq, at, cluster, log_dirs, groups, errors, topics)
     elapsed = at - previous.at
     produced = _rates(
-        {k: v.high_watermark for k, v in partitions.items()},
-        {k: v.high_watermark for k, v in previous.partitions.items()},
-        lambda k: k[0],
+        {t: v.high_watermark_sum for t, v in topics.items()},
+        {t: v.high_watermark_sum for t, v in previous.topics.items()},
+        lambda t: t,
     )
     consumed = _rates(
         _committed(groups),
@@ -187,7 +218,7 @@ def derive(
         log_dirs,
         groups,
         errors,
-        partitions,
+        topics,
         produce_rate=sum(produced.values()) / elapsed,
         consume_rate=sum(consumed.values()) / elapsed,
         topic_produce_rates={t: n / elapsed for t, n in produced.items()},
@@ -329,7 +360,7 @@ class Sampler:
         errors: list[str] = []
         unreachable: list[str] = []
         cluster_call = _attempt(self._admin.cluster(), "cluster", errors, unreachable)
-        dirs_call = _attempt(self._admin.log_dirs(), "log dirs", errors)
+        dirs_call = _attempt(self._admin.log_dir_topics(), "log dirs", errors)
         groups_call = _attempt(self._groups(), "groups", errors)
         cluster, log_dirs, found = await asyncio.gather(cluster_call, dirs_call, groups_call)
         groups: Mapping[str, GroupDescription] = found or {}
@@ -340,6 +371,26 @@ class Sampler:
             groups = found if found is not None else previous.groups
         seq = previous.seq + 1 if previous else 1
         return derive(previous, seq, self._clock(), cluster, log_dirs, groups, tuple(errors))
+
+    async def topic_logs(self, topic: str) -> dict[int, PartitionLog]:
+        """Partition → its log as the leader reports it, asked now (each broker lists only
+        this topic's replicas); empty when the brokers cannot be asked."""
+        try:
+            dirs = await self._admin.log_dirs([topic])
+        except (YakError, OSError) as exc:
+            _log.warning("log dirs of topic %s: %s", topic, exc)
+            return {}
+        return {p: log for (t, p), log in leader_logs(dirs).items() if t == topic}
+
+    async def broker_log_dir(self, broker_id: int) -> BrokerLogDir | None:
+        """One broker's data folder with every replica it holds, asked now (None when it
+        cannot be asked)."""
+        try:
+            dirs = await self._admin.log_dirs(brokers=[broker_id])
+        except (YakError, OSError) as exc:
+            _log.warning("log dir of broker %d: %s", broker_id, exc)
+            return None
+        return next((d for d in dirs.brokers if d.broker_id == broker_id), None)
 
     async def _groups(self) -> dict[str, GroupDescription]:
         listed = await self._admin.list_groups()

@@ -16,6 +16,14 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from yak.api.log_dirs import (
+    BrokerLogDir,
+    BrokerTopicLogs,
+    LogDirs,
+    ReplicaLog,
+    TopicLog,
+    TopicLogDirs,
+)
 from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import PartitionState, TopicRecord
 
@@ -28,6 +36,7 @@ __all__ = [
     "BrokerInfo",
     "BrokerLogDir",
     "BrokerStatus",
+    "BrokerTopicLogs",
     "ClusterInfo",
     "ControllerInfo",
     "CreatePartitionsRequest",
@@ -54,6 +63,8 @@ __all__ = [
     "TopicDescription",
     "TopicDescriptionList",
     "TopicList",
+    "TopicLog",
+    "TopicLogDirs",
     "TopicPartitionRef",
     "TopicSummary",
 ]
@@ -363,39 +374,6 @@ class BrokerForgotten(_Body):
     broker_id: int
     #: When it was last seen registered, as its record said (None: it had no record).
     last_seen_ms: int | None = None
-
-
-class ReplicaLog(_Body):
-    """One partition replica's log on one broker (Kafka's DescribeLogDirs, with offsets)."""
-
-    topic: str
-    partition: int
-    is_leader: bool
-    leader_epoch: int
-    size_bytes: int
-    segments: int
-    log_start_offset: int
-    high_watermark: int
-    log_end_offset: int
-
-
-class BrokerLogDir(_Body):
-    """A broker's data folder: disk usage and the replicas it holds. ``error`` is set (and the
-    rest empty) when the broker did not answer."""
-
-    broker_id: int
-    error: str | None = None
-    log_dir: str = ""
-    disk_total_bytes: int = 0
-    disk_free_bytes: int = 0
-    size_bytes: int = Field(default=0, description="Bytes of all the replicas' logs.")
-    replicas: list[ReplicaLog] = []
-
-
-class LogDirs(_Body):
-    """Every live broker's data folder (``GET /api/v1/log-dirs``)."""
-
-    brokers: list[BrokerLogDir]
 
 
 class PartitionOffset(_Body):

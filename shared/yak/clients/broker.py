@@ -53,6 +53,7 @@ from yak.protocol.broker_models import (
     DeleteRecordsResult,
     EpochEndOffset,
     ListOffsetsResponse,
+    LogDirResponse,
     OffsetForLeaderEpoch,
     OffsetResult,
     OffsetsForLeaderEpochRequest,
@@ -255,9 +256,16 @@ class BrokerClient(AsyncClosing):
         )
         return OffsetsForLeaderEpochResponse.model_validate_json(_ok(response).content).partitions
 
-    async def partitions(self) -> PartitionsResponse:
-        response = await self._send("GET", "/v1/partitions")
+    async def partitions(self, topics: Sequence[str] | None = None) -> PartitionsResponse:
+        """The replicas hosted there (of ``topics`` only, when given)."""
+        params = httpx.QueryParams([("topic", t) for t in topics]) if topics else None
+        response = await self._send("GET", "/v1/partitions", params=params)
         return PartitionsResponse.model_validate_json(_ok(response).content)
+
+    async def log_dir(self) -> LogDirResponse:
+        """The data folder's usage and the hosted replicas summed per topic."""
+        response = await self._send("GET", "/v1/log-dir")
+        return LogDirResponse.model_validate_json(_ok(response).content)
 
     # --- plumbing ------------------------------------------------------------------------
 

@@ -24,7 +24,9 @@ __all__ = [
     "EpochEndOffset",
     "ErrorBody",
     "HostedPartition",
+    "HostedTopic",
     "ListOffsetsResponse",
+    "LogDirResponse",
     "OffsetForLeaderEpoch",
     "OffsetResult",
     "OffsetsForLeaderEpochRequest",
@@ -154,3 +156,30 @@ class PartitionsResponse(_Model):
     log_dir: str = ""
     disk_total_bytes: int = 0
     disk_free_bytes: int = 0
+
+
+class HostedTopic(_Model):
+    """One topic's replicas on this broker, summed: what a dashboard shows per topic, for the
+    price of one entry per topic instead of one per replica (``GET /v1/log-dir``). The
+    ``leader_*`` sums and ``records`` cover the partitions this broker leads, so adding them up
+    over the brokers counts every led partition once."""
+
+    topic: str
+    replicas: int
+    leaders: int
+    size_bytes: int
+    leader_size_bytes: int
+    #: Sum over led partitions of high watermark - log start offset.
+    records: int
+    #: Sum over led partitions of the high watermark (its growth is the produce rate).
+    high_watermark_sum: int
+
+
+class LogDirResponse(_Model):
+    """The data folder's usage and its replicas summed per topic (``GET /v1/log-dir``)."""
+
+    broker_id: int
+    log_dir: str
+    disk_total_bytes: int
+    disk_free_bytes: int
+    topics: list[HostedTopic]

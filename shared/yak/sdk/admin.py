@@ -26,6 +26,7 @@ from yak.api.admin import (
     TopicDescription,
     TopicDescriptionList,
     TopicList,
+    TopicLogDirs,
 )
 from yak.api.groups import (
     CommitOffset,
@@ -89,11 +90,23 @@ class AsyncAdmin(AsyncClosing):
         or recorded after it left (``down``, with ``last_seen_ms``)."""
         return (await self._api.call("GET", "/brokers", _BrokerList)).root
 
-    async def log_dirs(self, topics: Sequence[str] | None = None) -> LogDirs:
+    async def log_dirs(
+        self, topics: Sequence[str] | None = None, brokers: Sequence[int] | None = None
+    ) -> LogDirs:
         """Every live broker's disk usage and each replica's size and offsets (of ``topics``
-        only, when given)."""
-        params = {"topic": list(topics)} if topics else None
-        return await self._api.call("GET", "/log-dirs", LogDirs, params=params)
+        and ``brokers`` only, when given)."""
+        params: dict[str, list[str]] = {}
+        if topics:
+            params["topic"] = list(topics)
+        if brokers:
+            params["broker"] = [str(b) for b in brokers]
+        return await self._api.call("GET", "/log-dirs", LogDirs, params=params or None)
+
+    async def log_dir_topics(self, brokers: Sequence[int] | None = None) -> TopicLogDirs:
+        """Every live broker's disk usage and its replicas summed per topic (one entry per
+        topic and broker: cheap at any partition count)."""
+        params = {"broker": [str(b) for b in brokers]} if brokers else None
+        return await self._api.call("GET", "/log-dirs/topics", TopicLogDirs, params=params)
 
     async def partition_offset(
         self, topic: str, partition: int, timestamp: int | Literal["earliest", "latest"]

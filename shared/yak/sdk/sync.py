@@ -24,6 +24,7 @@ from yak.api.admin import (
     TopicDeleted,
     TopicDescription,
     TopicList,
+    TopicLogDirs,
 )
 from yak.api.groups import GroupDescription, GroupList, OffsetResetResult
 from yak.closing import Closing
@@ -248,8 +249,13 @@ class Admin(_Twin):
     def brokers(self) -> list[BrokerInfo]:
         return self._runner.run(self._admin.brokers())
 
-    def log_dirs(self, topics: Sequence[str] | None = None) -> LogDirs:
-        return self._runner.run(self._admin.log_dirs(topics))
+    def log_dirs(
+        self, topics: Sequence[str] | None = None, brokers: Sequence[int] | None = None
+    ) -> LogDirs:
+        return self._runner.run(self._admin.log_dirs(topics, brokers))
+
+    def log_dir_topics(self, brokers: Sequence[int] | None = None) -> TopicLogDirs:
+        return self._runner.run(self._admin.log_dir_topics(brokers))
 
     def partition_offset(
         self, topic: str, partition: int, timestamp: int | Literal["earliest", "latest"]

@@ -98,6 +98,19 @@ async def test_log_dirs_and_offsets_by_timestamp(cluster: LocalCluster) -> None:
             assert 0 < d["disk_free_bytes"] <= d["disk_total_bytes"]
             assert d["size_bytes"] >= sum(r["size_bytes"] for r in d["replicas"])
 
+        one = (await proxy.get("/api/v1/log-dirs", params={"broker": 1})).json()["brokers"]
+        assert [d["broker_id"] for d in one] == [1]
+        summed = (await proxy.get("/api/v1/log-dirs/topics")).json()["brokers"]
+        assert sorted(d["broker_id"] for d in summed) == [0, 1, 2]
+        per_topic = [t for d in summed for t in d["topics"] if t["topic"] == topic]
+        assert sum(t["replicas"] for t in per_topic) == 4
+        assert sum(t["leaders"] for t in per_topic) == 2
+        assert sum(t["records"] for t in per_topic) == 3
+        assert sum(t["high_watermark_sum"] for t in per_topic) == 3
+        assert sum(t["leader_size_bytes"] for t in per_topic) == leader0["size_bytes"]
+        for d in summed:
+            assert d["replicas"] == sum(t["replicas"] for t in d["topics"])
+
         path = f"/api/v1/topics/{topic}/partitions/0/offsets"
         found = (await proxy.get(path, params={"timestamp": str(before + 1500)})).json()
         assert found["offset"] == 2

@@ -268,6 +268,16 @@ async def test_list_offsets_delete_records_and_partitions(broker: BrokerHarness)
     assert hosted.size_bytes > 0
     assert listing.log_dir
     assert 0 < listing.disk_free_bytes <= listing.disk_total_bytes
+    only = await client.partitions(["offs"])
+    assert [p.topic for p in only.partitions] == ["offs"]
+    assert (await client.partitions(["absent"])).partitions == []
+
+    summary = await client.log_dir()
+    (offs,) = [t for t in summary.topics if t.topic == "offs"]
+    assert (offs.replicas, offs.leaders, offs.records, offs.high_watermark_sum) == (1, 1, 1, 3)
+    assert offs.size_bytes == offs.leader_size_bytes == hosted.size_bytes
+    assert sum(t.replicas for t in summary.topics) == len(listing.partitions)
+    assert (summary.log_dir, summary.broker_id) == (listing.log_dir, listing.broker_id)
 
 
 async def test_offsets_request_validation(broker: BrokerHarness) -> None:

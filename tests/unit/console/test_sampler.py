@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 import pytest
 
-from yak.api.admin import BrokerLogDir, ClusterInfo, LogDirs, ReplicaLog
+from yak.api.admin import (
+    BrokerLogDir,
+    BrokerTopicLogs,
+    ClusterInfo,
+    LogDirs,
+    ReplicaLog,
+    TopicLog,
+    TopicLogDirs,
+)
 from yak.api.groups import GroupDescription, GroupList, PartitionLag
 from yak.errors import NetworkError
-from yak_console.sampler import Sampler, derive
+from yak_console.sampler import Sampler, derive, leader_logs
 
 
 def replica(topic: str, partition: int, hw: int, *, leader: bool, size: int = 100) -> ReplicaLog:
@@ -35,6 +44,29 @@ def dirs(*replicas: tuple[int, ReplicaLog]) -> LogDirs:
     )
 
 
+def topic(name: str, hw: int, *, leaders: int = 1, size: int = 100) -> TopicLog:
+    """A topic on one broker: one replica, led there when ``leaders``, log start 0."""
+    led = leaders > 0
+    return TopicLog(
+        topic=name,
+        replicas=1,
+        leaders=leaders,
+        size_bytes=size,
+        leader_size_bytes=size if led else 0,
+        records=hw if led else 0,
+        high_watermark_sum=hw if led else 0,
+    )
+
+
+def topic_dirs(*topics: tuple[int, TopicLog]) -> TopicLogDirs:
+    by_broker: dict[int, list[TopicLog]] = {}
+    for broker_id, t in topics:
+        by_broker.setdefault(broker_id, []).append(t)
+    return TopicLogDirs(
+        brokers=[BrokerTopicLogs(broker_id=b, topics=ts) for b, ts in sorted(by_broker.items())]
+    )
+
+
 def group(name: str, *committed: tuple[str, int, int | None]) -> GroupDescription:
     return GroupDescription(
         group_id=name,
@@ -53,20 +85,33 @@ def group(name: str, *committed: tuple[str, int, int | None]) -> GroupDescriptio
 
 
 def test_partition_logs_come_from_the_leader_and_sum_replica_bytes() -> None:
+    logs = leader_logs(
+        dirs(
+            (0, replica("a", 0, 7, leader=True, size=70)),
+            (1, replica("a", 0, 5, leader=False, size=50)),
+        )
+    )
+    log = logs[("a", 0)]
+    assert (log.high_watermark, log.size_bytes, log.replica_bytes, log.records) == (7, 70, 120, 7)
+    assert list(logs) == [("a", 0)]
+
+
+def test_topic_totals_count_each_led_partition_once_and_every_replica_byte() -> None:
     sample = derive(
         None,
         1,
         10.0,
         None,
-        dirs(
-            (0, replica("a", 0, 7, leader=True, size=70)),
-            (1, replica("a", 0, 5, leader=False, size=50)),
+        topic_dirs(
+            (0, topic("a", 7, size=70)),
+            (1, topic("a", 0, leaders=0, size=50)),
+            (1, topic("b", 3, size=30)),
         ),
         {},
     )
-    log = sample.partitions[("a", 0)]
-    assert (log.high_watermark, log.size_bytes, log.replica_bytes, log.records) == (7, 70, 120, 7)
-    assert sample.topic_logs("a") == {0: log}
+    a, b = sample.topics["a"], sample.topics["b"]
+    assert (a.size_bytes, a.replica_bytes, a.records, a.high_watermark_sum) == (70, 120, 7, 7)
+    assert (b.size_bytes, b.replica_bytes, b.records) == (30, 30, 3)
     assert (sample.produce_rate, sample.consume_rate) == (0.0, 0.0)
 
 
@@ -76,7 +121,7 @@ def test_rates_are_growth_per_second_per_topic() -> None:
         1,
         10.0,
         None,
-        dirs((0, replica("a", 0, 100, leader=True)), (0, replica("b", 0, 10, leader=True))),
+        topic_dirs((0, topic("a", 100)), (0, topic("b", 10))),
         {"g": group("g", ("a", 0, 50))},
     )
     second = derive(
@@ -84,7 +129,7 @@ def test_rates_are_growth_per_second_per_topic() -> None:
         2,
         12.0,
         None,
-        dirs((0, replica("a", 0, 300, leader=True)), (0, replica("b", 0, 10, leader=True))),
+        topic_dirs((0, topic("a", 300)), (0, topic("b", 10))),
         {"g": group("g", ("a", 0, 90))},
     )
     assert second.produce_rate == pytest.approx(100.0)
@@ -107,6 +152,7 @@ class FakeAdmin:
     def __init__(self) -> None:
         self.hw = 0
         self.fail: set[str] = set()
+        self.asked: list[tuple[Sequence[str] | None, Sequence[int] | None]] = []
 
     async def cluster(self) -> ClusterInfo:
         if "cluster" in self.fail:
@@ -122,8 +168,18 @@ class FakeAdmin:
             under_replicated_partition_count=1,
         )
 
-    async def log_dirs(self) -> LogDirs:
-        return dirs((0, replica("a", 0, self.hw, leader=True)))
+    async def log_dir_topics(self) -> TopicLogDirs:
+        return topic_dirs((0, topic("a", self.hw)))
+
+    async def log_dirs(
+        self, topics: Sequence[str] | None = None, brokers: Sequence[int] | None = None
+    ) -> LogDirs:
+        self.asked.append((topics, brokers))
+        if "log dirs" in self.fail:
+            raise NetworkError("proxy down")
+        return dirs(
+            (0, replica("a", 0, self.hw, leader=True)), (1, replica("a", 1, 5, leader=True))
+        )
 
     async def list_groups(self) -> GroupList:
         return GroupList(groups=[])
@@ -146,7 +202,7 @@ async def test_refresh_wakes_waiters_and_keeps_the_last_good_part() -> None:
     second = await sampler.refresh()
     assert second.cluster == first.cluster  # the last good answer stays on the page
     assert second.errors == ("cluster: proxy down",)
-    assert second.partitions[("a", 0)].high_watermark == 10
+    assert second.topics["a"].high_watermark_sum == 10
 
     for _ in range(3):
         await sampler.refresh()
@@ -202,9 +258,9 @@ async def test_a_slow_sampling_spaces_the_next_ones_out() -> None:
     clock = _Monotonic()
 
     class SlowAdmin(FakeAdmin):
-        async def log_dirs(self) -> LogDirs:
+        async def log_dir_topics(self) -> TopicLogDirs:
             clock.now += 0.5  # the sampling takes half a second (a big cluster)
-            return await super().log_dirs()
+            return await super().log_dir_topics()
 
     sampler = _watchable(SlowAdmin(), clock)
     await sampler.current()
@@ -223,7 +279,7 @@ async def test_a_page_after_a_quiet_spell_gets_a_fresh_sample() -> None:
     admin.hw = 42
     fresh = await sampler.current()
     assert fresh.seq == first.seq + 1
-    assert fresh.partitions[("a", 0)].high_watermark == 42
+    assert fresh.topics["a"].high_watermark_sum == 42
 
 
 async def test_the_idle_loop_wakes_when_a_page_looks() -> None:
@@ -243,3 +299,20 @@ async def test_the_idle_loop_wakes_when_a_page_looks() -> None:
     assert sampler.latest is quiet  # no sampling while unwatched
     assert await sampler.wait_next(quiet.seq + 2, timeout_s=5) is not None  # watched again
     await sampler.stop()
+
+
+async def test_samples_ask_for_per_topic_sums_and_pages_for_one_topic_or_broker() -> None:
+    admin = FakeAdmin()
+    admin.hw = 9
+    sampler = Sampler(admin, interval_s=60)  # type: ignore[arg-type]
+    await sampler.refresh()
+    assert admin.asked == []  # sampling never lists every replica
+    logs = await sampler.topic_logs("a")
+    assert {p: log.high_watermark for p, log in logs.items()} == {0: 9, 1: 5}
+    found = await sampler.broker_log_dir(1)
+    assert found is not None
+    assert [r.partition for r in found.replicas] == [1]
+    assert admin.asked == [(["a"], None), (None, [1])]
+    admin.fail.add("log dirs")
+    assert await sampler.topic_logs("a") == {}  # the page shows no offsets, not an error
+    assert await sampler.broker_log_dir(1) is None

@@ -7,13 +7,13 @@ import pytest
 
 from yak.api.admin import (
     BrokerInfo,
-    BrokerLogDir,
     BrokerStatus,
+    BrokerTopicLogs,
     ClusterInfo,
-    LogDirs,
     PartitionInfo,
-    ReplicaLog,
     TopicDescription,
+    TopicLog,
+    TopicLogDirs,
 )
 from yak.errors import InvalidConfigError, InvalidReplicationFactorError, TopicAlreadyExistsError
 from yak_console.pages.brokers import broker_rows
@@ -133,17 +133,15 @@ def test_health_counts_offline_and_under_replicated_partitions() -> None:
     assert not topic_health(topic).ok
 
 
-def _replica(partition: int, *, leader: bool) -> ReplicaLog:
-    return ReplicaLog(
-        topic="t",
-        partition=partition,
-        is_leader=leader,
-        leader_epoch=1,
-        size_bytes=10,
-        segments=1,
-        log_start_offset=0,
-        high_watermark=5,
-        log_end_offset=5,
+def _topic(name: str, *, replicas: int, leaders: int) -> TopicLog:
+    return TopicLog(
+        topic=name,
+        replicas=replicas,
+        leaders=leaders,
+        size_bytes=10 * replicas,
+        leader_size_bytes=10 * leaders,
+        records=5 * leaders,
+        high_watermark_sum=5 * leaders,
     )
 
 
@@ -161,7 +159,7 @@ def test_a_broker_that_left_is_a_down_row_with_its_last_seen_time() -> None:
         offline_partition_count=0,
     )
     # The log dirs list live brokers only: the down one has none, and is not "unreachable".
-    dirs = LogDirs(brokers=[BrokerLogDir(broker_id=1)])
+    dirs = TopicLogDirs(brokers=[BrokerTopicLogs(broker_id=1)])
     sample = derive(None, 1, 1.0, cluster, dirs, {})
     rows = broker_rows(sample)
     assert [(r.broker_id, r.status, r.last_seen_ms, r.address) for r in rows] == [
@@ -186,17 +184,21 @@ def test_broker_rows_join_registrations_and_log_dirs() -> None:
         partition_count=2,
         offline_partition_count=0,
     )
-    dirs = LogDirs(
+    dirs = TopicLogDirs(
         brokers=[
-            BrokerLogDir(
+            BrokerTopicLogs(
                 broker_id=1,
                 disk_total_bytes=400,
                 disk_free_bytes=100,
                 size_bytes=20,
-                replicas=[_replica(0, leader=True), _replica(1, leader=False)],
+                replicas=2,
+                leaders=1,
+                topics=[_topic("t", replicas=2, leaders=1)],
             ),
-            BrokerLogDir(broker_id=2, replicas=[_replica(1, leader=True)]),
-            BrokerLogDir(broker_id=3, error="timed out"),
+            BrokerTopicLogs(
+                broker_id=2, replicas=1, leaders=1, topics=[_topic("t", replicas=1, leaders=1)]
+            ),
+            BrokerTopicLogs(broker_id=3, error="timed out"),
         ]
     )
     rows = broker_rows(derive(None, 1, 1.0, cluster, dirs, {}))

@@ -3,7 +3,8 @@ followed, and disk usage (``/brokers``); one broker's replicas with their role, 
 size and offsets (``/brokers/{id}``).
 
 Both render from the sampler's latest sample (the cluster's brokers, registered or recorded,
-and every live broker's log dirs); ISR membership comes from a ``TopicDirectory`` (kept topic
+and every live broker's log dirs summed per topic); a broker's page asks that broker's replicas
+when it is looked at, and ISR membership comes from a ``TopicDirectory`` (kept topic
 descriptions). A broker that left is shown ``down`` with when it was last seen (its record in
 etcd, listed by the admin API), from the same sample: it costs no request of its own.
 """
@@ -16,7 +17,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from starlette.exceptions import HTTPException
 
-from yak.api.admin import BrokerInfo, BrokerLogDir, BrokerStatus, ReplicaLog
+from yak.api.admin import BrokerInfo, BrokerStatus, BrokerTopicLogs, ReplicaLog
 from yak_console.pages.common import Pages
 from yak_console.sampler import Sample
 
@@ -62,7 +63,7 @@ class ReplicaRow:
     in_sync: bool | None
 
 
-def _status(info: BrokerInfo | None, log_dir: BrokerLogDir | None) -> str:
+def _status(info: BrokerInfo | None, log_dir: BrokerTopicLogs | None) -> str:
     if info is not None and info.status is BrokerStatus.DOWN:
         return "down"
     if log_dir is not None and log_dir.error:
@@ -79,8 +80,7 @@ def broker_rows(sample: Sample) -> list[BrokerRow]:
     rows = []
     for broker_id in sorted({*infos, *dirs}):
         info, log_dir = infos.get(broker_id), dirs.get(broker_id)
-        replicas = log_dir.replicas if log_dir else []
-        led = sum(1 for r in replicas if r.is_leader)
+        led = log_dir.leaders if log_dir else 0
         rows.append(
             BrokerRow(
                 broker_id=broker_id,
@@ -88,7 +88,7 @@ def broker_rows(sample: Sample) -> list[BrokerRow]:
                 rack=info.rack if info else None,
                 status=_status(info, log_dir),
                 led=led,
-                followed=len(replicas) - led,
+                followed=(log_dir.replicas if log_dir else 0) - led,
                 log_bytes=log_dir.size_bytes if log_dir else 0,
                 disk_total_bytes=log_dir.disk_total_bytes if log_dir else 0,
                 disk_free_bytes=log_dir.disk_free_bytes if log_dir else 0,
@@ -122,11 +122,7 @@ def router(pages: Pages) -> APIRouter:
         row = next((r for r in broker_rows(sample) if r.broker_id == broker_id), None)
         if row is None:
             raise HTTPException(404, f"broker {broker_id} is not registered")
-        log_dir = (
-            next((d for d in sample.log_dirs.brokers if d.broker_id == broker_id), None)
-            if sample.log_dirs
-            else None
-        )
+        log_dir = await sampler.broker_log_dir(broker_id) if row.status != "down" else None
         replicas = sorted(log_dir.replicas if log_dir else [], key=lambda r: (r.topic, r.partition))
         described = await directory.describe_all(r.topic for r in replicas)
         isr = {

@@ -182,8 +182,7 @@ def router(pages: Pages) -> APIRouter:
         settings = runtime.settings
         positions = query.cursor
         if positions is None:
-            sample = runtime.sampler.latest
-            logs = sample.topic_logs(topic.name) if sample is not None else {}
+            logs = await runtime.sampler.topic_logs(topic.name)
             positions = await browse.start_offsets(
                 api.admin,
                 topic.name,

@@ -30,7 +30,7 @@ from yak.api.records import INT64_MAX
 from yak.errors import GroupIdNotFoundError, InvalidRequestError, YakError
 from yak_console.auth.roles import Permit
 from yak_console.pages.common import Pages
-from yak_console.sampler import Sample
+from yak_console.sampler import Sampler
 
 __all__ = ["ResetArgs", "ResetRow", "parse_reset_form", "reset_rows", "router"]
 
@@ -120,11 +120,15 @@ def reset_rows(result: OffsetResetResult, ends: Mapping[tuple[str, int], int]) -
     ]
 
 
-def _end_offsets(sample: Sample | None, group: GroupDescription) -> dict[tuple[str, int], int]:
-    ends = {k: log.high_watermark for k, log in (sample.partitions if sample else {}).items()}
-    ends.update(
-        {(p.topic, p.partition): p.end_offset for p in group.partitions if p.end_offset >= 0}
-    )
+async def _end_offsets(
+    sampler: Sampler, result: OffsetResetResult, group: GroupDescription
+) -> dict[tuple[str, int], int]:
+    """Each reset partition's end offset: the group's description has those it commits to;
+    the others (a dry run's new partitions) are asked of their leaders."""
+    ends = {(p.topic, p.partition): p.end_offset for p in group.partitions if p.end_offset >= 0}
+    for topic in sorted({c.topic for c in result.partitions if (c.topic, c.partition) not in ends}):
+        logs = await sampler.topic_logs(topic)
+        ends.update({(topic, p): log.high_watermark for p, log in logs.items()})
     return ends
 
 
@@ -240,7 +244,8 @@ def router(pages: Pages) -> APIRouter:
         else:
             sample = sampler.latest if dry_run else await sampler.refresh()
             described = sample.groups.get(group) if sample else None
-            ends = _end_offsets(sample, described or await admin.describe_group(group))
+            group_now = described or await admin.describe_group(group)
+            ends = await _end_offsets(sampler, result, group_now)
             context["rows"] = reset_rows(result, ends)
         if _is_htmx(request):
             return pages.render(request, "_group_reset_result.html", status_code=status, **context)

@@ -53,22 +53,18 @@ class TopicRow:
 def _rows(
     listed: list[TopicSummary], described: dict[str, TopicDescription], sample: Sample
 ) -> list[TopicRow]:
-    sizes: dict[str, int] = {}
-    records: dict[str, int] = {}
-    for (topic, _), log in sample.partitions.items():
-        sizes[topic] = sizes.get(topic, 0) + log.size_bytes
-        records[topic] = records.get(topic, 0) + log.records
     rows = []
     for summary in sorted(listed, key=lambda t: t.name):
         found = described.get(summary.name)
+        totals = sample.topics.get(summary.name)
         retention = found.configs.get("retention.ms") if found else None
         rows.append(
             TopicRow(
                 name=summary.name,
                 partitions=summary.partitions,
                 replication_factor=summary.replication_factor,
-                size_bytes=sizes.get(summary.name, 0),
-                records=records.get(summary.name, 0),
+                size_bytes=totals.size_bytes if totals else 0,
+                records=totals.records if totals else 0,
                 retention=format_duration_ms(
                     (retention or CATALOGUE["retention.ms"].default) if found else None
                 ),
@@ -197,7 +193,7 @@ def router(pages: Pages) -> APIRouter:
             nav="topics",
             title=topic,
             topic=described,
-            logs=sample.topic_logs(topic),
+            logs=await sampler.topic_logs(topic),
             configs=configs,
             duration=format_duration_ms,
             saved=saved,

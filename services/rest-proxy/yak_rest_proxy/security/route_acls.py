@@ -88,6 +88,7 @@ ROUTE_ACLS: dict[RouteKey, tuple[Check, ...] | None] = {
     ("GET", "/api/v1/cluster"): _CLUSTER_DESCRIBE,
     ("GET", "/api/v1/brokers"): _CLUSTER_DESCRIBE,
     ("GET", "/api/v1/log-dirs"): _CLUSTER_DESCRIBE,
+    ("GET", "/api/v1/log-dirs/topics"): _CLUSTER_DESCRIBE,
     ("GET", "/api/v1/topics/{topic}/partitions/{partition}/offsets"): _TOPIC[O.DESCRIBE],
     ("GET", "/api/v1/topics"): (Check(T, Source.LISTED, O.DESCRIBE),),
     # CLUSTER CREATE also allows it (the guard's one special case, as in Kafka).

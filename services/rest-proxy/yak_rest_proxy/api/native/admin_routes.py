@@ -19,6 +19,7 @@ from yak.api.admin import (
     AlterConfigsRequest,
     BrokerInfo,
     BrokerLogDir,
+    BrokerTopicLogs,
     ClusterInfo,
     CreatePartitionsRequest,
     CreateTopicRequest,
@@ -29,6 +30,8 @@ from yak.api.admin import (
     TopicDescription,
     TopicDescriptionList,
     TopicList,
+    TopicLog,
+    TopicLogDirs,
 )
 from yak.api.records import API_PREFIX
 from yak.errors import InvalidRequestError, YakError
@@ -82,15 +85,28 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
         topic: Annotated[
             list[str], Query(description="Only these topics' replicas (repeatable).")
         ] = [],  # noqa: B006 (FastAPI copies defaults)
+        broker: Annotated[list[int], Query(description="Only these brokers (repeatable).")] = [],  # noqa: B006 (FastAPI copies defaults)
     ) -> Response:
         """Every live broker's data folder: disk usage and each replica's size and offsets
-        (Kafka's DescribeLogDirs). A broker that does not answer is listed with ``error``."""
-        brokers = [b for _, b in sorted(runtime.cache.snapshot.brokers.items())]
+        (Kafka's DescribeLogDirs). A broker that does not answer is listed with ``error``.
+        At thousands of partitions ask for some topics or brokers, or for the per-topic sums
+        (``/log-dirs/topics``): the full listing has an entry per replica."""
         for name in topic:
             validate_topic_name(name)
-        wanted = set(topic) if topic else None
-        dirs = await asyncio.gather(*(_log_dir(runtime, b, wanted) for b in brokers))
+        brokers = _brokers(runtime, broker)
+        dirs = await asyncio.gather(*(_log_dir(runtime, b, topic or None) for b in brokers))
         return json_response(LogDirs(brokers=list(dirs)), _JSON)
+
+    @router.get("/log-dirs/topics", response_model=TopicLogDirs)
+    async def log_dir_topics(
+        broker: Annotated[list[int], Query(description="Only these brokers (repeatable).")] = [],  # noqa: B006 (FastAPI copies defaults)
+    ) -> Response:
+        """Every live broker's data folder with its replicas summed per topic: one entry per
+        topic and broker whatever the partition count (what a dashboard polls). A broker
+        that does not answer is listed with ``error``."""
+        brokers = _brokers(runtime, broker)
+        dirs = await asyncio.gather(*(_topic_logs(runtime, b) for b in brokers))
+        return json_response(TopicLogDirs(brokers=list(dirs)), _JSON)
 
     @router.get("/topics/{topic}/partitions/{partition}/offsets", response_model=PartitionOffset)
     async def partition_offset(
@@ -217,12 +233,18 @@ def _timestamp(text: str) -> int | str:
     )
 
 
+def _brokers(runtime: ProxyRuntime, wanted: list[int]) -> list[BrokerRegistration]:
+    """The registered brokers (only ``wanted``, when given), by id."""
+    registered = sorted(runtime.cache.snapshot.brokers.items())
+    return [b for broker_id, b in registered if not wanted or broker_id in wanted]
+
+
 async def _log_dir(
-    runtime: ProxyRuntime, broker: BrokerRegistration, topics: set[str] | None
+    runtime: ProxyRuntime, broker: BrokerRegistration, topics: list[str] | None
 ) -> BrokerLogDir:
     try:
         async with asyncio.timeout(_LOG_DIR_TIMEOUT_S):
-            listing = await runtime.brokers.client(broker).partitions()
+            listing = await runtime.brokers.client(broker).partitions(topics)
     except (YakError, OSError, TimeoutError) as exc:
         return BrokerLogDir(broker_id=broker.broker_id, error=str(exc) or type(exc).__name__)
     replicas = [
@@ -238,7 +260,6 @@ async def _log_dir(
             log_end_offset=p.log_end_offset,
         )
         for p in listing.partitions
-        if topics is None or p.topic in topics
     ]
     return BrokerLogDir(
         broker_id=broker.broker_id,
@@ -247,6 +268,25 @@ async def _log_dir(
         disk_free_bytes=listing.disk_free_bytes,
         size_bytes=sum(p.size_bytes for p in listing.partitions),
         replicas=replicas,
+    )
+
+
+async def _topic_logs(runtime: ProxyRuntime, broker: BrokerRegistration) -> BrokerTopicLogs:
+    try:
+        async with asyncio.timeout(_LOG_DIR_TIMEOUT_S):
+            summary = await runtime.brokers.client(broker).log_dir()
+    except (YakError, OSError, TimeoutError) as exc:
+        return BrokerTopicLogs(broker_id=broker.broker_id, error=str(exc) or type(exc).__name__)
+    topics = [TopicLog(**t.model_dump()) for t in summary.topics]
+    return BrokerTopicLogs(
+        broker_id=broker.broker_id,
+        log_dir=summary.log_dir,
+        disk_total_bytes=summary.disk_total_bytes,
+        disk_free_bytes=summary.disk_free_bytes,
+        size_bytes=sum(t.size_bytes for t in topics),
+        replicas=sum(t.replicas for t in topics),
+        leaders=sum(t.leaders for t in topics),
+        topics=topics,
     )
 
 
