@@ -1,4 +1,4 @@
-"""Run a single-node etcd server as a child process: for ``yak up`` and for tests.
+"""Run an etcd server as a child process: for ``yak up`` and for tests.
 
 The binary is the one ``yak.etcd_binary.find_etcd`` chooses (Debian's ``etcd-server`` when
 installed; never a release etcd's maintainers advise against unless the user accepts it), or
@@ -14,6 +14,10 @@ The server listens on 127.0.0.1 only, keeps its data in ``data_dir`` (a restart 
 folder keeps the keyspace), writes everything it logs to ``log_path`` (default:
 ``<data_dir>.log`` beside it), and auto-compacts its history (keeping the last
 ``compaction_retention`` revisions) so the keyspace does not grow without bound.
+
+One server is a cluster of its own unless ``initial_cluster`` names every member of a new
+cluster (``yak.etcd_cluster`` starts several: ``spawn()`` each, then ``wait_healthy()`` each,
+since a member is healthy only once a quorum runs). ``kill()`` SIGKILLs it, as a crash would.
 
 ``start()`` returns once ``/health`` answers healthy; readiness of a fresh process has no event
 to wait on, so this one wait polls, with a deadline. ``stop()`` sends SIGTERM, waits, then
@@ -98,6 +102,7 @@ class EmbeddedEtcd:
         ready_timeout_s: float = 30.0,
         stop_timeout_s: float = 10.0,
         binary: EtcdBinary | None = None,
+        initial_cluster: str | None = None,
     ) -> None:
         self.binary = binary if binary is not None else find_etcd()
         self.data_dir = Path(data_dir)
@@ -110,6 +115,8 @@ class EmbeddedEtcd:
         self.unsafe_no_fsync = unsafe_no_fsync
         self.ready_timeout_s = ready_timeout_s
         self.stop_timeout_s = stop_timeout_s
+        #: ``name=peer-url,...`` of every member of a new cluster (default: this one alone).
+        self.initial_cluster = initial_cluster
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -122,6 +129,10 @@ class EmbeddedEtcd:
         return f"http://{HOST}:{self.client_port}"
 
     @property
+    def peer_url(self) -> str:
+        return f"http://{HOST}:{self.peer_port}"
+
+    @property
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
@@ -130,7 +141,7 @@ class EmbeddedEtcd:
 
     def argv(self) -> list[str]:
         """The command line that starts this server."""
-        peer_url = f"http://{HOST}:{self.peer_port}"
+        peer_url = self.peer_url
         argv = [
             str(self.binary.path),
             f"--name={self.name}",
@@ -139,7 +150,7 @@ class EmbeddedEtcd:
             f"--advertise-client-urls={self.endpoint}",
             f"--listen-peer-urls={peer_url}",
             f"--initial-advertise-peer-urls={peer_url}",
-            f"--initial-cluster={self.name}={peer_url}",
+            f"--initial-cluster={self.initial_cluster or f'{self.name}={peer_url}'}",
             "--initial-cluster-state=new",
             "--auto-compaction-mode=revision",
             f"--auto-compaction-retention={self.compaction_retention}",
@@ -158,6 +169,19 @@ class EmbeddedEtcd:
         """Start etcd and wait until it is healthy; raise ``StartupError`` if it is not."""
         if self.running():
             return self
+        self.spawn()
+        try:
+            self.wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def spawn(self) -> None:
+        """Start the process without waiting (a member of a new cluster is healthy only once
+        a quorum of its peers runs: start them all, then ``wait_healthy`` each)."""
+        if self.running():
+            return
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         self.data_dir.mkdir(mode=0o700, exist_ok=True)  # the mode etcd asks for
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -174,14 +198,19 @@ class EmbeddedEtcd:
                 env={**os.environ, **self.env()},
             )
         atexit.register(self.stop)
-        try:
-            self._wait_healthy()
-        except BaseException:
-            self.stop()
-            raise
-        return self
 
-    def _wait_healthy(self) -> None:
+    def kill(self) -> None:
+        """SIGKILL the process, as a crash would (tests of member loss); ``start`` again on
+        the same data folder rejoins the cluster."""
+        process, self._process = self._process, None
+        atexit.unregister(self.stop)
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
+
+    def wait_healthy(self) -> None:
+        """Wait until ``/health`` answers healthy; ``StartupError`` if the process exits or
+        the deadline passes."""
         assert self._process is not None
         deadline = time.monotonic() + self.ready_timeout_s
         with httpx.Client(timeout=1.0) as client:

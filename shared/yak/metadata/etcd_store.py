@@ -1,10 +1,18 @@
-"""``MetadataStore`` on a real etcd v3 cluster, through aetcd's gRPC stubs.
+"""``MetadataStore`` on a real etcd v3 cluster, through etcd's gRPC API.
 
-This is the only module of Yak that imports the etcd client (an import-linter contract says
-so). It uses ``aetcd.Client`` for the connection (channel, optional authentication) and calls
-the generated etcd stubs directly, because aetcd's high-level calls drop what the contract
-needs: the response header revision of a transaction, the per-op results of a delete, the
-``compact_revision`` of a watch and the TTL of a keep-alive reply.
+This is the only module of Yak that imports the etcd client package (an import-linter contract
+says so). It uses only aetcd's generated stubs (``aetcd.rpc``) on a gRPC channel of its own,
+because aetcd's high-level calls drop what the contract needs: the response header revision of
+a transaction, the per-op results of a delete, the ``compact_revision`` of a watch and the TTL
+of a keep-alive reply.
+
+**Several members**: the store talks to one member at a time and moves to the next when it
+fails (``yak.metadata.etcd_members``). Watches resume on the new member from the revision
+after the last one they delivered (progress notifications move that revision on while a
+prefix is quiet; a compacted one ends the watch with ``RevisionCompactedError``, as always);
+lease keep-alives simply go to the new member, since leases live in the cluster. Watches and
+keep-alives carry etcd's ``hasleader`` requirement, so a member cut off from the others ends
+them rather than going quiet.
 
 Each watch is one gRPC Watch stream, read by one task into the watch's buffer; closing the
 watch cancels both. Every unary call has a deadline of ``timeout_s``. gRPC failures become
@@ -15,31 +23,34 @@ histogram, ``yak.observability.metrics``).
 
 Security through configuration (``from_url``): a user and password from the URL
 (``http://user:pw@host:2379``) or ``YAK_ETCD_USER``/``YAK_ETCD_PASSWORD`` (etcd's
-Authenticate, then its token on every call); an ``https://`` endpoint speaks TLS, verified
-with ``YAK_ETCD_CA`` (else gRPC's default roots), presenting ``YAK_ETCD_CERT``/
-``YAK_ETCD_KEY`` when set (etcd's ``--client-cert-auth``). aetcd only opens plain channels, so
-``_TlsClient`` opens a TLS one the same way. etcd's simple tokens expire after 5 idle minutes
-(``--auth-token-ttl``) and aetcd does not renew them; use JWT tokens or a long TTL.
+Authenticate, then its token on every call; a token etcd has forgotten — simple tokens expire
+after 5 idle minutes — is replaced by authenticating again); an ``https://`` endpoint speaks
+TLS, verified with ``YAK_ETCD_CA`` (else gRPC's default roots), presenting ``YAK_ETCD_CERT``/
+``YAK_ETCD_KEY`` when set (etcd's ``--client-cert-auth``; with etcd's auth on and no password,
+the certificate's CN is the etcd user).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 import os
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
-import aetcd
-import aetcd.exceptions
-import grpc
 from aetcd import rpc
 
 from yak.errors import MetadataStoreError, RevisionCompactedError
+from yak.metadata.etcd_endpoints import EtcdEndpoint, member_unreachable, parse_etcd_urls
+from yak.metadata.etcd_members import (
+    CutShortError,
+    MemberConnections,
+    RequestObserver,
+    etcd_tls_credentials,
+    rpc_status,
+    store_error,
+    translated,
+)
 from yak.metadata.store import (
     Compare,
     CompareOp,
@@ -64,6 +75,8 @@ from yak.metadata.store import (
 )
 
 __all__ = ["EtcdMetadataStore", "RequestObserver", "etcd_tls_credentials"]
+
+logger = logging.getLogger(__name__)
 
 _TARGETS = {
     CompareTarget.VALUE: rpc.Compare.VALUE,
@@ -95,48 +108,13 @@ def _key_range(key: bytes, *, prefix: bool) -> dict[str, bytes]:
     return {"key": key, "range_end": _range_end(key)}
 
 
-def _store_error(operation: str, exc: BaseException) -> MetadataStoreError:
-    """Translate an aetcd/gRPC failure into Yak's error for it."""
-    if isinstance(exc, rpc.AioRpcError):
-        status, details = exc.code(), exc.details() or ""
-        if "compacted" in details:
-            return RevisionCompactedError(f"etcd {operation}: {details}", grpc_status=status.name)
-        if "lease not found" in details:
-            return LeaseExpiredError(f"etcd {operation}: {details}", grpc_status=status.name)
-        return MetadataStoreError(
-            f"etcd {operation} failed ({status.name}): {details}", grpc_status=status.name
-        )
-    return MetadataStoreError(f"etcd {operation} failed: {exc!r}")
-
-
 #: Reads of a prefix start over at most this often when their revision is compacted.
 _RANGE_ATTEMPTS = 3
 #: The largest gRPC answer taken (etcd's own request limit is 1.5 MiB; answers may be larger).
 _MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-
-#: Told of every call: operation, seconds, whether it succeeded (``yak.observability``).
-RequestObserver = Callable[[str, float, bool], None]
-
-
-@contextmanager
-def _translated(operation: str, observer: RequestObserver | None = None) -> Iterator[None]:
-    start = time.perf_counter()
-    ok = False
-    try:
-        yield
-        ok = True
-    except (TimeoutError, rpc.AioRpcError, aetcd.exceptions.ClientError, OSError) as exc:
-        task = asyncio.current_task()
-        if task is not None and task.cancelling():
-            # grpc turns a cancellation that lands inside a call into an RPC error; passing
-            # that on as a MetadataStoreError would let a retry loop swallow the cancel.
-            raise asyncio.CancelledError from exc
-        if isinstance(exc, TimeoutError):
-            raise MetadataStoreError(f"etcd {operation} timed out") from exc
-        raise _store_error(operation, exc) from exc
-    finally:
-        if observer is not None:
-            observer(operation, time.perf_counter() - start, ok)
+#: etcd's "require a leader" metadata (Go client's WithRequireLeader): a member cut off from
+#: the quorum ends such a stream with "no leader" instead of keeping it silently open.
+_REQUIRE_LEADER = ("hasleader", "true")
 
 
 def _kv(kv: Any) -> KeyValue:
@@ -178,32 +156,85 @@ def _op_response(response: Any, revision: int) -> OpResponse:
     return GetResponse(tuple(_kv(kv) for kv in response.response_range.kvs))
 
 
+class _Connection:
+    """One gRPC channel to one member, its stubs, and the auth token got there.
+
+    Created inside the event loop (gRPC's aio channels belong to the loop that makes them)."""
+
+    def __init__(self, endpoint: EtcdEndpoint, credentials: Any) -> None:
+        options = [("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES)]
+        if credentials is None:
+            self.channel = rpc.insecure_channel(endpoint.target, options=options)
+        else:
+            self.channel = rpc.secure_channel(endpoint.target, credentials, options=options)
+        self.endpoint = endpoint
+        self.kv = rpc.KVStub(self.channel)
+        self.lease = rpc.LeaseStub(self.channel)
+        self.watch = rpc.WatchStub(self.channel)
+        self.metadata: tuple[tuple[str, str], ...] = ()
+        self.ready = False
+
+    @property
+    def stream_metadata(self) -> tuple[tuple[str, str], ...]:
+        return (*self.metadata, _REQUIRE_LEADER)
+
+    async def authenticate(self, username: str, password: str, timeout_s: float) -> None:
+        request = rpc.AuthenticateRequest(name=username, password=password)
+        response = await rpc.AuthStub(self.channel).Authenticate(request, timeout=timeout_s)
+        self.metadata = (("token", response.token),)
+
+    async def close(self) -> None:
+        """Close the channel: every call and stream on it ends (CANCELLED)."""
+        await self.channel.close()
+
+
+class _StreamEndedError(Exception):
+    """etcd ended a watch stream without an error (a member shutting down)."""
+
+
 class _EtcdWatch(Watch):
+    """One prefix watch; on a member's loss it resumes on the next one (module doc)."""
+
     def __init__(self, store: EtcdMetadataStore, prefix: bytes, start: int | None) -> None:
         super().__init__(prefix, start)
         self._store = store
         self._call: Any = None
+        self._conn: _Connection | None = None
+        #: Where a resumed stream starts: after the last revision delivered (None: "now").
+        self._next_revision = self.start_revision
         self._reader: asyncio.Task[None] | None = None
 
     async def _start(self) -> None:
-        create = rpc.WatchCreateRequest(
-            **_key_range(self.prefix, prefix=True), start_revision=self.start_revision or 0
-        )
-        with _translated("watch", self._store._observer):
-            client = await self._store._connected()
-            self._call = rpc.WatchStub(client.channel).Watch(metadata=client.metadata)
-            try:
-                await self._call.write(rpc.WatchRequest(create_request=create))
-                # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that
-                # arrives as the read completes, leaving the caller running after stop().
-                async with asyncio.timeout(self._store.timeout_s):
-                    created = await self._call.read()
-            except BaseException:
-                self._call.cancel()
-                raise
+        with translated("watch", self._store._observer):
+            created = await self._open_stream()
         self._store._watches.add(self)
-        if self._handle(created):
+        if self._handle_created(created):
             self._reader = asyncio.get_running_loop().create_task(self._read())
+
+    async def _open_stream(self) -> Any:
+        """A stream from ``_next_revision`` on the store's member, trying each member once."""
+        return await self._store._members.call(self._create_on, idempotent=True)
+
+    async def _create_on(self, conn: _Connection) -> Any:
+        create = rpc.WatchCreateRequest(
+            **_key_range(self.prefix, prefix=True),
+            start_revision=self._next_revision or 0,
+            progress_notify=True,
+        )
+        call = conn.watch.Watch(metadata=conn.stream_metadata)
+        try:
+            await call.write(rpc.WatchRequest(create_request=create))
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that
+            # arrives as the read completes, leaving the caller running after stop().
+            async with asyncio.timeout(self._store.timeout_s):
+                created = await call.read()
+        except BaseException:
+            call.cancel()
+            raise
+        self._call, self._conn = call, conn
+        if self._next_revision is None and isinstance(created, rpc.WatchResponse):
+            self._next_revision = created.header.revision + 1  # "now" as of the creation
+        return created
 
     async def _stop(self) -> None:
         self._store._watches.discard(self)
@@ -223,31 +254,80 @@ class _EtcdWatch(Watch):
         await self._stop()
 
     async def _read(self) -> None:
+        while True:
+            try:
+                while self._handle(await self._call.read()):
+                    pass
+                return
+            except (rpc.AioRpcError, _StreamEndedError, asyncio.CancelledError) as exc:
+                if isinstance(exc, asyncio.CancelledError):
+                    task = asyncio.current_task()
+                    if task is not None and task.cancelling():
+                        raise  # the watch is stopping
+                    exc = CutShortError()  # the store left this stream's member
+                self._call.cancel()
+                if not await self._resumed(exc):
+                    return
+
+    async def _resumed(self, exc: BaseException) -> bool:
+        """Reopen the stream on the next member after ``exc``; False (and the watch ended
+        with an error) when there is no other member, or reopening failed."""
+        members, conn = self._store._members, self._conn
+        assert conn is not None
+        code, _ = rpc_status(exc)
+        ended = isinstance(exc, _StreamEndedError)
+        moved = ended or member_unreachable(code) or not members.is_current(conn)
+        if members.closed or members.attempts == 1 or not moved:
+            self._finish(
+                MetadataStoreError("etcd closed the watch stream")
+                if ended
+                else store_error("watch", exc)
+            )
+            return False
+        members.move_on(conn)
         try:
-            while self._handle(await self._call.read()):
-                pass
-        except rpc.AioRpcError as exc:
-            self._finish(_store_error("watch", exc))
-        self._call.cancel()
+            with translated("watch", self._store._observer):
+                created = await self._open_stream()
+        except MetadataStoreError as failed:
+            self._finish(failed)
+            return False
+        logger.info(
+            "watch on %r resumed at revision %s on %s",
+            self.prefix,
+            self._next_revision,
+            self._conn.endpoint.target if self._conn else "?",
+        )
+        return self._handle_created(created)
+
+    def _handle_created(self, created: Any) -> bool:
+        try:
+            return self._handle(created)
+        except _StreamEndedError:
+            self._finish(MetadataStoreError("etcd closed the watch stream"))
+            return False
 
     def _handle(self, response: Any) -> bool:
         """Deliver one response; False when the stream is over."""
         if not isinstance(response, rpc.WatchResponse):  # grpc.aio.EOF
-            self._finish(MetadataStoreError("etcd closed the watch stream"))
-            return False
+            raise _StreamEndedError
         if response.compact_revision:
             self._finish(
                 RevisionCompactedError(
-                    f"revision {self.start_revision} is compacted "
+                    f"revision {self._next_revision} is compacted "
                     f"(oldest kept: {response.compact_revision})",
                     compact_revision=response.compact_revision,
-                    start_revision=self.start_revision,
+                    start_revision=self._next_revision,
                 )
             )
             return False
         for event in response.events:
             kind = EventKind.DELETE if event.type == rpc.Event.DELETE else EventKind.PUT
             self._push(WatchEvent(kind, event.kv.key, event.kv.value, event.kv.mod_revision))
+            self._next_revision = event.kv.mod_revision + 1
+        if not response.events and not response.created and not response.canceled:
+            # A progress notification: every event up to its revision has been sent.
+            revision = response.header.revision + 1
+            self._next_revision = max(self._next_revision or 0, revision)
         if response.canceled:
             reason = response.cancel_reason or "no reason given"
             self._finish(MetadataStoreError(f"etcd cancelled the watch: {reason}"))
@@ -266,13 +346,16 @@ def _consume(call: asyncio.Future[Any]) -> None:
 
 
 class EtcdMetadataStore:
-    """A ``MetadataStore`` backed by etcd at ``host:port``; close it with ``aclose()``."""
+    """A ``MetadataStore`` backed by etcd; close it with ``aclose()``.
+
+    ``endpoints`` (default: ``host:port`` alone) are the members it may talk to, in order."""
 
     def __init__(
         self,
         host: str = "127.0.0.1",
         port: int = 2379,
         *,
+        endpoints: Sequence[EtcdEndpoint] = (),
         timeout_s: float = 5.0,
         username: str | None = None,
         password: str | None = None,
@@ -280,25 +363,31 @@ class EtcdMetadataStore:
         observer: RequestObserver | None = None,
         range_page: int = 2_000,
     ) -> None:
-        self.host = host
         self._observer = observer
-        self.port = port
         self.timeout_s = timeout_s
         #: Keys per page of a ``range_prefix`` read.
         self.range_page = range_page
-        options: dict[str, Any] = {
-            "host": host,
-            "port": port,
-            "username": username,
-            "password": password,
-            "timeout": timeout_s,
-            # A watch answer carries every event of a revision; a big transaction's (a topic
-            # of many partitions) may pass gRPC's default 4 MiB.
-            "options": {"grpc.max_receive_message_length": _MAX_MESSAGE_BYTES},
-        }
-        self._client = aetcd.Client(**options) if tls is None else _TlsClient(tls, **options)
+        self._members = MemberConnections(
+            tuple(endpoints) or (EtcdEndpoint(host, port),),
+            lambda endpoint: _Connection(endpoint, tls),
+            username=username,
+            password=password,
+            timeout_s=timeout_s,
+        )
         self._watches: set[_EtcdWatch] = set()
-        self._closed = False
+
+    @property
+    def endpoints(self) -> tuple[EtcdEndpoint, ...]:
+        return self._members.endpoints
+
+    @property
+    def host(self) -> str:
+        """The host of the member the store talks to now."""
+        return self._members.endpoint.host
+
+    @property
+    def port(self) -> int:
+        return self._members.endpoint.port
 
     @classmethod
     def from_url(
@@ -309,29 +398,29 @@ class EtcdMetadataStore:
         env: Mapping[str, str] | None = None,
         observer: RequestObserver | None = None,
     ) -> EtcdMetadataStore:
-        """A store for an endpoint such as ``http://127.0.0.1:2379`` (see the module doc
-        for credentials and TLS; ``env`` defaults to ``os.environ``). ``observer`` is told
-        the latency of every call (``ServiceMetrics.observe_etcd``)."""
+        """A store for ``http://127.0.0.1:2379`` or several comma-separated members (see
+        ``yak.metadata.etcd_endpoints``; the module doc for credentials and TLS; ``env``
+        defaults to ``os.environ``). ``observer`` is told the latency of every call
+        (``ServiceMetrics.observe_etcd``). A malformed list raises ``ValueError``."""
         env = os.environ if env is None else env
-        parts = urlsplit(url if "//" in url else f"//{url}")
+        urls = parse_etcd_urls(url)
         tls = None
-        if parts.scheme == "https":
+        if urls.tls:
             tls = etcd_tls_credentials(
                 env.get("YAK_ETCD_CA"), env.get("YAK_ETCD_CERT"), env.get("YAK_ETCD_KEY")
             )
         return cls(
-            parts.hostname or "127.0.0.1",
-            parts.port or 2379,
+            endpoints=urls.endpoints,
             timeout_s=timeout_s,
-            username=parts.username or env.get("YAK_ETCD_USER") or None,
-            password=parts.password or env.get("YAK_ETCD_PASSWORD") or None,
+            username=urls.username or env.get("YAK_ETCD_USER") or None,
+            password=urls.password or env.get("YAK_ETCD_PASSWORD") or None,
             tls=tls,
             observer=observer,
         )
 
     async def get(self, key: KeyLike) -> KeyValue | None:
-        with _translated("get", self._observer):
-            response = await self._unary("kvstub", "Range", rpc.RangeRequest(key=as_key(key)))
+        with translated("get", self._observer):
+            response = await self._unary("kv", "Range", rpc.RangeRequest(key=as_key(key)))
         return _kv(response.kvs[0]) if response.kvs else None
 
     async def range_prefix(self, prefix: KeyLike) -> RangeResult:
@@ -357,8 +446,8 @@ class EtcdMetadataStore:
             request = rpc.RangeRequest(
                 key=start, range_end=end, limit=self.range_page, revision=revision
             )
-            with _translated("range", self._observer):
-                response = await self._unary("kvstub", "Range", request)
+            with translated("range", self._observer):
+                response = await self._unary("kv", "Range", request)
             if not revision:
                 revision = response.header.revision
             kvs.extend(_kv(kv) for kv in response.kvs)
@@ -368,8 +457,8 @@ class EtcdMetadataStore:
 
     async def put(self, key: KeyLike, value: bytes, *, lease: int | None = None) -> int:
         request = rpc.PutRequest(key=as_key(key), value=value, lease=lease or 0)
-        with _translated("put", self._observer):
-            response = await self._unary("kvstub", "Put", request)
+        with translated("put", self._observer):
+            response = await self._unary("kv", "Put", request)
         return int(response.header.revision)
 
     async def delete(self, key: KeyLike) -> bool:
@@ -380,8 +469,8 @@ class EtcdMetadataStore:
 
     async def _delete(self, key: bytes, *, prefix: bool) -> int:
         request = rpc.DeleteRangeRequest(**_key_range(key, prefix=prefix))
-        with _translated("delete", self._observer):
-            response = await self._unary("kvstub", "DeleteRange", request)
+        with translated("delete", self._observer):
+            response = await self._unary("kv", "DeleteRange", request)
         return int(response.deleted)
 
     async def txn(
@@ -392,33 +481,35 @@ class EtcdMetadataStore:
             success=[_request_op(op) for op in on_success],
             failure=[_request_op(op) for op in on_failure],
         )
-        with _translated("txn", self._observer):
+        with translated("txn", self._observer):
             if all(isinstance(op, GetOp) for op in (*on_success, *on_failure)):
                 response = await self._read_only_txn(request)
-            else:
-                response = await self._unary("kvstub", "Txn", request)
+            else:  # a write: sent again to another member only if it never left
+                response = await self._unary("kv", "Txn", request, idempotent=False)
         revision = int(response.header.revision)
         responses = tuple(_op_response(r, revision) for r in response.responses)
         return TxnResult(bool(response.succeeded), revision, responses)
 
     async def grant_lease(self, ttl_s: int) -> int:
-        with _translated("lease grant", self._observer):
-            response = await self._unary(
-                "leasestub", "LeaseGrant", rpc.LeaseGrantRequest(TTL=ttl_s)
-            )
+        with translated("lease grant", self._observer):
+            response = await self._unary("lease", "LeaseGrant", rpc.LeaseGrantRequest(TTL=ttl_s))
         if response.error:
             raise MetadataStoreError(f"etcd lease grant failed: {response.error}")
         return int(response.ID)
 
     async def keep_alive_once(self, lease_id: int) -> int:
-        with _translated("lease keep-alive", self._observer):
-            client = await self._connected()
-            call = client.leasestub.LeaseKeepAlive(timeout=self.timeout_s, metadata=client.metadata)
+
+        async def send(conn: _Connection) -> Any:
+            metadata = conn.stream_metadata
+            call = conn.lease.LeaseKeepAlive(timeout=self.timeout_s, metadata=metadata)
             try:
                 await call.write(rpc.LeaseKeepAliveRequest(ID=lease_id))
-                reply = await call.read()
+                return await call.read()
             finally:
                 call.cancel()
+
+        with translated("lease keep-alive", self._observer):
+            reply = await self._members.call(send, idempotent=True)
         if not isinstance(reply, rpc.LeaseKeepAliveResponse):
             raise MetadataStoreError("etcd closed the lease keep-alive stream")
         if reply.TTL <= 0:
@@ -427,8 +518,8 @@ class EtcdMetadataStore:
 
     async def revoke_lease(self, lease_id: int) -> None:
         try:
-            with _translated("lease revoke", self._observer):
-                await self._unary("leasestub", "LeaseRevoke", rpc.LeaseRevokeRequest(ID=lease_id))
+            with translated("lease revoke", self._observer):
+                await self._unary("lease", "LeaseRevoke", rpc.LeaseRevokeRequest(ID=lease_id))
         except LeaseExpiredError:
             pass  # already gone: the end state the caller asked for
 
@@ -437,29 +528,30 @@ class EtcdMetadataStore:
 
     async def compact(self, revision: int) -> None:
         request = rpc.CompactionRequest(revision=revision, physical=True)
-        with _translated("compact", self._observer):
-            await self._unary("kvstub", "Compact", request)
+        with translated("compact", self._observer):
+            await self._unary("kv", "Compact", request)
 
     async def aclose(self) -> None:
-        self._closed = True
         for watch in list(self._watches):
             await watch.abort(MetadataStoreError("the metadata store was closed"))
-        with contextlib.suppress(TimeoutError):  # a stuck channel must not keep a process alive
-            await asyncio.wait_for(self._client.close(), self.timeout_s)
-
-    async def _connected(self) -> Any:
-        if self._closed:
-            raise MetadataStoreError("the metadata store is closed")
-        await self._client.connect()
-        return self._client
+        await self._members.aclose()
 
     async def _unary(
-        self, stub: str, method: str, request: Any, timeout_s: float | None = None
+        self,
+        stub: str,
+        method: str,
+        request: Any,
+        timeout_s: float | None = None,
+        *,
+        idempotent: bool = True,
     ) -> Any:
-        client = await self._connected()
-        call = getattr(getattr(client, stub), method)
         timeout = self.timeout_s if timeout_s is None else timeout_s
-        return await call(request, timeout=timeout, metadata=client.metadata)
+
+        async def send(conn: _Connection) -> Any:
+            call = getattr(getattr(conn, stub), method)
+            return await call(request, timeout=timeout, metadata=conn.metadata or None)
+
+        return await self._members.call(send, idempotent=idempotent)
 
     async def _read_only_txn(self, request: Any) -> Any:
         """A transaction of reads only, never cancelled mid-flight.
@@ -474,7 +566,7 @@ class EtcdMetadataStore:
         at most ``timeout_s`` for the answer.
         """
         call = asyncio.ensure_future(
-            self._unary("kvstub", "Txn", request, timeout_s=_READ_ONLY_TXN_DEADLINE_S)
+            self._unary("kv", "Txn", request, timeout_s=_READ_ONLY_TXN_DEADLINE_S)
         )
         try:
             async with asyncio.timeout(self.timeout_s):
@@ -482,53 +574,3 @@ class EtcdMetadataStore:
         except BaseException:  # cancelled or out of time: the call goes on alone
             call.add_done_callback(_consume)
             raise
-
-
-def etcd_tls_credentials(
-    ca_file: str | None, cert_file: str | None = None, key_file: str | None = None
-) -> Any:
-    """gRPC channel credentials: trust ``ca_file``, present ``cert_file``/``key_file``."""
-
-    def read(path: str | None) -> bytes | None:
-        return Path(path).read_bytes() if path else None
-
-    if (cert_file is None) != (key_file is None):
-        raise ValueError("YAK_ETCD_CERT and YAK_ETCD_KEY go together")
-    return grpc.ssl_channel_credentials(read(ca_file), read(key_file), read(cert_file))
-
-
-class _TlsClient(aetcd.Client):  # type: ignore[misc]
-    """``aetcd.Client`` over a TLS channel (its ``connect`` opens plain channels only)."""
-
-    def __init__(self, credentials: Any, **options: Any) -> None:
-        super().__init__(**options)
-        self._credentials = credentials
-        self._is_connecting: bool = False
-
-    async def connect(self) -> None:
-        if self._connected.is_set():
-            return
-        if self._is_connecting:  # another task is connecting: wait for it
-            await asyncio.wait_for(self._connected.wait(), self._connect_wait_timeout)
-            return
-        try:
-            self._is_connecting = True
-            target = f"{self._host}:{self._port}"
-            self.channel = rpc.secure_channel(
-                target, self._credentials, options=self._options.items()
-            )
-            if self._username is not None and self._password is not None:
-                self.auth_stub = rpc.AuthStub(self.channel)
-                request = rpc.AuthenticateRequest(name=self._username, password=self._password)
-                response = await self.auth_stub.Authenticate(request, timeout=self._timeout)
-                self.metadata = (("token", response.token),)
-            self.kvstub = rpc.KVStub(self.channel)
-            self.clusterstub = rpc.ClusterStub(self.channel)
-            self.leasestub = rpc.LeaseStub(self.channel)
-            self.maintenancestub = rpc.MaintenanceStub(self.channel)
-            self._watcher = aetcd.client.watcher.Watcher(
-                rpc.WatchStub(self.channel), timeout=self._timeout, metadata=self.metadata
-            )
-            self._connected.set()
-        finally:
-            self._is_connecting = False
