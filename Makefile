@@ -85,12 +85,61 @@ deploy-tools:
 	  $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose; }
 
+## --- Docker Compose on this machine, no image registry needed (issue 22, deploy/offline/) ------
+## docker-tools: Debian's Docker engine (docker.io: dockerd, containerd, runc), its
+## docker-compose (Debian 12 has no compose v2 package; `docker compose` is used where the
+## plugin exists) and debootstrap. Installed once, with no daemon started by the install.
+## docker-daemon: the running engine, else dockerd started in the background (its log in
+## /var/log/yak-dockerd.log). wheelhouse: Yak's wheel and CPython 3.11 wheels of its
+## dependencies in deploy/docker/wheels (WHEELHOUSE_EXTRAS=spark adds the Spark extra).
+## compose-images: the Debian base (debootstrap), Yak on it, etcd, nginx and Prometheus from
+## Debian's packages. compose-up / compose-down: the cluster of deploy/compose/ on those
+## images (COMPOSE_SERVICES="prometheus" and the like adds services; down drops the volumes).
+## compose-test: the compose test alone (`make test` runs it with the rest of pytest).
+.PHONY: docker-tools docker-daemon wheelhouse compose-images compose-up compose-down compose-test
+COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
+OFFLINE_IMAGES := $(shell grep -E '^[A-Z_]+=' deploy/offline/offline.env)
+WHEELHOUSE_EXTRAS ?=
+COMPOSE_SERVICES ?=
+
+docker-tools:
+	@{ command -v dockerd && command -v docker && command -v docker-compose && \
+	   command -v debootstrap; } >/dev/null 2>&1 || { \
+	  guard=; [ -e /usr/sbin/policy-rc.d ] || guard=/usr/sbin/policy-rc.d; \
+	  [ -z "$$guard" ] || printf '#!/bin/sh\nexit 101\n' | $(SUDO) tee $$guard >/dev/null; \
+	  [ -z "$$guard" ] || $(SUDO) chmod 0755 $$guard; \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    docker.io docker-compose debootstrap; status=$$?; \
+	  [ -z "$$guard" ] || $(SUDO) rm -f $$guard; exit $$status; }
+
+docker-daemon: docker-tools
+	@docker info >/dev/null 2>&1 || { \
+	  $(SUDO) sh -c 'nohup dockerd >/var/log/yak-dockerd.log 2>&1 &' && \
+	  for i in $$(seq 60); do docker info >/dev/null 2>&1 && exit 0; sleep 1; done; \
+	  echo "dockerd did not start: /var/log/yak-dockerd.log" >&2; exit 1; }
+
+wheelhouse: $(RUN_STAMP)
+	sh deploy/offline/wheelhouse.sh $(BIN)/python $(WHEELHOUSE_EXTRAS)
+
+compose-images: docker-daemon wheelhouse
+	sh deploy/offline/compose-images.sh
+
+compose-up: compose-images
+	cd deploy/compose && env $(OFFLINE_IMAGES) $(COMPOSE) up -d --no-build $(COMPOSE_SERVICES)
+
+compose-down:
+	cd deploy/compose && env $(OFFLINE_IMAGES) $(COMPOSE) down --volumes --remove-orphans
+
+compose-test: $(TEST_STAMP) docker-tools
+	$(BIN)/pytest tests/compose
+
 ## Start the local cluster in the foreground (Ctrl-C stops it).
 up: $(RUN_STAMP)
 	$(BIN)/yak up $(YAK_ARGS)
 
 ## Every check and test: lint, format, types, import contracts, pytest.
-test: $(TEST_STAMP) chromium java peers deploy-tools lint typecheck imports unit
+test: $(TEST_STAMP) chromium java peers deploy-tools docker-tools lint typecheck imports unit
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
@@ -102,7 +151,7 @@ typecheck: $(TEST_STAMP)
 imports: $(TEST_STAMP)
 	$(BIN)/lint-imports
 
-unit: $(TEST_STAMP) chromium java peers deploy-tools
+unit: $(TEST_STAMP) chromium java peers deploy-tools docker-tools
 	$(BIN)/pytest
 
 ## Benchmarks (not part of `make test`); each writes loadtest/results/<name>.json.

@@ -1,0 +1,321 @@
+"""`docker compose up` for real (issue 22): the images built on this machine with no image
+registry (deploy/offline/), the whole topology of deploy/compose/ started on a Docker engine
+(a private ``dockerd`` when none runs: tests/compose/engine.py) and used as a client would.
+
+Three etcd members, three brokers on volumes, two coordinators, two proxies behind nginx, the
+console, and Prometheus of the monitoring profile (Grafana has no image here). A topic of
+replication factor 3 is created through nginx, records go in and come out through each proxy,
+the console's pages answer, Prometheus scrapes every service, and a broker and the active
+coordinator are killed (``docker kill``) under an acks=all producer: every acknowledged record
+is read back where it was acknowledged. ``docker compose down -v`` then leaves no container,
+network or volume of the project behind. The only hosts the test talks to are the project's
+own containers, through ports published on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.compose.engine import (
+    COMPOSE_DIR,
+    OFFLINE,
+    ROOT,
+    Compose,
+    Engine,
+    bridge_forwarding,
+    docker_engine,
+    offline_images,
+    run,
+)
+from yak.sdk import AsyncAdmin, AsyncConsumer, AsyncProducer
+from yak.sdk.records import RecordMetadata
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
+
+CORE = [
+    *(f"etcd-{i}" for i in range(3)),
+    *(f"coordinator-{i}" for i in range(2)),
+    *(f"broker-{i}" for i in range(3)),
+    "rest-proxy-0",
+    "rest-proxy-1",
+    "lb",
+    "console",
+]
+TEST_FILE = Path(__file__).with_name("docker-compose.test.yml")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _build_images(engine: Engine) -> None:
+    """The wheelhouse, then every image the offline path uses (timings on stdout)."""
+    started = time.monotonic()
+    run(["sh", str(OFFLINE / "wheelhouse.sh"), sys.executable], engine.env, timeout=600)
+    print(f"wheelhouse: {time.monotonic() - started:.0f} s")
+    started = time.monotonic()
+    done = run(["sh", str(OFFLINE / "compose-images.sh")], engine.env, timeout=1200)
+    print(done.stdout, f"images: {time.monotonic() - started:.0f} s")
+
+
+def _wait_healthy(compose: Compose, services: list[str], timeout_s: float) -> None:
+    """Until every service's container reports healthy (Docker runs the checks; there is no
+    event to wait on from here, so the states are read every second, bounded)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        states = compose.health()
+        if all(states.get(s) == "healthy" for s in services):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not healthy within {timeout_s} s: {states}\n{compose.logs()}")
+        time.sleep(1)
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[Engine]:
+    with docker_engine() as found:
+        _build_images(found)
+        yield found
+
+
+@pytest.fixture
+def cluster(engine: Engine) -> Iterator[tuple[Compose, dict[str, str]]]:
+    """The compose project up and healthy; torn down (volumes too) afterwards, whatever
+    happened. The test itself checks that the tear-down leaves nothing behind."""
+    run_id = secrets.token_hex(4)
+    ports = {name: _free_port() for name in ("proxy", "console", "prometheus")}
+    urls = {
+        "lb": f"http://127.0.0.1:{ports['proxy']}",
+        "console": f"http://127.0.0.1:{ports['console']}",
+        "prometheus": f"http://127.0.0.1:{ports['prometheus']}",
+    }
+    variables = {
+        **offline_images(),
+        "YAK_PROXY_PORT": str(ports["proxy"]),
+        "YAK_CONSOLE_PORT": str(ports["console"]),
+        "PROMETHEUS_PORT": str(ports["prometheus"]),
+        "YAK_PUBLIC_URL": urls["lb"],
+        "YAK_TEST_BRIDGE": f"yak-{run_id}",
+    }
+    compose = Compose(
+        engine,
+        project=f"yaktest{run_id}",
+        files=[COMPOSE_DIR / "docker-compose.yml", TEST_FILE],
+        variables=variables,
+        profiles=["monitoring"],
+    )
+    with bridge_forwarding(variables["YAK_TEST_BRIDGE"]):
+        try:
+            started = time.monotonic()
+            compose("up", "-d", "--no-build", *CORE, "prometheus", timeout=600)
+            _wait_healthy(compose, [*CORE, "prometheus"], 240)
+            print(f"compose up, all healthy: {time.monotonic() - started:.0f} s")
+            for proxy in ("rest-proxy-0", "rest-proxy-1"):
+                host_port = compose("port", proxy, "9430").strip()
+                urls[proxy] = f"http://{host_port}"
+            yield compose, urls
+        finally:
+            compose("down", "--volumes", "--remove-orphans", "--timeout", "10", check=False)
+
+
+async def _produce_and_consume(urls: dict[str, str]) -> None:
+    """A topic of RF 3 made through nginx; records in through each proxy, all of them out
+    through each proxy."""
+    async with AsyncAdmin(urls["lb"]) as admin:
+        created = await admin.create_topic("orders", partitions=3, replication_factor=3)
+    assert created.replication_factor == 3
+    assert all(sorted(p.replicas) == [0, 1, 2] for p in created.partitions)
+    values: set[bytes] = set()
+    for proxy in ("rest-proxy-0", "rest-proxy-1"):
+        sent = {f"{proxy}-{i}".encode() for i in range(100)}
+        async with AsyncProducer(urls[proxy], linger_ms=2) as producer:
+            futures = [await producer.send("orders", v, key=v) for v in sorted(sent)]
+            await asyncio.gather(*futures)
+        values |= sent
+    for group, proxy in (("via-0", "rest-proxy-0"), ("via-1", "rest-proxy-1")):
+        seen = await _read_all(urls[proxy], group, "orders", len(values))
+        assert set(seen.values()) == values, proxy
+
+
+async def _read_all(url: str, group: str, topic: str, count: int) -> dict[tuple[int, int], bytes]:
+    """(partition, offset) -> value of the first ``count`` records a new group reads."""
+    seen: dict[tuple[int, int], bytes] = {}
+    async with AsyncConsumer(url, group, [topic], auto_offset_reset="earliest") as consumer:
+        deadline = time.monotonic() + 60
+        while len(seen) < count and time.monotonic() < deadline:
+            for record in await consumer.poll(timeout_ms=1_000):
+                seen[(record.partition, record.offset)] = bytes(record.value or b"")
+    return seen
+
+
+def _console_pages(urls: dict[str, str]) -> None:
+    """The console serves its pages from the API behind nginx: the topic made there shows."""
+    with httpx.Client(base_url=urls["console"], timeout=10) as client:
+        for path in ("/", "/brokers", "/groups"):
+            answer = client.get(path)
+            assert answer.status_code == 200, (path, answer.text[:500])
+        topics = client.get("/topics")
+        assert topics.status_code == 200
+        assert "orders" in topics.text
+        topic = client.get("/topics/orders")
+        assert topic.status_code == 200
+        assert "orders" in topic.text
+
+
+def _prometheus_scrapes_everything(url: str) -> None:
+    """Every Yak service and etcd member is an `up` target (scraped every 5 s: read again,
+    bounded, until each has been scraped once)."""
+    wanted = {"coordinator": 2, "broker": 3, "rest-proxy": 2, "console": 1, "etcd": 3}
+    deadline = time.monotonic() + 60
+    while True:
+        targets = httpx.get(f"{url}/api/v1/targets", timeout=5).json()["data"]["activeTargets"]
+        up: dict[str, int] = {}
+        for target in targets:
+            if target["health"] == "up":
+                up[target["labels"]["job"]] = up.get(target["labels"]["job"], 0) + 1
+        if up == wanted:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"targets up: {up}, wanted {wanted}: {targets}")
+        time.sleep(1)
+
+
+async def _cluster_view(url: str) -> dict[str, Any]:
+    async with httpx.AsyncClient(timeout=5) as client:
+        answer = await client.get(f"{url}/api/v1/cluster")
+        answer.raise_for_status()
+        view: dict[str, Any] = answer.json()
+        return view
+
+
+async def _until(url: str, what: str, ok: Any, timeout_s: float) -> dict[str, Any]:
+    """The cluster view once ``ok(view)`` holds (another process's state, read every 0.5 s,
+    bounded)."""
+    deadline = time.monotonic() + timeout_s
+    view: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        try:
+            view = await _cluster_view(url)
+            if ok(view):
+                return view
+        except httpx.HTTPError:
+            pass  # the proxy's controller may be the one just killed
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"{what}: not within {timeout_s} s; last view {view}")
+
+
+async def _kill_under_acks_all(compose: Compose, urls: dict[str, str]) -> None:
+    """docker kill a partition leader and the active coordinator while an idempotent acks=all
+    producer writes; restart both; every acknowledged record is read back at its offset."""
+    lb = urls["lb"]
+    async with AsyncAdmin(lb) as admin:
+        await admin.create_topic("durable", partitions=3, replication_factor=3)
+        leader = (await admin.describe_topic("durable")).partitions[0].leader
+    view = await _until(lb, "a controller", lambda v: v.get("controller"), 30)
+    coordinator = f"coordinator-{view['controller']['coordinator_id']}"
+    victims = [f"broker-{leader}", coordinator]
+
+    acked: list[tuple[RecordMetadata, bytes]] = []
+    failed: list[BaseException] = []
+
+    async def produce(producer: AsyncProducer, count: int) -> None:
+        futures = []
+        for i in range(count):
+            value = f"durable-{i}".encode()
+            futures.append((await producer.send("durable", value, key=value), value))
+            await asyncio.sleep(0.01)
+        for future, value in futures:
+            try:
+                acked.append((await future, value))
+            except Exception as exc:  # not acknowledged: allowed to be lost, counted
+                failed.append(exc)
+
+    async with AsyncProducer(lb, acks="all", linger_ms=5, delivery_timeout_ms=120_000) as producer:
+        writing = asyncio.create_task(produce(producer, 1500))
+        await asyncio.sleep(3)
+        for service in victims:
+            compose.engine.docker("kill", compose.container(service))
+        await _until(
+            lb,
+            "a new controller",
+            lambda v: (
+                v.get("controller")
+                and f"coordinator-{v['controller']['coordinator_id']}" != coordinator
+            ),
+            60,
+        )
+        await asyncio.sleep(3)
+        for service in victims:
+            compose.engine.docker("start", compose.container(service))
+        await writing
+    assert not failed, failed[:3]
+    assert len(acked) == 1500
+
+    await _until(
+        lb,
+        "three brokers up, every partition fully replicated",
+        lambda v: (
+            sum(b["status"] == "up" for b in v["brokers"]) == 3
+            and v["under_replicated_partition_count"] == 0
+            and v["offline_partition_count"] == 0
+        ),
+        120,
+    )
+    read = await _read_all(urls["rest-proxy-1"], "verify", "durable", len(acked))
+    lost = [(m.partition, m.offset, v) for m, v in acked if read.get((m.partition, m.offset)) != v]
+    assert not lost, f"{len(lost)} acknowledged records not read back: {lost[:5]}"
+    assert len(read) == len(acked), "a record was written twice"
+
+
+def test_the_compose_cluster_runs_survives_kills_and_leaves_nothing(
+    cluster: tuple[Compose, dict[str, str]],
+) -> None:
+    compose, urls = cluster
+    states = compose.health()
+    assert sorted(states) == sorted([*CORE, "prometheus"])
+    volumes = compose.labelled("volume")
+    for service in ("etcd-0", "etcd-1", "etcd-2", "broker-0", "broker-1", "broker-2"):
+        assert f"{compose.project}_{service}-data" in volumes, volumes
+
+    asyncio.run(_produce_and_consume(urls))
+    _console_pages(urls)
+    _prometheus_scrapes_everything(urls["prometheus"])
+    asyncio.run(_kill_under_acks_all(compose, urls))
+
+    compose("down", "--volumes", "--remove-orphans", "--timeout", "10")
+    assert compose.labelled("container") == []
+    assert compose.labelled("network") == []
+    assert compose.labelled("volume") == []
+
+
+def test_the_images_come_from_this_machine(engine: Engine) -> None:
+    """The Yak image runs Debian's Python 3.11 with Yak from the wheelhouse; etcd is Debian's
+    3.4.23 (a release etcd recommends)."""
+    images = offline_images()
+    python = engine.docker("run", "--rm", "--network", "none", images["YAK_IMAGE"], "python", "-V")
+    assert python.startswith("Python 3.11.")
+    version = engine.docker(
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        "--entrypoint",
+        "etcd",
+        images["ETCD_IMAGE"],
+        "--version",
+    )
+    assert "etcd Version: 3.4." in version
+    assert ROOT.joinpath("deploy/docker/wheels").is_dir()
