@@ -1,0 +1,285 @@
+"""The chaos suite's processes: 3 etcd members, 2 coordinators, 3 brokers, 2 rest-proxies,
+each a node of a ``Network`` (its own namespace, or loopback), every one of them killable,
+pausable and restartable on its own data folder, address and port.
+
+Unlike ``loadtest.local_cluster`` (one etcd on 127.0.0.1) this cluster runs a 3-member etcd
+and puts each process behind ``Network.wrap`` so partitions can isolate it. Services get the
+first etcd member's URL, or all three comma-separated with ``etcd_list`` (the multi-endpoint
+form issue 21 adds to every service; a service that does not understand it fails to start).
+Brokers run with 2 s leases, as in the other fault tests, so failures are noticed fast. The
+broker named ``shim_broker`` runs with the LD_PRELOAD shim (``shim``): the slow disk and the
+clock jumps are its.
+
+``revive`` restarts whatever died without being asked to (a crash the faults provoked): the
+runner calls it after each fault and reports what it found.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from loadtest.chaos.network import Network
+from loadtest.chaos.shim import Shim
+from yak.api.admin import TopicDescription
+from yak.clients.admin import AdminClient
+from yak.errors import YakError
+from yak.etcd_binary import find_etcd
+from yak.supervisor import ManagedProcess, ProcessSpec, StartupError, Supervisor
+
+__all__ = ["BROKERS", "COORDINATORS", "ETCD_MEMBERS", "PROXIES", "ChaosCluster"]
+
+ETCD_MEMBERS = ("etcd-0", "etcd-1", "etcd-2")
+COORDINATORS = ("coordinator-0", "coordinator-1")
+BROKERS = ("broker-0", "broker-1", "broker-2")
+PROXIES = ("proxy-0", "proxy-1")
+
+
+def _script(name: str) -> str:
+    return str(Path(sys.executable).with_name(name))
+
+
+@dataclass
+class ChaosCluster:
+    folder: Path
+    network: Network
+    cluster_id: str
+    shim: Shim | None = None
+    shim_broker: str = "broker-2"
+    etcd_list: bool = False
+    lease_ttl_s: int = 2
+    supervisor: Supervisor = field(default_factory=Supervisor)
+    processes: dict[str, ManagedProcess] = field(default_factory=dict)
+    #: Nodes stopped on purpose (a kill -9 not yet followed by ``start``).
+    down: set[str] = field(default_factory=set)
+    paused: set[str] = field(default_factory=set)
+
+    # --- addresses -----------------------------------------------------------------------
+
+    def url(self, node: str) -> str:
+        kind = node.rsplit("-", 1)[0]
+        return f"http://{self.network.host(node)}:{self.network.port(node, kind)}"
+
+    def etcd_urls(self) -> list[str]:
+        return [self.url(m) for m in ETCD_MEMBERS]
+
+    @property
+    def etcd_endpoint(self) -> str:
+        """What services get as ``YAK_ETCD``."""
+        return ",".join(self.etcd_urls()) if self.etcd_list else self.etcd_urls()[0]
+
+    def proxy_urls(self) -> list[str]:
+        return [self.url(p) for p in PROXIES]
+
+    def coordinator_urls(self) -> list[str]:
+        return [self.url(c) for c in COORDINATORS]
+
+    def broker_url(self, broker_id: int) -> str:
+        return self.url(f"broker-{broker_id}")
+
+    def data_dir(self, node: str) -> Path:
+        return self.folder / "data" / node
+
+    # --- starting ------------------------------------------------------------------------
+
+    def _spec(self, node: str, argv: list[str], env: dict[str, str], health: str | None) -> None:
+        spec = ProcessSpec(
+            name=node,
+            argv=self.network.wrap(node, argv),
+            log_path=self.folder / "logs" / f"{node}.log",
+            health_url=health,
+            url=self.url(node),
+            env=env,
+            ready_timeout_s=40.0,
+        )
+        self.processes[node] = self.supervisor.start(spec)
+        self.down.discard(node)
+        self.paused.discard(node)
+
+    def _etcd_argv(self, member: str) -> list[str]:
+        net = self.network
+        peers = {m: f"http://{net.host(m)}:{net.port(m, 'etcd-peer')}" for m in ETCD_MEMBERS}
+        client = self.url(member)
+        return [
+            str(find_etcd().path),
+            f"--name={member}",
+            f"--data-dir={self.data_dir(member)}",
+            f"--listen-client-urls={client}",
+            f"--advertise-client-urls={client}",
+            f"--listen-peer-urls={peers[member]}",
+            f"--initial-advertise-peer-urls={peers[member]}",
+            "--initial-cluster=" + ",".join(f"{m}={u}" for m, u in peers.items()),
+            "--initial-cluster-state=new",
+            f"--initial-cluster-token={self.cluster_id}",
+            "--auto-compaction-mode=revision",
+            "--auto-compaction-retention=1000",
+            "--logger=zap",
+            "--log-outputs=stderr",
+        ]
+
+    def start_etcd(self, member: str, *, wait: bool = True) -> None:
+        """Start (or restart, on its data folder) one etcd member; ``wait``: until the
+        cluster answers healthy through it (a lone first member has no quorum yet)."""
+        self._spec(member, self._etcd_argv(member), find_etcd().env(), None)
+        if wait:
+            self.wait_etcd_healthy(member)
+
+    def wait_etcd_healthy(self, member: str, timeout_s: float = 40.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        with httpx.Client(timeout=1.0) as client:
+            while time.monotonic() < deadline:
+                if not self.processes[member].alive():
+                    raise StartupError(f"{member} exited during startup")
+                with contextlib.suppress(httpx.HTTPError):
+                    if client.get(f"{self.url(member)}/health").status_code == 200:
+                        return
+                time.sleep(0.1)
+        raise StartupError(f"{member} not healthy within {timeout_s:.0f} s")
+
+    def start_coordinator(self, node: str) -> None:
+        index = node.rsplit("-", 1)[1]
+        argv = [
+            _script("yak-coordinator"),
+            *(
+                "--host",
+                self.network.host(node),
+                "--port",
+                str(self.network.port(node, "coordinator")),
+            ),
+            *("--etcd", self.etcd_endpoint, "--cluster-id", self.cluster_id),
+            *("--node-id", f"c{index}", "--lease-ttl", str(self.lease_ttl_s)),
+            *("--log-level", "warning"),
+        ]
+        self._spec(node, argv, {}, f"{self.url(node)}/readyz")
+
+    def start_broker(self, node: str) -> None:
+        broker_id = node.rsplit("-", 1)[1]
+        host, net = self.network.host(node), self.network
+        env = {
+            "YAK_ETCD": self.etcd_endpoint,
+            "YAK_CLUSTER_ID": self.cluster_id,
+            "YAK_NODE_ID": broker_id,
+            "YAK_DATA_DIR": str(self.data_dir(node)),
+            "YAK_DATA_PORT": str(net.port(node, "broker-data")),
+            "YAK_LEASE_TTL_S": str(self.lease_ttl_s),
+            "YAK_REPLICA_LAG_TIME_MAX_MS": "5000",
+            "YAK_LOG_LEVEL": "info",
+        }
+        if self.shim is not None and node == self.shim_broker:
+            env |= self.shim.env()
+        argv = [_script("yak-broker"), "--host", host, "--port", str(net.port(node, "broker"))]
+        self._spec(node, argv, env, f"{self.url(node)}/readyz")
+
+    def start_proxy(self, node: str) -> None:
+        index = node.rsplit("-", 1)[1]
+        net = self.network
+        env = {
+            "YAK_ETCD": self.etcd_endpoint,
+            "YAK_CLUSTER_ID": self.cluster_id,
+            "YAK_NODE_ID": index,
+            "YAK_LOG_LEVEL": "info",
+        }
+        argv = [
+            _script("yak-rest-proxy"),
+            *("--host", net.host(node), "--port", str(net.port(node, "proxy"))),
+        ]
+        self._spec(node, argv, env, f"{self.url(node)}/readyz")
+
+    def start(self, node: str) -> None:
+        """Start (or restart) any node by name."""
+        kind = node.rsplit("-", 1)[0]
+        if kind == "etcd":
+            self.start_etcd(node)
+        elif kind == "coordinator":
+            self.start_coordinator(node)
+        elif kind == "broker":
+            self.start_broker(node)
+        else:
+            self.start_proxy(node)
+
+    def start_all(self) -> None:
+        for member in ETCD_MEMBERS:
+            self.start_etcd(member, wait=False)
+        for member in ETCD_MEMBERS:
+            self.wait_etcd_healthy(member)
+        for node in (*COORDINATORS, *BROKERS, *PROXIES):
+            self.start(node)
+
+    # --- faults --------------------------------------------------------------------------
+
+    def kill(self, node: str) -> None:
+        """kill -9, reaped; the node stays down until ``start``."""
+        process = self.processes[node]
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGKILL)
+        process.popen.wait()
+        self.down.add(node)
+        self.paused.discard(node)
+
+    def pause(self, node: str) -> None:
+        os.kill(self.processes[node].pid, signal.SIGSTOP)
+        self.paused.add(node)
+
+    def resume(self, node: str) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.processes[node].pid, signal.SIGCONT)
+        self.paused.discard(node)
+
+    def revive(self) -> list[str]:
+        """Resume what is paused and start what has exited; the nodes that had died without
+        being killed by the suite (each a finding)."""
+        for node in list(self.paused):
+            self.resume(node)
+        crashed = []
+        for node, process in self.processes.items():
+            if not process.alive():
+                if node not in self.down:
+                    crashed.append(f"{node} {process.popen.returncode}")
+                for _ in range(3):
+                    try:
+                        self.start(node)
+                        break
+                    except StartupError as exc:
+                        crashed.append(f"{node} failed to start: {str(exc)[-300:]}")
+        return crashed
+
+    def stop(self) -> None:
+        for node in list(self.paused):
+            self.resume(node)
+        self.supervisor.stop_all(grace_s=5.0)
+
+    # --- the admin API -------------------------------------------------------------------
+
+    async def describe(self, topic: str) -> TopicDescription:
+        """The topic as the first coordinator that answers describes it."""
+        last: Exception | None = None
+        for url in self.coordinator_urls():
+            try:
+                async with AdminClient(url, timeout_s=3.0) as admin:
+                    return await admin.describe_topic(topic)
+            except (YakError, OSError, httpx.HTTPError) as exc:
+                last = exc
+        raise RuntimeError(f"no coordinator described {topic}: {last!r}")
+
+    async def create_topic(self, topic: str, partitions: int) -> None:
+        last: Exception | None = None
+        for url in self.coordinator_urls():
+            try:
+                async with AdminClient(url, timeout_s=10.0) as admin:
+                    await admin.create_topic(
+                        topic,
+                        partitions=partitions,
+                        replication_factor=3,
+                        configs={"min.insync.replicas": "2"},
+                    )
+                    return
+            except (YakError, OSError, httpx.HTTPError) as exc:
+                last = exc
+        raise RuntimeError(f"no coordinator created {topic}: {last!r}")
