@@ -124,6 +124,7 @@ class ClusterAdmin:
             term = self._election.require_term()
             snapshot = self._cache.snapshot
             live, stopping = frozenset(snapshot.brokers), stopping_brokers(snapshot)
+            log_dirs = {b: r.log_dir_id for b, r in snapshot.brokers.items()}
             read = await self._store.txn([], [GetOp(key) for key in keys])
             results: dict[tuple[str, int], ElectionResult] = {}
             compares: list[Compare] = []
@@ -138,7 +139,7 @@ class ClusterAdmin:
                     continue
                 kv = response.kvs[0]
                 state = PartitionState.decode(kv.value)
-                decided = elect_preferred_leader(state, live, stopping)
+                decided = elect_preferred_leader(state, live, stopping, log_dirs)
                 if isinstance(decided, str):
                     results[(topic, partition)] = ElectionResult(
                         topic=topic, partition=partition, leader=state.leader, error=decided

@@ -18,6 +18,12 @@ Rules (Kafka's controller, KRaft flavour):
   ``unclean.leader.election.enable=true``: then the first live replica, and ISR = [it].
 - Dead brokers leave the ISR, but the ISR never becomes empty: the last leader stays in it so
   that it can be re-elected cleanly when it returns (``NO_LEADER`` until then).
+- Lost logs (empty-disk restarts, docs/replication.md): a live broker whose registration names
+  another data folder (``log_dir_id``) than its ISR entry (``isr_log_dirs``) lost the log the
+  ISR counted on. It counts as dead for that partition: it leaves the ISR and is not elected;
+  a partition it led elects another in-sync replica. Kept as the last ISR member (the ISR
+  never empties) it is still never elected, and an unclean election takes it only when no
+  other replica is alive. New partition states record each member's folder.
 - A leaderless partition whose ISR member comes back elects it.
 - Preferred leader: when ``replicas[0]`` is alive and in the ISR but does not lead, leadership
   moves back to it (``auto_leader_rebalance``).
@@ -62,6 +68,7 @@ __all__ = [
     "DeleteTopic",
     "UpdatePartition",
     "elect_preferred_leader",
+    "lost_logs",
     "next_partition_state",
     "placement_start_index",
     "plan_new_partitions",
@@ -130,6 +137,9 @@ def plan_new_partitions(
             leader=assignment[p - first][0],
             replicas=assignment[p - first],
             isr=assignment[p - first],
+            isr_log_dirs={
+                b: brokers[b].log_dir_id for b in assignment[p - first] if brokers[b].log_dir_id
+            },
         )
         for p in missing
     )
@@ -142,16 +152,24 @@ def _elect(
     *,
     unclean: bool,
     stopping: frozenset[int] = frozenset(),
+    lost: frozenset[int] = frozenset(),
 ) -> tuple[int, tuple[int, ...], str]:
     """A new leader for a partition whose leader is gone, with the ISR that goes with it."""
     clean = [r for r in state.replicas if r in isr]
     ready = [r for r in clean if r not in stopping]
     if ready or clean:
         return (ready or clean)[0], isr, "leader election"
-    alive = [r for r in state.replicas if r in live]
+    alive = [r for r in state.replicas if r in live and r not in lost]
+    alive += [r for r in state.replicas if r in lost]  # an empty log: the last resort
     if unclean and alive:
         return alive[0], (alive[0],), "unclean leader election"
     return NO_LEADER, isr, "no in-sync replica alive"
+
+
+def lost_logs(state: PartitionState, log_dirs: Mapping[int, str]) -> frozenset[int]:
+    """The live ISR members (``log_dirs``: live broker → its registered data folder id) whose
+    in-sync log was lost: their registration names another folder than their ISR entry."""
+    return frozenset(b for b in state.isr if b in log_dirs and state.log_dir_lost(b, log_dirs[b]))
 
 
 def _preferred(state: PartitionState, isr: tuple[int, ...], stopping: frozenset[int]) -> int:
@@ -178,6 +196,7 @@ def _complete_reassignment(
             "leader": leader,
             "replicas": target,
             "isr": new_isr,
+            "isr_log_dirs": state.log_dirs_of(new_isr),
             "adding_replicas": (),
             "removing_replicas": (),
             "leader_epoch": state.leader_epoch + int(leader != state.leader),
@@ -187,14 +206,19 @@ def _complete_reassignment(
 
 
 def elect_preferred_leader(
-    state: PartitionState, live: frozenset[int], stopping: frozenset[int] = frozenset()
+    state: PartitionState,
+    live: frozenset[int],
+    stopping: frozenset[int] = frozenset(),
+    log_dirs: Mapping[int, str] | None = None,
 ) -> PartitionState | str:
     """``state`` with leadership on its preferred replica (``replicas[0]``), or why not:
     ``ELECTION_NOT_NEEDED`` (it leads already) or ``PREFERRED_LEADER_NOT_AVAILABLE`` (it is
-    dead, out of the ISR, shutting down or draining) — Kafka's ElectLeaders answers."""
+    dead, out of the ISR, lost its log, shutting down or draining) — Kafka's ElectLeaders
+    answers. ``log_dirs``: live broker → its registered data folder id."""
     if state.replicas and state.leader == state.replicas[0]:
         return "ELECTION_NOT_NEEDED"
-    isr = tuple(r for r in state.isr if r in live)
+    lost = lost_logs(state, log_dirs or {})
+    isr = tuple(r for r in state.isr if r in live and r not in lost)
     preferred = _preferred(state, isr, stopping)
     if preferred == state.leader:
         return "PREFERRED_LEADER_NOT_AVAILABLE"
@@ -214,19 +238,26 @@ def next_partition_state(
     unclean: bool = False,
     preferred: bool = True,
     stopping: frozenset[int] = frozenset(),
+    log_dirs: Mapping[int, str] | None = None,
 ) -> tuple[PartitionState, str] | None:
     """The state ``state`` should move to given the live brokers, or None if it is right.
 
-    ``stopping``: live brokers in controlled shutdown (see the module doc).
+    ``stopping``: live brokers in controlled shutdown; ``log_dirs``: live broker → the data
+    folder id it registered (see the module doc; None: no folder ids known).
     """
-    isr = tuple(r for r in state.isr if r in live)
+    lost = lost_logs(state, log_dirs or {})
+    isr = tuple(r for r in state.isr if r in live and r not in lost)
     leader, reason = state.leader, "dead replica left the ISR"
+    if lost:
+        reason = "replica that lost its log left the ISR"
     completed = _complete_reassignment(state, isr, stopping)
     if completed is not None:
         return completed, "reassignment completed"
     others = [r for r in state.replicas if r in isr and r not in stopping and r != leader]
-    if leader not in live or leader not in state.replicas:
-        leader, isr, reason = _elect(state, live, isr, unclean=unclean, stopping=stopping)
+    if leader not in live or leader not in state.replicas or leader in lost:
+        leader, isr, reason = _elect(
+            state, live, isr, unclean=unclean, stopping=stopping, lost=lost
+        )
     elif leader in stopping and others:
         leader, reason = others[0], "controlled shutdown"
     elif preferred and _preferred(state, isr, stopping) != leader:
@@ -235,10 +266,15 @@ def next_partition_state(
         isr = (state.leader,) if state.leader in state.isr else state.isr[:1]
     if leader == state.leader and isr == state.isr:
         return None
+    dirs = state.log_dirs_of(isr)
+    if reason == "unclean leader election":  # its log as it is now
+        folder = (log_dirs or {}).get(leader, "")
+        dirs = {leader: folder} if folder else {}
     after = state.model_copy(
         update={
             "leader": leader,
             "isr": isr,
+            "isr_log_dirs": dirs,
             "leader_epoch": state.leader_epoch + int(leader != state.leader),
             "partition_epoch": state.partition_epoch + 1,
         }
@@ -263,9 +299,15 @@ def _topic_actions(
     if created:
         actions.append(CreatePartitions(record.name, created))
     unclean = is_enabled(record.configs, UNCLEAN_LEADER_ELECTION)
+    log_dirs = {b: r.log_dir_id for b, r in snapshot.brokers.items()}
     for state in states:
         change = next_partition_state(
-            state, live, unclean=unclean, preferred=preferred, stopping=stopping
+            state,
+            live,
+            unclean=unclean,
+            preferred=preferred,
+            stopping=stopping,
+            log_dirs=log_dirs,
         )
         if change is not None:
             actions.append(UpdatePartition(state, *change))

@@ -65,6 +65,11 @@ class BrokerRegistration(MetadataValue):
     started_at_ms: int
     #: Bumped on each process start so a restarted broker is told apart from a zombie.
     incarnation: str = ""
+    #: The id of the broker's data folder (``directory.id`` in its ``meta.properties``, KIP-858):
+    #: new whenever the folder starts empty, so a broker whose log was lost is told apart
+    #: from one that kept it; the controller elects a replica only if its ISR entry names
+    #: this id (``PartitionState.isr_log_dirs``). "" from a broker older than the field.
+    log_dir_id: str = ""
     #: Set by a broker stopping on SIGTERM (controlled shutdown): the controller moves its
     #: leaderships to other in-sync replicas and elects it for nothing.
     shutting_down: bool = False
@@ -108,6 +113,9 @@ class BrokerRecord(MetadataValue):
     #: The last registration seen: its process ``incarnation`` and when that process started.
     incarnation: str = ""
     started_at_ms: int
+    #: That registration's data folder id (``BrokerRegistration.log_dir_id``): a new one after
+    #: a restart means the broker came back on an empty disk.
+    log_dir_id: str = ""
     #: True while that registration is (as far as the record was told) in etcd; false once
     #: the controller saw it vanish (deregistered, or its lease expired).
     registered: bool = True
@@ -169,6 +177,14 @@ class PartitionState(MetadataValue):
     ``partition_epoch`` increases on every change; the ISR is changed by the leader with a
     compare-and-swap on it (Kafka's AlterPartition). ``leader_epoch`` increases when the
     leader changes.
+
+    ``isr_log_dirs`` records, for ISR members, the data folder id (``BrokerRegistration.
+    log_dir_id``) whose log was in sync when the member joined (KIP-903's broker epoch in
+    the ISR, with KIP-858's directory id as the epoch: it changes only when the log is
+    lost). A member whose broker now registers another folder id lost that log: it is not
+    in sync, not electable, and the controller takes it out of the ISR (docs/replication.md,
+    "Empty-disk restarts"). A member without an entry (a state written by an older version)
+    is trusted as before.
     """
 
     topic: str
@@ -182,10 +198,23 @@ class PartitionState(MetadataValue):
     #: target followed by the replicas being removed; both lists are empty otherwise.
     adding_replicas: tuple[int, ...] = ()
     removing_replicas: tuple[int, ...] = ()
+    #: ISR member → the data folder id its in-sync log lives in (see the class doc).
+    isr_log_dirs: dict[int, str] = Field(default_factory=dict)
 
     @property
     def has_leader(self) -> bool:
         return self.leader != NO_LEADER
+
+    def log_dir_lost(self, broker_id: int, log_dir_id: str) -> bool:
+        """Whether ``broker_id``, whose data folder is now ``log_dir_id``, is in the ISR with
+        a log from another folder (lost with its disk). Unknown on either side ("", an older
+        writer or broker): not lost, as before the field existed."""
+        recorded = self.isr_log_dirs.get(broker_id, "")
+        return bool(recorded and log_dir_id) and recorded != log_dir_id and broker_id in self.isr
+
+    def log_dirs_of(self, isr: tuple[int, ...]) -> dict[int, str]:
+        """The entries of ``isr_log_dirs`` that an ISR of ``isr`` keeps."""
+        return {b: d for b, d in self.isr_log_dirs.items() if b in isr}
 
     @property
     def reassigning(self) -> bool:

@@ -172,6 +172,10 @@ class FetchRequest(NamedTuple):
     session_id: int = 0
     session_epoch: int = -1
     forgotten: tuple[tuple[str, int], ...] = ()
+    #: A follower's data folder id (``BrokerRegistration.log_dir_id``; "" from a consumer or
+    #: an older broker): the leader counts a follower's progress per folder and adds it to the
+    #: ISR only under the id its registration shows (KIP-903's broker epoch in the fetch).
+    replica_log_dir_id: str = ""
 
 
 class FetchedPartition(NamedTuple):
@@ -317,6 +321,7 @@ def encode_fetch_request(request: FetchRequest) -> bytes:
     return orjson.dumps(
         {
             "replica_id": request.replica_id,
+            "replica_log_dir_id": request.replica_log_dir_id,
             "max_wait_ms": request.max_wait_ms,
             "min_bytes": request.min_bytes,
             "max_bytes": request.max_bytes,
@@ -342,7 +347,15 @@ def decode_fetch_request(body: Buffer) -> FetchRequest:
         min_bytes=_int(document, "min_bytes", "request", low=0, default=1),
         max_bytes=_int(document, "max_bytes", "request", low=1, default=50 * 1024 * 1024),
         replica_id=_int(document, "replica_id", "request", low=-1, default=CONSUMER_REPLICA_ID),
+        replica_log_dir_id=_log_dir_id(document),
     )
+
+
+def _log_dir_id(document: Mapping[str, Any]) -> str:
+    value = document.get("replica_log_dir_id", "")
+    if not isinstance(value, str) or len(value) > 64:
+        raise InvalidRequestError("request.replica_log_dir_id must be a string of <= 64 chars")
+    return value
 
 
 def fetch_response_parts(partitions: Sequence[FetchedPartition]) -> list[Buffer]:

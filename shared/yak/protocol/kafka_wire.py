@@ -118,6 +118,9 @@ SASL_HANDSHAKE_VERSION = 1
 SASL_AUTHENTICATE_VERSION = 2
 #: A tagged field number far above Kafka's own (which count up from 0).
 YAK_ERROR_TAG = 0x7961
+#: A fetch request's tagged field: the follower's data folder id (``replica_log_dir_id``),
+#: UTF-8; a Kafka client never sends it and an older broker skips it.
+YAK_REPLICA_LOG_DIR_TAG = 0x7962
 
 _HEADER_V2 = struct.Struct(">hhih")  # api_key, api_version, correlation_id, client_id length
 _PRODUCE_PARTITION_RESULT = struct.Struct(">ihqqq")  # index, error, base, append time, start
@@ -421,7 +424,8 @@ def encode_fetch_request(
         out += b"".join(I32.pack(index) for index in indexes)
         out += EMPTY_TAGS
     out += b"\x01"  # rack_id: ""
-    out += EMPTY_TAGS
+    log_dir = request.replica_log_dir_id.encode()
+    out += tags({YAK_REPLICA_LOG_DIR_TAG: log_dir}) if log_dir else EMPTY_TAGS
     return [SIZE.pack(len(out)) + out]
 
 
@@ -463,8 +467,9 @@ def decode_fetch_request(body: Buffer) -> FetchRequest:
             forgotten.append((topic, reader.int32(f"forgotten_topics_data[{f}].partitions")))
         reader.tags(f"forgotten_topics_data[{f}]")
     reader.compact_string("rack_id")
-    reader.tags("fetch request")
+    log_dir_tag = reader.tags("fetch request").get(YAK_REPLICA_LOG_DIR_TAG)
     reader.end()
+    log_dir = bytes(log_dir_tag).decode("utf-8", "replace") if log_dir_tag is not None else ""
     if not partitions and session_epoch == -1:  # an incremental fetch may name none (idle)
         raise InvalidRequestError("partitions must be a non-empty list")
     check_unique(partitions)
@@ -477,6 +482,7 @@ def decode_fetch_request(body: Buffer) -> FetchRequest:
         session_id,
         session_epoch,
         tuple(forgotten),
+        log_dir[:64],
     )
 
 

@@ -15,7 +15,7 @@ import httpx
 from yak.clients.broker import BrokerClient
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
-from yak.metadata.models import PartitionState, TopicRecord
+from yak.metadata.models import BrokerRegistration, PartitionState, TopicRecord
 from yak.protocol.broker_wire import FetchPartition, FetchRequest
 from yak_broker.server.broker import Broker
 
@@ -81,6 +81,18 @@ class BrokerHarness:
             isr=tuple(replicas if isr is None else isr),
         )
         revision = await self.store.put(self.keyspace.partition(topic, partition), state.encode())
+        await self.sync(revision)
+
+    async def register_peer(self, broker_id: int, log_dir_id: str = "") -> None:
+        """Register another broker (a follower must be registered to join an ISR: KIP-903)."""
+        registration = BrokerRegistration(
+            broker_id=broker_id,
+            host="127.0.0.1",
+            port=1,
+            started_at_ms=0,
+            log_dir_id=log_dir_id,
+        )
+        revision = await self.store.put(self.keyspace.broker(broker_id), registration.encode())
         await self.sync(revision)
 
     async def sync(self, revision: int) -> None:

@@ -68,6 +68,8 @@ def test_fetch_request_round_trip_and_defaults() -> None:
     assert decode_fetch_request(encode_fetch_request(request)) == request
     minimal = decode_fetch_request(b'{"partitions": [{"topic": "t", "partition": 0, "offset": 0}]}')
     assert minimal == FetchRequest((FetchPartition("t", 0, 0),))
+    follower = request._replace(replica_log_dir_id="0123456789abcdef")
+    assert decode_fetch_request(encode_fetch_request(follower)) == follower
 
 
 def test_fetch_response_round_trip() -> None:

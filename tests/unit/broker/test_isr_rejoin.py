@@ -28,6 +28,7 @@ async def _isr(broker: BrokerHarness, partition: int) -> tuple[int, ...]:
 async def test_a_follower_dropped_by_the_controller_rejoins_on_idle_rounds(
     broker: BrokerHarness, connection: BrokerConnection
 ) -> None:
+    await broker.register_peer(FOLLOWER)
     await broker.create_topic("r", 2, replicas=(0, FOLLOWER), isr=(0, FOLLOWER))
     full = await connection.fetch_session(_round({0: 0, 1: 0}, 0, 0), 10)
     session = broker.broker.replicas.fetch_sessions.get(full.session_id)

@@ -32,7 +32,7 @@ from yak.metadata.models import PartitionState
 from yak.metadata.store import Compare, GetOp, GetResponse, KeyValue, MetadataStore, PutOp
 from yak_broker.replication.messages import AlterIsr
 
-__all__ = ["IsrWriter", "alter_isr", "alter_isr_batch"]
+__all__ = ["IsrWriter", "alter_isr", "alter_isr_batch", "altered_state"]
 
 _log = logging.getLogger(__name__)
 #: Partitions per batch (etcd refuses transactions of more than 128 operations by default).
@@ -233,8 +233,17 @@ def _changed(current: KeyValue | None, proposal: AlterIsr) -> PartitionState | N
     new_isr = proposal.new_isr
     if not set(new_isr) <= set(state.replicas) or proposal.leader_id not in new_isr:
         raise ValueError(f"ISR {list(new_isr)} must hold the leader and only replicas")
+    return altered_state(state, proposal)
+
+
+def altered_state(state: PartitionState, proposal: AlterIsr) -> PartitionState:
+    """``state`` with the ISR of ``proposal`` (checked by the caller): members kept keep their
+    data folder ids, the proposal's ids are recorded, leavers' ids go."""
+    new_isr = tuple(proposal.new_isr)
+    dirs = state.log_dirs_of(new_isr)
+    dirs.update((b, d) for b, d in proposal.log_dirs if b in new_isr and d)
     return state.model_copy(
-        update={"isr": tuple(new_isr), "partition_epoch": state.partition_epoch + 1}
+        update={"isr": new_isr, "isr_log_dirs": dirs, "partition_epoch": state.partition_epoch + 1}
     )
 
 

@@ -20,7 +20,14 @@ Rules (Kafka's ``Partition``/``Replica``):
   moves; while that session keeps fetching and the follower's last position is the leader's
   LEO, it counts as caught up at the session's last fetch (``FollowerProgress.caught_up_ms``).
   **Expand**: a follower outside the ISR whose LEO reached the high watermark and the start of
-  the current leader epoch is proposed for addition.
+  the current leader epoch is proposed for addition — only if the fetch that showed it came
+  from the data folder its broker's registration names (``eligible``: KIP-903, a fetch of a
+  process whose log is gone never adds it), and the proposal records that folder's id.
+- **Data folders** (empty-disk restarts): a follower's progress belongs to the data folder
+  its fetches come from (``log_dir_id``). A fetch from another folder starts the progress
+  afresh — what the leader knew was another log's — and an ISR member whose fetches come
+  from another folder than its ISR entry records lost that log: ``tick`` proposes removing
+  it at once, without waiting for the lag window.
 - One proposal in flight at a time; it ends when a state with a higher partition epoch arrives
   (``on_state``) or its compare-and-swap fails (``on_proposal_failed``).
 - **Fencing**: a request carrying another ``current_leader_epoch`` is refused (older:
@@ -76,6 +83,8 @@ class FollowerProgress:
     #: The incremental fetch session its last fetch came in (None: sessionless): while the
     #: session keeps fetching and its position is the leader's LEO, it is caught up.
     session: SessionClock | None = None
+    #: The data folder its fetches come from ("" unknown: an older broker, or none yet).
+    log_dir_id: str = ""
 
     def caught_up_ms(self, leader_leo: int) -> int:
         """When it was last caught up, counting the session's fetches that did not name this
@@ -97,10 +106,13 @@ class LeaderPartition:
         *,
         now_ms: int,
         replica_lag_time_max_ms: int,
+        log_dir_id: str = "",
     ) -> None:
         if state.leader != broker_id:
             raise ValueError(f"broker {broker_id} does not lead {state.topic}-{state.partition}")
         self.broker_id = broker_id
+        #: This broker's data folder id, recorded as its own ISR entry in its proposals.
+        self.log_dir_id = log_dir_id
         self.topic = state.topic
         self.partition = state.partition
         self.leader_epoch = state.leader_epoch
@@ -223,12 +235,22 @@ class LeaderPartition:
         fetch_offset: int,
         now_ms: int,
         session: SessionClock | None = None,
+        *,
+        log_dir_id: str = "",
+        eligible: bool = True,
     ) -> list[LeaderOutput]:
         """A follower fetches from ``fetch_offset``, its LEO (before the leader reads);
-        ``session``: the incremental fetch session it came in (see ``FollowerProgress``)."""
+        ``session``: the incremental fetch session it came in (see ``FollowerProgress``);
+        ``log_dir_id``: the data folder it fetches from; ``eligible``: whether that is the
+        folder its broker's current registration names (else it may not join the ISR)."""
         progress = self.followers.get(replica_id)
+        if self.retired or progress is None:
+            return []
+        if progress.log_dir_id != log_dir_id:  # another log: what was known is not its
+            progress = FollowerProgress(progress.last_caught_up_ms, log_dir_id=log_dir_id)
+            self.followers[replica_id] = progress
         leader_leo = self._log.log_end_offset
-        if self.retired or progress is None or fetch_offset > leader_leo:
+        if fetch_offset > leader_leo:
             return []
         if fetch_offset >= leader_leo:
             progress.last_caught_up_ms = max(progress.last_caught_up_ms, now_ms)
@@ -238,7 +260,7 @@ class LeaderPartition:
         progress.last_fetch_ms = now_ms
         progress.log_end_offset = fetch_offset
         progress.session = session
-        outputs = self._maybe_expand(replica_id)
+        outputs = self._maybe_expand(replica_id) if eligible else []
         outputs += self._advance_high_watermark()
         return outputs
 
@@ -252,7 +274,9 @@ class LeaderPartition:
             progress = self.followers.get(replica)
             if progress is None:
                 continue
-            if now_ms - progress.caught_up_ms(leader_leo) > self._lag_max_ms:
+            if now_ms - progress.caught_up_ms(leader_leo) > self._lag_max_ms or (
+                self.state.log_dir_lost(replica, progress.log_dir_id)
+            ):
                 lagging.add(replica)
         if not lagging:
             return []
@@ -307,12 +331,18 @@ class LeaderPartition:
     def _maybe_expand(self, replica_id: int) -> list[LeaderOutput]:
         if self.pending is not None or replica_id in self.state.isr:
             return []
-        leo = self.followers[replica_id].log_end_offset
+        progress = self.followers[replica_id]
+        leo = progress.log_end_offset
         if leo < self._log.high_watermark or leo < self.epoch_start_offset:
             return []
-        return self._propose((*self.state.isr, replica_id))
+        return self._propose((*self.state.isr, replica_id), (replica_id, progress.log_dir_id))
 
-    def _propose(self, new_isr: tuple[int, ...]) -> list[LeaderOutput]:
+    def _propose(
+        self, new_isr: tuple[int, ...], added: tuple[int, str] | None = None
+    ) -> list[LeaderOutput]:
+        dirs = [added] if added is not None and added[1] else []
+        if self.log_dir_id and self.state.isr_log_dirs.get(self.broker_id) != self.log_dir_id:
+            dirs.append((self.broker_id, self.log_dir_id))
         self.pending = AlterIsr(
             self.topic,
             self.partition,
@@ -320,6 +350,7 @@ class LeaderPartition:
             self.leader_epoch,
             self.state.partition_epoch,
             new_isr,
+            tuple(dirs),
         )
         return [self.pending]
 

@@ -86,7 +86,11 @@ class HighWatermarkAdvanced(NamedTuple):
 
 class AlterIsr(NamedTuple):
     """A leader's proposal: set the ISR to ``new_isr`` if the partition is still at
-    ``expected_partition_epoch`` under this leader and epoch (a compare-and-swap)."""
+    ``expected_partition_epoch`` under this leader and epoch (a compare-and-swap).
+
+    ``log_dirs``: the data folder ids to record for members (``PartitionState.isr_log_dirs``):
+    the one a member being added fetched from, and the leader's own; members kept keep theirs.
+    """
 
     topic: str
     partition: int
@@ -94,6 +98,7 @@ class AlterIsr(NamedTuple):
     leader_epoch: int
     expected_partition_epoch: int
     new_isr: tuple[int, ...]
+    log_dirs: tuple[tuple[int, str], ...] = ()
 
 
 LeaderOutput = HighWatermarkAdvanced | AlterIsr

@@ -66,8 +66,11 @@ class ReplicaFetcher:
         max_bytes: int,
         backoff_ms: int,
         on_fetched: FetchedBytes | None = None,
+        log_dir_id: str = "",
     ) -> None:
         self.broker_id = broker_id
+        #: This broker's data folder id, sent with every fetch (the leader's ISR needs it).
+        self.log_dir_id = log_dir_id
         self._on_fetched = on_fetched
         self.leader_id = leader_id
         self.session = FetchSession()
@@ -195,6 +198,7 @@ class ReplicaFetcher:
             min_bytes=1,
             max_bytes=self._max_bytes,
             replica_id=self.broker_id,
+            replica_log_dir_id=self.log_dir_id,
             session_id=round_.session_id,
             session_epoch=round_.session_epoch,
             forgotten=tuple(round_.forgotten),
@@ -256,6 +260,8 @@ class ReplicaFetcherManager:
     ) -> None:
         del on_progress  # reserved: followers serve no consumers yet
         self._broker_id = broker_id
+        #: This broker's data folder id (set by the broker before any replica is followed).
+        self.log_dir_id = ""
         self._snapshot = snapshot
         self._now_ms = now_ms
         self._options = {
@@ -278,6 +284,7 @@ class ReplicaFetcherManager:
                 self._snapshot,
                 self._now_ms,
                 on_fetched=self._on_fetched,
+                log_dir_id=self.log_dir_id,
                 **self._options,
             )
             self._fetchers[leader_id] = fetcher

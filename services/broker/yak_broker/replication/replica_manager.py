@@ -33,6 +33,15 @@ Roles (docs/replication.md). For each hosted replica the metadata names a role:
   fetch session with that leader (``ReplicaFetcherManager``), re-created on every new leader
   epoch so that it first finds the divergence point and truncates;
 - **none** (no leader): the log is kept and nothing fetches.
+- **lost** (the state names this broker leader, but its ISR entry records another data folder
+  than this broker's ``log_dir_id``: the log it was in sync with was lost, e.g. the broker
+  restarted on an empty disk before the controller noticed): it neither leads nor follows,
+  and requests for the partition are answered ``NOT_LEADER_OR_FOLLOWER`` until the controller
+  elects another leader — leading the empty log would make the followers truncate to it
+  (docs/replication.md, "Empty-disk restarts").
+
+Followers' fetches carry their data folder id: the leader adds a follower to the ISR only
+when that id is the one the follower's registration shows (``on_follower_fetch``).
 
 Losing leadership fails the partition's waiting acks=all producers with
 ``NOT_LEADER_OR_FOLLOWER``; the batches may still commit under the new leader (or be
@@ -155,6 +164,7 @@ class ReplicaManager:
             on_fetched=self.stats.on_replica_fetched,
         )
         self.alter_isr_writer: AlterIsrWriter | None = None
+        self._log_dir_id = ""
         self._replicas: dict[TopicPartition, Replica] = {}
         self._local_ids: dict[TopicPartition, str | None] = {}
         self._changed = asyncio.Event()
@@ -169,6 +179,16 @@ class ReplicaManager:
     @property
     def replicas(self) -> Mapping[TopicPartition, Replica]:
         return MappingProxyType(self._replicas)
+
+    @property
+    def log_dir_id(self) -> str:
+        """This broker's data folder id (``meta.properties``); "" until the broker sets it."""
+        return self._log_dir_id
+
+    @log_dir_id.setter
+    def log_dir_id(self, value: str) -> None:
+        self._log_dir_id = value
+        self.fetchers.log_dir_id = value
 
     def load_local(self) -> None:
         """Learn the topic ids of the logs the log manager loaded from disk."""
@@ -209,6 +229,8 @@ class ReplicaManager:
         replica = self._replicas.get(tp)
         if state.leader != self.broker_id:
             raise _not_leader(tp, state, snapshot)
+        if state.log_dir_lost(self.broker_id, self._log_dir_id):
+            raise _not_leader(tp, state, snapshot, "lost its log on this broker (new data folder)")
         if replica is None or replica.topic_id != record.topic_id:
             # The metadata names us leader but ``apply`` has not caught up yet: retriable.
             raise _not_leader(tp, state, snapshot, "is not ready on this broker yet")
@@ -241,12 +263,26 @@ class ReplicaManager:
         replica_id: int,
         fetch_offset: int,
         session: SessionClock | None = None,
+        *,
+        log_dir_id: str = "",
     ) -> None:
         """A follower asks from ``fetch_offset`` (its log end offset): record its progress
-        (``session``: the incremental fetch session the fetch came in)."""
+        (``session``: the incremental fetch session the fetch came in; ``log_dir_id``: the
+        data folder it fetches from). It may join the ISR only if it is registered with
+        that folder (KIP-903: a process not registered yet, or the fetch of one whose log
+        is gone, never does)."""
         if replica.leader is not None:
+            registration = self._snapshot().brokers.get(replica_id)
+            eligible = registration is not None and (
+                registration.log_dir_id == log_dir_id or not registration.log_dir_id
+            )
             outputs = replica.leader.on_follower_fetch(
-                replica_id, fetch_offset, self.now_ms(), session
+                replica_id,
+                fetch_offset,
+                self.now_ms(),
+                session,
+                log_dir_id=log_dir_id,
+                eligible=eligible,
             )
             self._carry_out(replica, outputs)
 
@@ -413,7 +449,7 @@ class ReplicaManager:
                 d.tp,
                 d.config,
                 ((PARTITION_METADATA_FILE, encode_topic_id(d.topic_id)),),
-                d.state.leader_epoch if d.state.leader == self.broker_id else None,
+                d.state.leader_epoch if self._leads(d.state) else None,
             )
             for d in new
         ]
@@ -447,7 +483,7 @@ class ReplicaManager:
         for desired in batch:
             state, tp = desired.state, desired.tp
             committer = self._logs.logs.get(tp)
-            if state.leader != self.broker_id or committer is None:
+            if not self._leads(state) or committer is None:
                 continue
             replica = self._replicas.get(tp)
             machine = replica.leader if replica is not None else None
@@ -491,6 +527,7 @@ class ReplicaManager:
             self._local_ids[tp] = desired.topic_id
         committer = self._logs.get_or_create(tp, desired.config)
         replica = self._replicas.get(tp)
+        hosted = replica is not None
         if replica is None:
             replica = Replica(
                 tp, desired.topic_id, committer, desired.state, desired.min_insync_replicas
@@ -509,7 +546,19 @@ class ReplicaManager:
         replica.state = state
         replica.min_insync_replicas = desired.min_insync_replicas
         stamped = False
-        if state.leader == self.broker_id:
+        if state.leader == self.broker_id and not self._leads(state):
+            if replica.leader is not None or not hosted or previous != state:
+                _log.warning(
+                    "not leading %s in epoch %d: the ISR holds this broker's log of data "
+                    "folder %s, lost (this folder is %s); waiting for another leader",
+                    tp.dir_name,
+                    state.leader_epoch,
+                    state.isr_log_dirs.get(self.broker_id),
+                    self._log_dir_id,
+                )
+            self._retire_follower(replica)
+            self._retire_leader(replica)
+        elif state.leader == self.broker_id:
             self._retire_follower(replica)
             stamped = self._lead(replica, state)
         else:
@@ -519,6 +568,12 @@ class ReplicaManager:
             self.waiters.notify(tp)  # waiting fetches re-check leadership
             self._wake_followers(tp)
         return stamped
+
+    def _leads(self, state: PartitionState) -> bool:
+        """Whether this broker leads ``state``: named leader, with the log the ISR holds."""
+        return state.leader == self.broker_id and not state.log_dir_lost(
+            self.broker_id, self._log_dir_id
+        )
 
     def _lead(self, replica: Replica, state: PartitionState) -> bool:
         """Lead ``replica`` in ``state``'s epoch; whether a new epoch was stamped in its log."""
@@ -542,6 +597,7 @@ class ReplicaManager:
             replica.log,
             now_ms=self.now_ms(),
             replica_lag_time_max_ms=self.replica_lag_time_max_ms,
+            log_dir_id=self._log_dir_id,
         )
         replica.leader = machine
         self._carry_out(replica, machine.on_state(state, self.now_ms()))

@@ -106,6 +106,8 @@ class Broker:
         self._listener_factory = listener_factory
         self.keyspace = Keyspace(settings.cluster_id)
         self.incarnation = uuid.uuid4().hex
+        #: The data folder's ``directory.id`` (read by ``start``; see ``meta_properties``).
+        self.log_dir_id = ""
         self.metrics = metrics if metrics is not None else ServiceMetrics("broker")
         self._store_factory: StoreFactory = store_factory or self._etcd
         self.waiters: FetchWaiters[TopicPartition] = FetchWaiters()
@@ -170,7 +172,11 @@ class Broker:
     async def start(self) -> None:
         """Bring the broker up (see the module doc); undo everything if a step fails."""
         settings = self.settings
-        check_meta_properties(settings.data_dir, settings.cluster_id, settings.broker_id)
+        self.log_dir_id = check_meta_properties(
+            settings.data_dir, settings.cluster_id, settings.broker_id
+        )
+        # Before any replica exists: leading and fetching both carry the folder's id.
+        self.replicas.log_dir_id = self.log_dir_id
         self._started = True
         try:
             self._store = self._store_factory(settings.etcd_url)
@@ -214,6 +220,7 @@ class Broker:
             rack=self.settings.rack,
             started_at_ms=time.time_ns() // 1_000_000,
             incarnation=self.incarnation,
+            log_dir_id=self.log_dir_id,
             scheme="https" if self.settings.tls else "http",
             data_port=self.listener.port if self.listener is not None else None,
         )

@@ -55,7 +55,13 @@ def read_partitions(
             leader.check_epoch(wanted.current_leader_epoch)
             log = replica.log
             if follower:
-                replicas.on_follower_fetch(replica, request.replica_id, wanted.offset, session)
+                replicas.on_follower_fetch(
+                    replica,
+                    request.replica_id,
+                    wanted.offset,
+                    session,
+                    log_dir_id=request.replica_log_dir_id,
+                )
             records = _EMPTY
             hw, start = log.high_watermark, log.log_start_offset
             if remaining > 0:

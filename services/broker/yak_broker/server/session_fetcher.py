@@ -115,7 +115,12 @@ def _read(
         return []
     wanted = tuple(FetchPartition(*named) for named in session.wanted())
     return read_partitions(
-        FetchRequest(wanted, max_bytes=request.max_bytes, replica_id=request.replica_id),
+        FetchRequest(
+            wanted,
+            max_bytes=request.max_bytes,
+            replica_id=request.replica_id,
+            replica_log_dir_id=request.replica_log_dir_id,
+        ),
         replicas,
         session.clock,
     )

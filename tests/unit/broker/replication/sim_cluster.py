@@ -19,7 +19,14 @@ given roles from metadata exactly as ``ReplicaManager`` gives them. Simulated ar
   ``restart``; the page cache survives, so no fsynced-or-not distinction), ``expire`` (the
   crashed or cut-off broker's lease ends: the controller reacts; a restart waits for it, as the
   broker's registrar does), cut links, ``isolate`` (from every broker) and ``isolate`` with
-  ``from_etcd`` (a zombie: its proposals fail, it hears no metadata until healed).
+  ``from_etcd`` (a zombie: its proposals fail, it hears no metadata until healed);
+- **empty-disk restarts** (issue 21): ``restart(wipe=True)`` starts the broker on an empty data
+  folder with a new folder id (``meta.properties``' ``directory.id``), which its fetches carry
+  and its registration names (``registered``: broker → folder id). Two races come with it:
+  ``race="early"`` — the new process serves (leads, follows) while its old registration is
+  still there, as the real broker does while its registrar waits for the old lease: it
+  registers at the next ``expire``; ``race="coalesced"`` — the controller sees the new
+  registration without having seen the old one go (events coalesced, a controller failover).
 
 Producers' batches carry a unique batch id in their timestamp (``BASE_TS + id``), so logs are
 compared by batch headers alone. An acks=all batch is acknowledged when its leader machine emits
@@ -30,6 +37,7 @@ Every operation is synchronous and deterministic given the ``random.Random`` pas
 from __future__ import annotations
 
 import random
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,6 +59,7 @@ from yak.errors import NotEnoughReplicasError
 from yak.metadata.models import NO_LEADER, PartitionState
 from yak.record import RecordInput, encode_batch
 from yak_broker.replication.follower_partition import FollowerPartition
+from yak_broker.replication.isr_writer import altered_state
 from yak_broker.replication.leader_partition import LeaderPartition
 from yak_broker.replication.messages import (
     AlterIsr,
@@ -89,6 +98,7 @@ class Broker:
     incarnation: int = 0
     alive: bool = True
     fetchers: dict[int, Fetcher] = field(default_factory=dict)  # by leader broker
+    log_dir: str = ""  # the data folder's id: a new one after each wipe
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,7 +123,13 @@ class Cluster:
         self.network = Network()
         self.partitions = tuple(range(partitions))
         self.states = {p: _initial_state(p) for p in self.partitions}
-        self.registered = set(BROKERS)  # brokers with a live lease
+        #: Brokers with a live lease → the data folder id their registration names.
+        self.registered: dict[int, str] = {b: _folder_id(b, 0) for b in BROKERS}
+        #: Restarted processes whose registration waits for the old one's lease (``early``).
+        self.pending: dict[int, str] = {}
+        #: The data folder of each broker process, by (broker, incarnation).
+        self.dirs: dict[tuple[int, int], str] = {(b, 0): _folder_id(b, 0) for b in BROKERS}
+        self.wipes = dict.fromkeys(BROKERS, 0)
         self.zombies: set[int] = set()  # running, cut off from every broker and from etcd
         self.acked: dict[int, dict[int, int]] = {p: {} for p in self.partitions}
         self.acked_batches: dict[int, list[tuple[int, int]]] = {p: [] for p in self.partitions}
@@ -121,7 +137,8 @@ class Cluster:
         self.next_batch = 0
         self.trace: list[str] = []
         self.brokers = {
-            b: Broker(b, self._open_replicas(b), self._leader_sessions()) for b in BROKERS
+            b: Broker(b, self._open_replicas(b), self._leader_sessions(), log_dir=_folder_id(b, 0))
+            for b in BROKERS
         }
         for broker in self.brokers.values():
             self._catch_up_metadata(broker)
@@ -142,6 +159,23 @@ class Cluster:
 
     def now(self) -> int:
         return self.clock.time_ms()
+
+    def log_dir_of(self, broker_id: int, incarnation: int) -> str:
+        """The data folder of that broker process (what its fetches carry)."""
+        return self.dirs.get((broker_id, incarnation), "")
+
+    def lost(self, state: PartitionState, broker_id: int) -> bool:
+        """Whether ``broker_id`` is in ``state``'s ISR with a log its disk no longer holds."""
+        return state.log_dir_lost(broker_id, self.brokers[broker_id].log_dir)
+
+    def can_wipe(self, broker_id: int) -> bool:
+        """The fault model of one lost disk: every partition keeps an ISR member besides
+        ``broker_id`` whose log is intact (wiping the last one loses acknowledged data for
+        real; ``test_scenarios`` shows that partition then waits offline)."""
+        return all(
+            any(m != broker_id and not self.lost(state, m) for m in state.isr)
+            for state in self.states.values()
+        )
 
     def note(self, line: str) -> None:
         self.trace.append(f"[{self.now() - BASE_TS}] {line}")
@@ -263,7 +297,7 @@ class Cluster:
         live = frozenset(self.registered)
         for p in self.partitions:
             for _ in range(4):
-                change = next_partition_state(self.states[p], live)
+                change = next_partition_state(self.states[p], live, log_dirs=self.registered)
                 if change is None:
                     break
                 self._publish(*change)
@@ -279,9 +313,7 @@ class Cluster:
         ) == (proposal.leader_id, proposal.leader_epoch, proposal.expected_partition_epoch):
             assert proposal.leader_id in proposal.new_isr
             assert set(proposal.new_isr) <= set(state.replicas)
-            committed = state.model_copy(
-                update={"isr": proposal.new_isr, "partition_epoch": state.partition_epoch + 1}
-            )
+            committed = altered_state(state, proposal)
             self._publish(committed, "AlterIsr")
             self.reconcile()
         result = ProposeResult(proposal, body.machine, committed)
@@ -314,6 +346,14 @@ class Cluster:
         ):  # parked session fetches re-check leadership (replica_manager)
             broker.leading.cache.notify((TOPIC, state.partition))
         me = broker.broker_id
+        if state.leader == me and self.lost(state, me):
+            # Named leader with a log this disk no longer holds: neither lead nor follow.
+            self._retire_follower(broker, replica)
+            if replica.leader is not None:
+                replica.leader.on_state(state, self.now())
+                replica.leader = None
+            self.note(f"{me} does not lead p{state.partition}: its log was lost")
+            return
         if state.leader == me:
             self._retire_follower(broker, replica)
             machine = replica.leader
@@ -321,7 +361,12 @@ class Cluster:
                 if machine is not None:
                     machine.on_state(state, self.now())  # retires it
                 machine = LeaderPartition(
-                    me, state, replica.log, now_ms=self.now(), replica_lag_time_max_ms=LAG_MAX_MS
+                    me,
+                    state,
+                    replica.log,
+                    now_ms=self.now(),
+                    replica_lag_time_max_ms=LAG_MAX_MS,
+                    log_dir_id=broker.log_dir,
                 )
                 replica.leader = machine
                 self.note(f"{me} leads p{state.partition} epoch {state.leader_epoch}")
@@ -383,24 +428,41 @@ class Cluster:
         self.note(f"crash {broker_id}")
 
     def expire(self, broker_id: int) -> None:
-        """The lease of a crashed or cut-off broker ends; the controller reacts."""
-        self.registered.discard(broker_id)
+        """The lease of a crashed or cut-off broker ends; the controller reacts. A restarted
+        process waiting for it (``early``) registers then."""
+        self.registered.pop(broker_id, None)
         self.note(f"lease of {broker_id} expired")
         self.reconcile()
+        waiting = self.pending.pop(broker_id, None)
+        if waiting is not None:
+            self.registered[broker_id] = waiting
+            self.note(f"{broker_id} registered with data folder {waiting}")
+            self.reconcile()
 
-    def restart(self, broker_id: int) -> None:
-        """A new process: it registers only once the old one's lease is gone (``registration``
-        waits for it), so the controller has moved leadership and ISR membership first."""
-        if broker_id in self.registered:
+    def restart(self, broker_id: int, *, wipe: bool = False, race: str | None = None) -> None:
+        """A new process, on an empty data folder if ``wipe``. It registers only once the old
+        one's lease is gone (``registration`` waits for it), so the controller has moved
+        leadership and ISR membership first — unless ``race`` (see the module doc)."""
+        racing = race is not None and broker_id in self.registered
+        if broker_id in self.registered and not racing:
             self.expire(broker_id)
         broker = self.brokers[broker_id]
         broker.incarnation += 1
+        if wipe:
+            shutil.rmtree(self.folder / f"b{broker_id}", ignore_errors=True)
+            self.wipes[broker_id] += 1
+            broker.log_dir = _folder_id(broker_id, self.wipes[broker_id])
+        self.dirs[(broker_id, broker.incarnation)] = broker.log_dir
         broker.replicas = self._open_replicas(broker_id)
         broker.leading = self._leader_sessions()
         broker.alive = True
-        self.note(f"restart {broker_id}: {[r.log for r in broker.replicas.values()]}")
-        self.registered.add(broker_id)
-        self.reconcile()
+        how = f"{'wiped, ' if wipe else ''}{race + ' race, ' if racing and race else ''}"
+        self.note(f"restart {broker_id} ({how}folder {broker.log_dir})")
+        if racing and race == "early":
+            self.pending[broker_id] = broker.log_dir
+        else:
+            self.registered[broker_id] = broker.log_dir
+            self.reconcile()
         self._catch_up_metadata(broker)
 
     def isolate(self, broker_id: int, *, from_etcd: bool = False) -> None:
@@ -412,7 +474,9 @@ class Cluster:
     def heal(self) -> None:
         self.network.heal()
         back, self.zombies = self.zombies, set()
-        self.registered |= back
+        for broker_id in back:
+            if broker_id not in self.pending:
+                self.registered[broker_id] = self.brokers[broker_id].log_dir
         self.reconcile()
         for broker_id in back:
             self._catch_up_metadata(self.brokers[broker_id])
@@ -425,8 +489,17 @@ class Cluster:
                     replica.log.close_without_marker()
 
 
+def _folder_id(broker_id: int, wipes: int) -> str:
+    return f"dir{broker_id}.{wipes}"
+
+
 def _initial_state(partition: int) -> PartitionState:
     replicas = tuple(BROKERS[(partition + i) % len(BROKERS)] for i in range(len(BROKERS)))
     return PartitionState(
-        topic=TOPIC, partition=partition, leader=replicas[0], replicas=replicas, isr=replicas
+        topic=TOPIC,
+        partition=partition,
+        leader=replicas[0],
+        replicas=replicas,
+        isr=replicas,
+        isr_log_dirs={b: _folder_id(b, 0) for b in replicas},
     )

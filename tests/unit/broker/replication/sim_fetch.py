@@ -387,7 +387,7 @@ class FetchPath:
                 follower,
                 {(p.topic, p.partition): (p.offset, p.current_leader_epoch) for p in wanted},
             )
-            read = self._read(leader, follower, wanted, body.max_bytes, None)
+            read = self._read(leader, follower, incarnation, wanted, body.max_bytes, None)
             reply = FetchReply(body, tuple(epoch_answers), _answers(read))
             self._reply(leader, follower, incarnation, reply)
             return
@@ -441,7 +441,9 @@ class FetchPath:
         """One pass of ``session_fetcher._long_poll``: answer now, or stay parked."""
         session, fetch = parked.session, parked.fetch
         wanted = [FetchPartition(*named) for named in session.wanted()] if session.dirty else []
-        read = self._read(leader, parked.follower, wanted, fetch.max_bytes, session.clock)
+        read = self._read(
+            leader, parked.follower, parked.incarnation, wanted, fetch.max_bytes, session.clock
+        )
         full = fetch.round.session_epoch == INITIAL_EPOCH
         answers = read if full else session.changes(read)
         expired = self.cluster.now() >= parked.deadline_ms
@@ -525,12 +527,17 @@ class FetchPath:
         self,
         leader: Broker,
         follower: int,
+        incarnation: int,
         wanted: Sequence[FetchPartition],
         max_bytes: int,
         session: SessionClock | None,
     ) -> list[FetchedPartition]:
-        """``fetcher.read_partitions`` for a follower (see the module doc)."""
+        """``fetcher.read_partitions`` for a follower (see the module doc); the fetch carries
+        the data folder of the follower process that sent it, and may add it to the ISR only
+        if that is the folder its broker's registration names (``ReplicaManager``)."""
         cluster = self.cluster
+        log_dir = cluster.log_dir_of(follower, incarnation)
+        eligible = cluster.registered.get(follower) == log_dir
         remaining = max_bytes
         result = []
         for want in wanted:
@@ -546,7 +553,14 @@ class FetchPath:
                 assert error is not None
                 result.append(FetchedPartition(topic, partition, error=PartitionError(error, "")))
                 continue
-            outputs = machine.on_follower_fetch(follower, want.offset, cluster.now(), session)
+            outputs = machine.on_follower_fetch(
+                follower,
+                want.offset,
+                cluster.now(),
+                session,
+                log_dir_id=log_dir,
+                eligible=eligible,
+            )
             cluster.carry_out(leader, replica, outputs)
             log = replica.log
             records = b""

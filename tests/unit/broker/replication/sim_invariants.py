@@ -15,6 +15,10 @@
    the last fetch that reached the leader from a session of that follower fetching the
    partition in this leader epoch (``FetchPath.heard``): the ISR never keeps a follower whose
    session stopped fetching it (forgot it, was closed, evicted or replaced, or its broker died).
+8. Empty-disk restarts: a replica whose log was lost (its disk's folder id is not the one its
+   ISR entry records) is never the controller's leader, and no broker runs a leader machine
+   for it; 6 holds for every ISR member whose entry names its disk, so a wiped replica joins
+   the ISR again only once it holds every acknowledged batch (KIP-903/KIP-858).
 
 Logs are read through ``Log.read`` and compared by batch headers (the batch id is in the
 timestamp); a replica's contents are re-read only when the cluster bumped its ``version``.
@@ -80,6 +84,7 @@ class Checker:
             self._check_prefix(p, replicas)
             self._check_isr(p, replicas)
             self._check_session_progress(p, replicas)
+            self._check_lost_logs(p, replicas)
 
     def _current_leader(self, p: int, replicas: dict[int, Replica]) -> Replica | None:
         state = self.cluster.states[p]
@@ -158,8 +163,8 @@ class Checker:
         hw = leader.log.high_watermark if leader is not None else 0
         for member in state.isr:
             replica = replicas.get(member)
-            if replica is None:
-                continue
+            if replica is None or self.cluster.lost(state, member):
+                continue  # dead, or known to have lost its log: never elected (8)
             held = self.contents(replica)
             for offset in range(leader.log.log_start_offset if leader else 0, hw):
                 assert held.get(offset) == committed.get(offset), (
@@ -170,6 +175,22 @@ class Checker:
                 entry = held.get(offset)
                 assert entry is not None, f"p{p}: ISR member {member} lacks acked #{batch_id}"
                 assert entry[1] == batch_id, f"p{p}: ISR member {member} has {entry} at {offset}"
+
+    def _check_lost_logs(self, p: int, replicas: dict[int, Replica]) -> None:
+        cluster = self.cluster
+        state = cluster.states[p]
+        registered = cluster.registered.get(state.leader)
+        assert registered is None or not state.log_dir_lost(state.leader, registered), (
+            f"p{p}: leader {state.leader} elected with a lost log ({state})"
+        )
+        for broker_id, replica in replicas.items():
+            machine = replica.leader
+            known = replica.state
+            if machine is None or machine.retired or known is None:
+                continue
+            assert not cluster.lost(known, broker_id), (
+                f"p{p}: {broker_id} leads epoch {machine.leader_epoch} on an empty disk"
+            )
 
     def _check_session_progress(self, p: int, replicas: dict[int, Replica]) -> None:
         heard = self.cluster.fetching.heard

@@ -41,6 +41,7 @@ def request(positions: dict[int, int], session_id: int, epoch: int) -> FetchRequ
 async def test_a_follower_caught_up_during_an_isr_change_rejoins_when_idle(
     broker: BrokerHarness, connection: BrokerConnection
 ) -> None:
+    await broker.register_peer(FOLLOWER)
     await broker.create_topic("s", 1, replicas=(0, FOLLOWER), isr=(0,))
     replica = broker.broker.replicas.replicas[TopicPartition(*KEY)]
     machine = replica.leader

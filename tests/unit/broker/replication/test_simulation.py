@@ -1,6 +1,7 @@
 """Seeded random schedules on a simulated cluster (``sim_cluster``): produce (acks=all and
 acks=1), fetch rounds, message loss, duplication and reordering, cut links, isolated and zombie
-brokers, crashes and restarts, lease expiries, clock ticks, and for fetch sessions (KIP-227)
+brokers, crashes and restarts (some on an empty data folder, some racing the old lease: see
+``sim_cluster``), lease expiries, clock ticks, and for fetch sessions (KIP-227)
 rounds given up and sessions evicted. Each seed picks how followers fetch (``sim_fetch.Mode``):
 sessionless rounds, incremental fetch sessions, or sessions against a mix of leader processes
 with and without them. The invariants (``sim_invariants``, and the session checks of
@@ -138,16 +139,20 @@ class Schedule:
             self.cluster.crash(self.rng.choice(alive))
 
     def restart(self) -> None:
-        dead = [b for b, broker in self.cluster.brokers.items() if not broker.alive]
+        cluster, rng = self.cluster, self.rng
+        dead = [b for b, broker in cluster.brokers.items() if not broker.alive]
         if dead:
-            self.cluster.restart(self.rng.choice(dead))
+            broker_id = rng.choice(dead)
+            wipe = rng.random() < 0.3 and cluster.can_wipe(broker_id)
+            race = rng.choice((None, None, "early", "coalesced"))
+            cluster.restart(broker_id, wipe=wipe, race=race)
 
     def expire(self) -> None:
         cluster = self.cluster
         gone = [
             b
             for b in sorted(cluster.registered)
-            if not cluster.brokers[b].alive or b in cluster.zombies
+            if not cluster.brokers[b].alive or b in cluster.zombies or b in cluster.pending
         ]
         if gone:
             cluster.expire(self.rng.choice(gone))
@@ -173,6 +178,8 @@ class Schedule:
         leader's whole log, committed, with every replica back in the ISR."""
         cluster = self.cluster
         cluster.heal()
+        for broker_id in sorted(cluster.pending):  # their old leases run out
+            cluster.expire(broker_id)
         for broker_id, broker in cluster.brokers.items():
             if not broker.alive:
                 cluster.restart(broker_id)
@@ -232,7 +239,17 @@ def test_random_schedule_keeps_the_invariants(seed: int, tmp_path: Path) -> None
     COVERAGE[f"mode {cluster.fetching.mode.value}"] += 1
     COVERAGE.update(cluster.fetching.counts)
     for line in cluster.trace:
-        for word in ("truncate", "crash", "and from etcd", "expired", "AlterIsr"):
+        for word in (
+            "truncate",
+            "crash",
+            "and from etcd",
+            "expired",
+            "AlterIsr",
+            "wiped",
+            "early race",
+            "coalesced race",
+            "its log was lost",
+        ):
             COVERAGE[word] += word in line
 
 
@@ -248,6 +265,11 @@ def test_the_schedules_exercise_failover_and_truncation() -> None:
     assert COVERAGE["and from etcd"] >= seeds // 2, COVERAGE
     assert COVERAGE["AlterIsr"] >= 3 * seeds, COVERAGE
     assert COVERAGE["produce NOT_ENOUGH_REPLICAS"] > 0, COVERAGE
+    # Empty-disk restarts, and both races with the old registration.
+    assert COVERAGE["wiped"] >= seeds // 4, COVERAGE
+    assert COVERAGE["early race"] > 0, COVERAGE
+    assert COVERAGE["coalesced race"] > 0, COVERAGE
+    assert COVERAGE["its log was lost"] > 0, COVERAGE
     # Fetch sessions: refused and given-up sessions start over, idle rounds, late answers,
     # evictions, and leaders without sessions all happen.
     for what in (

@@ -216,6 +216,18 @@ def test_fetch_request_is_kafkas_fetch_v12() -> None:
     assert kw.decode_fetch_request(rest) == request
 
 
+def test_a_followers_log_dir_id_rides_in_a_top_level_tagged_field() -> None:
+    """Empty-disk restarts (KIP-903): the follower's data folder id, a tag only followers send
+    to Yak leaders (an older Yak leader skips it); none without an id, as Kafka's own."""
+    request = FetchRequest((FetchPartition("a", 0, 5),), replica_id=2, replica_log_dir_id="ab12")
+    body = _unframe(_joined(kw.encode_fetch_request(request, 7)))
+    assert body.endswith(b"\x01\xe2\xf2\x01\x04ab12")  # 1 tag: 0x7962 (uvarint), 4 bytes
+    _, rest = kw.decode_request_header(body)
+    assert kw.decode_fetch_request(rest) == request
+    plain = request._replace(replica_log_dir_id="")
+    assert _unframe(_joined(kw.encode_fetch_request(plain, 7))).endswith(b"\x01\x00")
+
+
 def test_fetch_session_fields_are_kafkas() -> None:
     """KIP-227: session id and epoch, forgotten topics; an incremental fetch may name none."""
     request = FetchRequest(
