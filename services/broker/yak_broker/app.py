@@ -19,6 +19,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from yak import __version__
+from yak.heap import HeapFreezer
 from yak.observability.http import install_observability
 from yak.observability.metrics import ServiceMetrics
 from yak.web.cluster_secret import ClusterSecretMiddleware
@@ -34,15 +35,20 @@ __all__ = ["create_app"]
 
 
 def create_app(
-    settings: BrokerSettings | None = None, *, store_factory: StoreFactory | None = None
+    settings: BrokerSettings | None = None,
+    *,
+    store_factory: StoreFactory | None = None,
+    heap: HeapFreezer | None = None,
 ) -> FastAPI:
-    """Build the broker ASGI app (settings default to the ``YAK_*`` environment)."""
+    """Build the broker ASGI app (settings default to the ``YAK_*`` environment; ``heap``: see
+    ``Broker``)."""
     metrics = ServiceMetrics("broker")
     broker = Broker(
         settings or BrokerSettings.from_env(),
         store_factory,
         listener_factory=InternalListener,
         metrics=metrics,
+        heap=heap,
     )
 
     @asynccontextmanager

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from yak.heap import HeapFreezer
 from yak.observability.logs import configure_logging
 from yak.security.cluster_secret import load_cluster_secret
 from yak.web.serve import serve
@@ -105,7 +106,9 @@ def run(
         cluster_secret=load_cluster_secret(),
         max_open_files=max_open_files,
     )
-    app = create_app(settings)
+    # Tens of thousands of replicas are millions of long-lived objects: keep them out of the
+    # collector's full passes (``yak.heap``; a full pass held the loop up to a second).
+    app = create_app(settings, heap=HeapFreezer())
     broker: Broker = app.state.broker
     # SIGTERM: leaderships move away while both listeners still serve, then uvicorn stops.
     serve(

@@ -90,7 +90,7 @@ def admin_router(broker: Broker) -> APIRouter:
         topic: Annotated[list[str], Query(description="Only these topics (repeatable).")] = [],  # noqa: B006 (FastAPI copies defaults)
     ) -> Response:
         """The partition replicas hosted on this broker (of ``topic`` only, when given)."""
-        hosted = offsets.hosted_partitions(broker.replicas, set(topic) if topic else None)
+        hosted = await offsets.hosted_partitions(broker.replicas, set(topic) if topic else None)
         data_dir = broker.settings.data_dir
         disk = shutil.disk_usage(data_dir)
         answer = PartitionsResponse(
@@ -113,7 +113,7 @@ def admin_router(broker: Broker) -> APIRouter:
             log_dir=str(data_dir.resolve()),
             disk_total_bytes=disk.total,
             disk_free_bytes=disk.free,
-            topics=offsets.hosted_topics(broker.replicas),
+            topics=await offsets.hosted_topics(broker.replicas),
         )
         return _json(answer)
 

@@ -43,6 +43,7 @@ import uuid
 from collections.abc import Callable
 from typing import Protocol
 
+from yak.heap import HeapFreezer
 from yak.metadata.cache import ClusterSnapshot, MetadataCache
 from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace, ParsedKey
@@ -101,7 +102,10 @@ class Broker:
         *,
         listener_factory: ListenerFactory,
         metrics: ServiceMetrics | None = None,
+        heap: HeapFreezer | None = None,
     ) -> None:
+        """``heap``: freezes the process's heap as logs come and go (``yak.heap``); the
+        process entry point passes one, tests that run brokers in their own process don't."""
         self.settings = settings
         self._listener_factory = listener_factory
         self.keyspace = Keyspace(settings.cluster_id)
@@ -118,6 +122,7 @@ class Broker:
             checkpoint_interval_ms=settings.checkpoint_interval_ms,
             retention_check_interval_ms=settings.retention_check_interval_ms,
             max_open_files=settings.max_open_files,
+            heap=heap,
         )
         self.replicas = ReplicaManager(
             settings.broker_id,

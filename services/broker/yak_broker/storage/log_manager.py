@@ -75,6 +75,7 @@ from typing import ClassVar, NamedTuple
 
 from yak.clock import Clock, SystemClock
 from yak.errors import UnknownTopicOrPartitionError, YakError
+from yak.heap import HeapFreezer
 from yak_broker.storage import checkpoint, log_creation
 from yak_broker.storage.compaction import Compactor
 from yak_broker.storage.file_handles import FileHandleCache, default_max_open_files
@@ -152,8 +153,11 @@ class LogManager:
         cleaner_interval_ms: int = 15_000,
         max_open_files: int | None = None,
         io_threads: int = DEFAULT_IO_THREADS,
+        heap: HeapFreezer | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
+        #: Told when logs are loaded, created or deleted (None: the heap is left alone).
+        self._heap = heap
         self._io_threads = io_threads
         self._io_pool: ThreadPoolExecutor | None = None
         self._max_open_files = max_open_files
@@ -212,6 +216,8 @@ class LogManager:
         """``open`` (if not done) and start the background tasks."""
         if self._lock_fd < 0:
             self.open()
+        if self._heap is not None and self._logs:
+            self._heap.grew()
         schedule = [
             ("flush", self.flush_due_logs),
             ("checkpoint", self.write_checkpoints),
@@ -225,6 +231,8 @@ class LogManager:
 
     async def shutdown(self) -> None:
         """Stop background work, close every log cleanly, release the folder."""
+        if self._heap is not None:
+            self._heap.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -350,6 +358,8 @@ class LogManager:
                 results[request.tp] = self._register(request.tp, log)
             if index % CHUNK == 0:
                 await asyncio.sleep(0)  # registering hundreds of logs: let the loop breathe
+        if self._heap is not None and staged:
+            self._heap.grew()
         return results
 
     async def persist_epochs(
@@ -411,6 +421,8 @@ class LogManager:
         self._unflushed.pop(tp, None)
         self._stale.pop(tp, None)
         committer.log.on_unflushed = committer.log.on_checkpoint_stale = None
+        if self._heap is not None:
+            self._heap.shrank()
         await committer.close()
         committer.log.close_without_marker()
         doomed = self.data_dir / f"{tp.dir_name}.{uuid.uuid4().hex}{_DELETE_SUFFIX}"

@@ -15,6 +15,7 @@ import pytest
 
 from tests.unit.broker.storage.batches import make_batch
 from yak.clock import FakeClock
+from yak.heap import HeapFreezer
 from yak_broker.storage import log_creation
 from yak_broker.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT_FILE_NAME, EpochEntry
 from yak_broker.storage.log_config import LogConfig
@@ -263,3 +264,31 @@ async def test_a_kill_during_bulk_creation_recovers(tmp_path: Path) -> None:
         assert committer.log.log_end_offset == 0
         assert committer.log.leader_epochs.entries == ()
     await manager.shutdown()
+
+
+class _Heap(HeapFreezer):
+    """Records what the log manager tells it (and freezes nothing)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.told: list[str] = []
+
+    def grew(self) -> None:
+        self.told.append("grew")
+
+    def shrank(self) -> None:
+        self.told.append("shrank")
+
+
+async def test_the_heap_hears_of_logs_loaded_created_and_deleted(tmp_path: Path) -> None:
+    first = LogManager(tmp_path, clock=FakeClock(T0), heap=(heap := _Heap()))
+    first.open()
+    await first.create_logs(_requests(3))
+    await first.create_logs(_requests(3))  # nothing new: nothing to freeze
+    await first.delete(TopicPartition("t", 0))
+    assert heap.told == ["grew", "shrank"]
+    await first.shutdown()
+    again = LogManager(tmp_path, clock=FakeClock(T0), heap=(reloaded := _Heap()))
+    await again.start()
+    assert reloaded.told == ["grew"]  # the logs found at start
+    await again.shutdown()
