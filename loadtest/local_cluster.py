@@ -141,9 +141,12 @@ class LocalCluster:
         process.popen.send_signal(signal.SIGKILL)
         process.popen.wait()
 
-    def start_broker(self, broker_id: int, *, ready_timeout_s: float = 30.0) -> ManagedProcess:
+    def start_broker(
+        self, broker_id: int, *, ready_timeout_s: float = 30.0, **env: str
+    ) -> ManagedProcess:
         """Start (or restart, on the same folder, id and port) broker ``broker_id``; wait at
-        most ``ready_timeout_s`` for it to be ready (a restart on many logs loads them first)."""
+        most ``ready_timeout_s`` for it to be ready (a restart on many logs loads them first);
+        ``env`` adds ``YAK_*`` settings (e.g. a fixed ``YAK_DATA_PORT``)."""
         if broker_id not in self.broker_ports:
             (self.broker_ports[broker_id],) = free_ports(1)
         port = self.broker_ports[broker_id]
@@ -164,6 +167,7 @@ class LocalCluster:
                     "YAK_REPLICA_LAG_TIME_MAX_MS": str(self.replica_lag_time_max_ms),
                     "YAK_LOG_LEVEL": "info",
                     **self._code_env(),
+                    **env,
                 },
             )
         )

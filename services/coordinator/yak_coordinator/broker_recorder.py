@@ -149,12 +149,14 @@ class BrokerRecorder:
         for change in written:
             after = change.after
             log.info(
-                "broker %d %s: %s:%d, incarnation %s, last seen %d",
+                "broker %d %s: %s:%d, incarnation %s, data folder %s%s, last seen %d",
                 change.broker_id,
                 change.reason,
                 after.host,
                 after.port,
                 after.incarnation or "-",
+                after.log_dir_id or "-",
+                _new_folder(change),
                 after.last_seen_ms,
             )
 
@@ -162,6 +164,13 @@ class BrokerRecorder:
         """One transaction guarded by the term's fence: whether it ran (when the fence failed,
         the term ends)."""
         return await fenced_txn(self._store, self._keyspace, term, compares, ops) is not None
+
+
+def _new_folder(change: RecordChange) -> str:
+    """A note for the log when the broker came back with another data folder id."""
+    before = change.before.log_dir_id if change.before is not None else ""
+    after = change.after.log_dir_id
+    return " (new: its log was lost)" if before and after and before != after else ""
 
 
 def _holds(current: KeyValue | None, expected: BrokerRecord | None) -> bool:

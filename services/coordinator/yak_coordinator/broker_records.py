@@ -125,6 +125,7 @@ def describes(record: BrokerRecord, registration: BrokerRegistration) -> bool:
     """Whether ``record`` is of this very registration (same process, same address)."""
     return (
         record.incarnation == registration.incarnation
+        and record.log_dir_id == registration.log_dir_id
         and record.started_at_ms == registration.started_at_ms
         and record.host == registration.host
         and record.port == registration.port
@@ -148,6 +149,7 @@ def record_of(
         "rack": registration.rack,
         "scheme": registration.scheme,
         "incarnation": registration.incarnation,
+        "log_dir_id": registration.log_dir_id,
         "started_at_ms": registration.started_at_ms,
         "registered": registered,
         "last_seen_ms": last_seen_ms,
