@@ -207,5 +207,18 @@ SOAK_ARGS ?=
 soak: $(BENCH_STAMP)
 	$(BIN)/python -m loadtest.soak $(SOAK_ARGS)
 
+## Chaos (not part of `make test`): the nemesis suite of docs/chaos.md, CHAOS_FAULTS faults per
+## fault class, each process in a network namespace of its own (root); writes
+## loadtest/results/chaos.json. CHAOS_ARGS="--classes kill-broker,empty-disk", "--loopback",
+## "--merge", "--cleanup". Needs ip (iproute2) and a C compiler (the shim): installed if missing.
+CHAOS_FAULTS ?= 30
+CHAOS_ARGS ?=
+.PHONY: chaos
+chaos: $(BENCH_STAMP)
+	@{ command -v ip && command -v cc; } >/dev/null 2>&1 || { \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 gcc libc6-dev; }
+	$(BIN)/python -m loadtest.chaos --faults $(CHAOS_FAULTS) $(CHAOS_ARGS)
+
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .import_linter_cache

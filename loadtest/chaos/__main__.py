@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -22,9 +22,11 @@ from loadtest.chaos.network import LoopbackNetwork, NamespaceNetwork, Network, c
 from loadtest.chaos.report import document, table, write
 from loadtest.chaos.runner import ClassResult, RunOptions, run
 from loadtest.chaos.shim import Shim, build_shim
+from loadtest.local_cluster import code_path
 
-RESULTS = Path(__file__).resolve().parents[1] / "results" / "chaos.json"
-LOGS = Path(__file__).resolve().parents[2] / ".artifacts" / "chaos-logs"
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "loadtest" / "results" / "chaos.json"
+LOGS = ROOT / ".artifacts" / "chaos-logs"
 #: ``--short``: cheap classes that need neither root nor a compiler.
 SHORT = ("kill-broker", "pause-proxy", "kill-coordinator")
 
@@ -47,6 +49,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--merge", action="store_true", help="keep other classes' entries")
     parser.add_argument("--cleanup", action="store_true", help="remove a dead run's leftovers")
     parser.add_argument("--list", action="store_true", help="list the fault classes")
+    parser.add_argument(
+        "--code", help="run the services of this commit (git archive), not the work tree"
+    )
     return parser.parse_args(argv)
 
 
@@ -57,6 +62,32 @@ def _choose(args: argparse.Namespace) -> list[FaultClass]:
     if unknown:
         raise SystemExit(f"unknown fault classes: {unknown}; --list shows them")
     return [by_name[n] for n in names]
+
+
+def _export(ref: str, folder: Path) -> tuple[tuple[str, ...], str]:
+    """``ref``'s ``shared`` and ``services`` under ``folder`` (``git archive``: nothing in the
+    repository changes); the PYTHONPATH folders and the commit."""
+    commit = subprocess.run(
+        ("git", "-C", str(ROOT), "rev-parse", ref), check=True, capture_output=True, text=True
+    ).stdout.strip()
+    folder.mkdir(parents=True)
+    archive = subprocess.run(
+        ("git", "-C", str(ROOT), "archive", commit, "shared", "services"),
+        check=True,
+        capture_output=True,
+    ).stdout
+    subprocess.run(("tar", "-x", "-C", str(folder)), input=archive, check=True)
+    return code_path(folder), commit
+
+
+def _work_tree() -> str:
+    """The checkout's commit, with ``+dirty`` when services or shared have local changes."""
+    git = ("git", "-C", str(ROOT))
+    head = subprocess.run((*git, "rev-parse", "HEAD"), capture_output=True, text=True).stdout
+    changed = subprocess.run(
+        (*git, "status", "--porcelain", "--", "shared", "services"), capture_output=True, text=True
+    ).stdout
+    return head.strip() + ("+dirty" if changed.strip() else "")
 
 
 def _pending(fault: FaultClass, why: str) -> ClassResult:
@@ -80,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     network: Network | None = None
     cluster: ChaosCluster | None = None
     started = time.monotonic()
+    code = _work_tree()
     try:
         if args.loopback:
             network = LoopbackNetwork()
@@ -93,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
             shim = Shim(build_shim(folder), folder / "shim-control")
         cluster_id = f"chaos-{uuid.uuid4().hex[:8]}"
         cluster = ChaosCluster(folder, network, cluster_id, shim=shim, etcd_list=args.etcd_list)
+        if args.code:
+            cluster.python_path, code = _export(args.code, folder / "code")
         cluster.start_all()
         options = RunOptions(
             faults=args.faults,
@@ -125,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
         "network": "loopback" if args.loopback else "namespaces",
         "etcd_endpoints_given_to_services": 3 if args.etcd_list else 1,
         "minutes": round((time.monotonic() - started) / 60, 1),
-        "pid": os.getpid(),
+        "code": code,
+        "folder": str(folder),
     }
     doc = write(args.results, document([*results, *skipped], settings), merge=args.merge)
     print(table(doc))

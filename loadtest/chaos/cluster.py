@@ -42,8 +42,8 @@ BROKERS = ("broker-0", "broker-1", "broker-2")
 PROXIES = ("proxy-0", "proxy-1")
 
 
-def _script(name: str) -> str:
-    return str(Path(sys.executable).with_name(name))
+#: How a service starts on ``python_path``: its package's ``main``, run by this interpreter.
+_LAUNCH = "import sys; sys.argv[0] = {script!r}; from {package}.main import main; main()"
 
 
 @dataclass
@@ -60,6 +60,8 @@ class ChaosCluster:
     #: Nodes stopped on purpose (a kill -9 not yet followed by ``start``).
     down: set[str] = field(default_factory=set)
     paused: set[str] = field(default_factory=set)
+    #: Folders first on the services' PYTHONPATH (an exported commit); empty: this checkout.
+    python_path: tuple[str, ...] = ()
 
     # --- addresses -----------------------------------------------------------------------
 
@@ -89,6 +91,13 @@ class ChaosCluster:
 
     # --- starting ------------------------------------------------------------------------
 
+    def _command(self, script: str) -> list[str]:
+        """The argv start of service ``script`` (``yak-broker`` ...), on ``python_path``."""
+        if not self.python_path:
+            return [str(Path(sys.executable).with_name(script))]
+        package = script.replace("-", "_")
+        return [sys.executable, "-c", _LAUNCH.format(package=package, script=script)]
+
     def _spec(self, node: str, argv: list[str], env: dict[str, str], health: str | None) -> None:
         spec = ProcessSpec(
             name=node,
@@ -96,7 +105,9 @@ class ChaosCluster:
             log_path=self.folder / "logs" / f"{node}.log",
             health_url=health,
             url=self.url(node),
-            env=env,
+            env={**env, "PYTHONPATH": os.pathsep.join(self.python_path)}
+            if self.python_path
+            else env,
             ready_timeout_s=40.0,
         )
         self.processes[node] = self.supervisor.start(spec)
@@ -146,7 +157,7 @@ class ChaosCluster:
     def start_coordinator(self, node: str) -> None:
         index = node.rsplit("-", 1)[1]
         argv = [
-            _script("yak-coordinator"),
+            *self._command("yak-coordinator"),
             *(
                 "--host",
                 self.network.host(node),
@@ -174,7 +185,8 @@ class ChaosCluster:
         }
         if self.shim is not None and node == self.shim_broker:
             env |= self.shim.env()
-        argv = [_script("yak-broker"), "--host", host, "--port", str(net.port(node, "broker"))]
+        port = str(net.port(node, "broker"))
+        argv = [*self._command("yak-broker"), "--host", host, "--port", port]
         self._spec(node, argv, env, f"{self.url(node)}/readyz")
 
     def start_proxy(self, node: str) -> None:
@@ -187,7 +199,7 @@ class ChaosCluster:
             "YAK_LOG_LEVEL": "info",
         }
         argv = [
-            _script("yak-rest-proxy"),
+            *self._command("yak-rest-proxy"),
             *("--host", net.host(node), "--port", str(net.port(node, "proxy"))),
         ]
         self._spec(node, argv, env, f"{self.url(node)}/readyz")

@@ -151,7 +151,7 @@ async def _isolate(ctx: FaultContext, node: str, others: tuple[str, ...], hold_s
     return f"{node} {hold_s:.0f}s"
 
 
-_CUT_HOLDS = (1.0, 4.0, 7.0)
+_CUT_HOLDS = (1.0, 3.0, 5.0)
 
 
 async def leader_from_etcd(ctx: FaultContext, number: int) -> str:
@@ -180,19 +180,19 @@ CLASSES = (
     FaultClass("clock-jump", "a broker's wall clock stepped ±30 s..±1 day", clock_jump, shim=True),
     FaultClass(
         "partition-leader-etcd",
-        "a leader cut from every etcd member 1/4/7 s",
+        "a leader cut from every etcd member 1/3/5 s",
         leader_from_etcd,
         partitions=True,
     ),
     FaultClass(
         "partition-leader-followers",
-        "a leader cut from the other brokers 1/4/7 s",
+        "a leader cut from the other brokers 1/3/5 s",
         leader_from_followers,
         partitions=True,
     ),
     FaultClass(
         "partition-leader-proxies",
-        "a leader cut from both rest-proxies 1/4/7 s",
+        "a leader cut from both rest-proxies 1/3/5 s",
         leader_from_proxies,
         partitions=True,
     ),

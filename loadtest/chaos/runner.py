@@ -136,9 +136,9 @@ async def run_class(
         await asyncio.sleep(1.0)
         while result.faults < options.faults and time.monotonic() < budget_end:
             try:
-                target = await fault.inject(context, result.faults)
+                target = await asyncio.wait_for(fault.inject(context, result.faults), 120.0)
                 result.targets[target] = result.targets.get(target, 0) + 1
-            except (RuntimeError, OSError, YakError, httpx.HTTPError) as exc:
+            except (TimeoutError, RuntimeError, OSError, YakError, httpx.HTTPError) as exc:
                 result.notes.append(f"fault {result.faults} failed: {exc!r}"[:300])
             result.faults += 1
             await _recover(cluster, network, topic, result, options.recover_s)

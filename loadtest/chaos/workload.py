@@ -6,8 +6,10 @@
   sequence, one batch in flight. A retriable failure (a dropped connection, a timeout, a 5xx,
   an error code ``retriable``) sends the *same* batch again, through the other proxy after a
   connection failure — the proxy forwards the stamp, so the broker must dedupe it. An
-  unknown producer id restamps the batch under a new session, as the SDK does; a batch still
-  unanswered after ``give_up_s`` is abandoned (not acknowledged) and a new session begins.
+  unknown producer id restamps the batch under a new session, as the SDK does; another
+  non-retriable error (an out-of-order sequence) fails the batch and ends the session, as
+  in Kafka; a batch still unanswered after ``give_up_s`` is abandoned (not acknowledged)
+  and a new session begins. Abandoned batches count as not acknowledged.
 - ``SdkProducer``: ``yak.sdk.AsyncProducer`` (idempotent, acks=all) on one proxy, records
   round robin over the partitions, each record's offset from its ``RecordMetadata``.
 
@@ -34,8 +36,6 @@ from yak.errors import UnknownProducerIdError, YakError, error_for_code
 from yak.sdk import AsyncProducer, RecordMetadata
 
 __all__ = ["RestProducer", "SdkProducer", "read_topic"]
-
-_NEW_SESSION = ("OUT_OF_ORDER_SEQUENCE_NUMBER", "INVALID_PRODUCER_EPOCH")
 
 
 def _value(producer: str, sequence: int, size: int) -> bytes:
@@ -108,10 +108,10 @@ class RestProducer(_Producer):
                     return [int(o) for o in response.json()["offsets"]]
                 error = _error(response)
                 self.error(error.code)
-                if isinstance(error, UnknownProducerIdError) or error.code in _NEW_SESSION:
+                if isinstance(error, UnknownProducerIdError):
                     self._session = None  # restamped under a new session, as the SDK does
                 elif not error.retriable and response.status_code < 500:
-                    self._session = None
+                    self._session = None  # fatal for the session, as in Kafka: not written
                     return None
             except httpx.HTTPError as exc:
                 self.error(type(exc).__name__)
