@@ -50,9 +50,9 @@ def run(
     data_dir: Annotated[
         Path, typer.Option(envvar="YAK_DATA_DIR", help="Folder of the partition logs.")
     ] = Path(".yak-broker"),
-    etcd: Annotated[str, typer.Option(envvar="YAK_ETCD", help="etcd URL.")] = (
-        "http://127.0.0.1:2379"
-    ),
+    etcd: Annotated[
+        str, typer.Option(envvar="YAK_ETCD", help="etcd URL, or several, comma-separated.")
+    ] = "http://127.0.0.1:2379",
     cluster_id: Annotated[str, typer.Option(envvar="YAK_CLUSTER_ID", help="Cluster id.")] = "local",
     rack: Annotated[
         str | None, typer.Option(envvar="YAK_RACK", help="Rack of this broker.")

@@ -15,7 +15,8 @@ data_port                   YAK_DATA_PORT          0 (any free port): the intern
 advertised_host             YAK_ADVERTISED_HOST    ``host`` (127.0.0.1 for 0.0.0.0): the
                                                    address registered for other processes
 data_dir                    YAK_DATA_DIR           ./.yak-broker
-etcd_url                    YAK_ETCD               http://127.0.0.1:2379
+etcd_url                    YAK_ETCD               http://127.0.0.1:2379 (or several members,
+                                                   comma-separated: failover)
 cluster_id                  YAK_CLUSTER_ID         local
 rack                        YAK_RACK               none
 lease_ttl_s                 YAK_LEASE_TTL_S        6 (etcd's minimum is about 2)
@@ -49,6 +50,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from yak.metadata.etcd_endpoints import parse_etcd_urls
 from yak.security.cluster_secret import load_cluster_secret
 
 __all__ = ["BrokerSettings"]
@@ -91,6 +93,7 @@ class BrokerSettings:
     metrics_partition_series: int = 1_000
 
     def __post_init__(self) -> None:
+        parse_etcd_urls(self.etcd_url)  # one member or several: a typo stops the start
         if self.broker_id < 0:
             raise ValueError(f"broker id must be >= 0, got {self.broker_id}")
         if self.lease_ttl_s < 1:

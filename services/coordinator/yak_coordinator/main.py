@@ -29,7 +29,9 @@ cli = typer.Typer(
 def run(
     host: Annotated[str | None, typer.Option(help="Address to bind [YAK_HOST].")] = None,
     port: Annotated[int | None, typer.Option(help="Port to bind [YAK_PORT].")] = None,
-    etcd: Annotated[str | None, typer.Option(help="etcd endpoint URL [YAK_ETCD].")] = None,
+    etcd: Annotated[
+        str | None, typer.Option(help="etcd URL, or several, comma-separated [YAK_ETCD].")
+    ] = None,
     cluster_id: Annotated[str | None, typer.Option(help="Cluster id [YAK_CLUSTER_ID].")] = None,
     node_id: Annotated[str | None, typer.Option(help="Coordinator id [YAK_NODE_ID].")] = None,
     lease_ttl: Annotated[

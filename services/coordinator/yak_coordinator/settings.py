@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from yak.metadata.etcd_endpoints import parse_etcd_urls
 from yak.metadata.keyspace import validate_cluster_id, validate_member_id
 from yak.security.acl import user_name
 from yak.security.cluster_secret import load_cluster_secret
@@ -57,6 +58,7 @@ class CoordinatorSettings:
     super_users: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        parse_etcd_urls(self.etcd_url)  # one member or several: a typo stops the start
         validate_cluster_id(self.cluster_id)
         validate_member_id(self.node_id)
         if self.lease_ttl_s < 1:

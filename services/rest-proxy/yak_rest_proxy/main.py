@@ -33,9 +33,9 @@ cli = typer.Typer(
 def run(
     host: Annotated[str, typer.Option(envvar="YAK_HOST", help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(envvar="YAK_PORT", help="Port to bind.")] = 8082,
-    etcd: Annotated[str, typer.Option(envvar="YAK_ETCD", help="etcd URL.")] = (
-        "http://127.0.0.1:2379"
-    ),
+    etcd: Annotated[
+        str, typer.Option(envvar="YAK_ETCD", help="etcd URL, or several, comma-separated.")
+    ] = "http://127.0.0.1:2379",
     cluster_id: Annotated[str, typer.Option(envvar="YAK_CLUSTER_ID", help="Cluster id.")] = "local",
     log_level: Annotated[str, typer.Option(envvar="YAK_LOG_LEVEL")] = "info",
     workers: Annotated[

@@ -69,6 +69,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from yak.metadata.etcd_endpoints import parse_etcd_urls
 from yak.metadata.keyspace import validate_cluster_id, validate_member_id
 from yak.record import CompressionType
 from yak.security.acl import user_name
@@ -112,6 +113,7 @@ class ProxySettings:
     tls: bool = False
 
     def __post_init__(self) -> None:
+        parse_etcd_urls(self.etcd_url)  # one member or several: a typo stops the start
         validate_cluster_id(self.cluster_id)
         validate_member_id(self.node_id)
         if self.acks not in (-1, 0, 1):

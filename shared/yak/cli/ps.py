@@ -55,7 +55,7 @@ def ps(data_dir: DataDirOption = Path(".yak")) -> None:
         typer.echo(f"error: no readable {path} (has `yak up` run here?): {exc}", err=True)
         raise typer.Exit(1) from None
     supervisor = document.get("supervisor") or {}
-    entries = [document["etcd"]] if document.get("etcd") else []
+    entries = document.get("etcd_members") or ([document["etcd"]] if document.get("etcd") else [])
     entries += document.get("processes", [])
     table = Table("process", "pid", "state", "restarts", "last exit", "url")
     for entry in entries:

@@ -2,13 +2,19 @@
 
 Port layout from ``--base-port`` B (defaults in brackets for B = 9400)::
 
-    etcd client B [9400], etcd peer B+1 [9401]
+    etcd member i: client B+2i, peer B+2i+1 [9400, 9401; 9402, 9403; ...]
     coordinators B+10+i [9410, 9411]      brokers B+20+i [9420, 9421, 9422]
     rest-proxies B+30+i [9430]            console B+40 [9440]
 
 ``--brokers``, ``--coordinators`` and ``--proxies`` (1-9 each; defaults 3, 2 and 1) say how
 many of each run. The first rest-proxy is named ``rest-proxy`` (the CLI's default endpoint),
 the others ``rest-proxy-1``, ``rest-proxy-2`` ...; the console talks to the first.
+
+``--etcd-members`` (1, 3 or 5; default 1) runs that many etcd members as one cluster, each
+with its own ports and data folder (``etcd-<i>/``; a single member keeps ``etcd/``), and gives
+every service all of them in ``YAK_ETCD`` (``http://127.0.0.1:9400,http://127.0.0.1:9402,...``):
+a service whose member dies goes on with another (``yak.metadata.etcd_members``). A data
+folder keeps the member count it was made with (etcd's membership is in its data).
 
 Every service gets ``YAK_ETCD``, ``YAK_CLUSTER_ID``, ``YAK_NODE_ID`` (its index: broker id,
 coordinator id) and ``YAK_DATA_DIR`` in its environment besides ``--host``/``--port``.
@@ -45,6 +51,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -56,8 +63,9 @@ import typer
 from yak.cli.secure import bootstrap_admin, secure_spec, write_tls_files
 from yak.cli.up_status import UpReport, Wakeup
 from yak.etcd_binary import EtcdBinary, EtcdNotFoundError, NotRecommendedEtcdError, find_etcd
+from yak.etcd_cluster import initial_cluster, member_name
 from yak.etcd_server import EmbeddedEtcd, downgrade_hint
-from yak.supervisor import ProcessSpec, RestartPolicy, StartupError, Supervisor
+from yak.supervisor import ManagedProcess, ProcessSpec, RestartPolicy, StartupError, Supervisor
 
 __all__ = ["ClusterPlan", "plan_cluster", "up"]
 
@@ -74,10 +82,25 @@ class ClusterPlan:
     etcd_peer_port: int
     services: tuple[ProcessSpec, ...]
     secure: bool = False
+    etcd_members: int = 1
+
+    def etcd_ports(self, member: int) -> tuple[int, int]:
+        """Member ``member``'s client and peer port."""
+        return self.etcd_client_port + 2 * member, self.etcd_peer_port + 2 * member
+
+    def etcd_member_url(self, member: int) -> str:
+        return f"http://{HOST}:{self.etcd_ports(member)[0]}"
 
     @property
     def etcd_url(self) -> str:
-        return f"http://{HOST}:{self.etcd_client_port}"
+        """Every member's client URL, comma-separated (the services' ``YAK_ETCD``)."""
+        return ",".join(self.etcd_member_url(i) for i in range(self.etcd_members))
+
+    def etcd_data(self, member: int) -> tuple[str, Path]:
+        """Member ``member``'s process name and data folder (one member: ``etcd``)."""
+        if self.etcd_members == 1:
+            return "etcd", self.data_dir / "etcd"
+        return f"etcd-{member}", self.data_dir / f"etcd-{member}"
 
 
 def _service(
@@ -114,11 +137,19 @@ def plan_cluster(
     *,
     proxies: int = 1,
     secure: bool = False,
+    etcd_members: int = 1,
 ) -> ClusterPlan:
     """Lay out ports, data folders and commands for a local cluster."""
     if not all(1 <= count <= 9 for count in (brokers, coordinators, proxies)):
         raise typer.BadParameter("use 1-9 brokers, 1-9 coordinators and 1-9 proxies")
-    common = (data_dir, f"http://{HOST}:{base_port}", cluster_id)
+    if etcd_members not in (1, 3, 5):
+        raise typer.BadParameter(
+            f"use 1, 3 or 5 etcd members, not {etcd_members} (an even count tolerates no "
+            "more failures than the odd count below it)",
+            param_hint="'--etcd-members'",
+        )
+    etcd_url = ",".join(f"http://{HOST}:{base_port + 2 * i}" for i in range(etcd_members))
+    common = (data_dir, etcd_url, cluster_id)
     specs = [
         _service(f"coordinator-{i}", "yak-coordinator", base_port + 10 + i, *common)
         for i in range(coordinators)
@@ -135,7 +166,9 @@ def plan_cluster(
     specs.append(replace(console, env={**console.env, "YAK_API_URL": proxy_url}))
     if secure:
         specs = [secure_spec(spec, data_dir) for spec in specs]
-    return ClusterPlan(data_dir, cluster_id, base_port, base_port + 1, tuple(specs), secure)
+    return ClusterPlan(
+        data_dir, cluster_id, base_port, base_port + 1, tuple(specs), secure, etcd_members
+    )
 
 
 def _proxy_name(index: int) -> str:
@@ -150,20 +183,61 @@ def _with_console_key(spec: ProcessSpec, api_key: str) -> ProcessSpec:
     return replace(spec, env={**spec.env, "YAK_CONSOLE_API_KEY": api_key})
 
 
-def _etcd_spec(plan: ClusterPlan, binary: EtcdBinary) -> ProcessSpec:
-    """etcd as a supervised child: its data folder (kept across restarts) under ``etcd/``."""
-    data = plan.data_dir / "etcd"
-    data.mkdir(mode=0o700, parents=True, exist_ok=True)  # the mode etcd asks for
-    log_path = plan.data_dir / "logs" / "etcd.log"
-    server = EmbeddedEtcd(data, plan.etcd_client_port, plan.etcd_peer_port, log_path, binary=binary)
-    return ProcessSpec(
-        name="etcd",
-        argv=tuple(server.argv()),
-        log_path=log_path,
-        health_url=f"{plan.etcd_url}/health",
-        url=plan.etcd_url,
-        env=server.env(),
-    )
+def _etcd_specs(plan: ClusterPlan, binary: EtcdBinary) -> list[ProcessSpec]:
+    """etcd's members as supervised children, each with its data folder (kept across
+    restarts); one member is ``etcd`` in ``etcd/``, several ``etcd-<i>`` in ``etcd-<i>/``."""
+    _check_etcd_folders(plan)
+    peers = [plan.etcd_ports(i)[1] for i in range(plan.etcd_members)]
+    specs = []
+    for i in range(plan.etcd_members):
+        name, data = plan.etcd_data(i)
+        data.mkdir(mode=0o700, parents=True, exist_ok=True)  # the mode etcd asks for
+        log_path = plan.data_dir / "logs" / f"{name}.log"
+        client, peer = plan.etcd_ports(i)
+        server = EmbeddedEtcd(
+            data,
+            client,
+            peer,
+            log_path,
+            name=member_name(i),
+            binary=binary,
+            initial_cluster=initial_cluster(peers, HOST),
+        )
+        url = plan.etcd_member_url(i)
+        specs.append(
+            ProcessSpec(
+                name=name,
+                argv=tuple(server.argv()),
+                log_path=log_path,
+                health_url=f"{url}/health",
+                url=url,
+                env=server.env(),
+            )
+        )
+    return specs
+
+
+def _check_etcd_folders(plan: ClusterPlan) -> None:
+    """A data folder keeps the etcd member count it was made with: etcd keeps its
+    membership in its data, so 1 and 3 members cannot take over each other's folders."""
+    single = (plan.data_dir / "etcd" / "member").exists()
+    several = (plan.data_dir / "etcd-0" / "member").exists()
+    if (plan.etcd_members == 1 and several) or (plan.etcd_members > 1 and single):
+        made = "several members" if several else "one member"
+        raise typer.BadParameter(
+            f"{plan.data_dir} holds an etcd of {made}; start with a new --data-dir, or carry "
+            "the keyspace over with a snapshot restore (docs/operations.md)",
+            param_hint="'--etcd-members'",
+        )
+
+
+def _start_etcd(etcd: Supervisor, specs: list[ProcessSpec]) -> list[ManagedProcess]:
+    """Start every member at once: a member of a new cluster is healthy only once a quorum
+    of its peers runs, so starting them one after the other would wait forever."""
+    if len(specs) == 1:
+        return [etcd.start(specs[0])]
+    with ThreadPoolExecutor(len(specs), thread_name_prefix="start-etcd") as pool:
+        return list(pool.map(etcd.start, specs))
 
 
 def _choose_etcd(explicit: Path | None, allow_not_recommended: bool) -> EtcdBinary:
@@ -198,6 +272,13 @@ def up(
     brokers: Annotated[int, typer.Option(help="Number of brokers.")] = 3,
     coordinators: Annotated[int, typer.Option(help="Number of coordinators.")] = 2,
     proxies: Annotated[int, typer.Option(help="Number of rest-proxies.")] = 1,
+    etcd_members: Annotated[
+        int,
+        typer.Option(
+            help="etcd members (1, 3 or 5); every service is given all of them and goes on "
+            "when the one it talks to dies."
+        ),
+    ] = 1,
     cluster_id: Annotated[str, typer.Option(help="Cluster id (etcd key prefix).")] = "local",
     secure: Annotated[
         bool, typer.Option("--secure", help="TLS, a cluster secret and security on.")
@@ -227,7 +308,14 @@ def up(
 ) -> None:
     """Start a local cluster: embedded etcd and every Yak service, until Ctrl-C."""
     plan = plan_cluster(
-        data_dir, base_port, brokers, coordinators, cluster_id, proxies=proxies, secure=secure
+        data_dir,
+        base_port,
+        brokers,
+        coordinators,
+        cluster_id,
+        proxies=proxies,
+        secure=secure,
+        etcd_members=etcd_members,
     )
     binary = _choose_etcd(etcd_binary, allow_not_recommended_etcd)
     plan.data_dir.mkdir(parents=True, exist_ok=True)
@@ -286,11 +374,12 @@ def _start(
         report.note(f"running {binary.describe()}")
         typer.echo(binary.describe())
         try:
-            process = etcd.start(_etcd_spec(plan, binary))
+            members = _start_etcd(etcd, _etcd_specs(plan, binary))
         except StartupError as exc:
-            hint = downgrade_hint(str(exc), plan.data_dir / "etcd", binary)
+            hint = downgrade_hint(str(exc), plan.etcd_data(0)[1], binary)
             raise StartupError(f"{exc}{hint}") from exc
-        typer.echo(f"{'etcd':<14} {plan.etcd_url}  (pid {process.pid})")
+        for member in members:
+            typer.echo(f"{member.spec.name:<14} {member.spec.url}  (pid {member.pid})")
         specs = plan.services
         if plan.secure and not stop:
             api_key = bootstrap_admin(plan.data_dir, plan.etcd_url, plan.cluster_id)

@@ -86,6 +86,7 @@ def write_cluster_file(
     *,
     etcd: ManagedProcess | None,
     services: list[ManagedProcess],
+    etcd_members: list[ManagedProcess] | None = None,
     secure: bool,
     restart: bool,
     running: bool = True,
@@ -101,6 +102,8 @@ def write_cluster_file(
             "updated_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         },
         "etcd": _process_entry(etcd) if etcd is not None else None,
+        # Every member (``yak up --etcd-members``); "etcd" above is the first.
+        "etcd_members": [_process_entry(p) for p in etcd_members or ([etcd] if etcd else [])],
         "processes": [_process_entry(p) for p in services],
     }
     if secure:
@@ -158,6 +161,7 @@ class UpReport:
             self.cluster_id,
             etcd=self._etcd[0] if self._etcd else None,
             services=list(self._services),
+            etcd_members=list(self._etcd),
             secure=self.secure,
             restart=self.restart,
             running=self._running,
