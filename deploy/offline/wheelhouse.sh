@@ -19,8 +19,8 @@ dest="$root/deploy/docker/wheels"
 rm -rf "$dest"
 mkdir -p "$dest"
 "$python" -m pip wheel --quiet --no-deps --wheel-dir "$dest" "$root"
-constraints="$(mktemp "${TMPDIR:-/tmp}/yak-wheel-constraints.XXXXXX")"
-trap 'rm -f "$constraints"' EXIT INT TERM
+# Beside the wheels (ignored by git, and by `pip install --no-index` in the image).
+constraints="$dest/constraints.txt"
 "$python" -m pip freeze --exclude-editable --all | grep -v '^-e ' | grep '==' >"$constraints" || true
 
 requirement="$(ls "$dest"/yak-*.whl)"
@@ -35,4 +35,5 @@ done
 "$python" -m pip download --quiet --disable-pip-version-check --only-binary=:all: \
     --python-version 3.11 --implementation cp --abi cp311 --abi abi3 --abi none $platforms \
     --constraint "$constraints" --dest "$dest" "$requirement" pip
+rm -f "$constraints"
 ls "$dest" | wc -l | xargs printf '%s wheels in deploy/docker/wheels\n'

@@ -15,8 +15,11 @@ own containers, through ports published on 127.0.0.1.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import secrets
 import socket
+import ssl
 import sys
 import time
 from collections.abc import Iterator
@@ -52,6 +55,8 @@ CORE = [
     "console",
 ]
 TEST_FILE = Path(__file__).with_name("docker-compose.test.yml")
+COMPOSE_FILE = COMPOSE_DIR / "docker-compose.yml"
+SECURE_FILE = COMPOSE_DIR / "docker-compose.secure.yml"
 
 
 def _free_port() -> int:
@@ -91,15 +96,19 @@ def engine() -> Iterator[Engine]:
         yield found
 
 
-@pytest.fixture
-def cluster(engine: Engine) -> Iterator[tuple[Compose, dict[str, str]]]:
-    """The compose project up and healthy; torn down (volumes too) afterwards, whatever
-    happened. The test itself checks that the tear-down leaves nothing behind."""
+@contextlib.contextmanager
+def _up(
+    engine: Engine, files: list[Path], services: list[str], profiles: tuple[str, ...] = ()
+) -> Iterator[tuple[Compose, dict[str, str]]]:
+    """A compose project (a new name each time) up and healthy, with its published URLs;
+    torn down (volumes too) afterwards, whatever happened. The tests check that the tear-down
+    leaves nothing behind."""
     run_id = secrets.token_hex(4)
     ports = {name: _free_port() for name in ("proxy", "console", "prometheus")}
+    scheme = "https" if SECURE_FILE in files else "http"
     urls = {
-        "lb": f"http://127.0.0.1:{ports['proxy']}",
-        "console": f"http://127.0.0.1:{ports['console']}",
+        "lb": f"{scheme}://127.0.0.1:{ports['proxy']}",
+        "console": f"{scheme}://127.0.0.1:{ports['console']}",
         "prometheus": f"http://127.0.0.1:{ports['prometheus']}",
     }
     variables = {
@@ -111,24 +120,27 @@ def cluster(engine: Engine) -> Iterator[tuple[Compose, dict[str, str]]]:
         "YAK_TEST_BRIDGE": f"yak-{run_id}",
     }
     compose = Compose(
-        engine,
-        project=f"yaktest{run_id}",
-        files=[COMPOSE_DIR / "docker-compose.yml", TEST_FILE],
-        variables=variables,
-        profiles=["monitoring"],
+        engine, f"yaktest{run_id}", [*files, TEST_FILE], variables, profiles=list(profiles)
     )
     with bridge_forwarding(variables["YAK_TEST_BRIDGE"]):
         try:
             started = time.monotonic()
-            compose("up", "-d", "--no-build", *CORE, "prometheus", timeout=600)
-            _wait_healthy(compose, [*CORE, "prometheus"], 240)
+            compose("up", "-d", "--no-build", *services, timeout=600)
+            _wait_healthy(compose, services, 240)
             print(f"compose up, all healthy: {time.monotonic() - started:.0f} s")
             for proxy in ("rest-proxy-0", "rest-proxy-1"):
                 host_port = compose("port", proxy, "9430").strip()
-                urls[proxy] = f"http://{host_port}"
+                urls[proxy] = f"{scheme}://{host_port}"
             yield compose, urls
         finally:
             compose("down", "--volumes", "--remove-orphans", "--timeout", "10", check=False)
+
+
+@pytest.fixture
+def cluster(engine: Engine) -> Iterator[tuple[Compose, dict[str, str]]]:
+    """The whole topology and Prometheus of the monitoring profile."""
+    with _up(engine, [COMPOSE_FILE], [*CORE, "prometheus"], ("monitoring",)) as found:
+        yield found
 
 
 async def _produce_and_consume(urls: dict[str, str]) -> None:
@@ -295,10 +307,62 @@ def test_the_compose_cluster_runs_survives_kills_and_leaves_nothing(
     _prometheus_scrapes_everything(urls["prometheus"])
     asyncio.run(_kill_under_acks_all(compose, urls))
 
+    _down_leaves_nothing(compose)
+
+
+def _down_leaves_nothing(compose: Compose) -> None:
     compose("down", "--volumes", "--remove-orphans", "--timeout", "10")
     assert compose.labelled("container") == []
     assert compose.labelled("network") == []
     assert compose.labelled("volume") == []
+
+
+async def _secure_round_trip(urls: dict[str, str], api_key: str) -> None:
+    """Over TLS through nginx's TCP pass-through: no key, no answer; the admin's key makes
+    an RF 3 topic, and records go in through one proxy and out through the other."""
+    async with httpx.AsyncClient(
+        verify=ssl.create_default_context(cafile=os.environ["YAK_TLS_CA"])
+    ) as client:
+        refused = await client.get(f"{urls['lb']}/topics")
+        assert refused.status_code == 401, refused.text
+    async with AsyncAdmin(urls["lb"], api_key=api_key) as admin:
+        created = await admin.create_topic("secure", partitions=2, replication_factor=3)
+    assert all(sorted(p.replicas) == [0, 1, 2] for p in created.partitions)
+    values = {f"secure-{i}".encode() for i in range(50)}
+    async with AsyncProducer(urls["rest-proxy-0"], api_key=api_key) as producer:
+        await asyncio.gather(*[await producer.send("secure", v) for v in sorted(values)])
+    seen: set[bytes] = set()
+    async with AsyncConsumer(
+        urls["rest-proxy-1"],
+        "secure-reader",
+        ["secure"],
+        auto_offset_reset="earliest",
+        api_key=api_key,
+    ) as consumer:
+        deadline = time.monotonic() + 60
+        while len(seen) < len(values) and time.monotonic() < deadline:
+            seen |= {bytes(r.value or b"") for r in await consumer.poll(timeout_ms=1_000)}
+    assert seen == values
+
+
+def test_the_secure_override_runs_on_tls_with_keys(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docker-compose.secure.yml over the same images: secure-init writes the CA, the
+    certificates and the admin's key; every service answers its health check over TLS."""
+    with _up(engine, [COMPOSE_FILE, SECURE_FILE], CORE) as (compose, urls):
+        assert compose.health()["secure-init"] == "exited"
+        proxy = compose.container("rest-proxy-0")
+        ca = tmp_path / "ca.pem"
+        engine.docker("cp", f"{proxy}:/var/lib/yak/secrets/tls/ca.pem", str(ca))
+        api_key = engine.docker("exec", proxy, "cat", "/var/lib/yak/secrets/console-api-key")
+        monkeypatch.setenv("YAK_TLS_CA", str(ca))
+        asyncio.run(_secure_round_trip(urls, api_key.strip()))
+        login = httpx.get(
+            f"{urls['console']}/login", verify=ssl.create_default_context(cafile=str(ca))
+        )
+        assert login.status_code == 200
+        _down_leaves_nothing(compose)
 
 
 def test_the_images_come_from_this_machine(engine: Engine) -> None:
