@@ -41,7 +41,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--classes", help="comma-separated class names (default: all)")
     parser.add_argument("--short", action="store_true", help=f"smoke: {', '.join(SHORT)}")
     parser.add_argument("--loopback", action="store_true", help="no namespaces (no partitions)")
-    parser.add_argument("--etcd-list", action="store_true", help="services get all 3 etcd URLs")
+    parser.add_argument(
+        "--etcd-single", action="store_true", help="services get etcd-0's URL, not all three"
+    )
     parser.add_argument("--class-budget", type=float, default=180.0, help="seconds per class")
     parser.add_argument("--max-minutes", type=float, default=30.0, help="the whole run")
     parser.add_argument("--sdk-rate", type=float, default=50.0, help="records/s per SDK producer")
@@ -124,7 +126,9 @@ def main(argv: list[str] | None = None) -> int:
         if any(c.shim for c in runnable):
             shim = Shim(build_shim(folder), folder / "shim-control")
         cluster_id = f"chaos-{uuid.uuid4().hex[:8]}"
-        cluster = ChaosCluster(folder, network, cluster_id, shim=shim, etcd_list=args.etcd_list)
+        cluster = ChaosCluster(
+            folder, network, cluster_id, shim=shim, etcd_list=not args.etcd_single
+        )
         if args.code:
             cluster.python_path, code = _export(args.code, folder / "code")
         cluster.start_all()
@@ -157,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = {
         "faults_per_class": args.faults,
         "network": "loopback" if args.loopback else "namespaces",
-        "etcd_endpoints_given_to_services": 3 if args.etcd_list else 1,
+        "etcd_endpoints_given_to_services": 1 if args.etcd_single else 3,
         "minutes": round((time.monotonic() - started) / 60, 1),
         "code": code,
         "folder": str(folder),

@@ -97,22 +97,36 @@ async def pause_coordinator(ctx: FaultContext, number: int) -> str:
 
 
 async def kill_etcd(ctx: FaultContext, number: int) -> str:
-    """kill -9 an etcd member and restart it on its data folder. Services that take one
-    endpoint are given member 0's, so only members 1 and 2 are killed then (still any of
-    them may be etcd's leader); with the list form every member is a target."""
+    """kill -9 an etcd member and restart it on its data folder. Services are given all
+    three members (``YAK_ETCD=a,b,c``) and fail over; with ``--etcd-single`` they get member
+    0's alone, and only members 1 and 2 are killed (either may be etcd's leader)."""
     members = ETCD_MEMBERS if ctx.cluster.etcd_list else ETCD_MEMBERS[1:]
     return await _kill_restart(ctx, members[number % len(members)], 1.0)
 
 
-async def empty_disk(ctx: FaultContext, number: int) -> str:
-    """kill -9 the leader of a partition, delete its whole data folder, start it again: a
-    disk replaced under a broker that keeps its id."""
-    node = await _leader(ctx, number)
+async def _wipe(ctx: FaultContext, node: str) -> None:
     ctx.cluster.kill(node)
     shutil.rmtree(ctx.cluster.data_dir(node), ignore_errors=True)
     await asyncio.sleep(0.3)
     await _restart(ctx, node)
-    return node
+
+
+async def empty_disk(ctx: FaultContext, number: int) -> str:
+    """A disk replaced under a broker that keeps its id: kill -9, delete its whole data
+    folder, start it again. Even faults wipe a partition's leader; odd ones wipe one of its
+    followers and, the moment that broker is back (registered, maybe still counted in the
+    ISR with an empty log), kill -9 the leader too — the race where an empty replica could
+    be elected."""
+    leader = await _leader(ctx, number)
+    if number % 2 == 0:
+        await _wipe(ctx, leader)
+        return f"leader {leader}"
+    described = await ctx.cluster.describe(ctx.topic)
+    partition = described.partitions[number % len(described.partitions)]
+    follower = next(f"broker-{r}" for r in partition.replicas if f"broker-{r}" != leader)
+    await _wipe(ctx, follower)
+    await _kill_restart(ctx, leader, 0.3)
+    return f"follower {follower}, then leader"
 
 
 _DISK = ((5_000, 100_000), (20_000, 300_000), (50_000, 1_000_000))
@@ -196,5 +210,9 @@ CLASSES = (
         leader_from_proxies,
         partitions=True,
     ),
-    FaultClass("empty-disk", "kill -9 a leader, wipe its data folder, restart it", empty_disk),
+    FaultClass(
+        "empty-disk",
+        "wipe a leader's data folder; or a follower's, then kill -9 the leader",
+        empty_disk,
+    ),
 )
