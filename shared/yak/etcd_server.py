@@ -38,20 +38,32 @@ import socket
 import subprocess
 import time
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Self
 
 import httpx
 
+from yak.clients.tls import ssl_context
 from yak.etcd_binary import EtcdBinary, find_etcd
 from yak.supervisor import StartupError, log_tail
 
-__all__ = ["EmbeddedEtcd", "downgrade_hint", "free_ports"]
+__all__ = ["EmbeddedEtcd", "EtcdServerTls", "downgrade_hint", "free_ports"]
 
 HOST = "127.0.0.1"
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class EtcdServerTls:
+    """The client listener's certificate and key, and the CA that signed them (for the
+    health check): ``https://`` for clients. Peers stay plain on 127.0.0.1."""
+
+    cert_file: Path
+    key_file: Path
+    ca_file: Path
 
 
 def downgrade_hint(log_text: str, data_dir: Path, binary: EtcdBinary) -> str:
@@ -103,6 +115,7 @@ class EmbeddedEtcd:
         stop_timeout_s: float = 10.0,
         binary: EtcdBinary | None = None,
         initial_cluster: str | None = None,
+        tls: EtcdServerTls | None = None,
     ) -> None:
         self.binary = binary if binary is not None else find_etcd()
         self.data_dir = Path(data_dir)
@@ -117,6 +130,7 @@ class EmbeddedEtcd:
         self.stop_timeout_s = stop_timeout_s
         #: ``name=peer-url,...`` of every member of a new cluster (default: this one alone).
         self.initial_cluster = initial_cluster
+        self.tls = tls
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -125,8 +139,9 @@ class EmbeddedEtcd:
 
     @property
     def endpoint(self) -> str:
-        """Client URL, e.g. ``http://127.0.0.1:2379``."""
-        return f"http://{HOST}:{self.client_port}"
+        """Client URL, e.g. ``http://127.0.0.1:2379`` (``https://`` with ``tls``)."""
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://{HOST}:{self.client_port}"
 
     @property
     def peer_url(self) -> str:
@@ -157,6 +172,8 @@ class EmbeddedEtcd:
             "--logger=zap",  # 3.5's default; 3.4 defaults to the deprecated capnslog
             "--log-outputs=stderr",
         ]
+        if self.tls is not None:
+            argv += [f"--cert-file={self.tls.cert_file}", f"--key-file={self.tls.key_file}"]
         if self.unsafe_no_fsync and self.binary.version.has_unsafe_no_fsync:
             argv.append("--unsafe-no-fsync")  # tests only: faster, not crash-safe
         return argv
@@ -213,7 +230,8 @@ class EmbeddedEtcd:
         the deadline passes."""
         assert self._process is not None
         deadline = time.monotonic() + self.ready_timeout_s
-        with httpx.Client(timeout=1.0) as client:
+        verify = ssl_context(str(self.tls.ca_file)) if self.tls is not None else True
+        with httpx.Client(timeout=1.0, verify=verify) as client:
             while time.monotonic() < deadline:
                 if self._process.poll() is not None:
                     tail = log_tail(self.log_path)

@@ -4,6 +4,8 @@ Files, all under ``<data-dir>`` (keys and secrets mode 0600)::
 
     tls/ca.pem, tls/ca-key.pem         the local CA (kept across restarts: clients trust it)
     tls/<service>.pem, -key.pem        each service's server certificate (127.0.0.1, localhost)
+    tls/etcd.pem, etcd-key.pem         etcd's server certificate (every member's client port)
+    etcd-auth/<user>.password          etcd's root and each service kind's password
     cluster-secret                     the internal plane's secret (YAK_CLUSTER_SECRET_FILE)
     credentials.json                   {"user": "admin", "api_key": "yak_..."}
 
@@ -12,7 +14,14 @@ Every service gets ``YAK_TLS_CERT``/``YAK_TLS_KEY``/``YAK_TLS_CA``, the secret f
 certificates (``YAK_TLS_CLIENT_AUTH=optional``), so a certificate from the CA logs in as its
 CN. ``cluster.json`` names the files in its ``security`` section, and the CLI reads them from
 there (``apply_cluster_security``): the CA bundle, the admin key, and the secret (for ``yak
-topics`` and ``yak cluster``, which talk to the coordinators). etcd stays plain on 127.0.0.1.
+topics`` and ``yak cluster``, which talk to the coordinators).
+
+etcd is closed too (``yak.etcd_auth``): its client port speaks TLS only (``https://``, the
+local CA's certificate), authentication is on, and each service kind logs in as its own etcd
+user (``YAK_ETCD_USER`` and ``YAK_ETCD_PASSWORD_FILE``) whose role grants only the key ranges
+it writes; the console has no etcd user at all. ``root``'s password is for ``yak up`` itself
+(the role setup at each start, the admin's bootstrap) and for ``yak users create
+--bootstrap``. An anonymous client gets nothing; no proxy writes partition state.
 """
 
 from __future__ import annotations
@@ -20,25 +29,31 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from yak import etcd_auth
 from yak.errors import DuplicateResourceError
+from yak.etcd_binary import EtcdBinary
+from yak.etcd_server import EtcdServerTls
 from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace
 from yak.security.cluster_secret import new_cluster_secret
 from yak.security.local_ca import LocalCa, write_private
 from yak.security.store import SecurityStore
-from yak.supervisor import ProcessSpec
+from yak.supervisor import ProcessSpec, StartupError
 
 __all__ = [
     "ADMIN_USER",
     "apply_cluster_security",
     "bootstrap_admin",
     "cluster_api_key",
+    "etcd_server_tls",
     "secure_spec",
     "security_section",
+    "setup_etcd_auth",
     "write_tls_files",
 ]
 
@@ -58,7 +73,32 @@ def security_section(data_dir: Path) -> dict[str, str]:
         "ca": str(_tls_dir(root) / "ca.pem"),
         "credentials": str(root / "credentials.json"),
         "cluster_secret_file": str(root / "cluster-secret"),
+        "etcd_passwords": str(_etcd_auth_dir(root)),
     }
+
+
+def _etcd_auth_dir(data_dir: Path) -> Path:
+    return data_dir / "etcd-auth"
+
+
+def etcd_server_tls(data_dir: Path) -> EtcdServerTls:
+    """etcd's certificate (written by ``write_tls_files``) and the CA clients verify it with."""
+    tls = _tls_dir(data_dir.resolve())
+    return EtcdServerTls(tls / "etcd.pem", tls / "etcd-key.pem", tls / "ca.pem")
+
+
+def _etcd_env(data_dir: Path, user: str) -> dict[str, str]:
+    """What a client needs to log in to the secure etcd as ``user``."""
+    root = data_dir.resolve()
+    return {
+        "YAK_ETCD_CA": str(_tls_dir(root) / "ca.pem"),
+        "YAK_ETCD_USER": user,
+        "YAK_ETCD_PASSWORD_FILE": str(_etcd_auth_dir(root) / f"{user}.password"),
+    }
+
+
+def _https(urls: str) -> str:
+    return ",".join(url.replace("http://", "https://", 1) for url in urls.split(","))
 
 
 def _serves_tls(name: str) -> bool:
@@ -85,6 +125,11 @@ def secure_spec(spec: ProcessSpec, data_dir: Path) -> ProcessSpec:
         health_url = health_url.replace("http://", "https://", 1) if health_url else health_url
     if spec.name.startswith("rest-proxy"):
         env["YAK_TLS_CLIENT_AUTH"] = "optional"
+    if "YAK_ETCD" in env:
+        env["YAK_ETCD"] = _https(env["YAK_ETCD"])
+    user = etcd_auth.service_user(spec.name)
+    if user is not None:
+        env.update(_etcd_env(data_dir, user))
     if "YAK_API_URL" in env:
         env["YAK_API_URL"] = env["YAK_API_URL"].replace("http://", "https://", 1)
     return replace(spec, env=env, url=url, health_url=health_url, ca_file=files["ca"])
@@ -93,6 +138,7 @@ def secure_spec(spec: ProcessSpec, data_dir: Path) -> ProcessSpec:
 def write_tls_files(data_dir: Path, services: tuple[ProcessSpec, ...]) -> None:
     """The CA (kept if present), a fresh certificate per TLS service, and the secret."""
     ca = LocalCa.load_or_create(_tls_dir(data_dir))
+    ca.issue("etcd")
     for spec in services:
         if _serves_tls(spec.name):
             ca.issue(spec.name)
@@ -101,8 +147,19 @@ def write_tls_files(data_dir: Path, services: tuple[ProcessSpec, ...]) -> None:
         write_private(secret, new_cluster_secret().encode())
 
 
-async def _create_admin(etcd_url: str, cluster_id: str) -> str:
-    store = EtcdMetadataStore.from_url(etcd_url)
+def setup_etcd_auth(data_dir: Path, etcd_url: str, cluster_id: str, binary: EtcdBinary) -> None:
+    """Users, roles and authentication on the running etcd (idempotent: every start)."""
+    passwords = etcd_auth.ensure_passwords(_etcd_auth_dir(data_dir))
+    endpoint = etcd_url.split(",")[0]
+    ca = etcd_server_tls(data_dir).ca_file
+    try:
+        etcd_auth.apply(binary.etcdctl, endpoint, ca, Keyspace(cluster_id), passwords)
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+        raise StartupError(f"etcd's users and roles could not be set up: {exc}") from exc
+
+
+async def _create_admin(etcd_url: str, cluster_id: str, env: dict[str, str] | None) -> str:
+    store = EtcdMetadataStore.from_url(etcd_url, env=env)
     try:
         security = SecurityStore(store, Keyspace(cluster_id))
         try:
@@ -121,7 +178,11 @@ def bootstrap_admin(data_dir: Path, etcd_url: str, cluster_id: str) -> str:
     existing = cluster_api_key(None, data_dir, section={"credentials": str(path)})
     if existing is not None:
         return existing
-    token = asyncio.run(_create_admin(etcd_url, cluster_id))
+    # As etcd's root when ``setup_etcd_auth`` made its password, else with this process's
+    # ``YAK_ETCD_*`` (compose's secure-init).
+    root = _etcd_env(data_dir, etcd_auth.ROOT_USER)
+    env = root if Path(root["YAK_ETCD_PASSWORD_FILE"]).exists() else None
+    token = asyncio.run(_create_admin(etcd_url, cluster_id, env))
     write_private(path, json.dumps({"user": ADMIN_USER, "api_key": token}).encode() + b"\n")
     return token
 

@@ -41,8 +41,10 @@ spawns. The signal handlers only record the signal, tell the supervisors to stop
 processes and poke the main thread's wake-up pipe: they take no lock.
 
 ``--secure`` (``yak.cli.secure``): a local CA and certificates under ``tls/``, every service on
-TLS with the cluster secret and ``YAK_SECURITY=on``, and a super-user ``admin`` whose API key
-goes to ``credentials.json``; the CLI finds both through ``cluster.json``.
+TLS with the cluster secret and ``YAK_SECURITY=on``, etcd on TLS with authentication and one
+user and role per service kind (``yak.etcd_auth``, set up after etcd starts), and a super-user
+``admin`` whose API key goes to ``credentials.json``; the CLI finds both through
+``cluster.json``.
 """
 
 from __future__ import annotations
@@ -60,7 +62,13 @@ from typing import Annotated
 
 import typer
 
-from yak.cli.secure import bootstrap_admin, secure_spec, write_tls_files
+from yak.cli.secure import (
+    bootstrap_admin,
+    etcd_server_tls,
+    secure_spec,
+    setup_etcd_auth,
+    write_tls_files,
+)
 from yak.cli.up_status import UpReport, Wakeup
 from yak.etcd_binary import EtcdBinary, EtcdNotFoundError, NotRecommendedEtcdError, find_etcd
 from yak.etcd_cluster import initial_cluster, member_name
@@ -89,7 +97,8 @@ class ClusterPlan:
         return self.etcd_client_port + 2 * member, self.etcd_peer_port + 2 * member
 
     def etcd_member_url(self, member: int) -> str:
-        return f"http://{HOST}:{self.etcd_ports(member)[0]}"
+        scheme = "https" if self.secure else "http"
+        return f"{scheme}://{HOST}:{self.etcd_ports(member)[0]}"
 
     @property
     def etcd_url(self) -> str:
@@ -187,6 +196,7 @@ def _etcd_specs(plan: ClusterPlan, binary: EtcdBinary) -> list[ProcessSpec]:
     """etcd's members as supervised children, each with its data folder (kept across
     restarts); one member is ``etcd`` in ``etcd/``, several ``etcd-<i>`` in ``etcd-<i>/``."""
     _check_etcd_folders(plan)
+    tls = etcd_server_tls(plan.data_dir) if plan.secure else None
     peers = [plan.etcd_ports(i)[1] for i in range(plan.etcd_members)]
     specs = []
     for i in range(plan.etcd_members):
@@ -202,6 +212,7 @@ def _etcd_specs(plan: ClusterPlan, binary: EtcdBinary) -> list[ProcessSpec]:
             name=member_name(i),
             binary=binary,
             initial_cluster=initial_cluster(peers, HOST),
+            tls=tls,
         )
         url = plan.etcd_member_url(i)
         specs.append(
@@ -212,6 +223,7 @@ def _etcd_specs(plan: ClusterPlan, binary: EtcdBinary) -> list[ProcessSpec]:
                 health_url=f"{url}/health",
                 url=url,
                 env=server.env(),
+                ca_file=str(tls.ca_file) if tls is not None else None,
             )
         )
     return specs
@@ -382,6 +394,7 @@ def _start(
             typer.echo(f"{member.spec.name:<14} {member.spec.url}  (pid {member.pid})")
         specs = plan.services
         if plan.secure and not stop:
+            setup_etcd_auth(plan.data_dir, plan.etcd_url, plan.cluster_id, binary)
             api_key = bootstrap_admin(plan.data_dir, plan.etcd_url, plan.cluster_id)
             specs = tuple(_with_console_key(spec, api_key) for spec in specs)
             typer.echo(f"security on; admin's API key in {plan.data_dir / 'credentials.json'}")

@@ -22,7 +22,8 @@ watch cancels both. Every unary call has a deadline of ``timeout_s``. gRPC failu
 histogram, ``yak.observability.metrics``).
 
 Security through configuration (``from_url``): a user and password from the URL
-(``http://user:pw@host:2379``) or ``YAK_ETCD_USER``/``YAK_ETCD_PASSWORD`` (etcd's
+(``http://user:pw@host:2379``) or ``YAK_ETCD_USER`` and ``YAK_ETCD_PASSWORD`` (or the file
+``YAK_ETCD_PASSWORD_FILE`` names) (etcd's
 Authenticate, then its token on every call; a token etcd has forgotten — simple tokens expire
 after 5 idle minutes — is replaced by authenticating again); an ``https://`` endpoint speaks
 TLS, verified with ``YAK_ETCD_CA`` (else gRPC's default roots), presenting ``YAK_ETCD_CERT``/
@@ -36,6 +37,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from aetcd import rpc
@@ -345,6 +347,13 @@ def _consume(call: asyncio.Future[Any]) -> None:
         call.exception()
 
 
+def _password_file(env: Mapping[str, str]) -> str | None:
+    """The password in the file ``YAK_ETCD_PASSWORD_FILE`` names (a secret kept off the
+    environment, which other processes of the same user can read)."""
+    path = env.get("YAK_ETCD_PASSWORD_FILE")
+    return Path(path).read_text().strip() if path else None
+
+
 class EtcdMetadataStore:
     """A ``MetadataStore`` backed by etcd; close it with ``aclose()``.
 
@@ -413,7 +422,7 @@ class EtcdMetadataStore:
             endpoints=urls.endpoints,
             timeout_s=timeout_s,
             username=urls.username or env.get("YAK_ETCD_USER") or None,
-            password=urls.password or env.get("YAK_ETCD_PASSWORD") or None,
+            password=urls.password or env.get("YAK_ETCD_PASSWORD") or _password_file(env),
             tls=tls,
             observer=observer,
         )

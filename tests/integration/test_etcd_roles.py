@@ -1,0 +1,257 @@
+"""``yak up --secure`` closes etcd: TLS only, authentication on, one user and role per service.
+
+One real secure cluster (1 coordinator, 1 broker, the proxy, the console), started by the
+``yak`` script. Against its etcd:
+
+* an anonymous client — plain HTTP, or TLS without a user — can neither read nor write;
+* the rest-proxy's etcd user is refused a write under ``partitions/``, ``topics/``,
+  ``brokers/`` and the controller key, and may read them and write its consumer groups (it
+  still writes ``security/``, for the security admin API it serves: ``yak.etcd_auth``);
+* the broker's user may not write topics or security principals;
+* root (``yak users create --bootstrap``'s credentials) may;
+* with ``security/`` closed to the proxy as well (a real etcd set up the same way with
+  ``proxy_writes_security=False``), the proxy's user is refused writes of principals, ACLs
+  and quotas;
+* and the services work under their roles: a topic is created, records are produced, a
+  producer id is handed out and a consumer instance joins its group.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.integration.ports import free_base_port, layout_offsets
+from yak import etcd_auth
+from yak.clients.tls import ssl_context
+from yak.errors import MetadataStoreError
+from yak.etcd_server import EmbeddedEtcd, EtcdServerTls, free_ports
+from yak.metadata.etcd_store import EtcdMetadataStore
+from yak.metadata.keyspace import Keyspace
+from yak.security.local_ca import LocalCa
+
+pytestmark = pytest.mark.integration
+
+_BIN = Path(sys.executable).parent
+#: etcd's answers to a client without a user: "user name is empty" or "permission denied".
+_REFUSED = r"user name is empty|permission denied"
+
+
+class Cluster:
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.document: dict[str, Any] = json.loads((data_dir / "cluster.json").read_text())
+        self.ca = str(data_dir / "tls" / "ca.pem")
+        self.etcd = self.document["etcd"]["url"]
+        self.admin_key = json.loads((data_dir / "credentials.json").read_text())["api_key"]
+
+    def url(self, name: str) -> str:
+        (process,) = [p for p in self.document["processes"] if p["name"] == name]
+        return str(process["url"])
+
+    def env_of(self, user: str | None) -> dict[str, str]:
+        env = {"YAK_ETCD_CA": self.ca}
+        if user is not None:
+            env["YAK_ETCD_USER"] = user
+            env["YAK_ETCD_PASSWORD_FILE"] = str(self.data_dir / "etcd-auth" / f"{user}.password")
+        return env
+
+    @asynccontextmanager
+    async def store(
+        self, user: str | None, url: str | None = None
+    ) -> AsyncIterator[EtcdMetadataStore]:
+        store = EtcdMetadataStore.from_url(url or self.etcd, env=self.env_of(user), timeout_s=3)
+        try:
+            yield store
+        finally:
+            await store.aclose()
+
+    def yak(self, *args: str) -> str:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("YAK_")}
+        argv = [str(_BIN / "yak"), *args, "--data-dir", str(self.data_dir)]
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    data_dir = tmp_path_factory.mktemp("etcd-roles")
+    base = free_base_port(layout_offsets(brokers=1, coordinators=1))
+    argv = [str(_BIN / "yak"), "up", "--secure", "--data-dir", str(data_dir)]
+    argv += ["--base-port", str(base), "--brokers", "1", "--coordinators", "1"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout is not None
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if "is up" in line:
+                break
+        else:
+            pytest.fail("yak up --secure exited before the cluster was up:\n" + "".join(lines))
+        yield Cluster(data_dir)
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0, rest
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_etcd_speaks_tls_and_its_passwords_are_private(cluster: Cluster) -> None:
+    assert cluster.etcd.startswith("https://127.0.0.1:")
+    for user in ("root", "yak-coordinator", "yak-broker", "yak-rest-proxy"):
+        path = cluster.data_dir / "etcd-auth" / f"{user}.password"
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, user
+
+
+async def test_an_anonymous_client_reads_and_writes_nothing(cluster: Cluster) -> None:
+    async with cluster.store(None) as anonymous:  # TLS, trusts the CA, no user
+        with pytest.raises(MetadataStoreError, match=_REFUSED):
+            await anonymous.range_prefix("/yak/local/")
+        with pytest.raises(MetadataStoreError, match=_REFUSED):
+            await anonymous.get("/yak/local/security/principals/admin")
+        with pytest.raises(MetadataStoreError, match=_REFUSED):
+            await anonymous.put("/yak/local/security/principals/mallory", b"{}")
+    plain = cluster.etcd.replace("https://", "http://")
+    async with cluster.store(None, plain) as plain_client:
+        with pytest.raises(MetadataStoreError):
+            await plain_client.get("/yak/local/controller")
+    async with cluster.store("yak-rest-proxy") as proxy:  # nothing was written
+        assert await proxy.get("/yak/local/security/principals/mallory") is None
+
+
+async def test_a_proxy_may_not_write_partition_state(cluster: Cluster) -> None:
+    async with cluster.store("yak-rest-proxy") as proxy:
+        admin = await proxy.get("/yak/local/security/principals/admin")
+        assert admin is not None  # it reads principals to authenticate users
+        for key in (
+            "/yak/local/partitions/orders/0",
+            "/yak/local/topics/orders",
+            "/yak/local/controller",
+            "/yak/local/brokers/0",
+            "/yak/local/broker-records/0",
+        ):
+            with pytest.raises(MetadataStoreError, match="permission denied"):
+                await proxy.put(key, b"{}")
+        key = f"/yak/local/groups/roles-{uuid.uuid4().hex[:6]}/state"
+        await proxy.put(key, b"{}")  # its own range
+        assert await proxy.delete(key)
+        with pytest.raises(MetadataStoreError, match="permission denied"):
+            await proxy.put("/yak/other-cluster/groups/g/state", b"{}")
+
+
+async def test_a_broker_writes_only_registrations_and_partition_state(cluster: Cluster) -> None:
+    async with cluster.store("yak-broker") as broker:
+        for key in ("/yak/local/topics/orders", "/yak/local/security/principals/mallory"):
+            with pytest.raises(MetadataStoreError, match="permission denied"):
+                await broker.put(key, b"{}")
+    async with cluster.store("yak-coordinator") as coordinator:
+        with pytest.raises(MetadataStoreError, match="permission denied"):
+            await coordinator.put("/yak/local/security/principals/mallory", b"{}")
+    async with cluster.store("root") as root:  # yak users create --bootstrap's credentials
+        await root.put("/yak/local/security/roles-test", b"x")
+        assert await root.delete("/yak/local/security/roles-test")
+
+
+def test_the_services_work_under_their_roles(cluster: Cluster) -> None:
+    topic = f"roles-{uuid.uuid4().hex[:6]}"
+    cluster.yak("topics", "create", topic, "--partitions", "1", "--replication-factor", "1")
+    proxy = cluster.url("rest-proxy")
+    headers = {"authorization": f"Bearer {cluster.admin_key}"}
+    with httpx.Client(verify=ssl_context(cluster.ca), headers=headers, timeout=20) as http:
+        deadline = time.monotonic() + 30
+        records = {"records": [{"value": {"n": 1}}]}
+        while (
+            produced := http.post(f"{proxy}/api/v1/topics/{topic}/records", json=records)
+        ).status_code != 200:
+            assert time.monotonic() < deadline, produced.text
+            time.sleep(0.2)
+        assert http.post(f"{proxy}/api/v1/producers").status_code == 201  # producers/next-id
+        v2 = {"content-type": "application/vnd.kafka.v2+json"}
+        created = http.post(f"{proxy}/consumers/roles-g", json={"format": "json"}, headers=v2)
+        assert created.status_code == 200, created.text  # groups/<g>/members/<m>
+        instance = created.json()["base_uri"]
+        subscribed = http.post(f"{instance}/subscription", json={"topics": [topic]}, headers=v2)
+        assert subscribed.status_code == 204, subscribed.text
+        assert http.delete(instance, headers=v2).status_code == 204
+
+
+@pytest.fixture
+def closed_etcd(tmp_path: Path) -> Iterator[tuple[str, Path, dict[str, str]]]:
+    """A real etcd set up as ``yak up --secure`` sets its own, with ``security/`` closed to
+    the proxy too (``proxy_writes_security=False``)."""
+    ca = LocalCa.create(tmp_path / "tls")
+    cert = ca.issue("etcd")
+    client, peer = free_ports(2)
+    tls = EtcdServerTls(cert.cert_file, cert.key_file, ca.cert_file)
+    server = EmbeddedEtcd(tmp_path / "etcd", client, peer, tls=tls, unsafe_no_fsync=True)
+    server.start()
+    try:
+        passwords = etcd_auth.ensure_passwords(tmp_path / "etcd-auth")
+        for _ in range(2):  # a second run (a restart) changes nothing and still works
+            etcd_auth.apply(
+                server.binary.etcdctl,
+                server.endpoint,
+                ca.cert_file,
+                Keyspace("local"),
+                passwords,
+                proxy_writes_security=False,
+            )
+        yield server.endpoint, ca.cert_file, passwords
+    finally:
+        server.stop()
+
+
+async def test_closed_a_proxy_is_refused_the_security_prefix(
+    closed_etcd: tuple[str, Path, dict[str, str]],
+) -> None:
+    url, ca, passwords = closed_etcd
+
+    def env(user: str | None) -> dict[str, str]:
+        base = {"YAK_ETCD_CA": str(ca)}
+        return (
+            base
+            if user is None
+            else {**base, "YAK_ETCD_USER": user, "YAK_ETCD_PASSWORD": passwords[user]}
+        )
+
+    root = EtcdMetadataStore.from_url(url, env=env("root"), timeout_s=3)
+    proxy = EtcdMetadataStore.from_url(url, env=env("yak-rest-proxy"), timeout_s=3)
+    anonymous = EtcdMetadataStore.from_url(url, env=env(None), timeout_s=3)
+    try:
+        await root.put("/yak/local/security/principals/admin", b"{}")
+        assert await proxy.get("/yak/local/security/principals/admin") is not None
+        for key in (
+            "/yak/local/security/principals/mallory",
+            "/yak/local/security/acls/mallory-all",
+            "/yak/local/security/quotas/User:mallory",
+            "/yak/local/partitions/orders/0",
+        ):
+            with pytest.raises(MetadataStoreError, match="permission denied"):
+                await proxy.put(key, b"{}")
+        with pytest.raises(MetadataStoreError, match="permission denied"):
+            await proxy.delete("/yak/local/security/principals/admin")
+        await proxy.put("/yak/local/groups/g/state", b"{}")
+        with pytest.raises(MetadataStoreError, match=_REFUSED):
+            await anonymous.get("/yak/local/security/principals/admin")
+        with pytest.raises(MetadataStoreError, match=_REFUSED):
+            await anonymous.put("/yak/local/security/principals/mallory", b"{}")
+    finally:
+        for store in (root, proxy, anonymous):
+            await store.aclose()

@@ -1,0 +1,75 @@
+"""The etcd users and roles of a secure cluster, and what ``yak up --secure`` gives services."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+from yak.cli.up import plan_cluster
+from yak.etcd_auth import ensure_passwords, service_roles, service_user, setup_commands
+from yak.metadata.keyspace import Keyspace
+
+
+def test_each_service_kind_has_its_user_and_the_console_none() -> None:
+    assert service_user("coordinator-1") == "yak-coordinator"
+    assert service_user("broker-0") == "yak-broker"
+    assert service_user("rest-proxy") == "yak-rest-proxy"
+    assert service_user("rest-proxy-2") == "yak-rest-proxy"
+    assert service_user("console") is None
+
+
+def test_closed_nobody_but_root_writes_security_and_the_proxy_no_partition_state() -> None:
+    ks = Keyspace("prod")
+    roles = {role.name: role for role in service_roles(ks, proxy_writes_security=False)}
+    for role in roles.values():
+        assert role.read == ("/yak/prod/",)
+        assert all(key.startswith("/yak/prod/") for key in role.write)
+        assert not any(key.startswith(ks.security_prefix) for key in role.write)
+    proxy = roles["yak-rest-proxy"].write
+    assert ks.partitions_prefix not in proxy
+    assert ks.topics_prefix not in proxy
+    assert set(roles["yak-broker"].write) == {ks.brokers_prefix, ks.partitions_prefix}
+    assert ks.controller in roles["yak-coordinator"].write
+
+
+def test_by_default_only_the_proxy_writes_security_for_its_admin_api() -> None:
+    ks = Keyspace("prod")
+    writers = [r.name for r in service_roles(ks) if ks.security_prefix in r.write]
+    assert writers == ["yak-rest-proxy"]
+
+
+def test_the_setup_keeps_passwords_off_command_lines(tmp_path: Path) -> None:
+    passwords = ensure_passwords(tmp_path / "auth")
+    steps = setup_commands(Keyspace("local"), passwords)
+    for argv, _ in steps:
+        assert not any(password in " ".join(argv) for password in passwords.values())
+    added = {argv[2]: stdin for argv, stdin in steps if argv[:2] == ["user", "add"]}
+    assert added == passwords
+    assert steps[-1] == (["auth", "enable"], "")
+    assert (
+        ["role", "grant-permission", "yak-broker", "readwrite", "/yak/local/brokers/", "--prefix"],
+        "",
+    ) in steps
+
+
+def test_passwords_are_private_and_kept(tmp_path: Path) -> None:
+    first = ensure_passwords(tmp_path / "auth")
+    assert ensure_passwords(tmp_path / "auth") == first
+    assert len(set(first.values())) == 4
+    for user in first:
+        mode = stat.S_IMODE((tmp_path / "auth" / f"{user}.password").stat().st_mode)
+        assert mode == 0o600
+
+
+def test_secure_services_get_https_etcd_and_their_own_user(tmp_path: Path) -> None:
+    plan = plan_cluster(tmp_path, 19400, 1, 1, "local", secure=True, etcd_members=3)
+    by_name = {spec.name: spec.env for spec in plan.services}
+    urls = "https://127.0.0.1:19400,https://127.0.0.1:19402,https://127.0.0.1:19404"
+    assert plan.etcd_url == urls
+    broker = by_name["broker-0"]
+    assert broker["YAK_ETCD"] == urls
+    assert broker["YAK_ETCD_USER"] == "yak-broker"
+    assert broker["YAK_ETCD_PASSWORD_FILE"].endswith("etcd-auth/yak-broker.password")
+    assert broker["YAK_ETCD_CA"].endswith("tls/ca.pem")
+    assert by_name["rest-proxy"]["YAK_ETCD_USER"] == "yak-rest-proxy"
+    assert "YAK_ETCD_USER" not in by_name["console"]
