@@ -207,6 +207,9 @@ class FetchSessionCache:
         self._by_partition: dict[_Key, set[LeaderFetchSession]] = {}
         self._max_sessions = max_sessions
         self._eviction_ms = eviction_ms
+        #: Sessions closed so far (evicted, replaced or ended): a quiet leader relied on any
+        #: of them may have a laggard now (see ``IsrChecks``).
+        self.closures = 0
         self._rng = rng if rng is not None else random.SystemRandom()
 
     def __len__(self) -> int:
@@ -262,6 +265,7 @@ class FetchSessionCache:
         if session is None:
             return
         session.clock.closed = True
+        self.closures += 1
         for key in session.partitions:
             self._unindex(key, session)
         session.waiter.wake()

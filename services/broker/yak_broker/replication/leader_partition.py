@@ -130,6 +130,10 @@ class LeaderPartition:
         self.pending: AlterIsr | None = None
         #: How far the leader's own copy counts for the high watermark (see ``on_append``).
         self._local_end = log.log_end_offset
+        #: Whether the last ``tick`` found every ISR follower parked at this leader's LEO in an
+        #: open fetch session, and no input came since: then, until one of those sessions
+        #: stalls or closes, a tick finds nothing (see ``tick``). Any input clears it.
+        self.quiet = False
 
     # --- reads ---------------------------------------------------------------------------
 
@@ -221,6 +225,7 @@ class LeaderPartition:
         ``flush.mode=sync`` the end of what an fsync covers.
         """
         del now_ms  # the caught-up clock is driven by fetches only
+        self.quiet = False
         if self.retired:
             return []
         if local_end is None:
@@ -243,6 +248,7 @@ class LeaderPartition:
         ``session``: the incremental fetch session it came in (see ``FollowerProgress``);
         ``log_dir_id``: the data folder it fetches from; ``eligible``: whether that is the
         folder its broker's current registration names (else it may not join the ISR)."""
+        self.quiet = False
         progress = self.followers.get(replica_id)
         if self.retired or progress is None:
             return []
@@ -265,26 +271,42 @@ class LeaderPartition:
         return outputs
 
     def tick(self, now_ms: int) -> list[LeaderOutput]:
-        """Propose dropping the followers that lag longer than ``replica.lag.time.max.ms``."""
+        """Propose dropping the followers that lag longer than ``replica.lag.time.max.ms``.
+
+        Also settles ``quiet``: every ISR follower at the leader's LEO in an open session, so
+        each counts as caught up as of its session's last fetch — nothing but that session
+        stalling or closing can make a later tick find a laggard before the next input (which
+        clears ``quiet``). ``IsrChecks`` skips quiet leaders while no session has stalled or
+        closed: at 20,000 idle partitions the ISR check costs what is due."""
+        self.quiet = False
         if self.retired or self.pending is not None:
             return []
         lagging = set()
+        parked = True
         leader_leo = self._log.log_end_offset
         for replica in self.state.isr:
+            if replica == self.broker_id:
+                continue
             progress = self.followers.get(replica)
             if progress is None:
+                parked = False
                 continue
             if now_ms - progress.caught_up_ms(leader_leo) > self._lag_max_ms or (
                 self.state.log_dir_lost(replica, progress.log_dir_id)
             ):
                 lagging.add(replica)
+            session = progress.session
+            if session is None or session.closed or progress.log_end_offset < leader_leo:
+                parked = False
         if not lagging:
+            self.quiet = parked
             return []
         return self._propose(tuple(r for r in self.state.isr if r not in lagging))
 
     def on_state(self, state: PartitionState, now_ms: int) -> list[LeaderOutput]:
         """New metadata for this partition (our proposal committed, or the controller's
         change). Another leader or leader epoch retires the machine; returns [] then."""
+        self.quiet = False
         if self.retired:
             return []
         if state.leader != self.broker_id or state.leader_epoch != self.leader_epoch:
@@ -303,6 +325,7 @@ class LeaderPartition:
     def on_follower_forgotten(self, replica_id: int) -> None:
         """The follower's session stopped fetching this partition (it truncates, or it no
         longer follows this leader): that session's later fetches do not count for it."""
+        self.quiet = False
         progress = self.followers.get(replica_id)
         if progress is not None:
             progress.session = None
@@ -314,6 +337,7 @@ class LeaderPartition:
         a newer proposal (whose replicas the high watermark may be counting). None: whatever is
         in flight.
         """
+        self.quiet = False
         if proposal is None or proposal == self.pending:
             self.pending = None
 

@@ -69,6 +69,7 @@ from yak_broker.replication.delayed_produce import HighWatermarkWaiters
 from yak_broker.replication.fetch_session_cache import FetchSessionCache, SessionClock
 from yak_broker.replication.fetch_waiter import FetchWaiters
 from yak_broker.replication.follower_partition import FollowerPartition
+from yak_broker.replication.isr_checks import IsrChecks
 from yak_broker.replication.leader_partition import LeaderPartition
 from yak_broker.replication.messages import AlterIsr, HighWatermarkAdvanced, LeaderOutput
 from yak_broker.replication.partition_metadata import (
@@ -337,14 +338,18 @@ class ReplicaManager:
         task.add_done_callback(self._proposals.discard)
 
     async def run_ticks(self) -> None:
-        """Tick every leader machine (ISR shrink by lag) twice per lag window, until cancelled."""
+        """Tick the leader machines (ISR shrink by lag) twice per lag window, until cancelled:
+        the ones ``IsrChecks`` says are due (an idle partition costs no check)."""
         interval_s = max(self.replica_lag_time_max_ms / 2000, 0.05)
+        checks = IsrChecks(self.fetch_sessions, self.replica_lag_time_max_ms)
         while True:
             await asyncio.sleep(interval_s)  # a timer by nature: the lag is measured in time
             now = self.now_ms()
+            every = checks.check_all(now)
             for index, replica in enumerate(list(self._replicas.values()), 1):
-                if replica.leader is not None:
-                    self._carry_out(replica, replica.leader.tick(now))
+                leader = replica.leader
+                if leader is not None and (every or not leader.quiet):
+                    self._carry_out(replica, leader.tick(now))
                 if index % _TICK_CHUNK == 0:  # 20,000 replicas: not all in one hold of the loop
                     await asyncio.sleep(0)
 
