@@ -90,7 +90,8 @@ deploy-tools:
 ## docker-compose (Debian 12 has no compose v2 package; `docker compose` is used where the
 ## plugin exists) and debootstrap. Installed once, with no daemon started by the install.
 ## docker-daemon: the running engine, else dockerd started in the background (its log in
-## /var/log/yak-dockerd.log). wheelhouse: Yak's wheel and CPython 3.11 wheels of its
+## /var/log/yak-dockerd.log), changing no host firewall rule and making no docker0: compose's
+## own networks and docker-proxy are all the cluster needs (stop: kill $(cat /var/run/docker.pid)). wheelhouse: Yak's wheel and CPython 3.11 wheels of its
 ## dependencies in deploy/docker/wheels (WHEELHOUSE_EXTRAS=spark adds the Spark extra).
 ## compose-images: the Debian base (debootstrap), Yak on it, etcd, nginx and Prometheus from
 ## Debian's packages. compose-up / compose-down: the cluster of deploy/compose/ on those
@@ -115,7 +116,8 @@ docker-tools:
 
 docker-daemon: docker-tools
 	@docker info >/dev/null 2>&1 || { \
-	  $(SUDO) sh -c 'nohup dockerd >/var/log/yak-dockerd.log 2>&1 &' && \
+	  $(SUDO) sh -c 'nohup dockerd --iptables=false --bridge=none \
+	    --default-address-pool base=10.213.0.0/16,size=24 >/var/log/yak-dockerd.log 2>&1 &' && \
 	  for i in $$(seq 60); do docker info >/dev/null 2>&1 && exit 0; sleep 1; done; \
 	  echo "dockerd did not start: /var/log/yak-dockerd.log" >&2; exit 1; }
 
