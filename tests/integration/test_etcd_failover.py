@@ -1,10 +1,13 @@
 """``EtcdMetadataStore`` over a real 3-member etcd cluster on 127.0.0.1 whose member in use is
-SIGKILLed: calls go on on another member, a watch resumes from its last revision without
-losing or repeating an event, and a ``LeaseKeeper`` keeps its lease past several TTLs."""
+SIGKILLed (or stopped, or paused): calls go on on another member, a watch resumes from its
+last revision without losing or repeating an event, and a ``LeaseKeeper`` keeps its lease past
+several TTLs."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -102,5 +105,31 @@ async def test_a_watch_resumes_when_its_member_stops_cleanly(
             (event,) = await _next(watch, 1)
             assert event.key == b"/s/2"
     finally:
+        await store.aclose()
+        await other.aclose()
+
+
+async def test_a_watch_leaves_a_member_that_stops_answering(
+    cluster: EmbeddedEtcdCluster,
+) -> None:
+    """SIGSTOP: the connection stays open and silent (as behind a network partition); the
+    HTTP/2 keepalive fails the stream and the watch resumes on another member."""
+    store = EtcdMetadataStore.from_url(cluster.endpoints, timeout_s=2.0)
+    other = EtcdMetadataStore.from_url(cluster.members[2].endpoint, timeout_s=2.0)
+    paused = None
+    try:
+        async with store.watch_prefix(b"/p/") as watch:
+            await other.put(b"/p/1", b"1")
+            await _next(watch, 1)
+            paused = cluster.members[_member_in_use(cluster, store)].pid
+            assert paused is not None
+            assert paused != cluster.members[2].pid
+            os.kill(paused, signal.SIGSTOP)
+            await other.put(b"/p/2", b"2")  # the watch's store makes no call of its own
+            event = await asyncio.wait_for(anext(watch), 40)
+            assert event.key == b"/p/2"
+    finally:
+        if paused is not None:
+            os.kill(paused, signal.SIGCONT)
         await store.aclose()
         await other.aclose()

@@ -117,6 +117,19 @@ _MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 #: etcd's "require a leader" metadata (Go client's WithRequireLeader): a member cut off from
 #: the quorum ends such a stream with "no leader" instead of keeping it silently open.
 _REQUIRE_LEADER = ("hasleader", "true")
+#: HTTP/2 pings while a call is open (a watch): a member that stops answering without closing
+#: the connection — paused, or cut off by a network partition — fails its streams (UNAVAILABLE,
+#: "ping timeout") within about 20 s, and they resume on another member. Only with calls open:
+#: etcd's server turns away pings on an idle connection (``PermitWithoutStream`` false), and
+#: its minimum interval is 5 s (``--grpc-keepalive-min-time``). gRPC core of this version
+#: enforces the answer's deadline with ``ping_timeout_ms``, not ``keepalive_timeout_ms``.
+_KEEPALIVE = (
+    ("grpc.keepalive_time_ms", 10_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.http2.ping_timeout_ms", 10_000),
+    ("grpc.keepalive_permit_without_calls", 0),
+    ("grpc.http2.max_pings_without_data", 0),
+)
 
 
 def _kv(kv: Any) -> KeyValue:
@@ -164,7 +177,7 @@ class _Connection:
     Created inside the event loop (gRPC's aio channels belong to the loop that makes them)."""
 
     def __init__(self, endpoint: EtcdEndpoint, credentials: Any) -> None:
-        options = [("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES)]
+        options = [("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES), *_KEEPALIVE]
         if credentials is None:
             self.channel = rpc.insecure_channel(endpoint.target, options=options)
         else:
