@@ -30,7 +30,7 @@ from loadtest.chaos.network import Network
 from loadtest.chaos.shim import Shim
 from yak.api.admin import TopicDescription
 from yak.clients.admin import AdminClient
-from yak.errors import YakError
+from yak.errors import TopicAlreadyExistsError, YakError
 from yak.etcd_binary import find_etcd
 from yak.supervisor import ManagedProcess, ProcessSpec, StartupError, Supervisor
 
@@ -280,7 +280,9 @@ class ChaosCluster:
                 last = exc
         raise RuntimeError(f"no coordinator described {topic}: {last!r}")
 
-    async def create_topic(self, topic: str, partitions: int) -> None:
+    async def create_topic(
+        self, topic: str, partitions: int, configs: dict[str, str] | None = None
+    ) -> None:
         last: Exception | None = None
         for url in self.coordinator_urls():
             try:
@@ -289,9 +291,11 @@ class ChaosCluster:
                         topic,
                         partitions=partitions,
                         replication_factor=3,
-                        configs={"min.insync.replicas": "2"},
+                        configs={"min.insync.replicas": "2", **(configs or {})},
                     )
                     return
+            except TopicAlreadyExistsError:
+                return  # an earlier attempt's answer was lost, not its write
             except (YakError, OSError, httpx.HTTPError) as exc:
                 last = exc
         raise RuntimeError(f"no coordinator created {topic}: {last!r}")

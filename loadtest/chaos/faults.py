@@ -41,6 +41,8 @@ class FaultClass:
     inject: Inject
     partitions: bool = False
     shim: bool = False
+    #: Configs of the class's topic besides RF 3 and ``min.insync.replicas`` 2.
+    topic_configs: tuple[tuple[str, str], ...] = ()
 
 
 async def _leader(ctx: FaultContext, number: int) -> str:
@@ -189,7 +191,11 @@ CLASSES = (
     FaultClass("pause-coordinator", "SIGSTOP a coordinator 0.5/1.5/3 s", pause_coordinator),
     FaultClass("kill-etcd", "kill -9 an etcd member, restart it on its folder", kill_etcd),
     FaultClass(
-        "slow-disk", "a broker's file writes and fsyncs slowed for 3 s", slow_disk, shim=True
+        "slow-disk",
+        "a broker's file writes and fsyncs slowed for 3 s (flush.mode=sync)",
+        slow_disk,
+        shim=True,
+        topic_configs=(("flush.mode", "sync"),),  # fsyncs on the acknowledgement's path
     ),
     FaultClass("clock-jump", "a broker's wall clock stepped ±30 s..±1 day", clock_jump, shim=True),
     FaultClass(

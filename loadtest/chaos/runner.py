@@ -118,7 +118,7 @@ async def run_class(
     result = ClassResult(fault.name, fault.description)
     topic = f"chaos-{fault.name}"
     started = time.monotonic()
-    await cluster.create_topic(topic, PARTITIONS)
+    await cluster.create_topic(topic, PARTITIONS, dict(fault.topic_configs))
     if not await wait_full_isr(cluster, topic, options.recover_s):
         result.notes.append("topic not fully replicated before the faults")
     proxies = cluster.proxy_urls()

@@ -1,7 +1,7 @@
 /* The chaos suite's LD_PRELOAD shim (loadtest/chaos/shim.py builds and drives it).
  *
  * A slow disk and a wrong clock for one process, without touching the product's code:
- * - write/pwrite/writev on a regular file sleep YAK_CHAOS_CONTROL's write delay first, and
+ * - write/pwrite/writev/pwritev on a regular file sleep YAK_CHAOS_CONTROL's write delay first, and
  *   fsync/fdatasync sleep its fsync delay (sockets and pipes are never delayed: fstat);
  * - clock_gettime(CLOCK_REALTIME*), gettimeofday and time return the real time plus its clock
  *   offset (monotonic clocks are left alone: a stepped wall clock is what NTP does).
@@ -87,6 +87,30 @@ ssize_t writev(int fd, const struct iovec *iov, int iovcnt) {
     REAL(ssize_t, writev, int, const struct iovec *, int)
     delay_file(fd, &write_delay_us);
     return real_writev(fd, iov, iovcnt);
+}
+
+ssize_t pwritev(int fd, const struct iovec *iov, int iovcnt, off_t offset) {
+    REAL(ssize_t, pwritev, int, const struct iovec *, int, off_t)
+    delay_file(fd, &write_delay_us);
+    return real_pwritev(fd, iov, iovcnt, offset);
+}
+
+ssize_t pwritev64(int fd, const struct iovec *iov, int iovcnt, off_t offset) {
+    REAL(ssize_t, pwritev64, int, const struct iovec *, int, off_t)
+    delay_file(fd, &write_delay_us);
+    return real_pwritev64(fd, iov, iovcnt, offset);
+}
+
+ssize_t pwritev2(int fd, const struct iovec *iov, int iovcnt, off_t offset, int flags) {
+    REAL(ssize_t, pwritev2, int, const struct iovec *, int, off_t, int)
+    delay_file(fd, &write_delay_us);
+    return real_pwritev2(fd, iov, iovcnt, offset, flags);
+}
+
+ssize_t pwritev64v2(int fd, const struct iovec *iov, int iovcnt, off_t offset, int flags) {
+    REAL(ssize_t, pwritev64v2, int, const struct iovec *, int, off_t, int)
+    delay_file(fd, &write_delay_us);
+    return real_pwritev64v2(fd, iov, iovcnt, offset, flags);
 }
 
 int fsync(int fd) {
