@@ -3,7 +3,8 @@
 A fault class is a name, a one-line description, what it needs (network namespaces, the
 shim) and ``inject(ctx, number)``: do the ``number``-th fault *and undo it* (restart, resume,
 heal, reset), returning a note for the report. Targets rotate: partition ``number % 3``'s
-current leader, proxy ``number % 2``, and so on; hold times cycle through short and long
+current leader, proxy ``number % 2``, and so on; hold times cycle (``number // 3`` where the
+target is ``number % 3``, so every target gets every hold) through short and long
 (longer than the 2 s broker lease, so some pauses and cuts cost a broker its registration and
 its leaderships while it still believes it leads). After each fault the runner revives what
 crashed, heals every cut and waits for a full ISR before the next one.
@@ -79,7 +80,7 @@ async def kill_broker(ctx: FaultContext, number: int) -> str:
 
 
 async def pause_broker(ctx: FaultContext, number: int) -> str:
-    return await _pause(ctx, await _leader(ctx, number), _HOLDS[number % 3])
+    return await _pause(ctx, await _leader(ctx, number), _HOLDS[number // 3 % 3])
 
 
 async def kill_proxy(ctx: FaultContext, number: int) -> str:
@@ -170,16 +171,22 @@ async def _isolate(ctx: FaultContext, node: str, others: tuple[str, ...], hold_s
 _CUT_HOLDS = (1.0, 3.0, 5.0)
 
 
+def _hold(number: int) -> float:
+    """The hold of the ``number``-th cut: each leader (``number % 3``) gets every hold in
+    turn (``number // 3``), not always the same one."""
+    return _CUT_HOLDS[number // 3 % 3]
+
+
 async def leader_from_etcd(ctx: FaultContext, number: int) -> str:
-    return await _isolate(ctx, await _leader(ctx, number), ETCD_MEMBERS, _CUT_HOLDS[number % 3])
+    return await _isolate(ctx, await _leader(ctx, number), ETCD_MEMBERS, _hold(number))
 
 
 async def leader_from_followers(ctx: FaultContext, number: int) -> str:
-    return await _isolate(ctx, await _leader(ctx, number), BROKERS, _CUT_HOLDS[number % 3])
+    return await _isolate(ctx, await _leader(ctx, number), BROKERS, _hold(number))
 
 
 async def leader_from_proxies(ctx: FaultContext, number: int) -> str:
-    return await _isolate(ctx, await _leader(ctx, number), PROXIES, _CUT_HOLDS[number % 3])
+    return await _isolate(ctx, await _leader(ctx, number), PROXIES, _hold(number))
 
 
 CLASSES = (
