@@ -3,7 +3,8 @@
 Start (``Broker.start``, from the app's lifespan):
 
 1. check ``meta.properties`` (the data folder belongs to this cluster id and broker id);
-2. connect to etcd and load the metadata cache (fails if etcd is unreachable);
+2. connect to etcd and load the metadata cache (fails if etcd is unreachable); on a new data
+   folder, announce it on the registration a previous process left (``announce_log_dir``);
 3. open the log manager: lock the data folder (a second process fails here) and load or
    recover every partition log, each with its topic's config;
 4. reconcile the hosted replicas with the metadata (delete stray logs, create missing ones),
@@ -43,6 +44,7 @@ import uuid
 from collections.abc import Callable
 from typing import Protocol
 
+from yak.errors import MetadataStoreError
 from yak.heap import HeapFreezer
 from yak.metadata.cache import ClusterSnapshot, MetadataCache
 from yak.metadata.etcd_store import EtcdMetadataStore
@@ -63,7 +65,7 @@ from yak_broker.replication.messages import AlterIsr
 from yak_broker.replication.replica_manager import ReplicaManager
 from yak_broker.replication.replica_plan import log_config_of
 from yak_broker.server.meta_properties import check_meta_properties
-from yak_broker.server.registration import BrokerRegistrar
+from yak_broker.server.registration import BrokerRegistrar, announce_log_dir
 from yak_broker.settings import BrokerSettings
 from yak_broker.storage.log_config import LogConfig
 from yak_broker.storage.log_manager import LogManager, TopicPartition
@@ -192,6 +194,14 @@ class Broker:
                 on_reload=self.replicas.on_reload,
             )
             await self._cache.start()
+            # An empty-disk restart: the controller must stop counting the lost logs before
+            # this process serves anything, not after the old lease expires.
+            try:
+                await announce_log_dir(
+                    self._store, self.keyspace, settings.broker_id, self.log_dir_id
+                )
+            except MetadataStoreError as exc:  # best effort: the lease expiry tells it too
+                _log.warning("could not announce the new data folder: %s", exc)
             self.replicas.alter_isr_writer = self._alter_isr
             self.logs.open()
             self._logs_open = True

@@ -16,6 +16,13 @@ compacted past the revision at which a long-lived broker registered, and a watch
 fails (``RevisionCompactedError``) — what made the soak's two failed kill -9 restarts exit
 (docs/soak.md).
 
+**A new data folder** (an empty-disk restart, docs/replication.md): before anything else, the
+new process tells the cluster — ``announce_log_dir`` writes its new ``log_dir_id`` into the
+registration its previous process left (compare-and-swap on that value, on that process's
+lease, so it still expires as before), and the controller stops counting the old log at once
+instead of after the lease: it takes the broker out of its ISRs and elects others where it led.
+Nothing else of the old registration changes; the wait for its lease is unchanged.
+
 If the lease is lost while running (etcd unreachable for a TTL, or the lease revoked), the
 registrar logs it and registers again with a new lease, retrying until it succeeds or the
 broker stops. ``deregister`` revokes the lease: the key disappears at once, so the coordinator
@@ -47,7 +54,7 @@ from yak.metadata.store import (
     PutOp,
 )
 
-__all__ = ["BrokerRegistrar", "DuplicateBrokerRegistrationError"]
+__all__ = ["BrokerRegistrar", "DuplicateBrokerRegistrationError", "announce_log_dir"]
 
 _log = logging.getLogger(__name__)
 _RETRY_S = 1.0
@@ -223,6 +230,36 @@ class BrokerRegistrar:
             except (MetadataStoreError, DuplicateBrokerRegistrationError) as exc:
                 _log.error("re-registration failed (%s); retrying in %.0f s", exc, _RETRY_S)
                 await self._clock.sleep(_RETRY_S)
+
+
+async def announce_log_dir(
+    store: MetadataStore, keyspace: Keyspace, broker_id: int, log_dir_id: str
+) -> bool:
+    """Write ``log_dir_id`` into the registration of this broker id that a previous process
+    left, if it names another data folder (see the module doc); whether it did."""
+    key = keyspace.broker(broker_id)
+    holder = await store.get(key)
+    if holder is None or not log_dir_id or not holder.lease:
+        return False
+    try:
+        previous = BrokerRegistration.decode(holder.value)
+    except ValueError:
+        return False
+    if not previous.log_dir_id or previous.log_dir_id == log_dir_id:
+        return False  # the same folder (its logs are there), or a broker older than the ids
+    announced = previous.model_copy(update={"log_dir_id": log_dir_id}).encode()
+    result = await store.txn(
+        [Compare.value(key, holder.value)], [PutOp(key, announced, holder.lease)]
+    )
+    if result.succeeded:
+        _log.warning(
+            "broker %d starts on a new data folder %s (was %s): announced on the registration "
+            "its previous process left, whose logs are lost",
+            broker_id,
+            log_dir_id,
+            previous.log_dir_id,
+        )
+    return result.succeeded
 
 
 def _describe(holder: KeyValue) -> str:

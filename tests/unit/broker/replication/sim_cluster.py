@@ -302,6 +302,20 @@ class Cluster:
                     break
                 self._publish(*change)
 
+    def unclean_election(self, partition: int, broker_id: int) -> None:
+        """The operator elects ``broker_id`` for an offline partition (accepting any loss)."""
+        state = self.states[partition]
+        after = state.model_copy(
+            update={
+                "leader": broker_id,
+                "isr": (broker_id,),
+                "isr_log_dirs": {broker_id: self.brokers[broker_id].log_dir},
+                "leader_epoch": state.leader_epoch + 1,
+                "partition_epoch": state.partition_epoch + 1,
+            }
+        )
+        self._publish(after, "unclean leader election by the operator")
+
     def _alter_isr(self, envelope: Envelope, body: Propose) -> None:
         proposal = body.proposal
         state = self.states[proposal.partition]

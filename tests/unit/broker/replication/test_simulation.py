@@ -184,6 +184,8 @@ class Schedule:
             if not broker.alive:
                 cluster.restart(broker_id)
         for attempt in range(60):
+            if attempt == 10:
+                self.recover_lost_partitions()
             cluster.deliver_all()
             cluster.fetching.time_out_lost_rounds()
             for broker_id, leader_id in cluster.fetch_rounds():
@@ -202,6 +204,31 @@ class Schedule:
                 assert self.checker.contents(broker.replicas[p]) == leader
             for offset, batch_id in cluster.acked[p].items():
                 assert leader[offset][1] == batch_id, f"seed {self.seed}: lost #{batch_id}"
+
+    def recover_lost_partitions(self) -> None:
+        """A partition whose only ISR members lost their logs waits offline (a wiped broker was
+        elected while its old lease still lived, then the others died): no data is lost, but
+        only the operator can bring it back. As docs/operations.md says, with an unclean
+        election of a replica that holds the data — one must hold every acknowledged batch."""
+        cluster = self.cluster
+        for p in cluster.partitions:
+            state = cluster.states[p]
+            if state.leader != NO_LEADER or not all(cluster.lost(state, m) for m in state.isr):
+                continue
+            acked = cluster.acked[p]
+            holders = [
+                b
+                for b in state.replicas
+                if not cluster.lost(state, b)
+                and all(
+                    self.checker.contents(cluster.brokers[b].replicas[p]).get(offset, (0, -1))[1]
+                    == batch
+                    for offset, batch in acked.items()
+                )
+            ]
+            assert holders, f"seed {self.seed}: p{p} offline and acknowledged batches lost"
+            COVERAGE["offline after losing the last in-sync log"] += 1
+            cluster.unclean_election(p, holders[0])
 
     def converged(self) -> bool:
         cluster = self.cluster
