@@ -27,9 +27,9 @@ class ReplicaLog(_Body):
     log_end_offset: int
 
 
-class BrokerLogDir(_Body):
-    """A broker's data folder: disk usage and the replicas it holds. ``error`` is set (and the
-    rest empty) when the broker did not answer."""
+class _DataFolder(_Body):
+    """What both listings say of a broker's data folder. ``error`` is set (and the rest
+    empty) when the broker did not answer."""
 
     broker_id: int
     error: str | None = None
@@ -37,6 +37,11 @@ class BrokerLogDir(_Body):
     disk_total_bytes: int = 0
     disk_free_bytes: int = 0
     size_bytes: int = Field(default=0, description="Bytes of all the replicas' logs.")
+
+
+class BrokerLogDir(_DataFolder):
+    """A broker's data folder: disk usage and the replicas it holds."""
+
     replicas: list[ReplicaLog] = []
 
 
@@ -65,16 +70,9 @@ class TopicLog(_Body):
     )
 
 
-class BrokerTopicLogs(_Body):
-    """A broker's data folder summed per topic. ``error`` is set (and the rest empty) when the
-    broker did not answer."""
+class BrokerTopicLogs(_DataFolder):
+    """A broker's data folder summed per topic."""
 
-    broker_id: int
-    error: str | None = None
-    log_dir: str = ""
-    disk_total_bytes: int = 0
-    disk_free_bytes: int = 0
-    size_bytes: int = Field(default=0, description="Bytes of all the replicas' logs.")
     replicas: int = 0
     leaders: int = 0
     topics: list[TopicLog] = []
