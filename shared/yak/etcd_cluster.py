@@ -26,9 +26,13 @@ def member_name(index: int) -> str:
     return "yak-etcd" if index == 0 else f"yak-etcd-{index}"
 
 
-def initial_cluster(peer_ports: list[int], host: str = "127.0.0.1") -> str:
-    """etcd's ``--initial-cluster`` value for members whose peers listen on ``peer_ports``."""
-    return ",".join(f"{member_name(i)}=http://{host}:{port}" for i, port in enumerate(peer_ports))
+def initial_cluster(peer_ports: list[int], host: str = "127.0.0.1", *, tls: bool = False) -> str:
+    """etcd's ``--initial-cluster`` value for members whose peers listen on ``peer_ports``
+    (``https://`` with ``tls``: ``yak.etcd_peer_tls``)."""
+    scheme = "https" if tls else "http"
+    return ",".join(
+        f"{member_name(i)}={scheme}://{host}:{port}" for i, port in enumerate(peer_ports)
+    )
 
 
 class EmbeddedEtcdCluster:

@@ -47,6 +47,7 @@ import httpx
 
 from yak.clients.tls import ssl_context
 from yak.etcd_binary import EtcdBinary, find_etcd
+from yak.etcd_peer_tls import peer_flags
 from yak.supervisor import StartupError, log_tail
 
 __all__ = ["EmbeddedEtcd", "EtcdServerTls", "downgrade_hint", "free_ports"]
@@ -59,11 +60,18 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class EtcdServerTls:
     """The client listener's certificate and key, and the CA that signed them (for the
-    health check): ``https://`` for clients. Peers stay plain on 127.0.0.1."""
+    health check): ``https://`` for clients; with a peer certificate (``yak.etcd_peer_tls``)
+    also between members, else peers stay plain on 127.0.0.1."""
 
     cert_file: Path
     key_file: Path
     ca_file: Path
+    peer_cert_file: Path | None = None
+    peer_key_file: Path | None = None
+
+    @property
+    def peers(self) -> bool:
+        return self.peer_cert_file is not None and self.peer_key_file is not None
 
 
 def downgrade_hint(log_text: str, data_dir: Path, binary: EtcdBinary) -> str:
@@ -145,7 +153,8 @@ class EmbeddedEtcd:
 
     @property
     def peer_url(self) -> str:
-        return f"http://{HOST}:{self.peer_port}"
+        scheme = "https" if self.tls is not None and self.tls.peers else "http"
+        return f"{scheme}://{HOST}:{self.peer_port}"
 
     @property
     def pid(self) -> int | None:
@@ -174,6 +183,10 @@ class EmbeddedEtcd:
         ]
         if self.tls is not None:
             argv += [f"--cert-file={self.tls.cert_file}", f"--key-file={self.tls.key_file}"]
+            if self.tls.peer_cert_file is not None and self.tls.peer_key_file is not None:
+                argv += peer_flags(
+                    self.tls.peer_cert_file, self.tls.peer_key_file, self.tls.ca_file
+                )
         if self.unsafe_no_fsync and self.binary.version.has_unsafe_no_fsync:
             argv.append("--unsafe-no-fsync")  # tests only: faster, not crash-safe
         return argv

@@ -12,6 +12,8 @@ One real secure cluster (1 coordinator, 1 broker, the proxy, the console), start
 * with ``security/`` closed to the proxy as well (a real etcd set up the same way with
   ``proxy_writes_security=False``), the proxy's user is refused writes of principals, ACLs
   and quotas;
+* the peer port takes only the members' certificate (not plain HTTP, not TLS without a
+  certificate, not a user's certificate of the same CA);
 * and the services work under their roles: a topic is created, records are produced, a
   producer id is handed out and a consumer instance joins its group.
 """
@@ -255,3 +257,21 @@ async def test_closed_a_proxy_is_refused_the_security_prefix(
     finally:
         for store in (root, proxy, anonymous):
             await store.aclose()
+
+
+def test_the_peer_port_takes_only_the_members_certificate(cluster: Cluster) -> None:
+    port = int(cluster.etcd.rsplit(":", 1)[1]) + 1  # yak up: peer port = client port + 1
+    peer = f"https://127.0.0.1:{port}/members"
+    tls = cluster.data_dir / "tls"
+    with httpx.Client(timeout=5) as plain, pytest.raises(httpx.HTTPError):
+        plain.get(peer.replace("https://", "http://"))
+    anonymous = ssl_context(cluster.ca)
+    with httpx.Client(verify=anonymous, timeout=5) as no_cert, pytest.raises(httpx.HTTPError):
+        no_cert.get(peer)
+    alice = LocalCa.load(tls).issue("alice-peer", common_name="alice", client=True)
+    user = ssl_context(cluster.ca, str(alice.cert_file), str(alice.key_file))
+    with httpx.Client(verify=user, timeout=5) as same_ca, pytest.raises(httpx.HTTPError):
+        same_ca.get(peer)  # a user's certificate of the same CA is no member
+    member = ssl_context(cluster.ca, str(tls / "etcd-peer.pem"), str(tls / "etcd-peer-key.pem"))
+    with httpx.Client(verify=member, timeout=5) as etcd_peer:
+        assert etcd_peer.get(peer).status_code == 200

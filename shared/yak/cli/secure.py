@@ -5,6 +5,7 @@ Files, all under ``<data-dir>`` (keys and secrets mode 0600)::
     tls/ca.pem, tls/ca-key.pem         the local CA (kept across restarts: clients trust it)
     tls/<service>.pem, -key.pem        each service's server certificate (127.0.0.1, localhost)
     tls/etcd.pem, etcd-key.pem         etcd's server certificate (every member's client port)
+    tls/etcd-peer.pem, -key.pem        the members' certificate between themselves
     etcd-auth/<user>.password          etcd's root and each service kind's password
     cluster-secret                     the internal plane's secret (YAK_CLUSTER_SECRET_FILE)
     credentials.json                   {"user": "admin", "api_key": "yak_..."}
@@ -37,6 +38,7 @@ from typing import Any
 from yak import etcd_auth
 from yak.errors import DuplicateResourceError
 from yak.etcd_binary import EtcdBinary
+from yak.etcd_peer_tls import issue_peer_cert
 from yak.etcd_server import EtcdServerTls
 from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace
@@ -84,7 +86,13 @@ def _etcd_auth_dir(data_dir: Path) -> Path:
 def etcd_server_tls(data_dir: Path) -> EtcdServerTls:
     """etcd's certificate (written by ``write_tls_files``) and the CA clients verify it with."""
     tls = _tls_dir(data_dir.resolve())
-    return EtcdServerTls(tls / "etcd.pem", tls / "etcd-key.pem", tls / "ca.pem")
+    return EtcdServerTls(
+        tls / "etcd.pem",
+        tls / "etcd-key.pem",
+        tls / "ca.pem",
+        peer_cert_file=tls / "etcd-peer.pem",
+        peer_key_file=tls / "etcd-peer-key.pem",
+    )
 
 
 def _etcd_env(data_dir: Path, user: str) -> dict[str, str]:
@@ -139,6 +147,7 @@ def write_tls_files(data_dir: Path, services: tuple[ProcessSpec, ...]) -> None:
     """The CA (kept if present), a fresh certificate per TLS service, and the secret."""
     ca = LocalCa.load_or_create(_tls_dir(data_dir))
     ca.issue("etcd")
+    issue_peer_cert(ca)
     for spec in services:
         if _serves_tls(spec.name):
             ca.issue(spec.name)

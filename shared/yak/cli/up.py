@@ -211,7 +211,7 @@ def _etcd_specs(plan: ClusterPlan, binary: EtcdBinary) -> list[ProcessSpec]:
             log_path,
             name=member_name(i),
             binary=binary,
-            initial_cluster=initial_cluster(peers, HOST),
+            initial_cluster=initial_cluster(peers, HOST, tls=tls is not None and tls.peers),
             tls=tls,
         )
         url = plan.etcd_member_url(i)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from yak.cli.up import plan_cluster
+from yak.cli.up import _etcd_specs, plan_cluster
 from yak.etcd_auth import ensure_passwords, service_roles, service_user, setup_commands
+from yak.etcd_binary import find_etcd
 from yak.metadata.keyspace import Keyspace
 
 
@@ -73,3 +74,15 @@ def test_secure_services_get_https_etcd_and_their_own_user(tmp_path: Path) -> No
     assert broker["YAK_ETCD_CA"].endswith("tls/ca.pem")
     assert by_name["rest-proxy"]["YAK_ETCD_USER"] == "yak-rest-proxy"
     assert "YAK_ETCD_USER" not in by_name["console"]
+
+
+def test_secure_members_speak_tls_to_each_other_too(tmp_path: Path) -> None:
+    plan = plan_cluster(tmp_path, 19400, 1, 1, "local", secure=True, etcd_members=3)
+    specs = _etcd_specs(plan, find_etcd())
+    cluster = "yak-etcd=https://127.0.0.1:19401,yak-etcd-1=https://127.0.0.1:19403,"
+    cluster += "yak-etcd-2=https://127.0.0.1:19405"
+    for spec in specs:
+        assert f"--initial-cluster={cluster}" in spec.argv
+        assert "--peer-client-cert-auth" in spec.argv
+        assert "--peer-cert-allowed-cn=yak-etcd-peer" in spec.argv
+        assert (spec.url or "").startswith("https://")
