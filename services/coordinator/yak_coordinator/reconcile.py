@@ -289,6 +289,7 @@ def _topic_actions(
     *,
     preferred: bool,
     stopping: frozenset[int],
+    log_dirs: Mapping[int, str],
 ) -> list[Action]:
     if record.deleting:
         return [DeleteTopic(record.name)]
@@ -299,7 +300,6 @@ def _topic_actions(
     if created:
         actions.append(CreatePartitions(record.name, created))
     unclean = is_enabled(record.configs, UNCLEAN_LEADER_ELECTION)
-    log_dirs = {b: r.log_dir_id for b, r in snapshot.brokers.items()}
     for state in states:
         change = next_partition_state(
             state,
@@ -342,12 +342,18 @@ def reconcile(
     """
     live = frozenset(snapshot.brokers)
     stopping = stopping_brokers(snapshot)
+    log_dirs = {b: r.log_dir_id for b, r in snapshot.brokers.items()}
     actions: list[Action] = []
     chosen = snapshot.topics.keys() if topics is None else set(topics)
     for name in sorted(chosen & snapshot.topics.keys()):
         record = snapshot.topics[name]
         actions += _topic_actions(
-            snapshot, record, live, preferred=auto_leader_rebalance, stopping=stopping
+            snapshot,
+            record,
+            live,
+            preferred=auto_leader_rebalance,
+            stopping=stopping,
+            log_dirs=log_dirs,
         )
     touched = {
         (a.before.topic, a.before.partition) for a in actions if isinstance(a, UpdatePartition)
