@@ -105,6 +105,7 @@ def _with_replicas(
             "adding_replicas": adding,
             "removing_replicas": removing,
             "isr": isr,
+            "isr_log_dirs": state.log_dirs_of(isr),
             "partition_epoch": state.partition_epoch + 1,
         }
     )
