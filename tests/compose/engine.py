@@ -16,7 +16,9 @@ project's own bridge, which ``docker compose down`` removes.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -30,9 +32,28 @@ ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_DIR = ROOT / "deploy" / "compose"
 OFFLINE = ROOT / "deploy" / "offline"
 
-#: Where the private daemon's compose networks are carved from (one /24 each): an unusual
-#: block, so a leftover ``docker0`` or another daemon's networks do not overlap.
-ADDRESS_POOL = "base=10.213.0.0/16,size=24"
+#: Where the private daemons' compose networks are carved from: an unusual block, so a
+#: leftover ``docker0`` or another engine's networks do not overlap. Each private daemon takes
+#: one /20 of it that no route of the host uses yet (two test runs at once get two).
+ADDRESS_BLOCK = ipaddress.ip_network("10.213.0.0/16")
+
+
+def _address_pool() -> str:
+    """``--default-address-pool`` for a new private daemon: a free /20 of ADDRESS_BLOCK, in
+    /24 networks, picked at random among the free ones."""
+    routes = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True, check=False)
+    used = []
+    for line in routes.stdout.splitlines():
+        with contextlib.suppress(ValueError):
+            used.append(ipaddress.ip_network(line.split()[0], strict=False))
+    free = [
+        block
+        for block in ADDRESS_BLOCK.subnets(new_prefix=20)
+        if not any(block.overlaps(route) for route in used if route.prefixlen > 0)
+    ]
+    if not free:
+        raise AssertionError(f"every /20 of {ADDRESS_BLOCK} is routed already: {used}")
+    return f"base={random.choice(free)},size=24"
 
 
 def _clean_env(extra: Mapping[str, str] = {}) -> dict[str, str]:
@@ -119,7 +140,7 @@ def docker_engine() -> Iterator[Engine]:
         "--bridge=none",
         "--iptables=false",
         "--ip-masq=false",
-        *("--default-address-pool", ADDRESS_POOL),
+        *("--default-address-pool", _address_pool()),
     ]
     proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     engine = Engine({**env, "DOCKER_HOST": f"unix://{socket}"}, owned=True, folder=folder)
