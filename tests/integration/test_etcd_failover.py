@@ -133,3 +133,25 @@ async def test_a_watch_leaves_a_member_that_stops_answering(
             os.kill(paused, signal.SIGCONT)
         await store.aclose()
         await other.aclose()
+
+
+async def test_a_short_lease_outlives_a_paused_member(cluster: EmbeddedEtcdCluster) -> None:
+    """A keep-alive waits a third of the TTL, not the store's 5 s, on a silent member."""
+    store = EtcdMetadataStore.from_url(cluster.endpoints, timeout_s=5.0)
+    paused = None
+    try:
+        lease = await store.grant_lease(3)
+        await store.put(b"/l/registration", b"broker-0", lease=lease)
+        async with LeaseKeeper(store, lease, 3) as keeper:
+            paused = cluster.members[_member_in_use(cluster, store)].pid
+            assert paused is not None
+            os.kill(paused, signal.SIGSTOP)
+            await asyncio.sleep(3 * 3)
+            assert not keeper.lost
+            kept = await store.get(b"/l/registration")
+            assert kept is not None
+            assert kept.lease == lease
+    finally:
+        if paused is not None:
+            os.kill(paused, signal.SIGCONT)
+        await store.aclose()

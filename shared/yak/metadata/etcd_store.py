@@ -350,6 +350,8 @@ class _EtcdWatch(Watch):
         return True
 
 
+#: Lease TTLs remembered for keep-alive deadlines; the oldest go first past this.
+_LEASE_TTLS_KEPT = 10_000
 #: Server-side deadline of read-only transactions (see ``_read_only_txn``).
 _READ_ONLY_TXN_DEADLINE_S = 600.0
 
@@ -397,6 +399,8 @@ class EtcdMetadataStore:
             timeout_s=timeout_s,
         )
         self._watches: set[_EtcdWatch] = set()
+        #: TTLs of the leases granted here, for keep-alive deadlines (bounded).
+        self._lease_ttls: dict[int, int] = {}
 
     @property
     def endpoints(self) -> tuple[EtcdEndpoint, ...]:
@@ -517,13 +521,21 @@ class EtcdMetadataStore:
             response = await self._unary("lease", "LeaseGrant", rpc.LeaseGrantRequest(TTL=ttl_s))
         if response.error:
             raise MetadataStoreError(f"etcd lease grant failed: {response.error}")
+        self._lease_ttls[int(response.ID)] = int(response.TTL)
+        while len(self._lease_ttls) > _LEASE_TTLS_KEPT:  # leases lost without a revoke
+            del self._lease_ttls[next(iter(self._lease_ttls))]
         return int(response.ID)
 
     async def keep_alive_once(self, lease_id: int) -> int:
+        """Refresh the lease once. A member that does not answer within a third of the lease's
+        TTL (when this store granted it) is left for the next one at once: waiting the full
+        ``timeout_s`` on a paused or cut-off member could outlast a short lease."""
+        ttl = self._lease_ttls.get(lease_id)
+        deadline = self.timeout_s if ttl is None else min(self.timeout_s, max(1.0, ttl / 3))
 
         async def send(conn: _Connection) -> Any:
             metadata = conn.stream_metadata
-            call = conn.lease.LeaseKeepAlive(timeout=self.timeout_s, metadata=metadata)
+            call = conn.lease.LeaseKeepAlive(timeout=deadline, metadata=metadata)
             try:
                 await call.write(rpc.LeaseKeepAliveRequest(ID=lease_id))
                 return await call.read()
@@ -539,6 +551,7 @@ class EtcdMetadataStore:
         return int(reply.TTL)
 
     async def revoke_lease(self, lease_id: int) -> None:
+        self._lease_ttls.pop(lease_id, None)
         try:
             with translated("lease revoke", self._observer):
                 await self._unary("lease", "LeaseRevoke", rpc.LeaseRevokeRequest(ID=lease_id))
