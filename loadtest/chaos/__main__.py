@@ -164,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         "etcd_endpoints_given_to_services": 1 if args.etcd_single else 3,
         "minutes": round((time.monotonic() - started) / 60, 1),
         "code": code,
+        "classes": [c.name for c in runnable],
         "folder": str(folder),
     }
     doc = write(args.results, document([*results, *skipped], settings), merge=args.merge)

@@ -50,7 +50,9 @@ def write(path: Path, doc: dict[str, Any], *, merge: bool) -> dict[str, Any]:
         earlier = json.loads(path.read_text())
         classes = dict(earlier.get("classes", {}))
         classes.update({k: v for k, v in doc["classes"].items() if not v.get("skipped")})
-        settings = {"runs": [earlier.get("settings"), doc["settings"]]}
+        before = earlier.get("settings") or {}
+        runs = before.get("runs", [before] if before else [])
+        settings = {"runs": [*runs, doc["settings"]]}
         doc = _totals(classes, settings)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=2) + "\n")
