@@ -252,9 +252,11 @@ class LeaderPartition:
         progress = self.followers.get(replica_id)
         if self.retired or progress is None:
             return []
-        if progress.log_dir_id != log_dir_id:  # another log: what was known is not its
-            progress = FollowerProgress(progress.last_caught_up_ms, log_dir_id=log_dir_id)
-            self.followers[replica_id] = progress
+        if progress.log_dir_id != log_dir_id:
+            if progress.log_dir_id:  # another log: what was known is not its
+                progress = FollowerProgress(progress.last_caught_up_ms)
+                self.followers[replica_id] = progress
+            progress.log_dir_id = log_dir_id
         leader_leo = self._log.log_end_offset
         if fetch_offset > leader_leo:
             return []

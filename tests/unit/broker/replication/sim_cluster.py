@@ -25,8 +25,9 @@ given roles from metadata exactly as ``ReplicaManager`` gives them. Simulated ar
   and its registration names (``registered``: broker → folder id). Two races come with it:
   ``race="early"`` — the new process serves (leads, follows) while its old registration is
   still there, as the real broker does while its registrar waits for the old lease: it
-  registers at the next ``expire``; ``race="coalesced"`` — the controller sees the new
-  registration without having seen the old one go (events coalesced, a controller failover).
+  registers at the next ``expire``, and may ``announce`` its folder on the old registration
+  before (``registration.announce_log_dir``); ``race="coalesced"`` — the controller sees the
+  new registration without having seen the old one go (events coalesced, a failover).
 
 Producers' batches carry a unique batch id in their timestamp (``BASE_TS + id``), so logs are
 compared by batch headers alone. An acks=all batch is acknowledged when its leader machine emits
@@ -258,7 +259,11 @@ class Cluster:
             return
         body = envelope.body
         if isinstance(body, Propose):
-            self._alter_isr(envelope, body)
+            if self.brokers[envelope.src].incarnation == envelope.src_incarnation:
+                self._alter_isr(envelope, body)
+            # else: its process was restarted since, and its etcd connection died with it (an
+            # older process's ISR change landing under a newer one of the same leader epoch
+            # is not modelled: Kafka fences it with the leader's broker epoch)
             return
         broker = self.brokers[envelope.dst]
         if not broker.alive or broker.incarnation != envelope.dst_incarnation:
@@ -451,6 +456,15 @@ class Cluster:
         if waiting is not None:
             self.registered[broker_id] = waiting
             self.note(f"{broker_id} registered with data folder {waiting}")
+            self.reconcile()
+
+    def announce(self, broker_id: int) -> None:
+        """A restarted process waiting for its old lease writes its new folder id into the old
+        registration (same lease): the controller learns of the lost logs at once."""
+        folder = self.pending.get(broker_id)
+        if folder is not None and self.registered.get(broker_id, folder) != folder:
+            self.registered[broker_id] = folder
+            self.note(f"{broker_id} announces data folder {folder}")
             self.reconcile()
 
     def restart(self, broker_id: int, *, wipe: bool = False, race: str | None = None) -> None:

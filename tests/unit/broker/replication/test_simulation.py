@@ -62,6 +62,7 @@ class Schedule:
             (self.crash, faults),
             (self.restart, 1.5),
             (self.expire, 2),
+            (self.announce, 1),
             (self.cut, 0.4 * faults),
             (self.isolate, 0.4 * faults),
             (self.zombie, 0.5 * faults),
@@ -156,6 +157,11 @@ class Schedule:
         ]
         if gone:
             cluster.expire(self.rng.choice(gone))
+
+    def announce(self) -> None:
+        waiting = sorted(self.cluster.pending)
+        if waiting:
+            self.cluster.announce(self.rng.choice(waiting))
 
     def cut(self) -> None:
         a, b = self.rng.sample(BROKERS, 2)
@@ -275,6 +281,7 @@ def test_random_schedule_keeps_the_invariants(seed: int, tmp_path: Path) -> None
             "wiped",
             "early race",
             "coalesced race",
+            "announces data folder",
             "its log was lost",
         ):
             COVERAGE[word] += word in line
@@ -296,6 +303,7 @@ def test_the_schedules_exercise_failover_and_truncation() -> None:
     assert COVERAGE["wiped"] >= seeds // 4, COVERAGE
     assert COVERAGE["early race"] > 0, COVERAGE
     assert COVERAGE["coalesced race"] > 0, COVERAGE
+    assert COVERAGE["announces data folder"] > 0, COVERAGE
     assert COVERAGE["its log was lost"] > 0, COVERAGE
     # Fetch sessions: refused and given-up sessions start over, idle rounds, late answers,
     # evictions, and leaders without sessions all happen.
