@@ -187,7 +187,14 @@ async def run(
             skipped = ClassResult(fault.name, fault.description, skipped="run deadline reached")
             results.append(skipped)
             continue
-        result = await run_class(cluster, network, shim, fault, options)
+        try:
+            result = await run_class(cluster, network, shim, fault, options)
+        except (RuntimeError, OSError, YakError, httpx.HTTPError) as exc:
+            # e.g. the topic cannot be created because a broker is not back: a finding of
+            # the classes before, reported; the remaining classes still run
+            result = ClassResult(fault.name, fault.description, skipped=f"could not run: {exc}")
+            network.heal_all()
+            result.notes += await asyncio.to_thread(cluster.revive)
         results.append(result)
         if report is not None:
             report(result)
