@@ -203,11 +203,13 @@ bench-scale: $(BENCH_STAMP)
 bench-workers: $(BENCH_STAMP)
 	$(BIN)/python -m loadtest.bench_workers $(BENCH_WORKERS_ARGS)
 
-## Soak (not part of `make test`): 30 min at half the max produce rate with a broker restarted
-## every 5 min; loadtest/results/soak.json, docs/benchmarks/soak-*.png. SOAK_ARGS="--duration 2h".
+## Soak (not part of `make test`): 30 min (SOAK_MINUTES=120: two hours) at half the max produce
+## rate with a fault every 5 min from the chaos set; loadtest/results/soak.json,
+## docs/benchmarks/soak-*.png. SOAK_ARGS="--fault-every 2m --faults kill-etcd,kill-broker".
 SOAK_ARGS ?=
+SOAK_MINUTES ?=
 soak: $(BENCH_STAMP)
-	$(BIN)/python -m loadtest.soak $(SOAK_ARGS)
+	$(BIN)/python -m loadtest.soak $(if $(SOAK_MINUTES),--duration $(SOAK_MINUTES)m) $(SOAK_ARGS)
 
 ## Chaos (not part of `make test`): the nemesis suite of docs/chaos.md, CHAOS_FAULTS faults per
 ## fault class, each process in a network namespace of its own (root); writes

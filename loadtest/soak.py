@@ -1,24 +1,29 @@
-"""``make soak``: a local cluster under steady load for a long time, brokers restarted on a
-schedule; does anything leak, slow down or lose records?
+"""``make soak``: a local cluster under steady load for a long time, with a fault every few
+minutes; does anything leak, slow down or lose records?
 
-1. Starts etcd, a coordinator, 3 brokers and a rest-proxy (``loadtest.local_cluster``, leases
-   of 2 s) and a topic of ``--partitions`` partitions, RF 3, ``min.insync.replicas=2``.
-2. Measures the highest acknowledged produce rate through the proxy for ``--probe`` seconds
+1. Starts, on loopback, the chaos suite's cluster (``loadtest.chaos.cluster``): a 3-member
+   etcd, 2 coordinators, 3 brokers (broker-2 under the chaos shim, for a slow disk) and 2
+   rest-proxies, leases of 2 s; services are given all three etcd members. A topic of
+   ``--partitions`` partitions, RF 3, ``min.insync.replicas=2``.
+2. Measures the highest acknowledged produce rate through a proxy for ``--probe`` seconds
    (the SDK's idempotent producer, acks=all, as fast as it goes, on a topic of its own), or
    takes ``--rate``.
-3. For ``--duration`` (default 30 min) produces at half that rate through the proxy
-   (records numbered, stamped with their send time) while a consumer group reads everything
-   through the same proxy and commits every second. Every ``--restart-every`` (default
-   5 min) one broker, round robin, is stopped — SIGTERM (controlled shutdown) and kill -9
-   alternately — and started again on the same data folder.
+3. For ``--duration`` (default 30 min; ``make soak SOAK_MINUTES=120``) produces at half that
+   rate through proxy-0 (records numbered, stamped with their send time) while a consumer
+   group reads everything through proxy-1 and commits every second. Every ``--fault-every``
+   (default 5 min) one fault of the rotation in ``loadtest.soak_faults`` (kill -9, SIGTERM,
+   SIGSTOP of a broker; kill -9 of a proxy, of the active coordinator, of an etcd member; a
+   slow disk), healed before the next: what died is started again, a full ISR awaited.
 4. Every ``--sample-every`` seconds: each process's resident memory and open file
-   descriptors (``/proc``), and the window's produce latency (send to acknowledgement) and
+   descriptors (``/proc``, etcd members included), each etcd member's own metrics
+   (``loadtest.soak_etcd``), and the window's produce latency (send to acknowledgement) and
    end-to-end latency (send to consumption) percentiles and rates.
 5. At the end it stops producing, waits for the consumer to catch up, and checks that every
    acknowledged record was consumed (lost ones fail the run; duplicates are counted apart).
 
 Writes ``loadtest/results/soak.json`` (slopes per process: RSS MB/hour and fds/hour, each
-incarnation fitted on its own; p99 latency ms/hour; the delivery account; every window) and
+incarnation fitted on its own, over the whole run and after ``--warmup``; the faults with
+their times; etcd's metrics; p99 latency ms/hour; the delivery account; every window) and
 plots ``docs/benchmarks/soak-*.png``; ``--results``/``--plots`` put them elsewhere. Exit
 code 1 when a record was lost. ``docs/soak.md`` says how to read it.
 """
@@ -28,7 +33,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import datetime
 import functools
 import json
 import os
@@ -37,33 +41,36 @@ import signal
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import httpx
 
-from loadtest.local_cluster import LocalCluster, local_cluster, start_etcd, wait_for
+from loadtest.chaos.cluster import ETCD_MEMBERS, ChaosCluster
+from loadtest.chaos.faults import FaultContext
+from loadtest.chaos.network import LoopbackNetwork
+from loadtest.chaos.runner import wait_full_isr
+from loadtest.chaos.shim import Shim, build_shim
+from loadtest.soak_etcd import scrape_members
+from loadtest.soak_faults import FaultLog, SoakFault, choose_faults
 from loadtest.soak_plots import plot_soak
+from loadtest.soak_report import build_document, print_summary
 from loadtest.soak_stats import (
     ACKED,
     FAILED,
-    Delivery,
     ProcessSample,
     account_delivery,
     parse_duration,
-    per_hour,
     percentile,
-    process_slopes,
 )
-from yak.clients.admin import AdminClient
 from yak.errors import YakError
 from yak.sdk import AsyncConsumer, AsyncProducer, RecordMetadata
-from yak.supervisor import StartupError
 
-__all__ = ["SoakOptions", "main", "run_soak"]
+__all__ = ["SoakCluster", "SoakOptions", "main", "run_soak"]
 
 RESULTS = Path(__file__).parent / "results" / "soak.json"
 PLOTS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks"
@@ -71,23 +78,35 @@ LOGS = Path(__file__).resolve().parents[1] / ".artifacts" / "soak-logs"
 TOPIC = "soak"
 PROBE_TOPIC = "soak-probe"
 GROUP = "soak"
-#: Attempts to start a stopped broker again before the soak goes on without it.
-RESTART_ATTEMPTS = 3
 _CLIENT_ERRORS = (YakError, httpx.HTTPError, OSError)
 
 
 @dataclass(frozen=True, slots=True)
 class SoakOptions:
     duration_s: float = 1800.0
-    restart_every_s: float = 300.0
+    fault_every_s: float = 300.0
+    faults: str | None = None
     rate: float | None = None
     probe_s: float = 15.0
     sample_every_s: float = 5.0
+    warmup_s: float = 600.0
     value_size: int = 100
     partitions: int = 6
     drain_timeout_s: float = 120.0
+    etcd_flags: tuple[str, ...] = ()
     results: Path = RESULTS
     plots: Path = PLOTS
+
+
+@dataclass
+class SoakCluster(ChaosCluster):
+    """The chaos cluster with extra etcd flags (``--etcd-flag``): how a soak tries an etcd
+    setting (compaction, snapshot count) without changing what the chaos suite runs."""
+
+    etcd_flags: tuple[str, ...] = ()
+
+    def _etcd_argv(self, member: str) -> list[str]:
+        return [*super()._etcd_argv(member), *self.etcd_flags]
 
 
 @dataclass
@@ -133,12 +152,12 @@ def read_process(pid: int) -> tuple[float, int] | None:
 
 
 class Soak:
-    """One soak run against a started cluster: the load, the sampler and the restarts."""
+    """One soak run against a started cluster: the load, the sampler and the faults."""
 
-    def __init__(self, cluster: LocalCluster, options: SoakOptions) -> None:
+    def __init__(self, cluster: ChaosCluster, options: SoakOptions, faults: FaultLog) -> None:
         self.cluster = cluster
         self.options = options
-        self.proxy = cluster.proxy_url(0)
+        self.faults = faults
         self.t0 = time.monotonic()
         #: Per sequence number: PENDING / ACKED / FAILED, and how often it was consumed.
         self.states = bytearray()
@@ -146,11 +165,12 @@ class Soak:
         self.window = _Window(0.0)
         self.windows: list[dict[str, Any]] = []
         self.samples: list[ProcessSample] = []
-        self.restarts: list[dict[str, Any]] = []
+        self.etcd_samples: list[dict[str, Any]] = []
         self.errors: dict[str, int] = {}
         self.draining = False
         self.drained = asyncio.Event()
         self.acked_total = 0
+        self.consumed_total = 0
         self._verified = 0
 
     def now_s(self) -> float:
@@ -200,6 +220,7 @@ class Soak:
             self.counts.extend(bytes(seq + 1 - len(self.counts)))
         self.counts[seq] = min(self.counts[seq] + 1, 255)
         self.window.consumed += 1
+        self.consumed_total += 1
         self.window.e2e_ms.append((now_ns - int(sent_text)) / 1e6)
 
     def _caught_up(self) -> bool:
@@ -236,17 +257,32 @@ class Soak:
             if self.draining and not records and self._caught_up():
                 self.drained.set()
 
+    async def drain(self, stall_s: float, cap_s: float) -> None:
+        """Wait for ``drained`` while the consumer makes progress: give up after ``stall_s``
+        without a record consumed, or after ``cap_s`` in all. Why not a fixed timeout: a
+        consumer left minutes behind by an overloaded machine is slow, not losing records,
+        and "lost" must only count what it stopped finding."""
+        started = last_progress = time.monotonic()
+        seen = self.consumed_total
+        while not self.drained.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.drained.wait(), 1.0)
+            now = time.monotonic()
+            if self.consumed_total != seen:
+                seen, last_progress = self.consumed_total, now
+            if now - last_progress >= stall_s or now - started >= cap_s:
+                self.errors["drain: timeout"] = 1
+                return
+
     # --- observation and faults -------------------------------------------------------------
 
     def _processes(self) -> Iterator[tuple[str, int]]:
-        if self.cluster.etcd.pid is not None:
-            yield "etcd", self.cluster.etcd.pid
-        for process in self.cluster.supervisor.processes:
+        for name, process in self.cluster.processes.items():
             if process.alive():
-                yield process.spec.name, process.pid
+                yield name, process.pid
         yield "soak-driver", os.getpid()
 
-    def sample(self, *, close_window: bool = True) -> None:
+    async def sample(self, client: httpx.AsyncClient, *, close_window: bool = True) -> None:
         now = self.now_s()
         for name, pid in self._processes():
             found = read_process(pid)
@@ -255,61 +291,31 @@ class Soak:
         window, self.window = self.window, _Window(now)
         if close_window:
             self.windows.append(window.summary(now))
+        members = {m: self.cluster.url(m) for m in ETCD_MEMBERS if m not in self.cluster.down}
+        self.etcd_samples += await scrape_members(client, members, now)
 
     async def sampler(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.options.sample_every_s)
-            self.sample()
+        async with httpx.AsyncClient() as client:
+            await self.sample(client, close_window=False)
+            while not stop.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), self.options.sample_every_s)
+                await self.sample(client)
 
-    async def restarter(self, stop: asyncio.Event) -> None:
-        """At every multiple of ``restart_every_s``: stop the next broker (SIGTERM, then
-        kill -9 the next time) and start it again on the same folder, id and port."""
+    async def injector(self, stop: asyncio.Event) -> None:
+        """At every multiple of ``fault_every_s`` (a fixed schedule; a fault that overran
+        its slot delays the next one only), the next fault of the rotation, healed."""
         number = 0
         started = self.now_s()
         while True:
-            due = started + (number + 1) * self.options.restart_every_s  # a fixed schedule
+            number += 1
+            due = started + number * self.options.fault_every_s
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), max(due - self.now_s(), 0.0))
             if stop.is_set():
                 return
-            broker_id = number % len(self.cluster.brokers)
-            how = signal.SIGTERM if number % 2 == 0 else signal.SIGKILL
-            number += 1
-            process = self.cluster.brokers[broker_id]
-            began = self.now_s()
-            process.popen.send_signal(how)
-            code = await asyncio.to_thread(process.popen.wait)
-            stopped = self.now_s()
-            failures = await self._start_again(broker_id)
-            self.restarts.append(
-                {
-                    "t_s": round(began, 2),
-                    "broker": broker_id,
-                    "signal": how.name,
-                    "exit_code": code,
-                    "stop_s": round(stopped - began, 2),
-                    "down_s": round(self.now_s() - began, 2),
-                    "failed_starts": failures,
-                }
-            )
-
-    async def _start_again(self, broker_id: int) -> list[str]:
-        """Start the broker again, up to ``RESTART_ATTEMPTS`` times; the failed attempts'
-        messages (with the log's tail), so a broker that stays down is seen and explained."""
-        failures: list[str] = []
-        for _ in range(RESTART_ATTEMPTS):
-            try:
-                await asyncio.to_thread(self.cluster.start_broker, broker_id)
-                return failures
-            except StartupError as exc:
-                self._error("restart", exc)
-                failures.append(str(exc)[-4000:])
-                for process in self.cluster.supervisor.processes:  # one that is not ready yet
-                    if process.spec.name == f"broker-{broker_id}" and process.alive():
-                        process.popen.kill()
-                        await asyncio.to_thread(process.popen.wait)
-        return failures
+            entry = await self.faults.inject_next(self.now_s)
+            print(f"fault {entry}", flush=True)
 
 
 async def probe_max_rate(proxy: str, value_size: int, seconds: float) -> dict[str, float]:
@@ -334,61 +340,43 @@ async def probe_max_rate(proxy: str, value_size: int, seconds: float) -> dict[st
     }
 
 
-def _latency_slopes(windows: list[dict[str, Any]]) -> dict[str, float | None]:
-    xs = [w["end_s"] for w in windows]
-    out: dict[str, float | None] = {}
-    for key in ("produce_p99_ms", "e2e_p99_ms"):
-        slope = per_hour(xs, [w[key] for w in windows])
-        out[f"{key}_per_hour"] = None if slope is None else round(slope, 2)
-    return out
+async def _create_topics(cluster: ChaosCluster, partitions: int) -> None:
+    for name in (TOPIC, PROBE_TOPIC):
+        await cluster.create_topic(name, partitions)
+        if not await wait_full_isr(cluster, name, 60.0):
+            raise RuntimeError(f"topic {name} not fully replicated within 60 s")
 
 
-def _overall(values: list[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    found = percentile(present, 50)
-    return None if found is None else round(found, 2)
-
-
-async def _create_topics(cluster: LocalCluster, partitions: int) -> None:
-    async with AdminClient(cluster.coordinator_url) as admin:
-        for name in (TOPIC, PROBE_TOPIC):
-            await admin.create_topic(
-                name,
-                partitions=partitions,
-                replication_factor=3,
-                configs={"min.insync.replicas": "2"},
-            )
-            await wait_for(admin, name, "full-isr")
-
-
-async def run_soak(cluster: LocalCluster, options: SoakOptions) -> dict[str, Any]:
-    """The whole soak on a started cluster (3 brokers, a proxy); the results document."""
+async def run_soak(
+    cluster: ChaosCluster, options: SoakOptions, faults: tuple[SoakFault, ...]
+) -> dict[str, Any]:
+    """The whole soak on a started cluster; the results document."""
     await _create_topics(cluster, options.partitions)
-    proxy = cluster.proxy_url(0)
+    produce_url, consume_url = cluster.proxy_urls()
     probe: dict[str, float] | None = None
     if options.rate is None:
-        probe = await probe_max_rate(proxy, options.value_size, options.probe_s)
+        probe = await probe_max_rate(produce_url, options.value_size, options.probe_s)
         rate = max(probe["records_per_s"] / 2, 1.0)
         print(f"max produce rate {probe['records_per_s']:.0f} records/s; soaking at {rate:.0f}")
     else:
         rate = options.rate
-    soak = Soak(cluster, options)
+    log = FaultLog(FaultContext(cluster, cluster.network, TOPIC, cluster.shim), faults)
+    soak = Soak(cluster, options, log)
     stop_load, stop_consumer, stop_watch = asyncio.Event(), asyncio.Event(), asyncio.Event()
     async with (
-        AsyncProducer(proxy, linger_ms=5) as producer,
-        AsyncConsumer(proxy, GROUP, [TOPIC], auto_offset_reset="earliest") as consumer,
+        AsyncProducer(produce_url, linger_ms=5) as producer,
+        AsyncConsumer(consume_url, GROUP, [TOPIC], auto_offset_reset="earliest") as consumer,
     ):
-        soak.sample(close_window=False)
         tasks = [
             asyncio.create_task(soak.produce(producer, rate, stop_load)),
             asyncio.create_task(soak.consume(consumer, stop_consumer)),
             asyncio.create_task(soak.sampler(stop_watch)),
         ]
-        restarter = asyncio.create_task(soak.restarter(stop_load))
+        injector = asyncio.create_task(soak.injector(stop_load))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop_load.wait(), options.duration_s)
         stop_load.set()
-        await asyncio.gather(tasks[0], restarter)
+        await asyncio.gather(tasks[0], injector)
         load_s = soak.now_s()
         try:
             await asyncio.wait_for(producer.flush(), options.drain_timeout_s)
@@ -396,54 +384,28 @@ async def run_soak(cluster: LocalCluster, options: SoakOptions) -> dict[str, Any
             soak.errors["flush: timeout"] = 1
         soak.draining = True
         drain_started = time.monotonic()
-        try:
-            await asyncio.wait_for(soak.drained.wait(), options.drain_timeout_s)
-        except TimeoutError:
-            soak.errors["drain: timeout"] = 1
+        await soak.drain(options.drain_timeout_s, cap_s=max(options.duration_s, 600.0))
         drain_s = time.monotonic() - drain_started
         stop_consumer.set()
         stop_watch.set()
         await asyncio.gather(*tasks[1:])
-    soak.sample()
-    delivery = account_delivery(soak.states, soak.counts)
-    return _document(soak, options, rate, probe, load_s, drain_s, delivery)
-
-
-def _document(
-    soak: Soak,
-    options: SoakOptions,
-    rate: float,
-    probe: dict[str, float] | None,
-    load_s: float,
-    drain_s: float,
-    delivery: Delivery,
-) -> dict[str, Any]:
-    windows = [w for w in soak.windows if w["start_s"] < load_s]  # not the drain's
-    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(options).items()}
-    return {
-        "benchmark": "soak",
-        "finished_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "options": settings,
-        "max_rate_probe": probe,
-        "target_rate_per_s": round(rate, 1),
-        "load_s": round(load_s, 1),
-        "drain_s": round(drain_s, 1),
-        "acked_per_s": round(soak.acked_total / max(load_s, 1e-9), 1),
-        "restarts": soak.restarts,
-        "delivery": {**asdict(delivery), "ok": delivery.ok},
-        "processes": process_slopes(soak.samples),
-        "latency": {
-            **_latency_slopes(windows),
-            "produce_p99_ms_median_window": _overall([w["produce_p99_ms"] for w in windows]),
-            "e2e_p99_ms_median_window": _overall([w["e2e_p99_ms"] for w in windows]),
-            "e2e_p99_ms_worst_window": max(
-                (w["e2e_p99_ms"] for w in windows if w["e2e_p99_ms"] is not None), default=None
-            ),
-        },
-        "errors": soak.errors,
-        "windows": windows,
-        "samples": [asdict(s) for s in soak.samples],
-    }
+    async with httpx.AsyncClient() as client:
+        await soak.sample(client)
+    return build_document(
+        options=options,
+        rate=rate,
+        probe=probe,
+        load_s=load_s,
+        drain_s=drain_s,
+        acked_total=soak.acked_total,
+        delivery=account_delivery(soak.states, soak.counts),
+        faults=log.entries,
+        windows=soak.windows,
+        samples=soak.samples,
+        etcd_samples=soak.etcd_samples,
+        errors=soak.errors,
+        warmup_s=options.warmup_s,
+    )
 
 
 def _interrupt(_signum: int, _frame: FrameType | None) -> None:
@@ -453,69 +415,82 @@ def _interrupt(_signum: int, _frame: FrameType | None) -> None:
 def _parse(argv: list[str] | None) -> SoakOptions:
     parser = argparse.ArgumentParser(prog="python -m loadtest.soak", description=__doc__)
     parser.add_argument("--duration", default="30m", help="load time (e.g. 30m, 20s, 1h)")
-    parser.add_argument("--restart-every", default="5m", help="a broker restart this often")
+    parser.add_argument("--fault-every", "--restart-every", default="5m", help="a fault this often")
+    parser.add_argument("--faults", help="comma-separated fault names (default: all, in turn)")
     parser.add_argument("--rate", type=float, help="records/s (default: half the probed max)")
     parser.add_argument("--probe", default="15s", help="how long the max-rate probe runs")
     parser.add_argument("--sample-every", default="5s", help="sampling interval")
+    parser.add_argument(
+        "--warmup", default="10m", help="slopes are also fitted on the samples after this"
+    )
     parser.add_argument("--value-size", type=int, default=100, help="bytes per record")
     parser.add_argument("--partitions", type=int, default=6)
-    parser.add_argument("--drain-timeout", default="2m", help="wait for the consumer this long")
+    parser.add_argument(
+        "--drain-timeout",
+        default="2m",
+        help="after the load, give up on the consumer once it consumed nothing for this long",
+    )
+    parser.add_argument(
+        "--etcd-flag", action="append", default=[], help="an extra flag for every etcd member"
+    )
     parser.add_argument("--results", type=Path, default=RESULTS, help="the JSON document")
     parser.add_argument("--plots", type=Path, default=PLOTS, help="folder of soak-*.png")
     args = parser.parse_args(argv)
-    return SoakOptions(
+    options = SoakOptions(
         duration_s=parse_duration(args.duration),
-        restart_every_s=parse_duration(args.restart_every),
+        fault_every_s=parse_duration(args.fault_every),
+        faults=args.faults,
         rate=args.rate,
         probe_s=parse_duration(args.probe),
         sample_every_s=parse_duration(args.sample_every),
+        warmup_s=parse_duration(args.warmup),
         value_size=args.value_size,
         partitions=args.partitions,
         drain_timeout_s=parse_duration(args.drain_timeout),
+        etcd_flags=tuple(args.etcd_flag),
         results=args.results,
         plots=args.plots,
     )
-
-
-def _print_summary(document: dict[str, Any]) -> None:
-    delivery = document["delivery"]
-    print(
-        f"load {document['load_s']:.0f} s at {document['target_rate_per_s']:.0f} records/s "
-        f"(acked {document['acked_per_s']:.0f}/s), {len(document['restarts'])} broker restarts"
-    )
-    print(
-        f"acked {delivery['acked']}, consumed {delivery['consumed_unique']} distinct "
-        f"({delivery['duplicates']} duplicates), lost {delivery['lost']}, "
-        f"failed sends {delivery['failed_sends']}"
-    )
-    for name, slopes in sorted(document["processes"].items()):
-        print(f"  {name:<14} RSS {slopes['rss_mb_per_hour']} MB/h, fds {slopes['fds_per_hour']}/h")
-    print(f"  latency {document['latency']}")
-    for restart in document["restarts"]:
-        for failure in restart.get("failed_starts", ()):
-            print(f"  broker-{restart['broker']} failed to start at {restart['t_s']} s:")
-            print("    " + "\n    ".join(failure.splitlines()[-12:]))
+    try:
+        choose_faults(options.faults)
+    except ValueError as exc:
+        parser.error(str(exc))
+    return options
 
 
 def main(argv: list[str] | None = None) -> int:
     options = _parse(argv)
+    faults = choose_faults(options.faults)
     signal.signal(signal.SIGTERM, _interrupt)
-    with tempfile.TemporaryDirectory(prefix="yak-soak-") as folder:
-        root = Path(folder)
-        etcd = start_etcd(root)
-        try:
-            with local_cluster(root, etcd, "soak", brokers=3) as cluster:
-                cluster.start_proxy(0)
-                document = asyncio.run(run_soak(cluster, options))
-        finally:
-            etcd.stop()
-            if (root / "logs").is_dir():  # every process's log, kept for a post-mortem
-                shutil.rmtree(LOGS, ignore_errors=True)
-                shutil.copytree(root / "logs", LOGS)
+    folder = Path(tempfile.mkdtemp(prefix="yak-soak-"))
+    network = LoopbackNetwork()
+    cluster: SoakCluster | None = None
+    try:
+        shim = None
+        if any(f.shim for f in faults):
+            shim = Shim(build_shim(folder), folder / "shim-control")
+        cluster = SoakCluster(
+            folder,
+            network,
+            f"soak-{uuid.uuid4().hex[:8]}",
+            shim=shim,
+            etcd_list=True,
+            etcd_flags=options.etcd_flags,
+        )
+        cluster.start_all()
+        document = asyncio.run(run_soak(cluster, options, faults))
+    finally:
+        if cluster is not None:
+            cluster.stop()
+        network.close()
+        if (folder / "logs").is_dir():  # every process's log, kept for a post-mortem
+            shutil.rmtree(LOGS, ignore_errors=True)
+            shutil.copytree(folder / "logs", LOGS)
+        shutil.rmtree(folder, ignore_errors=True)
     options.results.parent.mkdir(parents=True, exist_ok=True)
     options.results.write_text(json.dumps(document, indent=2) + "\n")
     plots = plot_soak(document, options.plots)
-    _print_summary(document)
+    print_summary(document)
     print(f"results: {options.results}; plots: {', '.join(str(p) for p in plots)}")
     return 0 if document["delivery"]["ok"] else 1
 
