@@ -9,25 +9,26 @@ is under the cluster's prefix ``/yak/<cluster-id>/`` (``yak.metadata.keyspace``)
 user / role         may write (and read)                       may read
 ==================  =========================================  ================================
 ``yak-coordinator`` ``controller``, ``topics/``,               the whole cluster prefix
-                    ``partitions/``, ``broker-records/``,      (``brokers/``, ``security/``,
-                    ``decommissions/``, ``groups/``,           ``producers/`` ...)
-                    ``offsets/``
+                    ``partitions/``, ``broker-records/``,      (``brokers/``, ``producers/``
+                    ``decommissions/``, ``groups/``,           ...)
+                    ``offsets/``, ``security/``
 ``yak-broker``      ``brokers/`` (its registration),           the whole cluster prefix
                     ``partitions/`` (ISR changes)
 ``yak-rest-proxy``  ``groups/``, ``offsets/``, ``producers/``  the whole cluster prefix
-                    (and ``security/``, see below)
 ``root``            everything (etcd's own super-user: user and role setup, ``yak users
                     create --bootstrap``)
 ==================  =========================================  ================================
 
-No service but the proxy writes ``security/`` (principals, ACLs, quotas), and no proxy writes
-partition state, topics or the controller key. The proxy writes ``security/`` today only
-because it serves the security admin API (``/api/v1/security``) with its own etcd user;
-``proxy_writes_security=False`` closes that range to it (then only root writes it, so a
-compromised proxy cannot make itself a super-user), which is right once those changes go
-through the coordinator, as Kafka's REST proxy sends them to the controller. Every service
-reads the whole prefix because each follows it with one prefix watch (the metadata cache), and
-etcd checks a range against the union of the ranges granted.
+No proxy writes ``security/`` (principals, ACLs, quotas), partition state, topics or the
+controller key: a compromised proxy cannot make itself a super-user. The proxies serve the
+security admin API (``/api/v1/security``) but send its changes to the coordinator
+(``/admin/v1/security``), which writes them with its own user, as Kafka's REST proxy sends
+CreateAcls and AlterUserScramCredentials to the controller; the coordinator holds the
+controller key already, so writing ``security/`` gives it nothing it could not take.
+``proxy_writes_security=True`` gives the proxy back ``security/`` (the layout before the
+coordinator served those writes; kept for a deployment that still runs older proxies).
+Every service reads the whole prefix because each follows it with one prefix watch (the
+metadata cache), and etcd checks a range against the union of the ranges granted.
 
 ``setup_commands`` is the whole setup as ``etcdctl`` steps (``yak up --secure`` runs
 them; a deployment can run the same ones), ``apply`` runs them against a running etcd. They are
@@ -80,7 +81,7 @@ def service_user(process_name: str) -> str | None:
 
 
 def service_roles(
-    keyspace: Keyspace, *, proxy_writes_security: bool = True
+    keyspace: Keyspace, *, proxy_writes_security: bool = False
 ) -> tuple[EtcdRole, ...]:
     """The roles of the module doc, for ``keyspace``'s cluster."""
     ks = keyspace
@@ -97,6 +98,7 @@ def service_roles(
                 ks.decommissions_prefix,
                 ks.groups_prefix,
                 ks.offsets_prefix,
+                ks.security_prefix,
             ),
             read=everything,
         ),
@@ -119,7 +121,7 @@ Step = tuple[list[str], str]
 
 
 def setup_commands(
-    keyspace: Keyspace, passwords: dict[str, str], *, proxy_writes_security: bool = True
+    keyspace: Keyspace, passwords: dict[str, str], *, proxy_writes_security: bool = False
 ) -> list[Step]:
     """The ``etcdctl`` steps that create root, every role, every user with its password from
     ``passwords`` (by user name; read from stdin, never on a command line), and turn
@@ -171,7 +173,7 @@ def apply(
     keyspace: Keyspace,
     passwords: dict[str, str],
     *,
-    proxy_writes_security: bool = True,
+    proxy_writes_security: bool = False,
 ) -> None:
     """Run ``setup_commands`` against ``endpoint`` (as root once authentication is on).
 

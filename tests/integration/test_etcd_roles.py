@@ -5,13 +5,14 @@ One real secure cluster (1 coordinator, 1 broker, the proxy, the console), start
 
 * an anonymous client — plain HTTP, or TLS without a user — can neither read nor write;
 * the rest-proxy's etcd user is refused a write under ``partitions/``, ``topics/``,
-  ``brokers/`` and the controller key, and may read them and write its consumer groups (it
-  still writes ``security/``, for the security admin API it serves: ``yak.etcd_auth``);
+  ``brokers/``, the controller key and ``security/`` (principals, ACLs, quotas), and may read
+  them and write its consumer groups (``yak.etcd_auth``);
+* yet users, keys, ACLs and quotas made through the proxy's security admin API work: the
+  proxy sends them to the coordinator, whose user writes ``security/``;
 * the broker's user may not write topics or security principals;
 * root (``yak users create --bootstrap``'s credentials) may;
-* with ``security/`` closed to the proxy as well (a real etcd set up the same way with
-  ``proxy_writes_security=False``), the proxy's user is refused writes of principals, ACLs
-  and quotas;
+* an etcd set up with the older layout (the proxy writing ``security/``) is closed by the
+  next setup, as a restart of ``yak up --secure`` runs it;
 * the peer port takes only the members' certificate (not plain HTTP, not TLS without a
   certificate, not a user's certificate of the same CA);
 * and the services work under their roles: a topic is created, records are produced, a
@@ -148,9 +149,14 @@ async def test_a_proxy_may_not_write_partition_state(cluster: Cluster) -> None:
             "/yak/local/controller",
             "/yak/local/brokers/0",
             "/yak/local/broker-records/0",
+            "/yak/local/security/principals/mallory",
+            "/yak/local/security/acls/mallory-all",
+            "/yak/local/security/quotas/User:mallory",
         ):
             with pytest.raises(MetadataStoreError, match="permission denied"):
                 await proxy.put(key, b"{}")
+        with pytest.raises(MetadataStoreError, match="permission denied"):
+            await proxy.delete("/yak/local/security/principals/admin")
         key = f"/yak/local/groups/roles-{uuid.uuid4().hex[:6]}/state"
         await proxy.put(key, b"{}")  # its own range
         assert await proxy.delete(key)
@@ -163,9 +169,9 @@ async def test_a_broker_writes_only_registrations_and_partition_state(cluster: C
         for key in ("/yak/local/topics/orders", "/yak/local/security/principals/mallory"):
             with pytest.raises(MetadataStoreError, match="permission denied"):
                 await broker.put(key, b"{}")
-    async with cluster.store("yak-coordinator") as coordinator:
-        with pytest.raises(MetadataStoreError, match="permission denied"):
-            await coordinator.put("/yak/local/security/principals/mallory", b"{}")
+    async with cluster.store("yak-coordinator") as coordinator:  # the proxies' security writes
+        await coordinator.put("/yak/local/security/roles-test", b"x")
+        assert await coordinator.delete("/yak/local/security/roles-test")
     async with cluster.store("root") as root:  # yak users create --bootstrap's credentials
         await root.put("/yak/local/security/roles-test", b"x")
         assert await root.delete("/yak/local/security/roles-test")
@@ -196,8 +202,9 @@ def test_the_services_work_under_their_roles(cluster: Cluster) -> None:
 
 @pytest.fixture
 def closed_etcd(tmp_path: Path) -> Iterator[tuple[str, Path, dict[str, str]]]:
-    """A real etcd set up as ``yak up --secure`` sets its own, with ``security/`` closed to
-    the proxy too (``proxy_writes_security=False``)."""
+    """A real etcd set up first with the older layout (the proxy writing ``security/``), then
+    as ``yak up --secure`` sets its own now, twice (a restart): the proxy's grant is taken
+    back."""
     ca = LocalCa.create(tmp_path / "tls")
     cert = ca.issue("etcd")
     client, peer = free_ports(2)
@@ -206,14 +213,14 @@ def closed_etcd(tmp_path: Path) -> Iterator[tuple[str, Path, dict[str, str]]]:
     server.start()
     try:
         passwords = etcd_auth.ensure_passwords(tmp_path / "etcd-auth")
-        for _ in range(2):  # a second run (a restart) changes nothing and still works
+        for older in (True, False, False):  # the second default run changes nothing
             etcd_auth.apply(
                 server.binary.etcdctl,
                 server.endpoint,
                 ca.cert_file,
                 Keyspace("local"),
                 passwords,
-                proxy_writes_security=False,
+                proxy_writes_security=older,
             )
         yield server.endpoint, ca.cert_file, passwords
     finally:
@@ -257,6 +264,49 @@ async def test_closed_a_proxy_is_refused_the_security_prefix(
     finally:
         for store in (root, proxy, anonymous):
             await store.aclose()
+
+
+def test_users_and_acls_made_through_the_proxy_work(cluster: Cluster) -> None:
+    """The proxy's etcd user may not write ``security/``, yet its security admin API works
+    end to end: the writes go to the coordinator, and each is in force on the proxy at once
+    (read-your-writes)."""
+    topic = f"acl-{uuid.uuid4().hex[:6]}"
+    cluster.yak("topics", "create", topic, "--partitions", "1", "--replication-factor", "1")
+    api = f"{cluster.url('rest-proxy')}/api/v1"
+    admin = {"authorization": f"Bearer {cluster.admin_key}"}
+    name = f"dora-{uuid.uuid4().hex[:6]}"
+    with httpx.Client(verify=ssl_context(cluster.ca), timeout=20) as http:
+        made = http.post(f"{api}/security/users", json={"name": name}, headers=admin)
+        assert made.status_code == 201, made.text
+        dora = {"authorization": f"Bearer {made.json()['api_key']['api_key']}"}
+        again = http.post(f"{api}/security/users", json={"name": name}, headers=admin)
+        assert again.status_code == 409, again.text
+        assert http.get(f"{api}/topics/{topic}", headers=dora).status_code == 403
+        acl = {
+            "principal": f"User:{name}",
+            "resource_type": "TOPIC",
+            "resource_name": topic,
+            "operation": "DESCRIBE",
+        }
+        added = http.post(f"{api}/security/acls", json={"acls": [acl]}, headers=admin)
+        assert added.status_code == 201, added.text
+        described = http.get(f"{api}/topics/{topic}", headers=dora)
+        assert described.status_code == 200, described.text
+        # Dora may not administer security: the proxy refuses before the coordinator is asked.
+        refused = http.post(f"{api}/security/users", json={"name": "mallory"}, headers=dora)
+        assert refused.status_code == 403, refused.text
+        quota = {"produce_bytes_per_s": 1000}
+        path = f"{api}/security/quotas/User:{name}"
+        assert http.put(path, json=quota, headers=admin).status_code == 200
+        assert http.get(path, headers=admin).json()["produce_bytes_per_s"] == 1000
+        assert http.delete(path, headers=admin).status_code == 204
+        removed = http.delete(
+            f"{api}/security/acls", params={"principal": f"User:{name}"}, headers=admin
+        )
+        assert removed.json()["acls"] == [{**acl, "pattern_type": "LITERAL", "permission": "ALLOW"}]
+        assert http.get(f"{api}/topics/{topic}", headers=dora).status_code == 403
+        assert http.delete(f"{api}/security/users/{name}", headers=admin).status_code == 204
+        assert http.get(f"{api}/topics/{topic}", headers=dora).status_code == 401
 
 
 def test_the_peer_port_takes_only_the_members_certificate(cluster: Cluster) -> None:

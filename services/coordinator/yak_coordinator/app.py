@@ -29,6 +29,7 @@ from yak.web.health import health_router
 from yak_coordinator.forwarding import ControllerForwarding
 from yak_coordinator.groups_routes import groups_router
 from yak_coordinator.routes import admin_router
+from yak_coordinator.security.admin_routes import security_admin_router
 from yak_coordinator.security.guard import AdminGuard, AdminSecurity
 from yak_coordinator.security.route_acls import missing_routes
 from yak_coordinator.service import Coordinator
@@ -77,6 +78,7 @@ def create_app(
     app.include_router(health_router("coordinator", ready))
     app.include_router(admin_router(coordinator))
     app.include_router(groups_router(coordinator))
+    app.include_router(security_admin_router(coordinator))  # the proxies' security writes
     if security is not None and (missing := missing_routes(app)):
         raise RuntimeError(f"admin routes without an ACL rule: {missing}")
     app.add_middleware(ControllerForwarding, coordinator=coordinator)

@@ -22,7 +22,8 @@ local CA's certificate), authentication is on, and each service kind logs in as 
 user (``YAK_ETCD_USER`` and ``YAK_ETCD_PASSWORD_FILE``) whose role grants only the key ranges
 it writes; the console has no etcd user at all. ``root``'s password is for ``yak up`` itself
 (the role setup at each start, the admin's bootstrap) and for ``yak users create
---bootstrap``. An anonymous client gets nothing; no proxy writes partition state.
+--bootstrap``. An anonymous client gets nothing; no proxy writes partition state or
+``security/`` (the proxies send user, key, ACL and quota changes to the coordinator).
 """
 
 from __future__ import annotations

@@ -6,6 +6,10 @@ body ``{"code", "message", "details"}`` is raised as the typed error of that cod
 coordinator that cannot be reached raises ``NetworkError``, a timeout ``KafkaTimeoutError``.
 Any coordinator will do: standbys forward admin requests to the active controller.
 
+The ``*_user``, ``*_key``, ``*_acls`` and ``*_quota`` methods are the security writes a
+rest-proxy sends on (``/admin/v1/security``; ``yak.api.security_admin``): each answer carries
+the etcd revision of the write, for the proxy's read-your-writes wait.
+
 Use as ``async with AdminClient(url) as admin``; one client may serve concurrent tasks.
 ``auth`` (an ``httpx.Auth``) adds a user's credential for a coordinator with security on.
 
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
+from urllib.parse import urlencode
 
 import httpx
 from pydantic import BaseModel
@@ -44,11 +49,21 @@ from yak.api.admin import (
     TopicList,
     TopicPartitionRef,
 )
+from yak.api.security import (
+    AclBody,
+    AclList,
+    CreateApiKeyRequest,
+    CreateUserRequest,
+    PasswordRequest,
+    QuotaBody,
+)
+from yak.api.security_admin import AclsWritten, KeyWritten, SecurityWritten, UserWritten
 from yak.clients._http import error_from_response, segment
 from yak.clients.tls import ClientTls
 from yak.closing import AsyncClosing
 from yak.errors import KafkaTimeoutError, NetworkError
 from yak.observability.request_id import propagate_request_id
+from yak.security.acl import AclBinding, AclFilter
 from yak.security.cluster_secret import CLUSTER_SECRET_HEADER, load_cluster_secret
 
 __all__ = ["AdminClient"]
@@ -188,6 +203,63 @@ class AdminClient(AsyncClosing):
     async def describe_group(self, group_id: str) -> GroupDescription:
         """A group's state, epochs and members (``GroupIdNotFoundError`` if none exists)."""
         return await self._call("GET", f"/groups/{segment(group_id)}", GroupDescription)
+
+    # -- security writes (a proxy's admin API sends them here) ---------------------------
+
+    async def create_user(
+        self, name: str, *, password: str | None = None, api_key: bool = True
+    ) -> UserWritten:
+        """Create a user (``DuplicateResourceError`` if it exists), with a first key if asked."""
+        body = CreateUserRequest(name=name, password=password, api_key=api_key)
+        return await self._call("POST", "/security/users", UserWritten, body)
+
+    async def delete_user(self, name: str) -> SecurityWritten:
+        return await self._call("DELETE", f"/security/users/{segment(name)}", SecurityWritten)
+
+    async def add_key(self, user: str, description: str = "") -> KeyWritten:
+        """A new API key for ``user``: its token is in this answer only."""
+        body = CreateApiKeyRequest(description=description)
+        return await self._call("POST", f"/security/users/{segment(user)}/keys", KeyWritten, body)
+
+    async def revoke_key(self, user: str, key_id: str) -> SecurityWritten:
+        path = f"/security/users/{segment(user)}/keys/{segment(key_id)}"
+        return await self._call("DELETE", path, SecurityWritten)
+
+    async def set_password(self, user: str, password: str | None) -> SecurityWritten:
+        """Set (None: remove) the user's HTTP Basic password."""
+        path = f"/security/users/{segment(user)}/password"
+        return await self._call("PUT", path, SecurityWritten, PasswordRequest(password=password))
+
+    async def add_acls(self, acls: Sequence[AclBinding]) -> AclsWritten:
+        body = AclList(acls=[AclBody.of(acl) for acl in acls])
+        return await self._call("POST", "/security/acls", AclsWritten, body)
+
+    async def remove_acls(self, selected: AclFilter) -> AclsWritten:
+        """Remove every binding ``selected`` matches (an empty filter: all); list them."""
+        fields = {
+            "principal": selected.principal,
+            "resource_type": selected.resource_type,
+            "resource_name": selected.resource_name,
+            "pattern_type": selected.pattern_type,
+            "operation": selected.operation,
+            "permission": selected.permission,
+        }
+        query = urlencode({k: str(v) for k, v in fields.items() if v is not None})
+        path = f"/security/acls?{query}" if query else "/security/acls"
+        return await self._call("DELETE", path, AclsWritten)
+
+    async def set_quota(
+        self, principal: str, produce_bytes_per_s: int | None, fetch_bytes_per_s: int | None
+    ) -> SecurityWritten:
+        body = QuotaBody(
+            produce_bytes_per_s=produce_bytes_per_s, fetch_bytes_per_s=fetch_bytes_per_s
+        )
+        path = f"/security/quotas/{segment(principal)}"
+        return await self._call("PUT", path, SecurityWritten, body)
+
+    async def delete_quota(self, principal: str) -> SecurityWritten:
+        path = f"/security/quotas/{segment(principal)}"
+        return await self._call("DELETE", path, SecurityWritten)
 
     async def _call(
         self, method: str, path: str, model: type[_M], body: BaseModel | None = None

@@ -32,7 +32,7 @@ from yak.security.credentials import (
     new_api_key,
 )
 
-__all__ = ["MAX_ACLS_PER_CHANGE", "NewApiKey", "SecurityStore"]
+__all__ = ["MAX_ACLS_PER_CHANGE", "NewApiKey", "SecurityStore", "valid_user_name"]
 
 #: ACL bindings written in one etcd transaction (etcd allows 128 operations in one).
 MAX_ACLS_PER_CHANGE = 100
@@ -51,7 +51,9 @@ class NewApiKey(NamedTuple):
     revision: int
 
 
-def _user_name(name: str) -> str:
+def valid_user_name(name: str) -> str:
+    """``name`` if it may name a user, else ``InvalidRequestError`` (a proxy checks a path's
+    name before sending a change to the coordinator, which checks it again here)."""
     try:
         return validate_member_id(name)
     except ValueError as exc:
@@ -81,7 +83,7 @@ class SecurityStore:
 
     async def get_user(self, name: str) -> UserRecord:
         """The user's record; ``ResourceNotFoundError`` if there is none."""
-        kv = await self._store.get(self._keyspace.principal(_user_name(name)))
+        kv = await self._store.get(self._keyspace.principal(valid_user_name(name)))
         if kv is None:
             raise ResourceNotFoundError(f"no user {name!r}", user=name)
         return UserRecord.from_json(kv.value)
@@ -97,7 +99,7 @@ class SecurityStore:
 
         Returns the record, the new key (if asked for) and the store revision of the write.
         """
-        key = self._keyspace.principal(_user_name(name))
+        key = self._keyspace.principal(valid_user_name(name))
         record = UserRecord(name=name, created_ms=self._clock.time_ms())
         if password is not None:
             record = replace(record, password=await self._hash(password))
@@ -115,7 +117,7 @@ class SecurityStore:
 
     async def delete_user(self, name: str) -> int:
         """Delete the user and every credential it holds; return the store revision."""
-        key = self._keyspace.principal(_user_name(name))
+        key = self._keyspace.principal(valid_user_name(name))
         result = await self._store.txn(
             [Compare.create_revision(key, 0, CompareOp.GREATER)], [DeleteOp(key)]
         )
@@ -146,7 +148,7 @@ class SecurityStore:
         return await self._update(name, lambda record: replace(record, password=hashed))
 
     async def _update(self, name: str, change: _Change) -> int:
-        key = self._keyspace.principal(_user_name(name))
+        key = self._keyspace.principal(valid_user_name(name))
         for _ in range(_CAS_ATTEMPTS):
             kv = await self._store.get(key)
             if kv is None:

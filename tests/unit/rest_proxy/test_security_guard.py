@@ -1,8 +1,11 @@
 """The proxy's guard in process, on the in-memory store: the route table covers every route,
-credentials are required, ACLs decide, lists are filtered, and denials reach the audit log."""
+credentials are required, ACLs decide, lists are filtered, and denials reach the audit log.
+The security writes go to an in-process coordinator (security on too) with the caller's
+credential, as in a cluster: the proxy writes no ``security/`` key itself."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from collections.abc import AsyncIterator
@@ -13,15 +16,19 @@ import pytest
 from starlette.requests import HTTPConnection
 from starlette.routing import Route
 
+from yak.clients.admin import AdminClient
 from yak.errors import AuthenticationError
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
 from yak.security import SecurityStore
 from yak.security.cache import SecurityCache
 from yak.web.tls import PEER_CN_STATE_KEY
+from yak_coordinator.app import create_app as create_coordinator
+from yak_coordinator.settings import CoordinatorSettings
 from yak_rest_proxy.app import create_app
 from yak_rest_proxy.runtime import ProxyRuntime
 from yak_rest_proxy.security.access import current_access
+from yak_rest_proxy.security.forwarded_credential import ForwardedAuth
 from yak_rest_proxy.security.guard import Guard
 from yak_rest_proxy.security.route_acls import ROUTE_ACLS, app_routes, missing_routes
 from yak_rest_proxy.settings import ProxySettings
@@ -62,14 +69,26 @@ class Proxy(NamedTuple):
 
 
 @pytest.fixture
-async def proxy() -> AsyncIterator[Proxy]:
+async def proxy(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Proxy]:
     etcd = MemoryMetadataStore()
     settings = ProxySettings(cluster_id=CLUSTER, security=True, super_users=("User:admin",))
     app = create_app(settings, store=etcd)
-    async with app.router.lifespan_context(app):
+    coordinator = create_coordinator(
+        CoordinatorSettings(
+            cluster_id=CLUSTER, node_id="c0", security=True, super_users=("User:admin",)
+        ),
+        store=etcd,
+    )
+    to_coordinator = httpx.ASGITransport(app=coordinator)
+    admin = AdminClient("http://c0", transport=to_coordinator, auth=ForwardedAuth())
+    runtime: ProxyRuntime = app.state.runtime
+    monkeypatch.setattr(runtime, "coordinator", lambda: admin)
+    async with coordinator.router.lifespan_context(coordinator), app.router.lifespan_context(app):
+        await asyncio.wait_for(coordinator.state.coordinator.wait_controller(), 5)
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
-            yield Proxy(client, SecurityStore(etcd, Keyspace(CLUSTER)), app.state.runtime)
+            yield Proxy(client, SecurityStore(etcd, Keyspace(CLUSTER)), runtime)
+    await admin.aclose()
     await etcd.aclose()
 
 

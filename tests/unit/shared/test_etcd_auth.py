@@ -19,24 +19,27 @@ def test_each_service_kind_has_its_user_and_the_console_none() -> None:
     assert service_user("console") is None
 
 
-def test_closed_nobody_but_root_writes_security_and_the_proxy_no_partition_state() -> None:
+def test_only_the_coordinator_writes_security_and_the_proxy_no_partition_state() -> None:
     ks = Keyspace("prod")
-    roles = {role.name: role for role in service_roles(ks, proxy_writes_security=False)}
+    roles = {role.name: role for role in service_roles(ks)}
     for role in roles.values():
         assert role.read == ("/yak/prod/",)
         assert all(key.startswith("/yak/prod/") for key in role.write)
-        assert not any(key.startswith(ks.security_prefix) for key in role.write)
+    writers = [name for name, role in roles.items() if ks.security_prefix in role.write]
+    assert writers == ["yak-coordinator"]  # the proxies send security writes to it
     proxy = roles["yak-rest-proxy"].write
+    assert not any(key.startswith(ks.security_prefix) for key in proxy)
     assert ks.partitions_prefix not in proxy
     assert ks.topics_prefix not in proxy
     assert set(roles["yak-broker"].write) == {ks.brokers_prefix, ks.partitions_prefix}
     assert ks.controller in roles["yak-coordinator"].write
 
 
-def test_by_default_only_the_proxy_writes_security_for_its_admin_api() -> None:
+def test_the_older_layout_lets_the_proxy_write_security_too() -> None:
     ks = Keyspace("prod")
-    writers = [r.name for r in service_roles(ks) if ks.security_prefix in r.write]
-    assert writers == ["yak-rest-proxy"]
+    roles = service_roles(ks, proxy_writes_security=True)
+    writers = [r.name for r in roles if ks.security_prefix in r.write]
+    assert writers == ["yak-coordinator", "yak-rest-proxy"]
 
 
 def test_the_setup_keeps_passwords_off_command_lines(tmp_path: Path) -> None:

@@ -28,6 +28,18 @@ T, G, C = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
 O = Operation  # noqa: E741
 _A = ADMIN_PREFIX
 _TOPIC = {op: (Check(T, Source.PATH, op),) for op in O}
+_CLUSTER_ALTER = (Check(C, Source.CLUSTER, O.ALTER),)
+_SECURITY_WRITES = (
+    ("POST", "/users"),
+    ("DELETE", "/users/{user}"),
+    ("POST", "/users/{user}/keys"),
+    ("DELETE", "/users/{user}/keys/{key_id}"),
+    ("PUT", "/users/{user}/password"),
+    ("POST", "/acls"),
+    ("DELETE", "/acls"),
+    ("PUT", "/quotas/{principal}"),
+    ("DELETE", "/quotas/{principal}"),
+)
 
 ROUTE_ACLS: dict[RouteKey, tuple[Check, ...] | None] = {
     ("GET", "/healthz"): None,
@@ -56,6 +68,9 @@ ROUTE_ACLS: dict[RouteKey, tuple[Check, ...] | None] = {
     ("DELETE", f"{_A}/brokers/{{broker_id}}"): (Check(C, Source.CLUSTER, O.ALTER),),
     ("GET", f"{_A}/groups"): (Check(G, Source.LISTED, O.DESCRIBE),),
     ("GET", f"{_A}/groups/{{group_id}}"): (Check(G, Source.PATH, O.DESCRIBE),),
+    # The security writes a rest-proxy sends on (``admin_routes``): CLUSTER ALTER, as on the
+    # proxy (Kafka: CreateAcls, DeleteAcls, AlterUserScramCredentials, AlterClientQuotas).
+    **{(method, f"{_A}/security{path}"): _CLUSTER_ALTER for method, path in _SECURITY_WRITES},
 }
 
 

@@ -1,10 +1,12 @@
 """The native quota admin API: ``/api/v1/security/quotas[/{principal}]``.
 
-Thin handlers over ``QuotaStore`` (etcd ``security/quotas/<principal>``), like the users and
-ACLs next door: they work with security on or off, need CLUSTER ALTER (listing and reading:
-CLUSTER DESCRIBE, see ``route_acls``), write the audit log, and after a write wait until this
-proxy's copy reflects it, so the client's next request here already meets the new quota (other
-proxies follow their watch within milliseconds).
+Reads over ``QuotaStore`` (etcd ``security/quotas/<principal>``); writes sent to the active
+controller (``runtime.coordinator()``), like the users and ACLs next door, since the proxy's etcd
+user may not write ``security/``. They work with security on or off, need CLUSTER ALTER
+(listing and reading: CLUSTER DESCRIBE, see ``route_acls``), write the audit log, and after a
+write wait until this proxy's copy reflects the revision the coordinator answered, so the
+client's next request here already meets the new quota (other proxies follow their watch
+within milliseconds).
 """
 
 from __future__ import annotations
@@ -76,14 +78,17 @@ def quota_router(runtime: ProxyRuntime) -> APIRouter:
         """Set the principal's override; it applies to its very next request on every proxy."""
         body = parse_model(QuotaBody, await read_body(request, _BODY_LIMIT))
         quota = QuotaConfig(body.produce_bytes_per_s, body.fetch_bytes_per_s)
-        revision = await store.put(quota_principal(principal), quota)
+        written = await runtime.coordinator().set_quota(
+            quota_principal(principal), quota.produce_bytes_per_s, quota.fetch_bytes_per_s
+        )
+        revision = written.revision
         await changed(request, principal, revision)
         return json_response(info(principal, quota), _JSON)
 
     @router.delete("/{principal}", status_code=204)
     async def delete_quota(request: Request, principal: str) -> Response:
         """Remove the override: the proxy's defaults apply again."""
-        revision = await store.delete(principal)
+        revision = (await runtime.coordinator().delete_quota(quota_principal(principal))).revision
         await changed(request, principal, revision)
         return Response(status_code=204)
 

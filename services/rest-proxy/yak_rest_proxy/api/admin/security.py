@@ -1,11 +1,15 @@
 """The native security admin API: ``/api/v1/security/users`` and ``/api/v1/security/acls``.
 
-Thin handlers over ``yak.security.SecurityStore`` (etcd). They work whether security is on or
-off, so users and ACLs can be prepared before the switch is thrown; with it on, they need
-CLUSTER ALTER (listing: CLUSTER DESCRIBE), see ``route_acls``. After a write, the handler waits
-until this proxy's security cache reflects it, so the client's next request here already uses
-the new key or ACL (other proxies follow their watch within milliseconds). Every change is
-written to the audit log.
+Reads are answered here, from etcd (``yak.security.SecurityStore``); writes go to the active
+controller's ``/admin/v1/security`` (``runtime.coordinator()``, with the caller's credential),
+which makes the same store call: the proxy's etcd user may not write ``security/`` (a
+compromised proxy must not make itself a super-user), as Kafka's REST proxy sends CreateAcls and
+AlterUserScramCredentials to the controller. They work whether security is on or off, so users
+and ACLs can be prepared before the switch is thrown; with it on, they need CLUSTER ALTER
+(listing: CLUSTER DESCRIBE), see ``route_acls``. After a write, the handler waits until this
+proxy's security cache reflects the revision the coordinator answered, so the client's next
+request here already uses the new key or ACL (other proxies follow their watch within
+milliseconds). Every change is written to the audit log.
 """
 
 from __future__ import annotations
@@ -19,20 +23,18 @@ from yak.api.security import (
     AclBody,
     AclList,
     ApiKeyCreated,
-    ApiKeyInfo,
     CreateApiKeyRequest,
     CreateUserRequest,
     PasswordRequest,
     UserCreated,
-    UserInfo,
     UserList,
     WhoAmI,
 )
+from yak.api.security_admin import user_info
 from yak.errors import InvalidRequestError
 from yak.security.acl import AclBinding, AclFilter, Operation, PatternType, Permission, ResourceType
 from yak.security.audit import audit
-from yak.security.credentials import UserRecord
-from yak.security.store import NewApiKey
+from yak.security.store import valid_user_name
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.runtime import ProxyRuntime
@@ -43,24 +45,6 @@ __all__ = ["security_router"]
 
 SECURITY_TAG = "native security"
 _JSON = "application/json"
-
-
-def _user_info(record: UserRecord) -> UserInfo:
-    keys = [
-        ApiKeyInfo(key_id=key_id, created_ms=key.created_ms, description=key.description)
-        for key_id, key in sorted(record.keys.items(), key=lambda item: item[1].created_ms)
-    ]
-    return UserInfo(
-        name=record.name,
-        principal=record.principal,
-        created_ms=record.created_ms,
-        has_password=record.password is not None,
-        keys=keys,
-    )
-
-
-def _key(made: NewApiKey) -> ApiKeyCreated:
-    return ApiKeyCreated(user=made.user, key_id=made.key_id, api_key=made.token)
 
 
 def _binding(body: AclBody) -> AclBinding:
@@ -122,7 +106,7 @@ def security_router(runtime: ProxyRuntime) -> APIRouter:
     @router.get("/users", response_model=UserList)
     async def list_users() -> Response:
         users = sorted(await store.list_users(), key=lambda record: record.name)
-        return json_response(UserList(users=[_user_info(u) for u in users]), _JSON)
+        return json_response(UserList(users=[user_info(u) for u in users]), _JSON)
 
     @router.post(
         "/users",
@@ -133,17 +117,17 @@ def security_router(runtime: ProxyRuntime) -> APIRouter:
     async def create_user(request: Request) -> Response:
         """Create a user; with ``api_key`` true the answer holds its first key, shown once."""
         body = parse_model(CreateUserRequest, await read_body(request, BODY_LIMIT))
-        record, made, revision = await store.create_user(
-            body.name, password=body.password, with_key=body.api_key
+        made = await runtime.coordinator().create_user(
+            body.name, password=body.password, api_key=body.api_key
         )
-        await changed(request, "/users", f"USER:{body.name}", revision)
-        answer = UserCreated(user=_user_info(record), api_key=None if made is None else _key(made))
+        await changed(request, "/users", f"USER:{body.name}", made.revision)
+        answer = UserCreated(user=made.user, api_key=made.api_key)
         return json_response(answer, _JSON, status_code=201)
 
     @router.delete("/users/{user}", status_code=204)
     async def delete_user(request: Request, user: str) -> Response:
         """Delete the user and every credential it holds (its ACLs stay)."""
-        revision = await store.delete_user(user)
+        revision = (await runtime.coordinator().delete_user(valid_user_name(user))).revision
         await changed(request, "/users/{user}", f"USER:{user}", revision)
         return Response(status_code=204)
 
@@ -157,14 +141,15 @@ def security_router(runtime: ProxyRuntime) -> APIRouter:
         """A new API key for the user: the token is in this answer and nowhere else."""
         raw = await read_body(request, BODY_LIMIT)
         body = parse_model(CreateApiKeyRequest, raw, empty_ok=True)
-        made = await store.add_key(user, body.description)
-        await changed(request, "/users/{user}/keys", f"KEY:{user}/{made.key_id}", made.revision)
-        return json_response(_key(made), _JSON, status_code=201)
+        made = await runtime.coordinator().add_key(valid_user_name(user), body.description)
+        key = made.api_key
+        await changed(request, "/users/{user}/keys", f"KEY:{user}/{key.key_id}", made.revision)
+        return json_response(key, _JSON, status_code=201)
 
     @router.delete("/users/{user}/keys/{key_id}", status_code=204)
     async def revoke_key(request: Request, user: str, key_id: str) -> Response:
         """Revoke one key: the next request with it answers 401, on every proxy."""
-        revision = await store.revoke_key(user, key_id)
+        revision = (await runtime.coordinator().revoke_key(valid_user_name(user), key_id)).revision
         await changed(request, "/users/{user}/keys/{key_id}", f"KEY:{user}/{key_id}", revision)
         return Response(status_code=204)
 
@@ -176,7 +161,9 @@ def security_router(runtime: ProxyRuntime) -> APIRouter:
     async def set_password(request: Request, user: str) -> Response:
         """Set the user's HTTP Basic password (null removes it)."""
         body = parse_model(PasswordRequest, await read_body(request, BODY_LIMIT))
-        revision = await store.set_password(user, body.password)
+        revision = (
+            await runtime.coordinator().set_password(valid_user_name(user), body.password)
+        ).revision
         await changed(request, "/users/{user}/password", f"USER:{user}", revision)
         return Response(status_code=204)
 
@@ -192,7 +179,7 @@ def security_router(runtime: ProxyRuntime) -> APIRouter:
         """Add bindings (one that exists already is left as it is)."""
         body = parse_model(AclList, await read_body(request, BODY_LIMIT))
         acls = [_binding(acl) for acl in body.acls]
-        revision = await store.add_acls(acls) if acls else 0
+        revision = (await runtime.coordinator().add_acls(acls)).revision if acls else 0
         await changed(request, "/acls", ";".join(map(_describe, acls)), revision)
         return json_response(AclList(acls=[AclBody.of(a) for a in acls]), _JSON, status_code=201)
 
@@ -201,9 +188,10 @@ def security_router(runtime: ProxyRuntime) -> APIRouter:
         request: Request, selected: Annotated[AclFilter, Depends(_acl_filter)]
     ) -> Response:
         """Remove every binding the filter selects (no filter: all of them); list them."""
-        removed, revision = await store.remove_acls(selected)
-        await changed(request, "/acls", ";".join(map(_describe, removed)), revision)
-        return json_response(AclList(acls=[AclBody.of(a) for a in removed]), _JSON)
+        removed = await runtime.coordinator().remove_acls(selected)
+        described = ";".join(map(_describe, (_binding(a) for a in removed.acls)))
+        await changed(request, "/acls", described, removed.revision)
+        return json_response(AclList(acls=removed.acls), _JSON)
 
     return router
 
