@@ -40,6 +40,7 @@ from tests.compose.engine import (
     offline_images,
     run,
 )
+from yak.errors import TopicAlreadyExistsError, YakError
 from yak.sdk import AsyncAdmin, AsyncConsumer, AsyncProducer
 from yak.sdk.records import RecordMetadata
 
@@ -292,13 +293,35 @@ async def _kill_under_acks_all(compose: Compose, urls: dict[str, str]) -> None:
     assert len(read) == len(acked), "a record was written twice"
 
 
+async def _create_retrying(admin: AsyncAdmin, topic: str, within_s: float = 60.0) -> None:
+    """Create ``topic`` RF 3 as a Kafka admin client does: a retriable error (the metadata
+    store's transaction timed out while the surviving members elected a leader, or no
+    controller yet) is tried again; ``TOPIC_ALREADY_EXISTS`` after a retry means the timed-out
+    attempt landed."""
+    deadline = time.monotonic() + within_s
+    retried = False
+    while True:
+        try:
+            await admin.create_topic(topic, partitions=2, replication_factor=3)
+            return
+        except TopicAlreadyExistsError:
+            if retried:
+                return
+            raise
+        except YakError as exc:
+            if not exc.retriable or time.monotonic() > deadline:
+                raise
+            retried = True
+            await asyncio.sleep(1)
+
+
 async def _lose_an_etcd_member(compose: Compose, urls: dict[str, str]) -> None:
     """docker kill etcd-0, the member every service starts on (the first of YAK_ETCD): the
     services move to the next member; brokers keep their registrations, a topic is still
     created through nginx and records still go in and out through the proxies."""
     compose.engine.docker("kill", compose.container("etcd-0"))
     async with AsyncAdmin(urls["lb"]) as admin:
-        await admin.create_topic("after-etcd-loss", partitions=2, replication_factor=3)
+        await _create_retrying(admin, "after-etcd-loss")
     values = {f"etcd-loss-{i}".encode() for i in range(50)}
     async with AsyncProducer(urls["rest-proxy-0"]) as producer:
         await asyncio.gather(*[await producer.send("after-etcd-loss", v) for v in sorted(values)])

@@ -440,12 +440,18 @@ async def _prepare(cluster: Cluster) -> None:
         assert instance.status_code == 200, instance.text
 
 
+#: Written by a broker's periodic checkpoint task once a log's offsets moved (the legitimate
+#: topic's records, produced by ``_prepare``): background work, whenever its timer fires.
+_BACKGROUND_FILES = frozenset({"partition.checkpoint"})
+
+
 def _tree(folder: Path) -> set[str]:
-    """Every path under ``folder`` but the processes' log files."""
+    """Every path under ``folder`` but the processes' log files and the brokers' periodic
+    checkpoints."""
     return {
         str(path.relative_to(folder))
         for path in folder.rglob("*")
-        if "logs" not in path.relative_to(folder).parts
+        if "logs" not in path.relative_to(folder).parts and path.name not in _BACKGROUND_FILES
     }
 
 
