@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = write(args.results, document([*results, *skipped], settings), merge=args.merge)
     print(table(doc))
     print(f"results: {args.results}; logs: {LOGS}")
-    bad = any(doc[k] for k in ("lost", "duplicated", "reordered", "moved"))
+    bad = any(doc[k] for k in ("lost", "duplicated", "reordered", "moved", "unread_classes"))
     if bad:
         for name, entry in doc["classes"].items():
             if entry.get("examples"):

@@ -38,6 +38,7 @@ def _totals(classes: dict[str, dict[str, Any]], settings: dict[str, Any]) -> dic
         for key in FINDINGS
     }
     out["faults_injected"] = sum(int(e.get("faults") or 0) for e in classes.values())
+    out["unread_classes"] = [name for name, e in classes.items() if e.get("unread")]
     out["acked"] = sum(int(e.get("acked") or 0) for e in classes.values())
     out["finished_at"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     out["settings"] = settings
@@ -69,7 +70,8 @@ def table(doc: dict[str, Any]) -> str:
         cells = "".join(
             f"{_worst(entry, k):>{w}}" for k, w in zip(FINDINGS, (6, 5, 6, 6), strict=True)
         )
-        lines.append(f"{name:<28}{entry['faults']:>7}{entry['acked']:>9}{cells}")
+        unread = "  NOT READ: no verdict" if entry.get("unread") else ""
+        lines.append(f"{name:<28}{entry['faults']:>7}{entry['acked']:>9}{cells}{unread}")
     lines.append("-" * len(header))
     cells = "".join(f"{doc[k]:>{w}}" for k, w in zip(FINDINGS, (6, 5, 6, 6), strict=True))
     lines.append(f"{'total':<28}{doc['faults_injected']:>7}{doc['acked']:>9}{cells}")
