@@ -11,8 +11,6 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.ports import free_base_port, layout_offsets
+from tests.integration.yak_up_process import yak_up
 from yak.api.admin import TopicDescription
 from yak.clients.admin import AdminClient
 from yak.clients.broker import BrokerClient
@@ -40,21 +39,11 @@ class Cluster:
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    yak = Path(sys.executable).with_name("yak")
     base = free_base_port(layout_offsets(BROKERS))
-    argv = [str(yak), "up", "--data-dir", str(tmp_path), "--base-port", str(base)]
-    argv += ["--brokers", str(BROKERS), "--cluster-id", "e2e"]
-    argv += ["--no-restart"]  # a killed coordinator stays down: the standby must take over
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        assert proc.stdout is not None
-        lines = []
-        for line in proc.stdout:
-            lines.append(line)
-            if "is up" in line:
-                break
-        else:
-            pytest.fail("yak up exited before the cluster was up:\n" + "".join(lines))
+    args = ["--data-dir", str(tmp_path), "--base-port", str(base)]
+    args += ["--brokers", str(BROKERS), "--cluster-id", "e2e"]
+    # --no-restart: a killed coordinator stays down, the standby must take over.
+    with yak_up(*args, "--no-restart", stop_timeout_s=30):
         document = json.loads((tmp_path / "cluster.json").read_text())
         processes = {p["name"]: p for p in document["processes"]}
         yield Cluster(
@@ -65,13 +54,6 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
             },
             brokers={i: processes[f"broker-{i}"]["url"] for i in range(BROKERS)},
         )
-        proc.send_signal(signal.SIGINT)
-        rest, _ = proc.communicate(timeout=30)
-        assert proc.returncode == 0, rest
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 async def _wait_for_controller(admin: AdminClient, exclude: str | None = None) -> str:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import stat
 import subprocess
 import sys
@@ -38,6 +37,7 @@ import httpx
 import pytest
 
 from tests.integration.ports import free_base_port, layout_offsets
+from tests.integration.yak_up_process import yak_up
 from yak import etcd_auth
 from yak.clients.tls import ssl_context
 from yak.errors import MetadataStoreError
@@ -94,26 +94,9 @@ class Cluster:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     data_dir = tmp_path_factory.mktemp("etcd-roles")
     base = free_base_port(layout_offsets(brokers=1, coordinators=1))
-    argv = [str(_BIN / "yak"), "up", "--secure", "--data-dir", str(data_dir)]
-    argv += ["--base-port", str(base), "--brokers", "1", "--coordinators", "1"]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        assert proc.stdout is not None
-        lines = []
-        for line in proc.stdout:
-            lines.append(line)
-            if "is up" in line:
-                break
-        else:
-            pytest.fail("yak up --secure exited before the cluster was up:\n" + "".join(lines))
+    args = ("--secure", "--data-dir", str(data_dir), "--base-port", str(base))
+    with yak_up(*args, "--brokers", "1", "--coordinators", "1"):
         yield Cluster(data_dir)
-        proc.send_signal(signal.SIGINT)
-        rest, _ = proc.communicate(timeout=60)
-        assert proc.returncode == 0, rest
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def test_etcd_speaks_tls_and_its_passwords_are_private(cluster: Cluster) -> None:

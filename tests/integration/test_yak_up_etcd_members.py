@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from tests.integration.ports import free_base_port, layout_offsets
+from tests.integration.yak_up_process import yak_up
 from yak.metadata.etcd_store import EtcdMetadataStore
 
 pytestmark = pytest.mark.integration
@@ -51,26 +52,11 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
     data_dir = tmp_path_factory.mktemp("etcd-members")
     offsets = (*layout_offsets(brokers=2, coordinators=1), 2, 3, 4, 5)
     base = free_base_port(offsets)
-    argv = [str(_BIN / "yak"), "up", "--data-dir", str(data_dir), "--base-port", str(base)]
-    argv += ["--brokers", "2", "--coordinators", "1", "--etcd-members", "3", "--no-restart"]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        assert proc.stdout is not None
-        lines = []
-        for line in proc.stdout:
-            lines.append(line)
-            if "is up" in line:
-                break
-        else:
-            pytest.fail("yak up exited before the cluster was up:\n" + "".join(lines))
+    args = ("--data-dir", str(data_dir), "--base-port", str(base))
+    with yak_up(
+        *args, "--brokers", "2", "--coordinators", "1", "--etcd-members", "3", "--no-restart"
+    ):
         yield Up(data_dir)
-        proc.send_signal(signal.SIGINT)
-        rest, _ = proc.communicate(timeout=60)
-        assert proc.returncode == 0, rest
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def _produce(proxy: str, topic: str, deadline_s: float = 30.0) -> None:

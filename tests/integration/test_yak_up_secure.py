@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import stat
 import subprocess
 import sys
@@ -33,6 +32,7 @@ import httpx
 import pytest
 
 from tests.integration.ports import free_base_port, layout_offsets
+from tests.integration.yak_up_process import yak_up
 from yak.clients.broker import BrokerClient
 from yak.clients.tls import ClientTls, ssl_context
 from yak.security.local_ca import LocalCa
@@ -82,26 +82,9 @@ class Secure:
 def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
     data_dir = tmp_path_factory.mktemp("secure-up")
     base = free_base_port(layout_offsets(brokers=2, coordinators=1))
-    argv = [str(_BIN / "yak"), "up", "--secure", "--data-dir", str(data_dir)]
-    argv += ["--base-port", str(base), "--brokers", "2", "--coordinators", "1"]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        assert proc.stdout is not None
-        lines = []
-        for line in proc.stdout:
-            lines.append(line)
-            if "is up" in line:
-                break
-        else:
-            pytest.fail("yak up --secure exited before the cluster was up:\n" + "".join(lines))
+    args = ("--secure", "--data-dir", str(data_dir), "--base-port", str(base))
+    with yak_up(*args, "--brokers", "2", "--coordinators", "1", stop_timeout_s=30):
         yield Secure(data_dir)
-        proc.send_signal(signal.SIGINT)
-        rest, _ = proc.communicate(timeout=30)
-        assert proc.returncode == 0, rest
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def test_services_serve_https_and_secrets_are_private(secure: Secure) -> None:
