@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, status
+from fastapi import APIRouter, Depends, status
 
 from yak.api.admin import ADMIN_PREFIX
 from yak.api.security import (
@@ -39,11 +39,11 @@ from yak.api.security_admin import (
     UserWritten,
     user_info,
 )
-from yak.errors import InvalidRequestError
 from yak.metadata.keyspace import Keyspace
-from yak.security.acl import AclBinding, AclFilter, Operation, PatternType, Permission, ResourceType
+from yak.security.acl import AclFilter
 from yak.security.quota_store import QuotaConfig, QuotaStore
 from yak.security.store import NewApiKey, SecurityStore
+from yak.web.acl_params import acl_binding, acl_filter
 from yak_coordinator.service import Coordinator
 
 __all__ = ["security_admin_router"]
@@ -54,25 +54,6 @@ _BODY_LIMIT = 1024 * 1024
 
 def _key(made: NewApiKey) -> ApiKeyCreated:
     return ApiKeyCreated(user=made.user, key_id=made.key_id, api_key=made.token)
-
-
-def _binding(body: AclBody) -> AclBinding:
-    try:
-        return body.to_binding()
-    except ValueError as exc:
-        raise InvalidRequestError(f"invalid ACL: {exc}") from None
-
-
-def _acl_filter(
-    principal: Annotated[str | None, Query(max_length=260)] = None,
-    resource_type: ResourceType | None = None,
-    resource_name: Annotated[str | None, Query(max_length=249)] = None,
-    pattern_type: PatternType | None = None,
-    operation: Operation | None = None,
-    permission: Permission | None = None,
-) -> AclFilter:
-    """The filter of a removal: each given field must match exactly (none: every binding)."""
-    return AclFilter(principal, resource_type, resource_name, pattern_type, operation, permission)
 
 
 def security_admin_router(coordinator: Coordinator) -> APIRouter:
@@ -117,12 +98,12 @@ def security_admin_router(coordinator: Coordinator) -> APIRouter:
     @router.post("/acls", status_code=status.HTTP_201_CREATED)
     async def add_acls(body: AclList) -> AclsWritten:
         """Add bindings (one that exists already is left as it is)."""
-        acls = [_binding(acl) for acl in body.acls]
+        acls = [acl_binding(acl) for acl in body.acls]
         revision = await users().add_acls(acls) if acls else 0
         return AclsWritten(acls=[AclBody.of(a) for a in acls], revision=revision)
 
     @router.delete("/acls")
-    async def remove_acls(selected: Annotated[AclFilter, Depends(_acl_filter)]) -> AclsWritten:
+    async def remove_acls(selected: Annotated[AclFilter, Depends(acl_filter)]) -> AclsWritten:
         """Remove every binding the filter selects (no filter: all of them); list them."""
         removed, revision = await users().remove_acls(selected)
         return AclsWritten(acls=[AclBody.of(a) for a in removed], revision=revision)

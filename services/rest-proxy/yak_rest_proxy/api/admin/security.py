@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 
 from yak.api.records import API_PREFIX
 from yak.api.security import (
@@ -31,10 +31,10 @@ from yak.api.security import (
     WhoAmI,
 )
 from yak.api.security_admin import user_info
-from yak.errors import InvalidRequestError
-from yak.security.acl import AclBinding, AclFilter, Operation, PatternType, Permission, ResourceType
+from yak.security.acl import AclBinding, AclFilter
 from yak.security.audit import audit
 from yak.security.store import valid_user_name
+from yak.web.acl_params import acl_binding, acl_filter
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.runtime import ProxyRuntime
@@ -45,25 +45,6 @@ __all__ = ["security_router"]
 
 SECURITY_TAG = "native security"
 _JSON = "application/json"
-
-
-def _binding(body: AclBody) -> AclBinding:
-    try:
-        return body.to_binding()
-    except ValueError as exc:
-        raise InvalidRequestError(f"invalid ACL: {exc}") from None
-
-
-def _acl_filter(
-    principal: Annotated[str | None, Query(max_length=260)] = None,
-    resource_type: ResourceType | None = None,
-    resource_name: Annotated[str | None, Query(max_length=249)] = None,
-    pattern_type: PatternType | None = None,
-    operation: Operation | None = None,
-    permission: Permission | None = None,
-) -> AclFilter:
-    """The ACL filter of a list or remove request: each given field must match exactly."""
-    return AclFilter(principal, resource_type, resource_name, pattern_type, operation, permission)
 
 
 def _optional(extra: dict[str, Any]) -> dict[str, Any]:
@@ -168,7 +149,7 @@ def security_router(runtime: ProxyRuntime) -> APIRouter:
         return Response(status_code=204)
 
     @router.get("/acls", response_model=AclList)
-    async def list_acls(selected: Annotated[AclFilter, Depends(_acl_filter)]) -> Response:
+    async def list_acls(selected: Annotated[AclFilter, Depends(acl_filter)]) -> Response:
         acls = await store.list_acls(selected)
         return json_response(AclList(acls=[AclBody.of(a) for a in acls]), _JSON)
 
@@ -178,18 +159,18 @@ def security_router(runtime: ProxyRuntime) -> APIRouter:
     async def add_acls(request: Request) -> Response:
         """Add bindings (one that exists already is left as it is)."""
         body = parse_model(AclList, await read_body(request, BODY_LIMIT))
-        acls = [_binding(acl) for acl in body.acls]
+        acls = [acl_binding(acl) for acl in body.acls]
         revision = (await runtime.coordinator().add_acls(acls)).revision if acls else 0
         await changed(request, "/acls", ";".join(map(_describe, acls)), revision)
         return json_response(AclList(acls=[AclBody.of(a) for a in acls]), _JSON, status_code=201)
 
     @router.delete("/acls", response_model=AclList)
     async def remove_acls(
-        request: Request, selected: Annotated[AclFilter, Depends(_acl_filter)]
+        request: Request, selected: Annotated[AclFilter, Depends(acl_filter)]
     ) -> Response:
         """Remove every binding the filter selects (no filter: all of them); list them."""
         removed = await runtime.coordinator().remove_acls(selected)
-        described = ";".join(map(_describe, (_binding(a) for a in removed.acls)))
+        described = ";".join(map(_describe, (acl_binding(a) for a in removed.acls)))
         await changed(request, "/acls", described, removed.revision)
         return json_response(AclList(acls=removed.acls), _JSON)
 
