@@ -68,6 +68,7 @@ from loadtest.soak_stats import (
     percentile,
 )
 from yak.errors import YakError
+from yak.etcd_server import SNAPSHOT_COUNT
 from yak.sdk import AsyncConsumer, AsyncProducer, RecordMetadata
 
 __all__ = ["SoakCluster", "SoakOptions", "main", "run_soak"]
@@ -100,13 +101,15 @@ class SoakOptions:
 
 @dataclass
 class SoakCluster(ChaosCluster):
-    """The chaos cluster with extra etcd flags (``--etcd-flag``): how a soak tries an etcd
-    setting (compaction, snapshot count) without changing what the chaos suite runs."""
+    """The chaos cluster with ``yak up``'s snapshot count (``yak.etcd_server``: the raft log
+    etcd holds in memory is what a soak watches) and extra etcd flags (``--etcd-flag``, later
+    ones win): how a soak tries an etcd setting without changing what the chaos suite runs."""
 
     etcd_flags: tuple[str, ...] = ()
 
     def _etcd_argv(self, member: str) -> list[str]:
-        return [*super()._etcd_argv(member), *self.etcd_flags]
+        own = f"--snapshot-count={SNAPSHOT_COUNT}"
+        return [*super()._etcd_argv(member), own, *self.etcd_flags]
 
 
 @dataclass
