@@ -57,6 +57,8 @@ class HeapFreezer:
     def shrank(self) -> None:
         """Long-lived objects were dropped: unfreeze once no change came for ``settle_s``, and
         freeze again after the collection that frees them."""
+        if not self.freezes:
+            return  # nothing was frozen: the collector sees everything already
         self._shrunk = True
         self._restart_timer()
 

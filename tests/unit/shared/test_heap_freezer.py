@@ -64,6 +64,15 @@ async def test_deletions_unfreeze_until_a_full_collection_has_run() -> None:
     freezer.close()
 
 
+async def test_deletions_before_any_freeze_change_nothing() -> None:
+    freezer = HeapFreezer(settle_s=0.01)
+    freezer.shrank()
+    await _settle(freezer)
+    assert (freezer.freezes, gc.get_freeze_count()) == (0, 0)
+    assert freezer._on_collection not in gc.callbacks  # no refreeze waits for a collection
+    freezer.close()
+
+
 async def test_close_cancels_what_is_pending() -> None:
     freezer = HeapFreezer(settle_s=0.01)
     freezer.grew()

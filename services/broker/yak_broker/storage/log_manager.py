@@ -90,6 +90,9 @@ __all__ = ["LOCK_FILE", "LogDirLockedError", "LogManager", "LogRequest", "TopicP
 LOCK_FILE = ".lock"
 _DELETE_SUFFIX = "-delete"
 #: Logs handled between two yields of the event loop in periodic work over every log.
+#: Logs from which the heap is frozen as they settle (``yak.heap``): below it a full collection
+#: is short, and a frozen heap measured slower under load (e2e at 10,000 msg/s, 4 partitions).
+FREEZE_FROM_LOGS = 2_000
 CHUNK = 64
 #: Worker threads for file work over many logs (creation): fsyncs issued together share the
 #: file system's journal commits (4 threads: ~10x the fsyncs per second of one, measured).
@@ -154,10 +157,12 @@ class LogManager:
         max_open_files: int | None = None,
         io_threads: int = DEFAULT_IO_THREADS,
         heap: HeapFreezer | None = None,
+        freeze_from_logs: int = FREEZE_FROM_LOGS,
     ) -> None:
         self.data_dir = Path(data_dir)
         #: Told when logs are loaded, created or deleted (None: the heap is left alone).
         self._heap = heap
+        self._freeze_from_logs = freeze_from_logs
         self._io_threads = io_threads
         self._io_pool: ThreadPoolExecutor | None = None
         self._max_open_files = max_open_files
@@ -216,7 +221,7 @@ class LogManager:
         """``open`` (if not done) and start the background tasks."""
         if self._lock_fd < 0:
             self.open()
-        if self._heap is not None and self._logs:
+        if self._heap is not None and len(self._logs) >= self._freeze_from_logs:
             self._heap.grew()
         schedule = [
             ("flush", self.flush_due_logs),
@@ -358,7 +363,7 @@ class LogManager:
                 results[request.tp] = self._register(request.tp, log)
             if index % CHUNK == 0:
                 await asyncio.sleep(0)  # registering hundreds of logs: let the loop breathe
-        if self._heap is not None and staged:
+        if self._heap is not None and staged and len(self._logs) >= self._freeze_from_logs:
             self._heap.grew()
         return results
 

@@ -281,14 +281,26 @@ class _Heap(HeapFreezer):
 
 
 async def test_the_heap_hears_of_logs_loaded_created_and_deleted(tmp_path: Path) -> None:
-    first = LogManager(tmp_path, clock=FakeClock(T0), heap=(heap := _Heap()))
+    first = LogManager(tmp_path, clock=FakeClock(T0), heap=(heap := _Heap()), freeze_from_logs=3)
     first.open()
     await first.create_logs(_requests(3))
     await first.create_logs(_requests(3))  # nothing new: nothing to freeze
     await first.delete(TopicPartition("t", 0))
     assert heap.told == ["grew", "shrank"]
     await first.shutdown()
-    again = LogManager(tmp_path, clock=FakeClock(T0), heap=(reloaded := _Heap()))
+    again = LogManager(
+        tmp_path, clock=FakeClock(T0), heap=(reloaded := _Heap()), freeze_from_logs=2
+    )
     await again.start()
     assert reloaded.told == ["grew"]  # the logs found at start
     await again.shutdown()
+
+
+async def test_a_small_broker_leaves_its_heap_alone(tmp_path: Path) -> None:
+    manager = LogManager(tmp_path, clock=FakeClock(T0), heap=(heap := _Heap()), freeze_from_logs=4)
+    manager.open()
+    await manager.create_logs(_requests(3))
+    assert heap.told == []  # a few logs: a full collection is short, nothing to freeze
+    await manager.create_logs(_requests(5))
+    assert heap.told == ["grew"]
+    await manager.shutdown()
