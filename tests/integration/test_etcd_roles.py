@@ -22,9 +22,7 @@ One real secure cluster (1 coordinator, 1 broker, the proxy, the console), start
 from __future__ import annotations
 
 import json
-import os
 import stat
-import subprocess
 import sys
 import time
 import uuid
@@ -37,7 +35,7 @@ import httpx
 import pytest
 
 from tests.integration.ports import free_base_port, layout_offsets
-from tests.integration.yak_up_process import yak_up
+from tests.integration.yak_up_process import yak_cli, yak_up
 from yak import etcd_auth
 from yak.clients.tls import ssl_context
 from yak.errors import MetadataStoreError
@@ -83,11 +81,7 @@ class Cluster:
             await store.aclose()
 
     def yak(self, *args: str) -> str:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("YAK_")}
-        argv = [str(_BIN / "yak"), *args, "--data-dir", str(self.data_dir)]
-        done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
-        assert done.returncode == 0, done.stdout + done.stderr
-        return done.stdout
+        return yak_cli(self.data_dir, *args)
 
 
 @pytest.fixture(scope="module")

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.integration.ports import free_base_port, layout_offsets
+from tests.integration.yak_up_process import yak_up
 from yak.etcd_binary import find_etcd
 
 pytestmark = pytest.mark.integration
@@ -27,19 +25,9 @@ def _pid_alive(pid: int) -> bool:
 
 
 def test_yak_up_starts_every_process_and_ctrl_c_stops_them(tmp_path: Path) -> None:
-    yak = Path(sys.executable).with_name("yak")
     base = free_base_port(layout_offsets(brokers=1))
-    argv = [str(yak), "up", "--data-dir", str(tmp_path), "--base-port", str(base), "--brokers", "1"]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        assert proc.stdout is not None
-        lines = []
-        for line in proc.stdout:  # blocks until `yak up` reports each process
-            lines.append(line)
-            if "is up" in line:
-                break
-        else:
-            pytest.fail("yak up exited before the cluster was up:\n" + "".join(lines))
+    args = ("--data-dir", str(tmp_path), "--base-port", str(base), "--brokers", "1")
+    with yak_up(*args, stop_timeout_s=30) as lines:
         chosen = find_etcd().describe()  # e.g. etcd 3.4.23 (/usr/bin/etcd, Debian's etcd-server)
         assert f"{chosen}\n" in lines, lines  # yak up says which etcd runs
         assert f"running {chosen}" in (tmp_path / "logs" / "supervisor.log").read_text()
@@ -55,13 +43,5 @@ def test_yak_up_starts_every_process_and_ctrl_c_stops_them(tmp_path: Path) -> No
                 assert Path(process["log"]).is_file()
         pids = [cluster["etcd"]["pid"], *(p["pid"] for p in cluster["processes"])]
         assert all(_pid_alive(pid) for pid in pids)
-
-        proc.send_signal(signal.SIGINT)
-        rest, _ = proc.communicate(timeout=30)
-        assert proc.returncode == 0, rest
-        assert "stopped." in rest
-        assert not [pid for pid in pids if _pid_alive(pid)]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    assert "stopped." in lines[-1]  # what yak up printed after the Ctrl-C
+    assert not [pid for pid in pids if _pid_alive(pid)]

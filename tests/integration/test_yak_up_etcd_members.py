@@ -9,7 +9,6 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 import uuid
@@ -21,7 +20,7 @@ import httpx
 import pytest
 
 from tests.integration.ports import free_base_port, layout_offsets
-from tests.integration.yak_up_process import yak_up
+from tests.integration.yak_up_process import yak_cli, yak_up
 from yak.metadata.etcd_store import EtcdMetadataStore
 
 pytestmark = pytest.mark.integration
@@ -40,11 +39,7 @@ class Up:
         return str(process["url"])
 
     def yak(self, *args: str) -> str:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("YAK_")}
-        argv = [str(_BIN / "yak"), *args, "--data-dir", str(self.data_dir)]
-        done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
-        assert done.returncode == 0, done.stdout + done.stderr
-        return done.stdout
+        return yak_cli(self.data_dir, *args)
 
 
 @pytest.fixture(scope="module")

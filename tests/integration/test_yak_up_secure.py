@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import stat
-import subprocess
 import sys
 import time
 import uuid
@@ -32,7 +30,7 @@ import httpx
 import pytest
 
 from tests.integration.ports import free_base_port, layout_offsets
-from tests.integration.yak_up_process import yak_up
+from tests.integration.yak_up_process import yak_cli, yak_up
 from yak.clients.broker import BrokerClient
 from yak.clients.tls import ClientTls, ssl_context
 from yak.security.local_ca import LocalCa
@@ -65,17 +63,7 @@ class Secure:
         return httpx.AsyncClient(verify=context, timeout=20, **kw)
 
     def yak(self, *args: str) -> str:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("YAK_")}
-        done = subprocess.run(
-            [str(_BIN / "yak"), *args, "--data-dir", str(self.data_dir)],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-            check=False,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-        return done.stdout
+        return yak_cli(self.data_dir, *args)
 
 
 @pytest.fixture(scope="module")
