@@ -12,7 +12,8 @@ connection closes.
 With a ``drain`` (``yak.web.drain``) the first SIGTERM/SIGINT runs it while the service still
 serves, and only then stops the listener; a second signal stops at once.
 
-Before it listens, the process raises its soft open-files limit to the hard one
+The port is bound before the app's lifespan starts, so that nothing the app opens at startup can
+take it. Before it listens, the process raises its soft open-files limit to the hard one
 (``yak.limits``), so that every service (the ones started by ``yak up`` call ``serve``) can
 hold as many sockets and files as the machine allows.
 """
@@ -90,7 +91,8 @@ def serve(
         **options,
     )
     server = uvicorn.Server(config) if drain is None else DrainingServer(config, drain)
-    if not reuse_port:
-        server.run()
-        return
-    server.run(sockets=[reuse_port_socket(host, port)])
+    # The port is bound before the lifespan runs: a service that opens listeners of its own
+    # on "any free port" at startup (the broker's internal listener) could otherwise be given
+    # this very port by the kernel and make uvicorn's own bind fail (seen in CI).
+    socket = reuse_port_socket(host, port) if reuse_port else config.bind_socket()
+    server.run(sockets=[socket])
