@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from yak.errors import MetadataStoreError
 from yak.etcd_cluster import EmbeddedEtcdCluster
 from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.lease_keeper import LeaseKeeper
@@ -39,6 +40,20 @@ async def _next(watch_iter: object, n: int) -> list[WatchEvent]:
     for _ in range(n):
         events.append(await asyncio.wait_for(anext(watch_iter), WAIT_S))  # type: ignore[call-overload]
     return events
+
+
+async def _put_until_it_lands(store: EtcdMetadataStore, key: bytes, value: bytes) -> None:
+    """Put as any writer would: when the paused member led the raft group, the proposal times
+    out ("etcdserver: request timed out") until the others have elected a leader."""
+    deadline = asyncio.get_running_loop().time() + WAIT_S
+    while True:
+        try:
+            await store.put(key, value)
+            return
+        except MetadataStoreError:
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+            await asyncio.sleep(0.2)
 
 
 async def test_the_member_in_use_dies_and_everything_goes_on(
@@ -125,7 +140,7 @@ async def test_a_watch_leaves_a_member_that_stops_answering(
             assert paused is not None
             assert paused != cluster.members[2].pid
             os.kill(paused, signal.SIGSTOP)
-            await other.put(b"/p/2", b"2")  # the watch's store makes no call of its own
+            await _put_until_it_lands(other, b"/p/2", b"2")  # the watch's store makes no call
             event = await asyncio.wait_for(anext(watch), 40)
             assert event.key == b"/p/2"
     finally:
