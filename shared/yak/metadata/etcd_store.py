@@ -8,14 +8,13 @@ of a keep-alive reply.
 
 **Several members**: the store talks to one member at a time and moves to the next when it
 fails (``yak.metadata.etcd_members``). Watches resume on the new member from the revision
-after the last one they delivered (progress notifications move that revision on while a
-prefix is quiet; a compacted one ends the watch with ``RevisionCompactedError``, as always);
-lease keep-alives simply go to the new member, since leases live in the cluster. Watches and
-keep-alives carry etcd's ``hasleader`` requirement, so a member cut off from the others ends
-them rather than going quiet.
+after the last one they delivered, and leave a member whose stream goes silent
+(``yak.metadata.etcd_watch``: this module only speaks their messages); lease keep-alives
+simply go to the new member, since leases live in the cluster. Watches and keep-alives carry
+etcd's ``hasleader`` requirement, so a member cut off from the others ends them rather than
+going quiet.
 
-Each watch is one gRPC Watch stream, read by one task into the watch's buffer; closing the
-watch cancels both. Every unary call has a deadline of ``timeout_s``. gRPC failures become
+Every unary call has a deadline of ``timeout_s``. gRPC failures become
 ``MetadataStoreError`` (``RevisionCompactedError`` for compacted revisions,
 ``LeaseExpiredError`` for unknown leases); nothing from aetcd or gRPC escapes. An optional
 ``observer`` is told each call's operation, latency and outcome (the services' etcd latency
@@ -34,7 +33,6 @@ the certificate's CN is the etcd user).
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -43,16 +41,14 @@ from typing import Any
 from aetcd import rpc
 
 from yak.errors import MetadataStoreError, RevisionCompactedError
-from yak.metadata.etcd_endpoints import EtcdEndpoint, member_unreachable, parse_etcd_urls
+from yak.metadata.etcd_endpoints import EtcdEndpoint, parse_etcd_urls
 from yak.metadata.etcd_members import (
-    CutShortError,
     MemberConnections,
     RequestObserver,
     etcd_tls_credentials,
-    rpc_status,
-    store_error,
     translated,
 )
+from yak.metadata.etcd_watch import EtcdWatch, WatchProbe, WatchReply
 from yak.metadata.store import (
     Compare,
     CompareOp,
@@ -76,9 +72,7 @@ from yak.metadata.store import (
     as_key,
 )
 
-__all__ = ["EtcdMetadataStore", "RequestObserver", "etcd_tls_credentials"]
-
-logger = logging.getLogger(__name__)
+__all__ = ["EtcdMetadataStore", "RequestObserver", "WatchProbe", "etcd_tls_credentials"]
 
 _TARGETS = {
     CompareTarget.VALUE: rpc.Compare.VALUE,
@@ -117,6 +111,8 @@ _MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 #: etcd's "require a leader" metadata (Go client's WithRequireLeader): a member cut off from
 #: the quorum ends such a stream with "no leader" instead of keeping it silently open.
 _REQUIRE_LEADER = ("hasleader", "true")
+#: The watch id of etcd's answer to a progress request (clientv3.InvalidWatchID).
+_PROGRESS_WATCH_ID = -1
 #: HTTP/2 pings while a call is open (a watch): a member that stops answering without closing
 #: the connection — paused, or cut off by a network partition — fails its streams (UNAVAILABLE,
 #: "ping timeout") within about 20 s, and they resume on another member. Only with calls open:
@@ -203,151 +199,50 @@ class _Connection:
         await self.channel.close()
 
 
-class _StreamEndedError(Exception):
-    """etcd ended a watch stream without an error (a member shutting down)."""
+def _watch_reply(response: Any) -> WatchReply:
+    events = tuple(
+        WatchEvent(
+            EventKind.DELETE if event.type == rpc.Event.DELETE else EventKind.PUT,
+            event.kv.key,
+            event.kv.value,
+            event.kv.mod_revision,
+        )
+        for event in response.events
+    )
+    return WatchReply(
+        revision=response.header.revision,
+        events=events,
+        created=response.created,
+        canceled=response.canceled,
+        cancel_reason=response.cancel_reason,
+        compact_revision=response.compact_revision,
+        progress_answer=response.watch_id == _PROGRESS_WATCH_ID,
+    )
 
 
-class _EtcdWatch(Watch):
-    """One prefix watch; on a member's loss it resumes on the next one (module doc)."""
+class _WatchCall:
+    """One gRPC Watch stream on one member (``yak.metadata.etcd_watch.WatchStream``)."""
 
-    def __init__(self, store: EtcdMetadataStore, prefix: bytes, start: int | None) -> None:
-        super().__init__(prefix, start)
-        self._store = store
-        self._call: Any = None
-        self._conn: _Connection | None = None
-        #: Where a resumed stream starts: after the last revision delivered (None: "now").
-        self._next_revision = self.start_revision
-        self._reader: asyncio.Task[None] | None = None
+    def __init__(self, conn: _Connection) -> None:
+        self._call = conn.watch.Watch(metadata=conn.stream_metadata)
 
-    async def _start(self) -> None:
-        with translated("watch", self._store._observer):
-            created = await self._open_stream()
-        self._store._watches.add(self)
-        if self._handle_created(created):
-            self._reader = asyncio.get_running_loop().create_task(self._read())
-
-    async def _open_stream(self) -> Any:
-        """A stream from ``_next_revision`` on the store's member, trying each member once."""
-        return await self._store._members.call(self._create_on, idempotent=True)
-
-    async def _create_on(self, conn: _Connection) -> Any:
+    async def create(self, prefix: bytes, start_revision: int) -> None:
         create = rpc.WatchCreateRequest(
-            **_key_range(self.prefix, prefix=True),
-            start_revision=self._next_revision or 0,
-            progress_notify=True,
+            **_key_range(prefix, prefix=True), start_revision=start_revision, progress_notify=True
         )
-        call = conn.watch.Watch(metadata=conn.stream_metadata)
-        try:
-            await call.write(rpc.WatchRequest(create_request=create))
-            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that
-            # arrives as the read completes, leaving the caller running after stop().
-            async with asyncio.timeout(self._store.timeout_s):
-                created = await call.read()
-        except BaseException:
-            call.cancel()
-            raise
-        self._call, self._conn = call, conn
-        if self._next_revision is None and isinstance(created, rpc.WatchResponse):
-            self._next_revision = created.header.revision + 1  # "now" as of the creation
-        return created
+        await self._call.write(rpc.WatchRequest(create_request=create))
 
-    async def _stop(self) -> None:
-        self._store._watches.discard(self)
-        # Cancel the gRPC call first: it ends the reader's pending read(). Cancelling only the
-        # reader task could leave it parked inside grpc's read for good (seen as a CLI that
-        # never exits), so its end is awaited with a bound.
-        if self._call is not None:
-            self._call.cancel()
-        reader, self._reader = self._reader, None
-        if reader is not None:
-            reader.cancel()
-            await asyncio.wait([reader], timeout=self._store.timeout_s)
+    async def request_progress(self) -> None:
+        await self._call.write(rpc.WatchRequest(progress_request=rpc.WatchProgressRequest()))
 
-    async def abort(self, error: MetadataStoreError) -> None:
-        """End the stream with ``error`` and release it (the store is closing)."""
-        self._finish(error)
-        await self._stop()
-
-    async def _read(self) -> None:
-        while True:
-            try:
-                while self._handle(await self._call.read()):
-                    pass
-                return
-            except (rpc.AioRpcError, _StreamEndedError, asyncio.CancelledError) as exc:
-                if isinstance(exc, asyncio.CancelledError):
-                    task = asyncio.current_task()
-                    if task is not None and task.cancelling():
-                        raise  # the watch is stopping
-                    exc = CutShortError()  # the store left this stream's member
-                self._call.cancel()
-                if not await self._resumed(exc):
-                    return
-
-    async def _resumed(self, exc: BaseException) -> bool:
-        """Reopen the stream on the next member after ``exc``; False (and the watch ended
-        with an error) when there is no other member, or reopening failed."""
-        members, conn = self._store._members, self._conn
-        assert conn is not None
-        code, _ = rpc_status(exc)
-        ended = isinstance(exc, _StreamEndedError)
-        moved = ended or member_unreachable(code) or not members.is_current(conn)
-        if members.closed or members.attempts == 1 or not moved:
-            self._finish(
-                MetadataStoreError("etcd closed the watch stream")
-                if ended
-                else store_error("watch", exc)
-            )
-            return False
-        members.move_on(conn)
-        try:
-            with translated("watch", self._store._observer):
-                created = await self._open_stream()
-        except MetadataStoreError as failed:
-            self._finish(failed)
-            return False
-        logger.info(
-            "watch on %r resumed at revision %s on %s",
-            self.prefix,
-            self._next_revision,
-            self._conn.endpoint.target if self._conn else "?",
-        )
-        return self._handle_created(created)
-
-    def _handle_created(self, created: Any) -> bool:
-        try:
-            return self._handle(created)
-        except _StreamEndedError:
-            self._finish(MetadataStoreError("etcd closed the watch stream"))
-            return False
-
-    def _handle(self, response: Any) -> bool:
-        """Deliver one response; False when the stream is over."""
+    async def read(self) -> WatchReply | None:
+        response = await self._call.read()
         if not isinstance(response, rpc.WatchResponse):  # grpc.aio.EOF
-            raise _StreamEndedError
-        if response.compact_revision:
-            self._finish(
-                RevisionCompactedError(
-                    f"revision {self._next_revision} is compacted "
-                    f"(oldest kept: {response.compact_revision})",
-                    compact_revision=response.compact_revision,
-                    start_revision=self._next_revision,
-                )
-            )
-            return False
-        for event in response.events:
-            kind = EventKind.DELETE if event.type == rpc.Event.DELETE else EventKind.PUT
-            self._push(WatchEvent(kind, event.kv.key, event.kv.value, event.kv.mod_revision))
-            self._next_revision = event.kv.mod_revision + 1
-        if not response.events and not response.created and not response.canceled:
-            # A progress notification: every event up to its revision has been sent.
-            revision = response.header.revision + 1
-            self._next_revision = max(self._next_revision or 0, revision)
-        if response.canceled:
-            reason = response.cancel_reason or "no reason given"
-            self._finish(MetadataStoreError(f"etcd cancelled the watch: {reason}"))
-            return False
-        return True
+            return None
+        return _watch_reply(response)
+
+    def cancel(self) -> None:
+        self._call.cancel()
 
 
 #: Lease TTLs remembered for keep-alive deadlines; the oldest go first past this.
@@ -386,8 +281,11 @@ class EtcdMetadataStore:
         tls: Any = None,
         observer: RequestObserver | None = None,
         range_page: int = 2_000,
+        watch_probe: WatchProbe | None = None,
     ) -> None:
         self._observer = observer
+        #: How quiet watch streams are checked (``yak.metadata.etcd_watch``).
+        self.watch_probe = watch_probe if watch_probe is not None else WatchProbe()
         self.timeout_s = timeout_s
         #: Keys per page of a ``range_prefix`` read.
         self.range_page = range_page
@@ -398,7 +296,7 @@ class EtcdMetadataStore:
             password=password,
             timeout_s=timeout_s,
         )
-        self._watches: set[_EtcdWatch] = set()
+        self._watches: set[EtcdWatch] = set()
         #: TTLs of the leases granted here, for keep-alive deadlines (bounded).
         self._lease_ttls: dict[int, int] = {}
 
@@ -423,11 +321,13 @@ class EtcdMetadataStore:
         timeout_s: float = 5.0,
         env: Mapping[str, str] | None = None,
         observer: RequestObserver | None = None,
+        watch_probe: WatchProbe | None = None,
     ) -> EtcdMetadataStore:
         """A store for ``http://127.0.0.1:2379`` or several comma-separated members (see
         ``yak.metadata.etcd_endpoints``; the module doc for credentials and TLS; ``env``
         defaults to ``os.environ``). ``observer`` is told the latency of every call
-        (``ServiceMetrics.observe_etcd``). A malformed list raises ``ValueError``."""
+        (``ServiceMetrics.observe_etcd``); ``watch_probe`` how quiet watches are checked. A
+        malformed list raises ``ValueError``."""
         env = os.environ if env is None else env
         urls = parse_etcd_urls(url)
         tls = None
@@ -442,6 +342,7 @@ class EtcdMetadataStore:
             password=urls.password or env.get("YAK_ETCD_PASSWORD") or _password_file(env),
             tls=tls,
             observer=observer,
+            watch_probe=watch_probe,
         )
 
     async def get(self, key: KeyLike) -> KeyValue | None:
@@ -559,7 +460,16 @@ class EtcdMetadataStore:
             pass  # already gone: the end state the caller asked for
 
     def watch_prefix(self, prefix: KeyLike, start_revision: int | None = None) -> Watch:
-        return _EtcdWatch(self, as_key(prefix), start_revision)
+        return EtcdWatch(
+            as_key(prefix),
+            start_revision,
+            members=self._members,
+            open_stream=_WatchCall,
+            registry=self._watches,
+            timeout_s=self.timeout_s,
+            probe=self.watch_probe,
+            observer=self._observer,
+        )
 
     async def compact(self, revision: int) -> None:
         request = rpc.CompactionRequest(revision=revision, physical=True)
