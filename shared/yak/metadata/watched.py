@@ -11,6 +11,10 @@ rest-proxy's quota overrides. This is their one lifecycle; each cache supplies w
 - If the watch falls behind etcd's compaction the prefix is loaded again; while etcd is
   unreachable the task retries with backoff (0.1 s doubling to 5 s, on the injected clock) and
   the cache keeps serving what it has (``connected`` says which).
+- The task never ends by itself: any other failure — a bug in the watch or in ``apply`` — is
+  logged with its traceback and, after the same backoff, the prefix is loaded again (an event
+  may have been lost with it) and followed anew. A cache frozen without a word is the failure
+  this rules out.
 - ``revision`` is the last etcd revision applied (set before ``apply`` runs, so the cache sees
   it); after each load and event every ``next_change`` waiter wakes, and ``wait_for_revision``
   lets a writer see its own write.
@@ -96,8 +100,12 @@ class WatchedPrefix:
 
     async def _follow(self) -> None:
         delay = RETRY_MIN_S
+        reload = False
         while True:
             try:
+                if reload:
+                    await self._load()
+                    reload = False
                 watch = self._store.watch_prefix(self._prefix, self.revision + 1)
                 async with watch:
                     _raise_if_cancelling(None)  # a cancel may have been lost inside the open
@@ -109,24 +117,18 @@ class WatchedPrefix:
                         self._wake()
             except RevisionCompactedError:
                 log.warning("%s watch fell behind compaction; reloading", self._what)
-                await self._reload()
+                reload = True
             except MetadataStoreError as exc:
                 _raise_if_cancelling(exc)
                 self.connected = False
                 log.warning("%s watch failed (%s); retrying in %.1f s", self._what, exc, delay)
                 await self._clock.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX_S)
-
-    async def _reload(self) -> None:
-        delay = RETRY_MIN_S
-        while True:
-            try:
-                await self._load()
-                return
-            except MetadataStoreError as exc:
-                _raise_if_cancelling(exc)
+            except Exception:
+                _raise_if_cancelling(None)
                 self.connected = False
-                log.warning("%s reload failed (%s); retrying in %.1f s", self._what, exc, delay)
+                log.exception("%s watch broke; loading again in %.1f s", self._what, delay)
+                reload = True
                 await self._clock.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX_S)
 
