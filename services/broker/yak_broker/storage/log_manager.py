@@ -13,8 +13,8 @@ order with ``log_loader.load_log``, on the calling thread. Loading a small log i
 two cores, four loading threads took up to twice as long as one (issue 19). What does wait is
 the one folder fsync each log loaded after a clean shutdown needs (the marker's removal made
 durable; a millisecond or more on a busy disk, 20 s for 20,000 logs in series). Those are
-queued, ``SYNC_BATCH`` folders a job, on the ``io_threads`` worker threads and run while the
-next logs load; ``open`` returns only once every one returned, so no log is served (appended
+queued in batches on the ``io_threads`` worker threads (``io_jobs.FolderSyncs``) and run while
+the next logs load; ``open`` returns only once every one returned, so no log is served (appended
 to) before its marker's removal is durable. A log that fails to load, or a failed fsync, fails
 ``open``: the fsyncs under way are awaited, the logs loaded so far closed (no marker), the
 worker threads ended, the folder unlocked, and the error raised.
@@ -60,14 +60,13 @@ only folders no log of the loop uses yet (creation), or fsync folders of logs no
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import fcntl
 import logging
 import os
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from types import MappingProxyType
@@ -80,6 +79,7 @@ from yak_broker.storage import checkpoint, log_creation
 from yak_broker.storage.compaction import Compactor
 from yak_broker.storage.file_handles import FileHandleCache, default_max_open_files
 from yak_broker.storage.group_commit import GroupCommitter
+from yak_broker.storage.io_jobs import FolderSyncs, write_each
 from yak_broker.storage.log import Log
 from yak_broker.storage.log_config import LogConfig
 from yak_broker.storage.log_creation import NewLog, StagedLog
@@ -97,9 +97,6 @@ CHUNK = 64
 #: Worker threads for file work over many logs (creation): fsyncs issued together share the
 #: file system's journal commits (4 threads: ~10x the fsyncs per second of one, measured).
 DEFAULT_IO_THREADS = 4
-#: Folder fsyncs per job handed to an I/O thread by ``open``: one hand-over per 16 logs, and
-#: the threads' fsyncs overlap from the 64th log on.
-SYNC_BATCH = 16
 _log = logging.getLogger(__name__)
 
 
@@ -195,7 +192,7 @@ class LogManager:
             self.files.max_open = default_max_open_files()
         _log.info("segment files: at most %d open at a time", self.files.max_open)
         started_ms = self._clock.time_ms()
-        syncs = _FolderSyncs(self._pool())
+        syncs = FolderSyncs(self._pool())
         try:
             for path in sorted(self.data_dir.iterdir()):
                 doomed = path.name.endswith(_DELETE_SUFFIX) or log_creation.is_staging(path)
@@ -381,7 +378,7 @@ class LogManager:
         pool = self._pool()
         threads = max(min(self._io_threads, len(jobs)), 1)
         parts = await asyncio.gather(
-            *(loop.run_in_executor(pool, _write_each, jobs[i::threads]) for i in range(threads))
+            *(loop.run_in_executor(pool, write_each, jobs[i::threads]) for i in range(threads))
         )
         failed = {tp: error for part in parts for tp, error in part.items()}
         for (tp, log), (_, _, _, changes) in zip(logs, jobs, strict=True):
@@ -488,54 +485,3 @@ class LogManager:
         async for _, committer in self._in_chunks():
             if committer.log.config.compact:
                 await self._cleaner(committer.log)
-
-
-class _FolderSyncs:
-    """The folder fsyncs ``load_log`` asks for during ``open`` (its ``sync_dir``), run a batch
-    at a time on the I/O threads while loading goes on."""
-
-    def __init__(self, pool: ThreadPoolExecutor) -> None:
-        self._pool = pool
-        self._batch: list[Path] = []
-        self._jobs: list[Future[None]] = []
-
-    def __call__(self, directory: Path) -> None:
-        self._batch.append(directory)
-        if len(self._batch) >= SYNC_BATCH:
-            self._submit()
-
-    def _submit(self) -> None:
-        if self._batch:
-            self._jobs.append(self._pool.submit(_fsync_each, self._batch))
-            self._batch = []
-
-    def wait(self) -> None:
-        """Run the rest, wait for every fsync; raise the first failure."""
-        self._submit()
-        concurrent.futures.wait(self._jobs)
-        for job in self._jobs:
-            job.result()
-
-    def abandon(self) -> None:
-        """Drop the batch not handed over yet, wait for the jobs that were (errors ignored)."""
-        self._batch = []
-        concurrent.futures.wait(self._jobs)
-
-
-def _fsync_each(directories: Sequence[Path]) -> None:
-    """``checkpoint.fsync_dir`` each folder (on an I/O thread)."""
-    for directory in directories:
-        checkpoint.fsync_dir(directory)
-
-
-def _write_each(
-    jobs: Sequence[tuple[TopicPartition, Path, bytes, int]],
-) -> dict[TopicPartition, Exception]:
-    """``checkpoint.write_atomically`` each job's bytes (on an I/O thread); the failures."""
-    failed: dict[TopicPartition, Exception] = {}
-    for tp, path, data, _ in jobs:
-        try:
-            checkpoint.write_atomically(path, data)
-        except OSError as exc:  # reported for this partition only
-            failed[tp] = exc
-    return failed
