@@ -40,7 +40,7 @@ async def _alter(store: MemoryMetadataStore, **overrides: object) -> PartitionSt
         "new_isr": (1, 2),
     }
     args.update(overrides)
-    return await alter_isr(store, KEYS, **args)  # type: ignore[arg-type]
+    return await alter_isr(store, KEYS, AlterIsr(**args))  # type: ignore[arg-type]
 
 
 async def _stored(store: MemoryMetadataStore) -> PartitionState:
@@ -203,4 +203,75 @@ async def test_closing_answers_what_is_still_queued() -> None:
     assert await pending is None
     assert await writer.write(_shrink(0)) is None  # closed: nothing is written any more
     assert await _isr_of(store, 0) == ((1, 2, 3), 7)
+    await store.aclose()
+
+
+async def test_a_change_retried_alone_keeps_its_data_folder_ids() -> None:
+    """The batch's write conflicts (another writer changed partition 1): partition 0's change is
+    retried alone and still records the folder of the follower it adds."""
+    store = _CountingStore()
+    await _seed_many(store, 2)
+    for p in range(2):
+        kv = await store.get(KEYS.partition("t", p))
+        assert kv is not None
+        narrowed = PartitionState.decode(kv.value).model_copy(update={"isr": (1, 2)})
+        await store.put(KEYS.partition("t", p), narrowed.encode())
+
+    async def someone_writes_partition_1() -> None:
+        kv = await store.get(KEYS.partition("t", 1))
+        assert kv is not None
+        await store.put(KEYS.partition("t", 1), kv.value)  # same content, new mod revision
+
+    store.before_write = someone_writes_partition_1
+    writer = IsrWriter(lambda: store, KEYS)
+    expand = _shrink(0, new_isr=(1, 2, 3), log_dirs=((3, "dir-of-3"),))
+    results = await asyncio.gather(writer.write(expand), writer.write(_shrink(1, new_isr=(1,))))
+    assert [r is not None for r in results] == [True, True]
+    assert results[0] is not None
+    assert results[0].isr_log_dirs == {3: "dir-of-3"}
+    await writer.close()
+    await store.aclose()
+
+
+REGISTRATION = KEYS.broker(1)
+
+
+async def test_a_fenced_process_changes_no_isr() -> None:
+    """The registration no longer holds what this process wrote (a newer process of the id, or
+    a new data folder announced): its proposals fail, in the batch and not retried alone."""
+    store = _CountingStore()
+    await _seed_many(store, 3)
+    await store.put(REGISTRATION, b"process-a")
+    writer = IsrWriter(lambda: store, KEYS, fence=lambda: Compare.value(REGISTRATION, b"process-a"))
+    assert await writer.write(_shrink(0)) is not None  # still ours: written
+    await store.put(REGISTRATION, b"process-b")
+    store.txns = 0
+    results = await asyncio.gather(writer.write(_shrink(1)), writer.write(_shrink(2)))
+    assert results == [None, None]
+    assert store.txns == 2  # the read and the fenced write: nothing retried partition by partition
+    assert await _isr_of(store, 1) == ((1, 2, 3), 7)
+    assert await _isr_of(store, 2) == ((1, 2, 3), 7)
+    await writer.close()
+    await store.aclose()
+
+
+async def test_an_unregistered_process_writes_nothing() -> None:
+    store = _CountingStore()
+    await _seed_many(store, 1)
+    writer = IsrWriter(lambda: store, KEYS, fence=lambda: None)
+    store.txns = 0
+    assert await writer.write(_shrink(0)) is None
+    assert store.txns == 0
+    assert await _isr_of(store, 0) == ((1, 2, 3), 7)
+    await writer.close()
+    await store.aclose()
+
+
+async def test_a_fenced_single_change_fails() -> None:
+    store = MemoryMetadataStore()
+    await _seed(store)
+    await store.put(REGISTRATION, b"process-b")
+    fence = Compare.value(REGISTRATION, b"process-a")
+    assert await alter_isr(store, KEYS, _shrink(0), fence=fence) is None
+    assert (await _stored(store)).isr == (1, 2, 3)
     await store.aclose()

@@ -16,7 +16,17 @@ every key, one writing every still-valid change with a compare on each key's mod
 instead of two per partition. When the write's compare fails (another writer changed one of the
 keys in between), each change of the batch is retried alone (``alter_isr``), so one conflict
 fails only its own partition. A partition proposed twice waits for the next batch (etcd refuses
-a key written twice in one transaction).
+a key written twice in one transaction). A retried change is the whole proposal, its data
+folder ids included.
+
+**Fencing** (Kafka's broker epoch in AlterPartition, KIP-841/KIP-903): every write also
+compares this process's registration (``brokers/<id>``) with the bytes the process wrote there
+(``fence``). A previous process of the same broker id — paused, or restarted on an empty disk
+since — still holds a partition's leader and epochs as it saw them; its proposal would pass the
+partition's compare. It fails this one: a newer process re-registered with another incarnation,
+or announced a new data folder on the old registration (``registration.announce_log_dir``). A
+process that is not registered (its lease lost, registering again) writes no ISR change. When
+the fence fails, the batch is not retried partition by partition.
 """
 
 from __future__ import annotations
@@ -42,29 +52,24 @@ MAX_BATCH = 100
 async def alter_isr(
     store: MetadataStore,
     keyspace: Keyspace,
+    proposal: AlterIsr,
     *,
-    topic: str,
-    partition: int,
-    leader_id: int,
-    leader_epoch: int,
-    expected_partition_epoch: int,
-    new_isr: Sequence[int],
+    fence: Compare | None = None,
 ) -> PartitionState | None:
-    """Write ``new_isr`` if the partition is still as the leader saw it; the new state or None."""
-    proposal = AlterIsr(
-        topic, partition, leader_id, leader_epoch, expected_partition_epoch, tuple(new_isr)
-    )
-    key = keyspace.partition(topic, partition)
+    """Write ``proposal`` if the partition is still as the leader saw it (and ``fence`` holds:
+    see the module doc); the new state or None."""
+    key = keyspace.partition(proposal.topic, proposal.partition)
     try:
         current = await store.get(key)
         changed = _changed(current, proposal)
         if current is None or changed is None:
             return None
-        result = await store.txn(
-            [Compare.mod_revision(key, current.mod_revision)], [PutOp(key, changed.encode())]
-        )
+        compares = [Compare.mod_revision(key, current.mod_revision)]
+        if fence is not None:
+            compares.append(fence)
+        result = await store.txn(compares, [PutOp(key, changed.encode())])
     except MetadataStoreError as exc:
-        _log.warning("ISR change of %s-%d failed: %s", topic, partition, exc)
+        _log.warning("ISR change of %s-%d failed: %s", proposal.topic, proposal.partition, exc)
         return None
     if not result.succeeded:
         return None
@@ -73,7 +78,11 @@ async def alter_isr(
 
 
 async def alter_isr_batch(
-    store: MetadataStore, keyspace: Keyspace, proposals: Sequence[AlterIsr]
+    store: MetadataStore,
+    keyspace: Keyspace,
+    proposals: Sequence[AlterIsr],
+    *,
+    fence: Compare | None = None,
 ) -> list[PartitionState | None]:
     """``alter_isr`` for each of ``proposals`` (distinct partitions) in two round trips while
     nobody else writes them (see the module doc); per proposal the new state or None."""
@@ -96,10 +105,14 @@ async def alter_isr_batch(
             writes.append((index, current, changed))
     if not writes:
         return results
+    compares = [Compare.mod_revision(current.key, current.mod_revision) for _, current, _ in writes]
+    if fence is not None:
+        compares.append(fence)
     try:
         written = await store.txn(
-            [Compare.mod_revision(current.key, current.mod_revision) for _, current, _ in writes],
+            compares,
             [PutOp(current.key, changed.encode()) for _, current, changed in writes],
+            [GetOp(fence.key)] if fence is not None else [],
         )
     except MetadataStoreError as exc:
         _log.warning("ISR changes of %d partitions failed: %s", len(writes), exc)
@@ -109,21 +122,11 @@ async def alter_isr_batch(
             _committed(changed)
             results[index] = changed
         return results
+    if fence is not None and _fenced(fence, written.responses):
+        return results
     # Another writer changed one of the keys since the read: each alone, so it fails alone.
     alone = await asyncio.gather(
-        *(
-            alter_isr(
-                store,
-                keyspace,
-                topic=p.topic,
-                partition=p.partition,
-                leader_id=p.leader_id,
-                leader_epoch=p.leader_epoch,
-                expected_partition_epoch=p.expected_partition_epoch,
-                new_isr=p.new_isr,
-            )
-            for p in (proposals[index] for index, _, _ in writes)
-        )
+        *(alter_isr(store, keyspace, proposals[index], fence=fence) for index, _, _ in writes)
     )
     for (index, _, _), state in zip(writes, alone, strict=True):
         results[index] = state
@@ -139,8 +142,12 @@ class IsrWriter:
         keyspace: Keyspace,
         *,
         max_batch: int = MAX_BATCH,
+        fence: Callable[[], Compare | None] | None = None,
     ) -> None:
+        """``fence``: this process's registration compare (see the module doc), None while it
+        is not registered (nothing is written then); no ``fence``: unfenced (tests)."""
         self._store = store
+        self._fence = fence
         self._keyspace = keyspace
         self._max_batch = max_batch
         self._queue: deque[tuple[AlterIsr, asyncio.Future[PartitionState | None]]] = deque()
@@ -177,12 +184,13 @@ class IsrWriter:
         while self._queue:
             batch = self._next_batch()
             store = self._store()
+            fence = self._fence() if self._fence is not None else None
             try:
-                if store is None:
+                if store is None or (self._fence is not None and fence is None):
                     results: list[PartitionState | None] = [None] * len(batch)
                 else:
                     results = await alter_isr_batch(
-                        store, self._keyspace, [proposal for proposal, _ in batch]
+                        store, self._keyspace, [proposal for proposal, _ in batch], fence=fence
                     )
                     self.batches += 1
             except BaseException:
@@ -208,6 +216,21 @@ class IsrWriter:
                 batch.append(item)
         self._queue.extendleft(reversed(later))
         return batch
+
+
+def _fenced(fence: Compare, responses: Sequence[object]) -> bool:
+    """Whether the failed write's registration read shows this process fenced (logged)."""
+    response = responses[0] if responses else None
+    held = response.kvs[0].value if isinstance(response, GetResponse) and response.kvs else None
+    if held == fence.operand:
+        return False
+    _log.warning(
+        "ISR changes refused: the registration %s is no longer this process's (%s); a newer "
+        "process of this broker id, or a new data folder, fences its proposals",
+        bytes(fence.key).decode(errors="replace"),
+        "gone" if held is None else "replaced",
+    )
+    return True
 
 
 def _changed(current: KeyValue | None, proposal: AlterIsr) -> PartitionState | None:

@@ -50,7 +50,7 @@ from yak.metadata.cache import ClusterSnapshot, MetadataCache
 from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace, ParsedKey
 from yak.metadata.models import BrokerRegistration, PartitionState
-from yak.metadata.store import MetadataStore
+from yak.metadata.store import Compare, MetadataStore
 from yak.observability.metrics import ServiceMetrics
 from yak.web.tls import ServerTls
 from yak_broker.metrics import (
@@ -149,7 +149,8 @@ class Broker:
         self.metrics.registry.register(SegmentFilesCollector(self.logs.files))
         self._store: MetadataStore | None = None
         #: The leaders' ISR changes, written to etcd in batches.
-        self._isr_writer = IsrWriter(lambda: self._store, self.keyspace)
+        #: Fenced by this process's registration: a previous process's proposals fail.
+        self._isr_writer = IsrWriter(lambda: self._store, self.keyspace, fence=self._fence)
         self._cache: MetadataCache | None = None
         self._registrar: BrokerRegistrar | None = None
         self._reconcile: asyncio.Task[None] | None = None
@@ -239,6 +240,9 @@ class Broker:
             scheme="https" if self.settings.tls else "http",
             data_port=self.listener.port if self.listener is not None else None,
         )
+
+    def _fence(self) -> Compare | None:
+        return self._registrar.fence() if self._registrar is not None else None
 
     async def _alter_isr(self, proposal: AlterIsr) -> PartitionState | None:
         return await self._isr_writer.write(proposal)

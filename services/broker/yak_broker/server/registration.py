@@ -23,6 +23,11 @@ lease, so it still expires as before), and the controller stops counting the old
 instead of after the lease: it takes the broker out of its ISRs and elects others where it led.
 Nothing else of the old registration changes; the wait for its lease is unchanged.
 
+**Fencing.** ``fence`` is a compare on the registration's value as this process last wrote
+it; the leader's ISR changes carry it (``replication.isr_writer``), so that a previous process
+of this id — still running after a pause, its place taken by a re-registration or a new data
+folder announced — can no longer change an ISR.
+
 If the lease is lost while running (etcd unreachable for a TTL, or the lease revoked), the
 registrar logs it and registers again with a new lease, retrying until it succeeds or the
 broker stops. ``deregister`` revokes the lease: the key disappears at once, so the coordinator
@@ -90,10 +95,19 @@ class BrokerRegistrar:
         self._keeper: LeaseKeeper | None = None
         self._retry_task: asyncio.Task[None] | None = None
         self._stopping = False
+        #: The value this process last wrote at ``brokers/<id>`` (None before it registered).
+        self._held: bytes | None = None
 
     @property
     def registered(self) -> bool:
         return self._keeper is not None and not self._keeper.lost
+
+    def fence(self) -> Compare | None:
+        """The compare that holds while the registration is this process's, as it wrote it
+        (see the module doc); None while it is not registered."""
+        if self._held is None or not self.registered:
+            return None
+        return Compare.value(self._key, self._held)
 
     @property
     def lease_id(self) -> int | None:
@@ -120,12 +134,14 @@ class BrokerRegistrar:
         lease = self.lease_id
         if lease is None or not self.registered:
             return False
+        value = registration.encode()
         try:
-            await self._store.put(self._key, registration.encode(), lease=lease)
+            await self._store.put(self._key, value, lease=lease)
         except MetadataStoreError as exc:
             _log.warning("could not update the registration: %s", exc)
             return False
         self.registration = registration
+        self._held = value
         return True
 
     async def deregister(self) -> None:
@@ -169,6 +185,7 @@ class BrokerRegistrar:
             with contextlib.suppress(MetadataStoreError):
                 await self._store.revoke_lease(lease)
             raise
+        self._held = value
         self._keeper = LeaseKeeper(
             self._store, lease, self._ttl_s, clock=self._clock, on_lost=self._on_lost
         )

@@ -13,7 +13,10 @@ given roles from metadata exactly as ``ReplicaManager`` gives them. Simulated ar
 - the **controller**: ``yak_coordinator.reconcile.next_partition_state`` over the registered
   brokers (election of the first live ISR member in replica order, dead brokers out of the ISR
   without emptying it, preferred leader back), and the leaders' ``AlterIsr`` applied by
-  compare-and-swap on ``partition_epoch`` (the broker's ``isr_writer``);
+  compare-and-swap on ``partition_epoch`` (the broker's ``isr_writer``), fenced by the
+  proposing process's registration: a proposal lands only while the registration is the one
+  that process wrote (``holders``: same incarnation, same folder) — an older process's
+  proposal still in flight when a newer one registered or announced its folder is refused;
 - **time**: a ``FakeClock`` moved only by ``tick``; leaders are ticked then (ISR shrink by lag);
 - **faults**: ``crash`` (a process crash: machines gone, logs reopened from disk by
   ``restart``; the page cache survives, so no fsynced-or-not distinction), ``expire`` (the
@@ -126,6 +129,8 @@ class Cluster:
         self.states = {p: _initial_state(p) for p in self.partitions}
         #: Brokers with a live lease → the data folder id their registration names.
         self.registered: dict[int, str] = {b: _folder_id(b, 0) for b in BROKERS}
+        #: Which process (incarnation) wrote each live registration: the ISR writes' fence.
+        self.holders: dict[int, int] = dict.fromkeys(BROKERS, 0)
         #: Restarted processes whose registration waits for the old one's lease (``early``).
         self.pending: dict[int, str] = {}
         #: The data folder of each broker process, by (broker, incarnation).
@@ -259,11 +264,9 @@ class Cluster:
             return
         body = envelope.body
         if isinstance(body, Propose):
-            if self.brokers[envelope.src].incarnation == envelope.src_incarnation:
-                self._alter_isr(envelope, body)
-            # else: its process was restarted since, and its etcd connection died with it (an
-            # older process's ISR change landing under a newer one of the same leader epoch
-            # is not modelled: Kafka fences it with the leader's broker epoch)
+            # Delivered even when its process was restarted since (a write already on its way
+            # to etcd): the registration fence is what refuses it.
+            self._alter_isr(envelope, body)
             return
         broker = self.brokers[envelope.dst]
         if not broker.alive or broker.incarnation != envelope.dst_incarnation:
@@ -325,7 +328,7 @@ class Cluster:
         proposal = body.proposal
         state = self.states[proposal.partition]
         committed = None
-        if envelope.src not in self.zombies and (
+        if self._fence_holds(envelope.src, envelope.src_incarnation) and (
             state.leader,
             state.leader_epoch,
             state.partition_epoch,
@@ -337,6 +340,15 @@ class Cluster:
             self.reconcile()
         result = ProposeResult(proposal, body.machine, committed)
         self.network.send(Envelope(CONTROLLER, -1, envelope.src, envelope.src_incarnation, result))
+
+    def _fence_holds(self, broker_id: int, incarnation: int) -> bool:
+        """Whether ``broker_id``'s registration is still what process ``incarnation`` wrote
+        (``isr_writer``'s fence), and that process reaches etcd."""
+        if broker_id in self.zombies and self.brokers[broker_id].incarnation == incarnation:
+            return False
+        return self.holders.get(broker_id) == incarnation and self.registered.get(
+            broker_id
+        ) == self.dirs.get((broker_id, incarnation))
 
     def _on_proposal_result(self, broker: Broker, body: ProposeResult) -> None:
         replica = broker.replicas[body.proposal.partition]
@@ -450,11 +462,13 @@ class Cluster:
         """The lease of a crashed or cut-off broker ends; the controller reacts. A restarted
         process waiting for it (``early``) registers then."""
         self.registered.pop(broker_id, None)
+        self.holders.pop(broker_id, None)
         self.note(f"lease of {broker_id} expired")
         self.reconcile()
         waiting = self.pending.pop(broker_id, None)
         if waiting is not None:
             self.registered[broker_id] = waiting
+            self.holders[broker_id] = self.brokers[broker_id].incarnation
             self.note(f"{broker_id} registered with data folder {waiting}")
             self.reconcile()
 
@@ -490,6 +504,7 @@ class Cluster:
             self.pending[broker_id] = broker.log_dir
         else:
             self.registered[broker_id] = broker.log_dir
+            self.holders[broker_id] = broker.incarnation
             self.reconcile()
         self._catch_up_metadata(broker)
 
@@ -505,6 +520,7 @@ class Cluster:
         for broker_id in back:
             if broker_id not in self.pending:
                 self.registered[broker_id] = self.brokers[broker_id].log_dir
+                self.holders[broker_id] = self.brokers[broker_id].incarnation
         self.reconcile()
         for broker_id in back:
             self._catch_up_metadata(self.brokers[broker_id])
