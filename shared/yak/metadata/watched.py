@@ -10,7 +10,8 @@ rest-proxy's quota overrides. This is their one lifecycle; each cache supplies w
   event to ``apply``.
 - If the watch falls behind etcd's compaction the prefix is loaded again; while etcd is
   unreachable the task retries with backoff (0.1 s doubling to 5 s, on the injected clock) and
-  the cache keeps serving what it has (``connected`` says which).
+  the cache keeps serving what it has (``connected`` says which; ``… watch reopened at
+  revision N`` is logged when it is back).
 - The task never ends by itself: any other failure — a bug in the watch or in ``apply`` — is
   logged with its traceback and, after the same backoff, the prefix is loaded again (an event
   may have been lost with it) and followed anew. A cache frozen without a word is the failure
@@ -100,7 +101,7 @@ class WatchedPrefix:
 
     async def _follow(self) -> None:
         delay = RETRY_MIN_S
-        reload = False
+        reload = failed = False
         while True:
             try:
                 if reload:
@@ -109,6 +110,9 @@ class WatchedPrefix:
                 watch = self._store.watch_prefix(self._prefix, self.revision + 1)
                 async with watch:
                     _raise_if_cancelling(None)  # a cancel may have been lost inside the open
+                    if failed:
+                        log.info("%s watch reopened at revision %d", self._what, self.revision + 1)
+                        failed = False
                     self.connected = True
                     delay = RETRY_MIN_S
                     async for event in watch:
@@ -117,16 +121,16 @@ class WatchedPrefix:
                         self._wake()
             except RevisionCompactedError:
                 log.warning("%s watch fell behind compaction; reloading", self._what)
-                reload = True
+                reload = failed = True
             except MetadataStoreError as exc:
                 _raise_if_cancelling(exc)
-                self.connected = False
+                self.connected, failed = False, True
                 log.warning("%s watch failed (%s); retrying in %.1f s", self._what, exc, delay)
                 await self._clock.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX_S)
             except Exception:
                 _raise_if_cancelling(None)
-                self.connected = False
+                self.connected, failed = False, True
                 log.exception("%s watch broke; loading again in %.1f s", self._what, delay)
                 reload = True
                 await self._clock.sleep(delay)

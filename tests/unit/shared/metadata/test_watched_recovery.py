@@ -4,6 +4,7 @@ prefix is loaded again and followed on, instead of a cache frozen without a word
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 
 import pytest
@@ -89,7 +90,10 @@ class _BrokenWatch(Watch):
         pass
 
 
-async def test_a_watch_that_breaks_unexpectedly_is_opened_again() -> None:
+async def test_a_watch_that_breaks_unexpectedly_is_opened_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="yak.metadata.watched")
     clock = FakeClock()
     store = BrokenWatchStore(clock)
     copy = Copy(store, clock)
@@ -102,5 +106,6 @@ async def test_a_watch_that_breaks_unexpectedly_is_opened_again() -> None:
         assert copy.keys == {b"p/k": b"v"}
         assert copy.watched.connected
         assert copy.watched.started
+        assert "test watch reopened at revision" in caplog.text
     finally:
         await copy.watched.stop()
