@@ -2,7 +2,8 @@
 # Every image deploy/compose/ runs, built on this machine with no image registry (make
 # compose-images): the Debian base (debootstrap, deploy/offline/debian-base.sh), Yak on it from
 # the wheelhouse (deploy/docker/Dockerfile; `make wheelhouse` first), and etcd, nginx and
-# Prometheus from Debian's packages. Grafana and the Spark profile have no image here.
+# Prometheus from Debian's packages, and the secure override's etcd-init (Yak's image with
+# etcd's etcdctl). Grafana and the Spark profile have no image here.
 #
 #   deploy/offline/compose-images.sh            needs root (debootstrap), docker and a daemon
 #
@@ -45,3 +46,9 @@ for name in etcd nginx prometheus; do
     step build --network host --build-arg "BASE_IMAGE=$base" -f "$here/$name.Dockerfile" \
         -t "yak-$name:debian" "$here"
 done
+# The secure override's etcd-init: Yak's image with the etcd image's etcdctl (Debian's path).
+echo "yak-etcd-init:latest (deploy/compose/secure/etcd-init.Dockerfile, no network)"
+step build --network none --build-arg "YAK_IMAGE=${YAK_IMAGE:-yak:latest}" \
+    --build-arg ETCD_IMAGE=yak-etcd:debian --build-arg ETCDCTL=/usr/bin/etcdctl \
+    -f "$root/deploy/compose/secure/etcd-init.Dockerfile" -t yak-etcd-init:latest \
+    "$root/deploy/compose/secure"

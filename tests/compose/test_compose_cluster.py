@@ -20,6 +20,7 @@ import os
 import secrets
 import socket
 import ssl
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -387,13 +388,86 @@ async def _secure_round_trip(urls: dict[str, str], api_key: str) -> None:
     assert seen == values
 
 
+#: The etcd members' CA inside their containers (the yak-etcd-tls volume).
+ETCD_CA = "/etc/etcd/tls/ca.pem"
+ETCD_PREFIX = "/yak/compose/"
+
+
+def _etcdctl(
+    compose: Compose, *argv: str, url: str = "https://127.0.0.1:2379", user: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """etcdctl of etcd-1's image, in etcd-1, against its client port; ``user`` as
+    ``name:password`` (passed in the environment, off the command line)."""
+    login = ["-e", f"ETCDCTL_USER={user}"] if user else []
+    command = (
+        "docker",
+        "exec",
+        *login,
+        compose.container("etcd-1"),
+        "etcdctl",
+        f"--endpoints={url}",
+        f"--cacert={ETCD_CA}",
+        "--dial-timeout=3s",
+        "--command-timeout=5s",
+        *argv,
+    )
+    return run(command, compose.engine.env, timeout=60, check=False)
+
+
+def _etcd_is_closed(compose: Compose) -> None:
+    """etcd answers https only, and only to its users: anonymous, a read and a write of
+    ``security/`` are refused ("user name is empty"), and over plain http nothing answers.
+    A proxy's user reads the cluster's keys but may not write a principal (``security/``).
+    Each kind of Yak service holds only its own etcd password; no service holds the CA's
+    key."""
+    principal = f"{ETCD_PREFIX}security/principals/intruder"
+    read = ("get", "--prefix", "--keys-only", ETCD_PREFIX)
+    write = ("put", principal, "{}")
+    for argv in (read, write):
+        anonymous = _etcdctl(compose, *argv)
+        assert anonymous.returncode != 0, anonymous
+        assert "user name is empty" in anonymous.stderr, anonymous.stderr[-2000:]
+        plain = _etcdctl(compose, *argv, url="http://127.0.0.1:2379")
+        assert plain.returncode != 0, plain
+        assert ETCD_PREFIX not in plain.stdout
+
+    proxy = compose.container("rest-proxy-0")
+    secret = "/var/lib/yak/etcd-auth/yak-rest-proxy.password"
+    password = compose.engine.docker("exec", proxy, "cat", secret).strip()
+    as_proxy = f"yak-rest-proxy:{password}"
+    keys = _etcdctl(compose, *read, user=as_proxy)
+    assert keys.returncode == 0, keys.stderr[-2000:]
+    assert f"{ETCD_PREFIX}security/principals/admin" in keys.stdout.split()
+    refused = _etcdctl(compose, *write, user=as_proxy)
+    assert refused.returncode != 0, refused
+    assert "permission denied" in refused.stderr, refused.stderr[-2000:]
+    assert principal not in _etcdctl(compose, *read, user=as_proxy).stdout.split()
+    members = _etcdctl(compose, "member", "list", user=as_proxy).stdout
+    assert members.count("https://etcd-") == 6, members  # each member's peer and client URL
+
+    for kind in ("coordinator", "broker", "rest-proxy"):
+        container = compose.container(f"{kind}-0")
+        held = compose.engine.docker("exec", container, "ls", "/var/lib/yak/etcd-auth").split()
+        assert held == [f"yak-{kind}.password"], (kind, held)
+        tls = compose.engine.docker("exec", container, "ls", "/var/lib/yak/secrets/tls").split()
+        assert "ca.pem" in tls
+        assert "ca-key.pem" not in tls
+        assert not any(name.startswith("etcd") for name in tls), tls
+
+
 def test_the_secure_override_runs_on_tls_with_keys(
     engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """docker-compose.secure.yml over the same images: secure-init writes the CA, the
-    certificates and the admin's key; every service answers its health check over TLS."""
+    certificates and etcd's passwords, etcd-init closes etcd (users, roles, authentication)
+    and makes the admin's key; every service answers its health check over TLS, etcd's
+    members too, and etcd refuses anyone without a user and a proxy's user a write of
+    ``security/``."""
     with _up(engine, [COMPOSE_FILE, SECURE_FILE], CORE) as (compose, urls):
-        assert compose.health()["secure-init"] == "exited"
+        states = compose.health()
+        assert states["secure-init"] == "exited"
+        assert states["etcd-init"] == "exited"
+        _etcd_is_closed(compose)
         proxy = compose.container("rest-proxy-0")
         ca = tmp_path / "ca.pem"
         engine.docker("cp", f"{proxy}:/var/lib/yak/secrets/tls/ca.pem", str(ca))
