@@ -77,6 +77,14 @@ class EmbeddedEtcdCluster:
         """Every member's client URL, comma-separated (``YAK_ETCD``)."""
         return ",".join(member.endpoint for member in self.members)
 
+    def index_of(self, client_port: int) -> int:
+        """The index of the member serving clients on ``client_port`` (ValueError if none):
+        which member a store is talking to (``EtcdMetadataStore.port``)."""
+        for index, member in enumerate(self.members):
+            if member.client_port == client_port:
+                return index
+        raise ValueError(f"no member serves clients on port {client_port}")
+
     def start(self) -> Self:
         """Start every member, then wait until each is healthy (``StartupError`` if not)."""
         try:

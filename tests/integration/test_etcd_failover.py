@@ -30,11 +30,6 @@ def cluster(tmp_path: Path) -> Iterator[EmbeddedEtcdCluster]:
         yield started
 
 
-def _member_in_use(cluster: EmbeddedEtcdCluster, store: EtcdMetadataStore) -> int:
-    (index,) = [i for i, m in enumerate(cluster.members) if m.client_port == store.port]
-    return index
-
-
 async def _next(watch_iter: object, n: int) -> list[WatchEvent]:
     events = []
     for _ in range(n):
@@ -71,7 +66,7 @@ async def test_the_member_in_use_dies_and_everything_goes_on(
             for n in range(5):
                 await store.put(f"/f/w/{n}".encode(), b"before")
             before = await _next(watch, 5)
-            victim = _member_in_use(cluster, store)
+            victim = cluster.index_of(store.port)
             await asyncio.to_thread(cluster.members[victim].kill)
             for n in range(5, 10):  # the first of these finds the member dead and moves on
                 await store.put(f"/f/w/{n}".encode(), b"after")
@@ -79,7 +74,7 @@ async def test_the_member_in_use_dies_and_everything_goes_on(
             assert [e.key for e in before + after] == [f"/f/w/{n}".encode() for n in range(10)]
             revisions = [e.mod_revision for e in before + after]
             assert revisions == sorted(set(revisions))  # none lost, none repeated
-            assert _member_in_use(cluster, store) != victim
+            assert cluster.index_of(store.port) != victim
             await asyncio.sleep(3 * 3)  # three lease TTLs on the surviving members
             assert not keeper.lost
             assert not lost
@@ -115,7 +110,7 @@ async def test_a_watch_resumes_when_its_member_stops_cleanly(
         async with store.watch_prefix(b"/s/") as watch:
             await other.put(b"/s/1", b"1")
             await _next(watch, 1)
-            await asyncio.to_thread(cluster.members[_member_in_use(cluster, store)].stop)
+            await asyncio.to_thread(cluster.members[cluster.index_of(store.port)].stop)
             await other.put(b"/s/2", b"2")  # nobody told the watch's store anything
             (event,) = await _next(watch, 1)
             assert event.key == b"/s/2"
@@ -136,7 +131,7 @@ async def test_a_watch_leaves_a_member_that_stops_answering(
         async with store.watch_prefix(b"/p/") as watch:
             await other.put(b"/p/1", b"1")
             await _next(watch, 1)
-            paused = cluster.members[_member_in_use(cluster, store)].pid
+            paused = cluster.members[cluster.index_of(store.port)].pid
             assert paused is not None
             assert paused != cluster.members[2].pid
             os.kill(paused, signal.SIGSTOP)
@@ -158,7 +153,7 @@ async def test_a_short_lease_outlives_a_paused_member(cluster: EmbeddedEtcdClust
         lease = await store.grant_lease(3)
         await store.put(b"/l/registration", b"broker-0", lease=lease)
         async with LeaseKeeper(store, lease, 3) as keeper:
-            paused = cluster.members[_member_in_use(cluster, store)].pid
+            paused = cluster.members[cluster.index_of(store.port)].pid
             assert paused is not None
             os.kill(paused, signal.SIGSTOP)
             await asyncio.sleep(3 * 3)

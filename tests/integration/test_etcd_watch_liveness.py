@@ -37,11 +37,6 @@ def no_keepalive(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(etcd_store, "_KEEPALIVE", ())
 
 
-def _member_in_use(cluster: EmbeddedEtcdCluster, store: EtcdMetadataStore) -> int:
-    (index,) = [i for i, m in enumerate(cluster.members) if m.client_port == store.port]
-    return index
-
-
 async def _put_until_it_lands(store: EtcdMetadataStore, key: bytes, value: bytes) -> int:
     """When the stopped member led the raft group, writes time out until the others elect."""
     deadline = asyncio.get_running_loop().time() + RESUMED_WITHIN_S
@@ -65,7 +60,7 @@ async def test_a_silent_stream_resumes_on_another_member_without_keepalive(
         async with store.watch_prefix(b"/q/") as watch:
             await other.put(b"/q/1", b"1")
             assert (await asyncio.wait_for(anext(watch), RESUMED_WITHIN_S)).key == b"/q/1"
-            stopped = cluster.members[_member_in_use(cluster, store)].pid
+            stopped = cluster.members[cluster.index_of(store.port)].pid
             assert stopped is not None
             assert stopped != cluster.members[2].pid
             os.kill(stopped, signal.SIGSTOP)
