@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from tests.unit.shared.metadata.test_cache import FlakyStore
 from yak.clock import FakeClock
 from yak.errors import MetadataStoreError, RevisionCompactedError
+from yak.metadata.memory_store import MemoryMetadataStore
 from yak.metadata.store import EventKind, KeyValue, WatchEvent
 from yak.metadata.watched import WatchedPrefix
 
@@ -15,7 +16,7 @@ from yak.metadata.watched import WatchedPrefix
 class Copy:
     """A cache of every key under the prefix, fed by a WatchedPrefix."""
 
-    def __init__(self, store: FlakyStore, clock: FakeClock) -> None:
+    def __init__(self, store: MemoryMetadataStore, clock: FakeClock) -> None:
         self.keys: dict[bytes, bytes] = {}
         self.loads = 0
         self.watched = WatchedPrefix(

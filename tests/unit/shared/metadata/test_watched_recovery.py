@@ -5,34 +5,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
 
 import pytest
 
+from tests.unit.shared.metadata.test_watched import Copy as WatchedCopy
 from yak.clock import FakeClock
 from yak.metadata.memory_store import MemoryMetadataStore
-from yak.metadata.store import KeyLike, KeyValue, Watch, WatchEvent, as_key
-from yak.metadata.watched import WatchedPrefix
+from yak.metadata.store import KeyLike, Watch, WatchEvent, as_key
 
 
-class Copy:
+class Copy(WatchedCopy):
+    """test_watched's copy of the prefix, whose ``apply`` raises once on ``fail_on``."""
+
     def __init__(self, store: MemoryMetadataStore, clock: FakeClock) -> None:
-        self.keys: dict[bytes, bytes] = {}
-        self.loads = 0
+        super().__init__(store, clock)
         self.fail_on: bytes | None = None
-        self.watched = WatchedPrefix(
-            store, "p/", what="test", load=self.load, apply=self.apply, clock=clock
-        )
-
-    def load(self, kvs: Sequence[KeyValue]) -> None:
-        self.loads += 1
-        self.keys = {kv.key: kv.value for kv in kvs}
 
     def apply(self, event: WatchEvent) -> None:
         if event.key == self.fail_on:
             self.fail_on = None
             raise RuntimeError("a listener's bug")
-        self.keys[event.key] = event.value
+        super().apply(event)
 
 
 async def _advance_until(clock: FakeClock, done: asyncio.Future[None]) -> None:
