@@ -247,7 +247,7 @@ async def test_a_fenced_process_changes_no_isr() -> None:
     await store.put(REGISTRATION, b"process-b")
     store.txns = 0
     results = await asyncio.gather(writer.write(_shrink(1)), writer.write(_shrink(2)))
-    assert results == [None, None]
+    assert list(results) == [None, None]
     assert store.txns == 2  # the read and the fenced write: nothing retried partition by partition
     assert await _isr_of(store, 1) == ((1, 2, 3), 7)
     assert await _isr_of(store, 2) == ((1, 2, 3), 7)
