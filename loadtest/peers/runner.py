@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 import uuid
 from collections import Counter
@@ -37,6 +38,7 @@ from loadtest.peers.rate_search import RateSearch, Step
 from loadtest.peers.result import RunResult, summarize
 from loadtest.peers.workload import Workload
 
+_log = logging.getLogger(__name__)
 __all__ = ["MeasureHook", "Runner", "no_hook"]
 
 BATCH_MAX = 500
@@ -152,7 +154,8 @@ class Runner:
     ) -> None:
         try:
             failed = await producer.send(batch)
-        except Exception:  # any failure of a batch is counted, not fatal
+        except Exception as exc:  # any failure of a batch is counted (and logged), not fatal
+            _log.warning("%s: a batch of %d failed: %r", self.driver.name, len(batch), exc)
             failed = len(batch)
         finally:
             in_flight.release()
@@ -165,7 +168,8 @@ class Runner:
         while not self._consumers_stopping:
             try:
                 stamps = await consumer.receive()
-            except Exception:  # counted; the consumer tries again
+            except Exception as exc:  # counted and logged; the consumer tries again
+                _log.warning("%s: a receive failed: %r", self.driver.name, exc)
                 self.total.errors += 1
                 await asyncio.sleep(0.1)
                 continue

@@ -95,4 +95,7 @@ def serve(
     # on "any free port" at startup (the broker's internal listener) could otherwise be given
     # this very port by the kernel and make uvicorn's own bind fail (seen in CI).
     socket = reuse_port_socket(host, port) if reuse_port else config.bind_socket()
-    server.run(sockets=[socket])
+    try:
+        server.run(sockets=[socket])
+    finally:
+        socket.close()
