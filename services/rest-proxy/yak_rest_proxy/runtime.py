@@ -40,6 +40,7 @@ from yak_rest_proxy.quotas.quotas import Quotas
 from yak_rest_proxy.reader import Reader
 from yak_rest_proxy.security.forwarded_credential import ForwardedAuth
 from yak_rest_proxy.settings import ProxySettings
+from yak_rest_proxy.topics import TopicLookup
 
 __all__ = ["ProxyRuntime"]
 
@@ -75,6 +76,8 @@ class ProxyRuntime:
             else EtcdMetadataStore.from_url(settings.etcd_url, observer=etcd_observer)
         )
         self.cache = MetadataCache(self.store, self.keyspace)
+        #: Topic lookups that catch up with etcd before answering "not found".
+        self.topics = TopicLookup(self.cache, self.store, self.keyspace)
         self.brokers = BrokerPool(
             self.cache,
             timeout_s=settings.produce_timeout_ms / 1000 + 5,

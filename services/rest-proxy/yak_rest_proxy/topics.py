@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from yak.errors import UnknownTopicOrPartitionError
-from yak.metadata.cache import ClusterSnapshot
+import asyncio
+
+from yak.errors import KafkaTimeoutError, MetadataStoreError, UnknownTopicOrPartitionError
+from yak.metadata.cache import ClusterSnapshot, MetadataCache
+from yak.metadata.keyspace import Keyspace
 from yak.metadata.models import TopicRecord
+from yak.metadata.store import MetadataStore
 from yak.names import validate_topic_name
 
-__all__ = ["topic_record"]
+__all__ = ["TopicLookup", "topic_record"]
+
+#: How long a request for a topic the cache does not know waits for the cache to reach etcd's
+#: current revision (a topic just made through another proxy) before it answers 404.
+SYNC_TIMEOUT_S = 2.0
 
 
 def topic_record(snapshot: ClusterSnapshot, topic: str) -> TopicRecord:
@@ -18,3 +26,53 @@ def topic_record(snapshot: ClusterSnapshot, topic: str) -> TopicRecord:
     if record is None or record.deleting:
         raise UnknownTopicOrPartitionError(f"topic {topic!r} not found", topic=topic)
     return record
+
+
+class TopicLookup:
+    """Topic lookups that read their own cluster's writes: a topic the cache does not know is
+    looked up again once the cache has caught up with etcd's revision of now, so a topic made
+    through one proxy is never "not found" on another for the watch's lag. Concurrent misses
+    share one etcd read."""
+
+    def __init__(
+        self,
+        cache: MetadataCache,
+        store: MetadataStore,
+        keyspace: Keyspace,
+        *,
+        timeout_s: float = SYNC_TIMEOUT_S,
+    ) -> None:
+        self._cache = cache
+        self._store = store
+        self._keyspace = keyspace
+        self._timeout_s = timeout_s
+        self._sync: asyncio.Future[None] | None = None
+
+    async def record(self, topic: str) -> TopicRecord:
+        """The topic's record as ``topic_record`` answers it, after a sync on a miss."""
+        try:
+            return topic_record(self._cache.snapshot, topic)
+        except UnknownTopicOrPartitionError:
+            await self.sync()
+            return topic_record(self._cache.snapshot, topic)
+
+    async def sync(self) -> None:
+        """Wait (at most the timeout) until the cache reflects etcd's current revision; an etcd
+        that does not answer leaves the cache as it is."""
+        if self._sync is None:
+            self._sync = asyncio.ensure_future(self._catch_up())
+            self._sync.add_done_callback(self._done)
+        await asyncio.shield(self._sync)
+
+    def _done(self, sync: asyncio.Future[None]) -> None:
+        self._sync = None
+        if not sync.cancelled():
+            sync.exception()
+
+    async def _catch_up(self) -> None:
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                now = await self._store.range_prefix(self._keyspace.topics_prefix + "\x00")
+            await self._cache.wait_for_revision(now.revision, self._timeout_s)
+        except (TimeoutError, KafkaTimeoutError, MetadataStoreError):
+            return

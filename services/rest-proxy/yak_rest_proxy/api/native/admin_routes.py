@@ -43,7 +43,6 @@ from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.runtime import ProxyRuntime
 from yak_rest_proxy.security.access import visible
-from yak_rest_proxy.topics import topic_record
 
 __all__ = ["admin_router"]
 
@@ -121,7 +120,7 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
         ] = "latest",
     ) -> Response:
         """ListOffsets of one partition, at its leader."""
-        topic_record(runtime.cache.snapshot, topic)
+        await runtime.topics.record(topic)
         where = _timestamp(timestamp)
         found = await runtime.reader.list_offsets(topic, partition, where)
         answer = PartitionOffset(topic=topic, partition=partition, offset=found.offset)
@@ -157,8 +156,8 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
     @router.get("/topics/{topic}", response_model=TopicDescription)
     async def describe_topic(topic: str) -> Response:
         """Served from the proxy's metadata cache (no round trip to the controller)."""
+        record = await runtime.topics.record(topic)
         snapshot = runtime.cache.snapshot
-        record = topic_record(snapshot, topic)
         described = TopicDescription.of(record, snapshot.partitions_of(topic))
         return json_response(described, _JSON)
 

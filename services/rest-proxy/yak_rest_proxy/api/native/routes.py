@@ -62,7 +62,6 @@ from yak_rest_proxy.produce.publish import (
 )
 from yak_rest_proxy.quotas.quotas import QuotaKind
 from yak_rest_proxy.runtime import ProxyRuntime
-from yak_rest_proxy.topics import topic_record
 
 __all__ = ["ACKS", "native_router", "produce_batch", "produce_records", "produce_response"]
 
@@ -132,7 +131,7 @@ async def produce_records(
     (``native.fast_lane``) without FastAPI's routing and parameter handling."""
     settings = runtime.settings
     started = time.perf_counter()
-    topic_record(runtime.cache.snapshot, topic)
+    await runtime.topics.record(topic)
     principal = runtime.quotas.admit(QuotaKind.PRODUCE)
     raw = await read_body(request, settings.max_request_bytes)
     read = time.perf_counter()
@@ -235,7 +234,7 @@ async def produce_batch(
     settings = runtime.settings
     produce_stats = runtime.stats.produce
     started = time.perf_counter()
-    topic_state = topic_record(runtime.cache.snapshot, topic)
+    topic_state = await runtime.topics.record(topic)
     binary = is_record_batch(request.headers.get("content-type"))
     principal = runtime.quotas.admit(QuotaKind.PRODUCE)
     raw = await read_body(request, settings.max_request_bytes)
@@ -328,7 +327,7 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
         header_encoding: HeaderEncoding = HeaderEncoding.STRING,
     ) -> Response:
         """Read one partition from ``offset`` (no consumer group, no committed state)."""
-        topic_record(runtime.cache.snapshot, topic)
+        await runtime.topics.record(topic)
         principal = runtime.quotas.admit(QuotaKind.FETCH)
         wait = min(timeout_ms, settings.consumer_request_max_timeout_ms)
         (read,) = await runtime.reader.fetch(

@@ -85,8 +85,8 @@ def metadata_router(runtime: ProxyRuntime) -> APIRouter:
     @router.get("/topics/{topic}", response_model=V2TopicInfo)
     async def topic(request: Request, topic: str) -> Response:
         media = negotiate(request.headers.get("accept"))
+        record = await runtime.topics.record(topic)
         snapshot = runtime.cache.snapshot
-        record = topic_record(snapshot, topic)
         info = V2TopicInfo(
             name=topic,
             configs=effective_config(record.configs),
@@ -97,8 +97,8 @@ def metadata_router(runtime: ProxyRuntime) -> APIRouter:
     @router.get("/topics/{topic}/partitions", response_model=list[V2PartitionInfo])
     async def partitions(request: Request, topic: str) -> Response:
         media = negotiate(request.headers.get("accept"))
+        await runtime.topics.record(topic)
         snapshot = runtime.cache.snapshot
-        topic_record(snapshot, topic)
         infos = [_partition_info(s).model_dump() for s in snapshot.partitions_of(topic)]
         return json_response(infos, media)
 

@@ -28,7 +28,6 @@ from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.produce.publish import OutgoingRecord, check_record_count, enqueue
 from yak_rest_proxy.quotas.quotas import QuotaKind
 from yak_rest_proxy.runtime import ProxyRuntime
-from yak_rest_proxy.topics import topic_record
 
 __all__ = ["produce_router"]
 
@@ -48,7 +47,7 @@ def produce_router(runtime: ProxyRuntime) -> APIRouter:
         started = time.perf_counter()
         media = negotiate(request.headers.get("accept"))
         fmt = request_format(request.headers.get("content-type"))
-        topic_record(runtime.cache.snapshot, topic)
+        await runtime.topics.record(topic)
         principal = runtime.quotas.admit(QuotaKind.PRODUCE)
         raw = await read_body(request, settings.max_request_bytes)
         read = time.perf_counter()

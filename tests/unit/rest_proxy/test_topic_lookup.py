@@ -1,0 +1,129 @@
+"""TopicLookup: a topic made in etcd but not yet seen by the proxy's watch is found once the
+cache catches up, instead of answering "not found" for the watch's lag."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from yak.clock import FakeClock
+from yak.errors import UnknownTopicOrPartitionError
+from yak.metadata.cache import MetadataCache
+from yak.metadata.keyspace import Keyspace
+from yak.metadata.memory_store import MemoryMetadataStore
+from yak.metadata.models import TopicRecord
+from yak.metadata.store import KeyLike, RangeResult, Watch
+from yak_rest_proxy.topics import TopicLookup
+
+KS = Keyspace("c1")
+
+
+class _GatedWatch(Watch):
+    """The inner watch's events, each held until the gate is open (a lagging watch)."""
+
+    def __init__(self, inner: Watch, gate: asyncio.Event) -> None:
+        super().__init__(inner.prefix, inner.start_revision)
+        self._inner = inner
+        self._gate = gate
+        self._pump: asyncio.Task[None] | None = None
+
+    async def _start(self) -> None:
+        await self._inner.open()
+        self._pump = asyncio.create_task(self._forward())
+
+    async def _forward(self) -> None:
+        async for event in self._inner:
+            await self._gate.wait()
+            self._push(event)
+
+    async def _stop(self) -> None:
+        await self._inner.aclose()
+        if self._pump is not None:
+            self._pump.cancel()
+
+
+class LaggingStore(MemoryMetadataStore):
+    def __init__(self) -> None:
+        super().__init__(FakeClock())
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self.ranges = 0
+
+    def watch_prefix(self, prefix: KeyLike, start_revision: int | None = None) -> Watch:
+        return _GatedWatch(super().watch_prefix(prefix, start_revision), self.gate)
+
+    async def range_prefix(self, prefix: KeyLike) -> RangeResult:
+        self.ranges += 1
+        return await super().range_prefix(prefix)
+
+
+def _topic(name: str) -> TopicRecord:
+    return TopicRecord(
+        name=name, topic_id=f"id-{name}", partitions=1, replication_factor=1, created_at_ms=1
+    )
+
+
+async def _started() -> tuple[LaggingStore, MetadataCache]:
+    store = LaggingStore()
+    cache = MetadataCache(store, KS)
+    await cache.start()
+    return store, cache
+
+
+async def test_a_topic_the_watch_has_not_delivered_is_found_once_it_has() -> None:
+    store, cache = await _started()
+    try:
+        store.gate.clear()
+        await store.put(KS.topic("fresh"), _topic("fresh").encode())
+        lookup = TopicLookup(cache, store, KS, timeout_s=5.0)
+        pending = asyncio.create_task(lookup.record("fresh"))
+        await asyncio.sleep(0.05)
+        assert not pending.done()
+        assert "fresh" not in cache.snapshot.topics
+        store.gate.set()
+        record = await asyncio.wait_for(pending, 5.0)
+        assert record.name == "fresh"
+    finally:
+        await cache.stop()
+
+
+async def test_concurrent_misses_share_one_etcd_read() -> None:
+    store, cache = await _started()
+    try:
+        store.gate.clear()
+        await store.put(KS.topic("fresh"), _topic("fresh").encode())
+        lookup = TopicLookup(cache, store, KS, timeout_s=5.0)
+        before = store.ranges
+        waiting = [asyncio.create_task(lookup.record("fresh")) for _ in range(10)]
+        await asyncio.sleep(0.05)
+        store.gate.set()
+        records = await asyncio.wait_for(asyncio.gather(*waiting), 5.0)
+        assert {r.name for r in records} == {"fresh"}
+        assert store.ranges - before == 1
+    finally:
+        await cache.stop()
+
+
+async def test_a_topic_that_does_not_exist_is_still_not_found() -> None:
+    store, cache = await _started()
+    try:
+        lookup = TopicLookup(cache, store, KS, timeout_s=5.0)
+        with pytest.raises(UnknownTopicOrPartitionError, match="'nope' not found"):
+            await asyncio.wait_for(lookup.record("nope"), 1.0)
+    finally:
+        await cache.stop()
+
+
+async def test_a_watch_that_stays_behind_answers_not_found_after_the_timeout() -> None:
+    store, cache = await _started()
+    try:
+        store.gate.clear()
+        await store.put(KS.topic("late"), _topic("late").encode())
+        lookup = TopicLookup(cache, store, KS, timeout_s=0.1)
+        with pytest.raises(UnknownTopicOrPartitionError):
+            await asyncio.wait_for(lookup.record("late"), 2.0)
+        store.gate.set()
+        assert (await asyncio.wait_for(lookup.record("late"), 2.0)).name == "late"
+    finally:
+        await cache.stop()
