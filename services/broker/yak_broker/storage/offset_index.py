@@ -18,7 +18,6 @@ blindly (``sanity_check``).
 
 from __future__ import annotations
 
-import bisect
 import struct
 from pathlib import Path
 from typing import NamedTuple
@@ -54,25 +53,23 @@ class OffsetIndex(IndexFile):
     ) -> None:
         self.base_offset = base_offset
         super().__init__(path, _ENTRY, "i", max_index_bytes, files, new=new)
-        for i in range(1, self.entries):
-            if self._values[i] <= self._values[i - 1]:
-                self.close()
-                raise CorruptIndexError(f"index {path.name}: positions not increasing at {i}")
 
     @property
     def last_offset(self) -> int:
         """The last indexed absolute offset, or the base offset when empty."""
-        return self.base_offset + self._keys[-1] if self.entries else self.base_offset
+        last = self.last_entry()
+        return self.base_offset + last[0] if last else self.base_offset
 
     @property
     def last_position(self) -> int:
-        return self._values[-1] if self.entries else 0
+        last = self.last_entry()
+        return last[1] if last else 0
 
     def append(self, offset: int, position: int) -> None:
         """Add ``offset`` (absolute) at ``position``; both must exceed the last entry."""
         relative = offset - self.base_offset
-        keys = self._keys
-        if keys and (relative <= keys[-1] or position <= self._values[-1]):
+        last = self.last_entry()
+        if last and (relative <= last[0] or position <= last[1]):
             raise CorruptIndexError(
                 f"index {self.path.name}: entry ({offset}, {position}) does not follow "
                 f"({self.last_offset}, {self.last_position})"
@@ -84,15 +81,16 @@ class OffsetIndex(IndexFile):
         slot = self._floor(target - self.base_offset)
         if slot < 0:
             return OffsetPosition(self.base_offset, 0)
-        return OffsetPosition(self.base_offset + self._keys[slot], self._values[slot])
+        relative, position = self.entry(slot)
+        return OffsetPosition(self.base_offset + relative, position)
 
     def last_batch_start_within(self, max_position: int, max_offset: int) -> int | None:
         """The largest indexed batch position <= ``max_position`` whose batch ends below
         ``max_offset``; every batch before it is whole and below ``max_offset`` too."""
-        by_position = bisect.bisect_right(self._values, max_position)
-        by_offset = bisect.bisect_left(self._keys, max_offset - self.base_offset)
+        by_position = self._bisect(1, max_position, right=True)
+        by_offset = self._bisect(0, max_offset - self.base_offset, right=False)
         slot = min(by_position, by_offset) - 1
-        return self._values[slot] if slot >= 0 else None
+        return self.entry(slot)[1] if slot >= 0 else None
 
     def truncate_to(self, offset: int) -> None:
         """Remove entries for offsets >= ``offset``."""

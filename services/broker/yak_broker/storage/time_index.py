@@ -32,6 +32,8 @@ NO_TIMESTAMP = -1
 class TimeIndex(IndexFile):
     """Max timestamp → relative offset entries of the segment starting at ``base_offset``."""
 
+    VALUES_STRICT = False
+
     ENTRY_SIZE = _ENTRY.size
 
     def __init__(
@@ -45,26 +47,24 @@ class TimeIndex(IndexFile):
     ) -> None:
         self.base_offset = base_offset
         super().__init__(path, _ENTRY, "q", max_index_bytes, files, new=new)
-        for i in range(1, self.entries):
-            if self._values[i] < self._values[i - 1]:
-                self.close()
-                raise CorruptIndexError(f"time index {path.name}: offsets decrease at {i}")
 
     @property
     def last_timestamp(self) -> int:
-        return self._keys[-1] if self.entries else NO_TIMESTAMP
+        last = self.last_entry()
+        return last[0] if last else NO_TIMESTAMP
 
     @property
     def last_offset(self) -> int:
-        return self.base_offset + self._values[-1] if self.entries else self.base_offset
+        last = self.last_entry()
+        return self.base_offset + last[1] if last else self.base_offset
 
     def maybe_append(self, timestamp: int, offset: int) -> bool:
         """Add ``(timestamp, offset)`` if ``timestamp`` exceeds the last entry's; return if so."""
-        keys = self._keys
-        if keys and timestamp <= keys[-1]:
+        last = self.last_entry()
+        if last and timestamp <= last[0]:
             return False
         relative = offset - self.base_offset
-        if keys and relative < self._values[-1]:
+        if last and relative < last[1]:
             raise CorruptIndexError(
                 f"time index {self.path.name}: offset {offset} is below {self.last_offset}"
             )
@@ -74,14 +74,11 @@ class TimeIndex(IndexFile):
     def lookup_before(self, timestamp: int) -> int:
         """Offset of the largest entry with a timestamp < ``timestamp``; base offset if none."""
         slot = self._floor(timestamp - 1)
-        return self.base_offset if slot < 0 else self.base_offset + self._values[slot]
+        return self.base_offset if slot < 0 else self.base_offset + self.entry(slot)[1]
 
     def truncate_to(self, offset: int) -> None:
         """Remove entries for offsets >= ``offset``."""
-        count = self.entries
-        while count and self.base_offset + self._values[count - 1] >= offset:
-            count -= 1
-        self._truncate_entries(count)
+        self._truncate_entries(self._bisect(1, offset - self.base_offset, right=False))
 
     def sanity_check(self, next_offset: int) -> None:
         """Raise CorruptIndexError if the last entry names an offset past the segment's end."""
