@@ -50,7 +50,7 @@ from typing import Any
 
 import httpx
 
-from loadtest.chaos.cluster import ETCD_MEMBERS, ChaosCluster
+from loadtest.chaos.cluster import BROKERS, ETCD_MEMBERS, PROXIES, ChaosCluster
 from loadtest.chaos.faults import FaultContext
 from loadtest.chaos.network import LoopbackNetwork
 from loadtest.chaos.runner import wait_full_isr
@@ -69,6 +69,8 @@ from loadtest.soak_stats import (
 )
 from yak.errors import YakError
 from yak.etcd_server import SNAPSHOT_COUNT
+from yak.observability.memory import ENV as MEMORY_ENV
+from yak.observability.memory import resident_kib
 from yak.sdk import AsyncConsumer, AsyncProducer, RecordMetadata
 
 __all__ = ["SoakCluster", "SoakOptions", "main", "run_soak"]
@@ -95,6 +97,9 @@ class SoakOptions:
     partitions: int = 6
     drain_timeout_s: float = 120.0
     etcd_flags: tuple[str, ...] = ()
+    #: ``YAK_TRACEMALLOC`` frames for brokers and proxies (0: off): their ``/debug/memory`` is
+    #: read at the end of the warm-up and at the end of the load (``memory_profile``).
+    tracemalloc_frames: int = 0
     results: Path = RESULTS
     plots: Path = PLOTS
 
@@ -141,17 +146,56 @@ class _Window:
         }
 
 
-def read_process(pid: int) -> tuple[float, int] | None:
-    """(resident MB, open fds) of a live process from ``/proc``; None once it is gone."""
+def read_process(pid: int) -> tuple[float, int, float | None, float | None] | None:
+    """(resident MB, open fds, anonymous MB, file-backed MB) of a live process from ``/proc``;
+    None once it is gone."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
         fds = len(os.listdir(f"/proc/{pid}/fd"))
     except OSError:
         return None
-    for line in status.splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024, fds
-    return None
+    kib = resident_kib(status)
+    if "VmRSS" not in kib:
+        return None
+    anon, file = kib.get("RssAnon"), kib.get("RssFile")
+    return (
+        kib["VmRSS"] / 1024,
+        fds,
+        None if anon is None else anon / 1024,
+        None if file is None else file / 1024,
+    )
+
+
+async def memory_profiles(
+    client: httpx.AsyncClient, urls: dict[str, str], top: int
+) -> dict[str, Any]:
+    """``/debug/memory`` of each service that serves it (``YAK_TRACEMALLOC`` set): traced
+    totals, and the allocation sites that grew most since the previous call."""
+    out: dict[str, Any] = {}
+    for name, url in urls.items():
+        try:
+            answer = await client.get(f"{url}/debug/memory", params={"top": top}, timeout=30.0)
+        except httpx.HTTPError as exc:
+            out[name] = {"error": repr(exc)}
+            continue
+        if answer.status_code != 200:
+            out[name] = {"error": f"HTTP {answer.status_code}"}
+            continue
+        body = answer.json()
+        out[name] = {
+            "traced_mb": round(body["traced_bytes"] / 1e6, 2),
+            "resident_kib": body["resident_kib"],
+            "grown": [
+                {
+                    "where": g["where"],
+                    "size_diff_kb": round(g["size_diff"] / 1e3, 1),
+                    "count_diff": g["count_diff"],
+                    "stack": g["stack"],
+                }
+                for g in body.get("grown_since_last_call", [])
+            ],
+        }
+    return out
 
 
 class Soak:
@@ -290,7 +334,7 @@ class Soak:
         for name, pid in self._processes():
             found = read_process(pid)
             if found is not None:
-                self.samples.append(ProcessSample(name, pid, now, found[0], found[1]))
+                self.samples.append(ProcessSample(name, pid, now, *found))
         window, self.window = self.window, _Window(now)
         if close_window:
             self.windows.append(window.summary(now))
@@ -376,8 +420,19 @@ async def run_soak(
             asyncio.create_task(soak.sampler(stop_watch)),
         ]
         injector = asyncio.create_task(soak.injector(stop_load))
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop_load.wait(), options.duration_s)
+        profiled = _profiled_urls(cluster) if options.tracemalloc_frames else {}
+        profile: dict[str, Any] = {}
+        async with httpx.AsyncClient() as client:
+            if profiled and options.warmup_s < options.duration_s:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop_load.wait(), options.warmup_s)
+                profile["baseline_at_s"] = round(soak.now_s(), 1)
+                profile["baseline"] = await memory_profiles(client, profiled, top=5)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop_load.wait(), options.duration_s - soak.now_s())
+            if profiled:
+                profile["end_at_s"] = round(soak.now_s(), 1)
+                profile["end"] = await memory_profiles(client, profiled, top=15)
         stop_load.set()
         await asyncio.gather(tasks[0], injector)
         load_s = soak.now_s()
@@ -394,7 +449,7 @@ async def run_soak(
         await asyncio.gather(*tasks[1:])
     async with httpx.AsyncClient() as client:
         await soak.sample(client)
-    return build_document(
+    document = build_document(
         options=options,
         rate=rate,
         probe=probe,
@@ -409,6 +464,13 @@ async def run_soak(
         errors=soak.errors,
         warmup_s=options.warmup_s,
     )
+    if profile:
+        document["memory_profile"] = profile
+    return document
+
+
+def _profiled_urls(cluster: ChaosCluster) -> dict[str, str]:
+    return {name: cluster.url(name) for name in (*BROKERS, *PROXIES)}
 
 
 def _interrupt(_signum: int, _frame: FrameType | None) -> None:
@@ -436,6 +498,14 @@ def _parse(argv: list[str] | None) -> SoakOptions:
     parser.add_argument(
         "--etcd-flag", action="append", default=[], help="an extra flag for every etcd member"
     )
+    parser.add_argument(
+        "--tracemalloc",
+        type=int,
+        default=0,
+        metavar="FRAMES",
+        help="trace brokers' and proxies' Python allocations (YAK_TRACEMALLOC) and record "
+        "which sites grew between the end of the warm-up and the end of the load",
+    )
     parser.add_argument("--results", type=Path, default=RESULTS, help="the JSON document")
     parser.add_argument("--plots", type=Path, default=PLOTS, help="folder of soak-*.png")
     args = parser.parse_args(argv)
@@ -451,6 +521,7 @@ def _parse(argv: list[str] | None) -> SoakOptions:
         partitions=args.partitions,
         drain_timeout_s=parse_duration(args.drain_timeout),
         etcd_flags=tuple(args.etcd_flag),
+        tracemalloc_frames=args.tracemalloc,
         results=args.results,
         plots=args.plots,
     )
@@ -466,6 +537,8 @@ def main(argv: list[str] | None = None) -> int:
     faults = choose_faults(options.faults)
     signal.signal(signal.SIGTERM, _interrupt)
     folder = Path(tempfile.mkdtemp(prefix="yak-soak-"))
+    if options.tracemalloc_frames:  # inherited by every service the cluster starts
+        os.environ[MEMORY_ENV] = str(options.tracemalloc_frames)
     network = LoopbackNetwork()
     cluster: SoakCluster | None = None
     try:

@@ -65,13 +65,17 @@ def linear_slope(xs: Sequence[float], ys: Sequence[float | None]) -> float | Non
 
 @dataclass(frozen=True, slots=True)
 class ProcessSample:
-    """One look at one process: seconds since the soak started, resident MB, open fds."""
+    """One look at one process: seconds since the soak started, resident MB, open fds, and the
+    resident MB split into anonymous and file-backed (``RssAnon``, ``RssFile``; None when
+    unknown)."""
 
     name: str
     pid: int
     t_s: float
     rss_mb: float
     fds: int
+    anon_mb: float | None = None
+    file_mb: float | None = None
 
 
 def per_hour(xs: Sequence[float], ys: Sequence[float | None]) -> float | None:
@@ -92,12 +96,14 @@ def process_slopes(
     out: dict[str, dict[str, object]] = {}
     for name, incarnations in by_name.items():
         fitted: list[tuple[float, float, float]] = []  # span, rss slope, fd slope
+        anon_fitted: list[tuple[float, float]] = []  # span, anonymous MB slope
         listed = []
         for pid, points in incarnations.items():
             points.sort(key=lambda s: s.t_s)
             ts = [p.t_s for p in points]
             rss = per_hour(ts, [p.rss_mb for p in points])
             fds = per_hour(ts, [float(p.fds) for p in points])
+            anon = per_hour(ts, [p.anon_mb for p in points])
             span = ts[-1] - ts[0]
             listed.append(
                 {
@@ -109,17 +115,24 @@ def process_slopes(
                     "fds_last": points[-1].fds,
                     "rss_mb_per_hour": None if rss is None else round(rss, 2),
                     "fds_per_hour": None if fds is None else round(fds, 2),
+                    "anon_mb_per_hour": None if anon is None else round(anon, 2),
                 }
             )
             if len(points) >= min_samples and rss is not None and fds is not None and span > 0:
                 fitted.append((span, rss, fds))
+                if anon is not None:
+                    anon_fitted.append((span, anon))
         total = sum(span for span, _, _ in fitted)
+        anon_total = sum(span for span, _ in anon_fitted)
         out[name] = {
             "incarnations": listed,
             "rss_mb_per_hour": (
                 round(sum(s * r for s, r, _ in fitted) / total, 2) if total else None
             ),
             "fds_per_hour": round(sum(s * f for s, _, f in fitted) / total, 2) if total else None,
+            "anon_mb_per_hour": (
+                round(sum(s * a for s, a in anon_fitted) / anon_total, 2) if anon_total else None
+            ),
         }
     return out
 

@@ -21,6 +21,7 @@ from fastapi import FastAPI
 from yak import __version__
 from yak.heap import HeapFreezer
 from yak.observability.http import install_observability
+from yak.observability.memory import memory_router, start_from_env
 from yak.observability.metrics import ServiceMetrics
 from yak.web.cluster_secret import ClusterSecretMiddleware
 from yak.web.errors import install_error_handlers
@@ -64,6 +65,8 @@ def create_app(
     app.state.broker = broker
     app.include_router(health_router("broker", broker.readiness))
     app.include_router(admin_router(broker))
+    if start_from_env():  # YAK_TRACEMALLOC: a diagnosis switch (``yak.observability.memory``)
+        app.include_router(memory_router())
     app.router.routes.extend(data_plane_routes(broker))
     install_error_handlers(app)
     if broker.settings.cluster_secret is not None:

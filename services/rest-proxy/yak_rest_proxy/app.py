@@ -27,6 +27,7 @@ from yak.clients.broker import BrokerClient
 from yak.clock import Clock
 from yak.metadata.store import MetadataStore
 from yak.observability.http import ObservabilityMiddleware
+from yak.observability.memory import memory_router, start_from_env
 from yak.observability.metrics import ServiceMetrics, metrics_route
 from yak.web.health import health_router
 from yak_rest_proxy.api.admin.quotas import quota_router
@@ -102,6 +103,8 @@ def create_app(
     app.state.runtime = runtime
     install_error_handlers(app)
     app.include_router(health_router("rest-proxy", runtime.readiness))
+    if start_from_env():  # YAK_TRACEMALLOC: a diagnosis switch (``yak.observability.memory``)
+        app.include_router(memory_router())
     app.include_router(metadata_router(runtime))
     app.include_router(produce_router(runtime))
     cap = ConsumerCap(runtime.store, runtime.keyspace, runtime.settings.max_consumers_per_principal)
