@@ -18,8 +18,9 @@ every ``SNAPSHOT_COUNT`` applied raft entries instead of etcd's default 100,000:
 snapshot etcd keeps every entry in memory, and Yak's steady writes (a consumer group's commit,
 about 1.7 KB of heap per entry) would grow a member 6-15 MB/hour for 11-28 hours before the
 first one (measured: 30,000 such writes left 84 MB of heap with the default, 34 MB with
-1,000; ``docs/soak.md``). etcd then keeps 5,000 entries for slow followers, so memory is bounded by
-about ``SNAPSHOT_COUNT`` + 5,000 entries.
+1,000; ``docs/soak.md``). etcd 3.4 then keeps another 5,000 entries for slow followers (a
+constant in 3.4), so the raft log in memory is bounded by ``SNAPSHOT_COUNT`` + 5,000 entries:
+6,000 at 1,000 (10,000 at 5,000 took 100 minutes of a soak to fill).
 
 One server is a cluster of its own unless ``initial_cluster`` names every member of a new
 cluster (``yak.etcd_cluster`` starts several: ``spawn()`` each, then ``wait_healthy()`` each,
@@ -60,7 +61,7 @@ __all__ = ["SNAPSHOT_COUNT", "EmbeddedEtcd", "EtcdServerTls", "downgrade_hint", 
 
 HOST = "127.0.0.1"
 #: Applied raft entries between snapshots (etcd's default: 100,000); see the module doc.
-SNAPSHOT_COUNT = 5000
+SNAPSHOT_COUNT = 1000
 
 logger = logging.getLogger(__name__)
 
