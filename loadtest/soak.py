@@ -68,7 +68,7 @@ from loadtest.soak_stats import (
     percentile,
 )
 from yak.errors import YakError
-from yak.etcd_server import SNAPSHOT_COUNT, go_memory_env
+from yak.etcd_server import SNAPSHOT_COUNT
 from yak.observability.memory import ENV as MEMORY_ENV
 from yak.observability.memory import resident_kib
 from yak.sdk import AsyncConsumer, AsyncProducer, RecordMetadata
@@ -97,9 +97,6 @@ class SoakOptions:
     partitions: int = 6
     drain_timeout_s: float = 120.0
     etcd_flags: tuple[str, ...] = ()
-    #: Added to every etcd member's environment (recorded in the results): ``go_memory_env``,
-    #: the ``GOMEMLIMIT`` ``yak up`` sets, or the soak's own ``GOMEMLIMIT`` (``off``: none).
-    etcd_env: tuple[tuple[str, str], ...] = ()
     #: ``YAK_TRACEMALLOC`` frames for brokers and proxies (0: off): their ``/debug/memory`` is
     #: read at the end of the warm-up and at the end of the load (``memory_profile``).
     tracemalloc_frames: int = 0
@@ -109,22 +106,15 @@ class SoakOptions:
 
 @dataclass
 class SoakCluster(ChaosCluster):
-    """The chaos cluster with ``yak up``'s snapshot count and, in ``etcd_env``, its soft
-    memory limit (``yak.etcd_server``: the raft log etcd holds in memory and the Go heap goal
-    are what a soak watches) and extra etcd flags (``--etcd-flag``, later ones win): how a
-    soak tries an etcd setting without changing what the chaos suite runs."""
+    """The chaos cluster with ``yak up``'s snapshot count (``yak.etcd_server``: the raft log
+    etcd holds in memory is what a soak watches) and extra etcd flags (``--etcd-flag``, later
+    ones win): how a soak tries an etcd setting without changing what the chaos suite runs."""
 
     etcd_flags: tuple[str, ...] = ()
-    etcd_env: tuple[tuple[str, str], ...] = ()
 
     def _etcd_argv(self, member: str) -> list[str]:
         own = f"--snapshot-count={SNAPSHOT_COUNT}"
         return [*super()._etcd_argv(member), own, *self.etcd_flags]
-
-    def _spec(self, node: str, argv: list[str], env: dict[str, str], health: str | None) -> None:
-        if node in ETCD_MEMBERS:
-            env = {**env, **dict(self.etcd_env)}
-        super()._spec(node, argv, env, health)
 
 
 @dataclass
@@ -531,7 +521,6 @@ def _parse(argv: list[str] | None) -> SoakOptions:
         partitions=args.partitions,
         drain_timeout_s=parse_duration(args.drain_timeout),
         etcd_flags=tuple(args.etcd_flag),
-        etcd_env=tuple(sorted(go_memory_env().items())),
         tracemalloc_frames=args.tracemalloc,
         results=args.results,
         plots=args.plots,
@@ -563,7 +552,6 @@ def main(argv: list[str] | None = None) -> int:
             shim=shim,
             etcd_list=True,
             etcd_flags=options.etcd_flags,
-            etcd_env=options.etcd_env,
         )
         cluster.start_all()
         document = asyncio.run(run_soak(cluster, options, faults))

@@ -20,17 +20,7 @@ about 1.7 KB of heap per entry) would grow a member 6-15 MB/hour for 11-28 hours
 first one (measured: 30,000 such writes left 84 MB of heap with the default, 34 MB with
 1,000; ``docs/soak.md``). etcd 3.4 then keeps another 5,000 entries for slow followers (a
 constant in 3.4), so the raft log in memory is bounded by ``SNAPSHOT_COUNT`` + 5,000 entries:
-6,000 at 1,000.
-
-That bound is reached only after an hour at a soak's 1.6 writes/s, and the Go runtime's heap
-goal is twice the live heap, so resident memory climbs by about twice what the log holds
-before it levels off (a 3-member 3.4.23 replaying the soak's etcd writes at 10x: ~85 MB with
-5,000, ~78 MB with 1,000, still ~9-12 MB/hour over a two-hour soak's 10-120 min). With
-``GOMEMLIMIT`` (Go 1.19+; 3.4.23 is built with 1.19) at ``GO_MEMORY_LIMIT`` the collector
-runs more often instead once the runtime nears it, so a member levels off within minutes
-(~60 MB, 1-3 MB/hour over 10-120 min, no measurable extra CPU); a ``GOMEMLIMIT`` in the
-environment wins (``off``: none). It is a soft limit: a keyspace whose live heap nears it
-costs collector CPU (the runtime caps that at about half), never an out-of-memory error.
+6,000 at 1,000 (10,000 at 5,000 took 100 minutes of a soak to fill).
 
 One server is a cluster of its own unless ``initial_cluster`` names every member of a new
 cluster (``yak.etcd_cluster`` starts several: ``spawn()`` each, then ``wait_healthy()`` each,
@@ -67,21 +57,11 @@ from yak.etcd_binary import EtcdBinary, find_etcd
 from yak.etcd_peer_tls import peer_flags
 from yak.supervisor import StartupError, log_tail
 
-__all__ = [
-    "GO_MEMORY_LIMIT",
-    "SNAPSHOT_COUNT",
-    "EmbeddedEtcd",
-    "EtcdServerTls",
-    "downgrade_hint",
-    "free_ports",
-    "go_memory_env",
-]
+__all__ = ["SNAPSHOT_COUNT", "EmbeddedEtcd", "EtcdServerTls", "downgrade_hint", "free_ports"]
 
 HOST = "127.0.0.1"
 #: Applied raft entries between snapshots (etcd's default: 100,000); see the module doc.
 SNAPSHOT_COUNT = 1000
-#: etcd's soft memory limit (``GOMEMLIMIT``) unless the environment sets one; see the module doc.
-GO_MEMORY_LIMIT = "56MiB"
 
 logger = logging.getLogger(__name__)
 
@@ -115,12 +95,6 @@ def downgrade_hint(log_text: str, data_dir: Path, binary: EtcdBinary) -> str:
         "<old folder>/member/snap/db --skip-hash-check --data-dir <folder> ...` with the "
         "member's name and peer URL (docs/operations.md, etcd: snapshot backup and restore)"
     )
-
-
-def go_memory_env() -> dict[str, str]:
-    """``GOMEMLIMIT`` for an etcd child: the environment's if it has one (``off``: none), else
-    ``GO_MEMORY_LIMIT``."""
-    return {"GOMEMLIMIT": os.environ.get("GOMEMLIMIT") or GO_MEMORY_LIMIT}
 
 
 def free_ports(count: int = 1, host: str = HOST) -> list[int]:
@@ -228,9 +202,8 @@ class EmbeddedEtcd:
         return argv
 
     def env(self) -> dict[str, str]:
-        """What the server needs in its environment besides ours (3.4 on arm64: the arch)
-        and its soft memory limit (``go_memory_env``)."""
-        return {**self.binary.env(), **go_memory_env()}
+        """What the server needs in its environment besides ours (3.4 on arm64: the arch)."""
+        return self.binary.env()
 
     def start(self) -> Self:
         """Start etcd and wait until it is healthy; raise ``StartupError`` if it is not."""

@@ -1,7 +1,6 @@
 """The etcd ``yak up`` runs snapshots every ``SNAPSHOT_COUNT`` entries (a bounded raft log in
 memory, ``docs/soak.md``): the installed etcd accepts the flag and serves, and says so in its
-metrics (a snapshot once that many writes were applied). It runs with ``GOMEMLIMIT``
-(``GO_MEMORY_LIMIT`` unless the environment sets one)."""
+metrics (a snapshot once that many writes were applied)."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from yak.etcd_server import GO_MEMORY_LIMIT, SNAPSHOT_COUNT, EmbeddedEtcd, free_ports
+from yak.etcd_server import SNAPSHOT_COUNT, EmbeddedEtcd, free_ports
 
 pytestmark = pytest.mark.integration
 
@@ -33,25 +32,3 @@ def test_the_embedded_etcd_snapshots_every_snapshot_count_entries(tmp_path: Path
     ]
     assert snapshots, metrics[:500]
     assert float(snapshots[0].split()[-1]) >= 1
-
-
-@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc/<pid>/environ")
-def test_the_embedded_etcd_runs_with_a_soft_memory_limit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv("GOMEMLIMIT", raising=False)
-    client_port, peer_port = free_ports(2)
-    server = EmbeddedEtcd(tmp_path / "etcd", client_port, peer_port, unsafe_no_fsync=True)
-    assert server.env()["GOMEMLIMIT"] == GO_MEMORY_LIMIT
-    with server.start():
-        assert server.pid is not None
-        environ = Path(f"/proc/{server.pid}/environ").read_bytes().split(b"\0")
-    assert f"GOMEMLIMIT={GO_MEMORY_LIMIT}".encode() in environ
-
-
-def test_a_gomemlimit_in_the_environment_wins(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("GOMEMLIMIT", "off")
-    server = EmbeddedEtcd(tmp_path / "etcd", 1, 2)
-    assert server.env()["GOMEMLIMIT"] == "off"
