@@ -432,7 +432,10 @@ def commit(
     member: Member, offsets: Offsets | None, now_ms: int, member_epoch: int | None = None
 ) -> Step:
     """Commit ``offsets`` (next offsets to read; None: every position) if the member owns them
-    all, else ``FENCED_MEMBER_EPOCH``; the positions are written in the same write."""
+    all, else ``FENCED_MEMBER_EPOCH``; the positions are written in the same write if they
+    moved. An offset this holder already committed is not written again (as auto-commit
+    does): a consumer committing every second, with most partitions quiet, rewrote every one
+    of them, each a put of etcd's raft log; a commit that changes nothing writes nothing."""
     if member_epoch is not None and member_epoch != member.epoch:
         raise FencedMemberEpochError(
             f"member epoch {member_epoch} is stale; the member is at epoch {member.epoch}",
@@ -447,12 +450,18 @@ def commit(
     not_owned = sorted(set(offsets) - (member.owned & member.granted))
     if not_owned:
         raise _fenced(member, ", ".join(f"{t}-{p}" for t, p in not_owned))
-    commits = [PutCommit(tp, o, member.epoch, now_ms) for tp, o in sorted(offsets.items())]
+    commits = [
+        PutCommit(tp, o, member.epoch, now_ms)
+        for tp, o in sorted(offsets.items())
+        if member.auto_committed.get(tp) != o
+    ]
     after = replace(
         member,
         processed=_without(member.processed, offsets),
         auto_committed={**member.auto_committed, **offsets},
     )
+    if not commits and member.positions == member.stored:
+        return Step(after)
     return _with_positions(member, after, commits)
 
 

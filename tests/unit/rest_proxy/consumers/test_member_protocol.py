@@ -172,6 +172,33 @@ def test_a_commit_is_fenced_by_the_state_and_writes_the_positions_through() -> N
     assert step.member.auto_committed == {T0: 3}
 
 
+def test_a_commit_writes_only_the_offsets_this_holder_has_not_committed() -> None:
+    member = protocol.positioned(owning(T0, T1), {T0: 4, T1: 9})
+    first = protocol.commit(member, {T0: 3, T1: 5}, NOW)
+    assert [op for op in ops(first) if isinstance(op, PutCommit)] == [
+        PutCommit(T0, 3, 2, NOW),
+        PutCommit(T1, 5, 2, NOW),
+    ]
+    member = protocol.settle(first, 50)
+    again = protocol.commit(member, {T0: 3, T1: 6}, NOW + 1)
+    assert ops(again) == (PutCommit(T1, 6, 2, NOW + 1),)  # T0 is quiet: not rewritten
+    assert Guard(Key.STATE, 9) in guards(again.write)  # still fenced by the group's state
+    member = protocol.settle(again, 51)
+    idle = protocol.commit(member, {T0: 3, T1: 6}, NOW + 2)
+    assert idle.write is None  # nothing changed: nothing written
+    assert idle.member.auto_committed == {T0: 3, T1: 6}
+    moved = protocol.polled(idle.member, {T0: 4, T1: 9}, {T0: 7})
+    step = protocol.commit(moved, {T0: 3, T1: 6}, NOW + 3)
+    assert ops(step) == (PutPositions({T0: 7, T1: 9}, 2, ME),)  # the positions still go
+
+
+def test_a_commit_that_did_not_land_is_written_again() -> None:
+    member = protocol.positioned(owning(T0), {T0: 4})
+    lost = protocol.commit(member, {T0: 3}, NOW)  # its write lost a race: never settled
+    assert ops(lost)[0] == PutCommit(T0, 3, 2, NOW)
+    assert PutCommit(T0, 3, 2, NOW) in ops(protocol.commit(member, {T0: 3}, NOW))
+
+
 def test_a_manual_member_commits_without_the_group_fence() -> None:
     member = protocol.assign(held(subscription=()), [T0]).member
     member = protocol.reconcile(member, Grant(9, 12), NOW).member
