@@ -9,7 +9,10 @@ holder starts from what etcd holds). From then on:
   ``GroupWatch`` per group with held members) are in memory; a poll reads them, fetches and
   moves the positions in memory;
 - **written behind**: positions and due auto-commits every ``flush_interval_s`` (0: at every
-  poll), and whenever the holder lets the instance go; a commit is written through (answered
+  poll) — a member whose positions a commit or a seek stored within the last interval waits
+  for the next round, so a consumer committing every second costs one etcd write a second,
+  not two; a position is at most two intervals old in etcd — and whenever the holder lets the
+  instance go; a commit is written through (answered
   once stored, positions with it), so is a seek, a subscription change or a rebalance (the
   release of a partition, its position auto-committed). Every write is guarded by the member
   record's and the positions' mod_revisions (and the state's where ownership matters): one
@@ -83,6 +86,9 @@ class _Held:
     #: The proxy that asked for the member, once a handoff is due.
     handing_to: str | None = None
     releasing: bool = False
+    #: When (monotonic) a write of this proxy last stored the member's positions: a commit or
+    #: a seek writes them too, and the write-behind then skips the member for an interval.
+    positions_written_at: float = -math.inf
 
     @property
     def key(self) -> MemberKey:
@@ -322,7 +328,9 @@ class Members:
         revision = await self._store.apply(step.write)
         return None if revision is None else protocol.settle(step, revision)
 
-    async def _converge(self, held: _Held, decide: Callable[[Member], Step]) -> Member:
+    async def _converge(
+        self, held: _Held, decide: Callable[[Member], Step], *, behind: bool = False
+    ) -> Member:
         """Under ``held.lock``: reconcile with the newest grant, then ``decide``; a write that
         lost a race re-reads etcd and both are decided again."""
         if not held.watch.live:
@@ -335,10 +343,13 @@ class Members:
             if member is None:
                 continue
             held.member = member
+            stored_at = member.positions_revision
             member = await self._write(decide(member))
             if member is None:
                 continue
             held.member = member
+            if member.positions_revision != stored_at and not behind:
+                held.positions_written_at = self._clock.monotonic()
             return member
         raise MetadataStoreError(f"instance {held.member.member_id!r}: too many concurrent updates")
 
@@ -449,7 +460,12 @@ class Members:
                     self._spawn(self._release(held))
             if self._flush_interval_s > 0 and now >= next_flush:
                 next_flush = now + self._flush_interval_s
-                dirty = [h for h in self._held.values() if h.member.dirty and not h.releasing]
+                written = now - self._flush_interval_s
+                dirty = [
+                    h
+                    for h in self._held.values()
+                    if h.member.dirty and not h.releasing and h.positions_written_at <= written
+                ]
                 results = await asyncio.gather(
                     *(self._flush(h) for h in dirty), return_exceptions=True
                 )
@@ -462,7 +478,7 @@ class Members:
             if held.lost or not held.member.dirty:
                 return
             try:
-                await self._converge(held, self._flush_step)
+                await self._converge(held, self._flush_step, behind=True)
             except (_LostError, YakError) as exc:
                 log.info("consumer %s/%s: positions not written: %s", *held.key, exc)
 

@@ -94,13 +94,16 @@ class FakeLog:
 
 
 class ProxyStore:
-    """One proxy's connection to the shared in-memory etcd: counts the calls it makes, and
-    can be cut (every call then fails, as for a proxy that crashed or lost etcd)."""
+    """One proxy's connection to the shared in-memory etcd: counts the calls it makes, can be
+    cut (every call then fails, as for a proxy that crashed or lost etcd), and can make each
+    transaction take ``txn_s`` of the fake clock (a write's round trip)."""
 
-    def __init__(self, store: MemoryMetadataStore) -> None:
+    def __init__(self, store: MemoryMetadataStore, clock: FakeClock | None = None) -> None:
         self._store = store
+        self._clock = clock
         self.calls = 0
         self.cut = False
+        self.txn_s = 0.0
 
     def _call(self) -> MemoryMetadataStore:
         if self.cut:
@@ -126,7 +129,10 @@ class ProxyStore:
     async def txn(
         self, compares: Sequence[Compare], on_success: Sequence[Op], on_failure: Sequence[Op] = ()
     ) -> TxnResult:
-        return await self._call().txn(compares, on_success, on_failure)
+        answer = await self._call().txn(compares, on_success, on_failure)
+        if self.txn_s and self._clock is not None:
+            self._clock.advance(self.txn_s)
+        return answer
 
     async def grant_lease(self, ttl_s: int) -> int:
         return await self._call().grant_lease(ttl_s)
@@ -169,7 +175,7 @@ class Bench:
         self, *, flush_interval_ms: int = 1_000, handoff_timeout_ms: int = 2_000
     ) -> tuple[Consumers, ProxyStore]:
         """A started proxy, named ``proxy-<n>`` in the positions records it holds."""
-        store = ProxyStore(self.store)
+        store = ProxyStore(self.store, self.clock)
         proxy = Consumers(
             store,
             KS,

@@ -81,6 +81,36 @@ async def test_a_commit_is_written_through_with_the_positions(bench: Bench) -> N
     assert (await etcd_positions(bench))[0] == {T0: 3}
 
 
+async def test_positions_a_commit_just_stored_wait_for_the_next_round(bench: Bench) -> None:
+    proxy, _ = await bench.proxy()
+    await assigned(proxy, auto_commit=False)
+    assert await poll(proxy, max_bytes=6) == [0, 1, 2]
+    bench.clock.advance(0.6)
+    await bench.settle()
+    await proxy.commit("g", "m", {T0: 3})  # stores the positions too: {T0: 3}
+    assert await poll(proxy, max_bytes=6) == [3, 4, 5]
+    bench.clock.advance(0.4)  # the round at 1.0 s, 0.4 s after the commit's write
+    await bench.settle()
+    assert (await etcd_positions(bench))[0] == {T0: 3}
+    bench.clock.advance(1.0)  # the round at 2.0 s
+    await bench.settle()
+    assert (await etcd_positions(bench))[0] == {T0: 6}
+
+
+async def test_write_behind_alone_writes_every_round(bench: Bench) -> None:
+    proxy, store = await bench.proxy()
+    await assigned(proxy, auto_commit=False)
+    assert await poll(proxy, max_bytes=6) == [0, 1, 2]
+    store.txn_s = 0.25  # the round's write ends at 1.25 s
+    bench.clock.advance(1.0)
+    await bench.settle()
+    assert (await etcd_positions(bench))[0] == {T0: 3}
+    assert await poll(proxy, max_bytes=6) == [3, 4, 5]
+    bench.clock.advance(0.75)  # the round at 2.0 s: its own write 0.75 s ago holds nothing back
+    await bench.settle()
+    assert (await etcd_positions(bench))[0] == {T0: 6}
+
+
 async def test_a_live_holder_hands_the_instance_over_exactly(bench: Bench) -> None:
     (first, _), (second, _) = await bench.proxy(), await bench.proxy()
     await assigned(first)
