@@ -43,34 +43,34 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import httpx
 
-from loadtest.chaos.cluster import BROKERS, ETCD_MEMBERS, PROXIES, ChaosCluster
+from loadtest.chaos.cluster import ETCD_MEMBERS, ChaosCluster
 from loadtest.chaos.faults import FaultContext
 from loadtest.chaos.network import LoopbackNetwork
 from loadtest.chaos.runner import wait_full_isr
 from loadtest.chaos.shim import Shim, build_shim
 from loadtest.soak_etcd import scrape_members
 from loadtest.soak_faults import FaultLog, SoakFault, choose_faults
+from loadtest.soak_memory import memory_profiles, profiled_urls, read_process
 from loadtest.soak_plots import plot_soak
 from loadtest.soak_report import build_document, print_summary
 from loadtest.soak_stats import (
     ACKED,
     FAILED,
     ProcessSample,
+    Window,
     account_delivery,
     parse_duration,
-    percentile,
 )
 from yak.errors import YakError
 from yak.etcd_server import SNAPSHOT_COUNT
 from yak.observability.memory import ENV as MEMORY_ENV
-from yak.observability.memory import resident_kib
 from yak.sdk import AsyncConsumer, AsyncProducer, RecordMetadata
 
 __all__ = ["SoakCluster", "SoakOptions", "main", "run_soak"]
@@ -117,87 +117,6 @@ class SoakCluster(ChaosCluster):
         return [*super()._etcd_argv(member), own, *self.etcd_flags]
 
 
-@dataclass
-class _Window:
-    """What happened between two samples."""
-
-    start_s: float
-    produce_ms: list[float] = field(default_factory=list)
-    e2e_ms: list[float] = field(default_factory=list)
-    consumed: int = 0
-
-    def summary(self, end_s: float) -> dict[str, Any]:
-        span = max(end_s - self.start_s, 1e-9)
-
-        def ms(values: list[float], q: float) -> float | None:
-            found = percentile(values, q)
-            return None if found is None else round(found, 2)
-
-        return {
-            "start_s": round(self.start_s, 2),
-            "end_s": round(end_s, 2),
-            "acked_per_s": round(len(self.produce_ms) / span, 1),
-            "consumed_per_s": round(self.consumed / span, 1),
-            "produce_p50_ms": ms(self.produce_ms, 50),
-            "produce_p99_ms": ms(self.produce_ms, 99),
-            "e2e_p50_ms": ms(self.e2e_ms, 50),
-            "e2e_p99_ms": ms(self.e2e_ms, 99),
-            "e2e_p999_ms": ms(self.e2e_ms, 99.9),
-        }
-
-
-def read_process(pid: int) -> tuple[float, int, float | None, float | None] | None:
-    """(resident MB, open fds, anonymous MB, file-backed MB) of a live process from ``/proc``;
-    None once it is gone."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-        fds = len(os.listdir(f"/proc/{pid}/fd"))
-    except OSError:
-        return None
-    kib = resident_kib(status)
-    if "VmRSS" not in kib:
-        return None
-    anon, file = kib.get("RssAnon"), kib.get("RssFile")
-    return (
-        kib["VmRSS"] / 1024,
-        fds,
-        None if anon is None else anon / 1024,
-        None if file is None else file / 1024,
-    )
-
-
-async def memory_profiles(
-    client: httpx.AsyncClient, urls: dict[str, str], top: int
-) -> dict[str, Any]:
-    """``/debug/memory`` of each service that serves it (``YAK_TRACEMALLOC`` set): traced
-    totals, and the allocation sites that grew most since the previous call."""
-    out: dict[str, Any] = {}
-    for name, url in urls.items():
-        try:
-            answer = await client.get(f"{url}/debug/memory", params={"top": top}, timeout=30.0)
-        except httpx.HTTPError as exc:
-            out[name] = {"error": repr(exc)}
-            continue
-        if answer.status_code != 200:
-            out[name] = {"error": f"HTTP {answer.status_code}"}
-            continue
-        body = answer.json()
-        out[name] = {
-            "traced_mb": round(body["traced_bytes"] / 1e6, 2),
-            "resident_kib": body["resident_kib"],
-            "grown": [
-                {
-                    "where": g["where"],
-                    "size_diff_kb": round(g["size_diff"] / 1e3, 1),
-                    "count_diff": g["count_diff"],
-                    "stack": g["stack"],
-                }
-                for g in body.get("grown_since_last_call", [])
-            ],
-        }
-    return out
-
-
 class Soak:
     """One soak run against a started cluster: the load, the sampler and the faults."""
 
@@ -209,7 +128,7 @@ class Soak:
         #: Per sequence number: PENDING / ACKED / FAILED, and how often it was consumed.
         self.states = bytearray()
         self.counts = bytearray()
-        self.window = _Window(0.0)
+        self.window = Window(0.0)
         self.windows: list[dict[str, Any]] = []
         self.samples: list[ProcessSample] = []
         self.etcd_samples: list[dict[str, Any]] = []
@@ -335,7 +254,7 @@ class Soak:
             found = read_process(pid)
             if found is not None:
                 self.samples.append(ProcessSample(name, pid, now, *found))
-        window, self.window = self.window, _Window(now)
+        window, self.window = self.window, Window(now)
         if close_window:
             self.windows.append(window.summary(now))
         members = {m: self.cluster.url(m) for m in ETCD_MEMBERS if m not in self.cluster.down}
@@ -420,7 +339,7 @@ async def run_soak(
             asyncio.create_task(soak.sampler(stop_watch)),
         ]
         injector = asyncio.create_task(soak.injector(stop_load))
-        profiled = _profiled_urls(cluster) if options.tracemalloc_frames else {}
+        profiled = profiled_urls(cluster) if options.tracemalloc_frames else {}
         profile: dict[str, Any] = {}
         async with httpx.AsyncClient() as client:
             if profiled and options.warmup_s < options.duration_s:
@@ -467,10 +386,6 @@ async def run_soak(
     if profile:
         document["memory_profile"] = profile
     return document
-
-
-def _profiled_urls(cluster: ChaosCluster) -> dict[str, str]:
-    return {name: cluster.url(name) for name in (*BROKERS, *PROXIES)}
 
 
 def _interrupt(_signum: int, _frame: FrameType | None) -> None:

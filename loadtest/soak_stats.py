@@ -13,7 +13,8 @@ import itertools
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = [
     "ACKED",
@@ -21,6 +22,7 @@ __all__ = [
     "PENDING",
     "Delivery",
     "ProcessSample",
+    "Window",
     "account_delivery",
     "linear_slope",
     "parse_duration",
@@ -192,3 +194,32 @@ def account_delivery(states: bytes | bytearray, counts: bytes | bytearray) -> De
         unacked_consumed=unacked_consumed,
         lost_sample=tuple(lost_sample),
     )
+
+
+@dataclass
+class Window:
+    """What happened between two samples: produce and end-to-end latencies, records consumed."""
+
+    start_s: float
+    produce_ms: list[float] = field(default_factory=list)
+    e2e_ms: list[float] = field(default_factory=list)
+    consumed: int = 0
+
+    def summary(self, end_s: float) -> dict[str, Any]:
+        span = max(end_s - self.start_s, 1e-9)
+
+        def ms(values: list[float], q: float) -> float | None:
+            found = percentile(values, q)
+            return None if found is None else round(found, 2)
+
+        return {
+            "start_s": round(self.start_s, 2),
+            "end_s": round(end_s, 2),
+            "acked_per_s": round(len(self.produce_ms) / span, 1),
+            "consumed_per_s": round(self.consumed / span, 1),
+            "produce_p50_ms": ms(self.produce_ms, 50),
+            "produce_p99_ms": ms(self.produce_ms, 99),
+            "e2e_p50_ms": ms(self.e2e_ms, 50),
+            "e2e_p99_ms": ms(self.e2e_ms, 99),
+            "e2e_p999_ms": ms(self.e2e_ms, 99.9),
+        }
