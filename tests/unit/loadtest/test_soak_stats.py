@@ -77,6 +77,19 @@ def test_each_incarnation_is_fitted_on_its_own() -> None:
     assert slopes["fds_per_hour"] == pytest.approx(8.64)
 
 
+def test_anonymous_memory_is_fitted_apart_from_the_resident_total() -> None:
+    """File-backed pages (a mapped file being read) grow RSS; the anonymous part is the heap."""
+    samples = [
+        ProcessSample("etcd-0", 7, t, 60.0 + 0.02 * t, 30, anon_mb=30.0 + 0.001 * t)
+        for t in (0.0, 100.0, 200.0)
+    ]
+    slopes = process_slopes(samples)["etcd-0"]
+    assert slopes["rss_mb_per_hour"] == pytest.approx(72.0)
+    assert slopes["anon_mb_per_hour"] == pytest.approx(3.6)
+    without = process_slopes([ProcessSample("x", 1, t, 1.0, 1) for t in (0.0, 1.0, 2.0)])["x"]
+    assert without["anon_mb_per_hour"] is None  # a sample source without the split
+
+
 def test_short_incarnations_are_listed_not_fitted() -> None:
     samples = [ProcessSample("broker-1", 5, t, 50.0 + t, 9) for t in (0.0, 5.0)]
     slopes = process_slopes(samples, min_samples=3)["broker-1"]
