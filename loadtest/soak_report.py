@@ -97,7 +97,9 @@ def print_summary(document: dict[str, Any]) -> None:
         after = warm.get(name, {})
         print(
             f"  {name:<14} RSS {slopes['rss_mb_per_hour']} | {after.get('rss_mb_per_hour')} "
-            f"MB/h, fds {slopes['fds_per_hour']} | {after.get('fds_per_hour')} /h"
+            f"MB/h (anonymous {slopes.get('anon_mb_per_hour')} | "
+            f"{after.get('anon_mb_per_hour')}), "
+            f"fds {slopes['fds_per_hour']} | {after.get('fds_per_hour')} /h"
         )
     for member, entry in sorted(document["etcd"].items()):
         print(f"  {member} metrics: {entry}")
