@@ -13,14 +13,26 @@ into rates per second and growth per hour per member.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import httpx
 
-from loadtest.soak_stats import per_hour
+from loadtest.soak_stats import ProcessSample, per_hour, process_slopes
 
-__all__ = ["METRICS", "etcd_summary", "parse_metrics", "scrape_members"]
+__all__ = [
+    "CATCHUP_ENTRIES",
+    "METRICS",
+    "after_log_full",
+    "etcd_summary",
+    "log_full_times",
+    "parse_metrics",
+    "scrape_members",
+]
+
+#: Raft entries etcd 3.4 keeps after each snapshot for slow followers (a constant there;
+#: etcd-io/etcd#17098): with ``--snapshot-count=N`` a member holds at most N + this many.
+CATCHUP_ENTRIES = 5_000
 
 #: Short name -> etcd metric (summed over its labels). Present in 3.4 and 3.5.
 METRICS = {
@@ -124,3 +136,50 @@ def _longest_stretch(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if len(current) > len(best):
             best = list(current)
     return best
+
+
+def log_full_times(
+    samples: Sequence[ProcessSample], etcd_samples: Iterable[dict[str, Any]], entries: int
+) -> dict[tuple[str, int], float | None]:
+    """Per etcd incarnation (name, pid): the first sample time at which it had committed
+    ``entries`` raft entries since its first sample — the most its raft log in memory holds,
+    so its memory's climb is over (conservative: a restarted member reloads up to a snapshot
+    count of entries from its WAL); None if it never got there."""
+    by_member: dict[str, list[dict[str, Any]]] = {}
+    for point in etcd_samples:
+        by_member.setdefault(point["member"], []).append(point)
+    spans: dict[tuple[str, int], list[float]] = {}
+    for sample in samples:
+        if sample.name in by_member:
+            spans.setdefault((sample.name, sample.pid), []).append(sample.t_s)
+    out: dict[tuple[str, int], float | None] = {}
+    for (name, pid), times in spans.items():
+        first, last = min(times), max(times)
+        points = sorted(
+            (p for p in by_member[name] if first <= p["t_s"] <= last and "proposals" in p),
+            key=lambda p: p["t_s"],
+        )
+        base = points[0]["proposals"] if points else 0.0
+        out[(name, pid)] = next(
+            (p["t_s"] for p in points if p["proposals"] - base >= entries), None
+        )
+    return out
+
+
+def after_log_full(
+    samples: Sequence[ProcessSample], etcd_samples: Sequence[dict[str, Any]], entries: int
+) -> dict[str, Any]:
+    """The etcd members' slopes fitted only on each incarnation's samples after its raft log
+    in memory is full (``log_full_times``): what is left once etcd's bounded climb is over."""
+    full = log_full_times(samples, etcd_samples, entries)
+    kept = [
+        s for s in samples if (found := full.get((s.name, s.pid))) is not None and s.t_s >= found
+    ]
+    return {
+        "entries_in_memory": entries,
+        "full_at_s": {
+            f"{name}/{pid}": None if at is None else round(at, 1)
+            for (name, pid), at in sorted(full.items())
+        },
+        "processes": process_slopes(kept),
+    }

@@ -8,8 +8,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from loadtest.soak_etcd import etcd_summary
+from loadtest.soak_etcd import CATCHUP_ENTRIES, after_log_full, etcd_summary
 from loadtest.soak_stats import Delivery, ProcessSample, per_hour, percentile, process_slopes
+from yak.etcd_server import SNAPSHOT_COUNT
 
 __all__ = ["build_document", "print_summary"]
 
@@ -27,6 +28,16 @@ def _overall(values: list[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     found = percentile(present, 50)
     return None if found is None else round(found, 2)
+
+
+def _snapshot_count(options: Any) -> int:
+    """The snapshot count the soak's etcd ran with: the last ``--snapshot-count`` of its extra
+    flags (later ones win), else ``yak up``'s."""
+    count = SNAPSHOT_COUNT
+    for flag in getattr(options, "etcd_flags", ()):
+        if flag.startswith("--snapshot-count="):
+            count = int(flag.split("=", 1)[1])
+    return count
 
 
 def build_document(
@@ -65,6 +76,9 @@ def build_document(
         "processes": process_slopes(samples),
         "processes_after_warmup": process_slopes(warm),
         "etcd": etcd_summary(etcd_samples),
+        "etcd_after_log_full": after_log_full(
+            samples, etcd_samples, _snapshot_count(options) + CATCHUP_ENTRIES
+        ),
         "latency": {
             **_latency_slopes(windows),
             "produce_p99_ms_median_window": _overall([w["produce_p99_ms"] for w in windows]),
@@ -103,6 +117,17 @@ def print_summary(document: dict[str, Any]) -> None:
         )
     for member, entry in sorted(document["etcd"].items()):
         print(f"  {member} metrics: {entry}")
+    full = document.get("etcd_after_log_full")
+    if full:
+        print(
+            f"etcd once its raft log in memory is full ({full['entries_in_memory']} entries; "
+            f"reached at {full['full_at_s']}):"
+        )
+        for name, slopes in sorted(full["processes"].items()):
+            print(
+                f"  {name:<14} RSS {slopes['rss_mb_per_hour']} MB/h "
+                f"(anonymous {slopes.get('anon_mb_per_hour')})"
+            )
     print(f"  latency {document['latency']}")
     for fault in document["faults"]:
         print(

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from loadtest.soak_etcd import etcd_summary, parse_metrics
+from loadtest.soak_etcd import after_log_full, etcd_summary, log_full_times, parse_metrics
+from loadtest.soak_stats import ProcessSample, process_slopes
 
 PAGE = """\
 # HELP etcd_mvcc_db_total_size_in_bytes Total size of the underlying database in bytes.
@@ -55,3 +56,25 @@ def test_summary_rates_come_from_the_longest_stretch_without_a_restart() -> None
     db = entry["db_total_mb"]
     assert (db["first"], db["last"], db["max"]) == (1.0, 3.0, 3.0)
     assert db["per_hour"] == pytest.approx(154.29, abs=0.1)
+
+
+def test_etcd_is_fitted_again_once_its_raft_log_in_memory_is_full() -> None:
+    """etcd-0 climbs 0.1 MB/s until it has committed 100 entries (at 100 s), then stays flat;
+    its restarted incarnation never gets there. Only the first's flat part is fitted."""
+    samples = [
+        ProcessSample("etcd-0", 1, float(t), 30.0 + 0.1 * min(t, 100), 20)
+        for t in range(0, 201, 20)
+    ] + [ProcessSample("etcd-0", 2, float(t), 30.0 + 0.1 * (t - 220), 20) for t in (220, 240, 260)]
+    metrics = [
+        {"member": "etcd-0", "t_s": float(t), "proposals": 5.0 + t} for t in range(0, 201, 20)
+    ]
+    metrics += [
+        {"member": "etcd-0", "t_s": float(t), "proposals": t - 220.0} for t in (220, 240, 260)
+    ]
+    assert log_full_times(samples, metrics, 100) == {("etcd-0", 1): 100.0, ("etcd-0", 2): None}
+    after = after_log_full(samples, metrics, 100)
+    assert after["full_at_s"] == {"etcd-0/1": 100.0, "etcd-0/2": None}
+    assert after["processes"]["etcd-0"]["rss_mb_per_hour"] == pytest.approx(0.0)
+    whole = process_slopes([s for s in samples if s.pid == 1])["etcd-0"]["rss_mb_per_hour"]
+    assert isinstance(whole, float)
+    assert whole > 100  # the climb, fitted with the rest
