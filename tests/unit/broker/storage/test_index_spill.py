@@ -64,7 +64,8 @@ def test_the_offset_index_answers_as_a_list_would(tmp_path: Path, seed: int) -> 
         longest = max(longest, len(model))
         assert index.resident_entries < 2 * BLOCK_ENTRIES + len(model) // BLOCK_ENTRIES + 1
     assert [index.entry(i) for i in range(index.entries)] == model
-    assert longest > 4 * BLOCK_ENTRIES and deepest > 2 * BLOCK_ENTRIES  # spills, deep cuts
+    assert longest > 4 * BLOCK_ENTRIES  # it spilled
+    assert deepest > 2 * BLOCK_ENTRIES  # and was cut below its tail
     assert (index.last_offset, index.last_position) == (
         (BASE + model[-1][0], model[-1][1]) if model else (BASE, 0)
     )
@@ -103,7 +104,8 @@ def test_the_time_index_answers_as_a_list_would(tmp_path: Path, seed: int) -> No
         assert index.entries == len(model)
         longest = max(longest, len(model))
     assert [index.entry(i) for i in range(index.entries)] == model
-    assert longest > 4 * BLOCK_ENTRIES and deepest > 2 * BLOCK_ENTRIES  # spills, deep cuts
+    assert longest > 4 * BLOCK_ENTRIES  # it spilled
+    assert deepest > 2 * BLOCK_ENTRIES  # and was cut below its tail
     index.close()
 
 
