@@ -33,9 +33,9 @@ is described in ``docs/performance.md``.
    of the idle proxy rows RF 3 acks=1 and acks=all and the measured part of the end-to-end run
    at 1,000 msg/s (the lowest rate when 1,000 is not among ``--rates``); the bucket counts
    diffed and summed over the brokers, each stage's p50/p99 as Prometheus'
-   ``histogram_quantile`` computes it (``loadtest.latency.stats``). The baseline build gets the
-   same tables (``budget_before``) when it exports these metrics (``--baseline`` of a commit of
-   issue 18 or later; 5db3bf7 does not); a failed scrape leaves that table out.
+   ``histogram_quantile`` computes it (``loadtest.latency.histograms``). The baseline build gets
+   the same tables (``budget_before``) when it exports these metrics (``--baseline`` of a commit
+   of issue 18 or later; 5db3bf7 does not); a failed scrape leaves that table out.
 
 **Baseline**: ``--baseline REF`` (default ``5db3bf7``, the code before the speed work; ``--no-
 baseline`` skips it) is checked out with ``git worktree add --detach`` in a temporary folder
@@ -52,7 +52,7 @@ cannot start fails the run at once, not minutes into it.
 Output: ``loadtest/results/latency.json`` (``--results``): the headline keys
 (``proxy_acks1_p50_ms``, ``proxy_acksall_p50_ms`` — RF 3 —, ``redis_xadd_p50_ms``,
 ``e2e_p99_1k_ms``, ``e2e_p99_10k_ms``, ``redis_e2e_p99_10k_ms``, ``cpu_us_per_record``,
-``cpu_us_per_record_before`` and more, see ``loadtest.latency.stats.headline``), the goals,
+``cpu_us_per_record_before`` and more, see ``loadtest.latency.results.headline``), the goals,
 every row and CPU phase, the budget per hop, the machine, the load and the git revisions;
 tables on the terminal; and the generated blocks of ``docs/performance.md``, the results and
 the budget per hop (``--doc``; ``--no-doc`` leaves it alone; ``--report-only`` rewrites them
@@ -97,6 +97,18 @@ from loadtest.latency.baseline import (
     revision,
     worktree,
 )
+from loadtest.latency.cpu import CpuPhase
+from loadtest.latency.histograms import (
+    POLL_PATH,
+    PRODUCE_PATH,
+    RUNTIME_PATH,
+    Histograms,
+    StageFigure,
+    StageKey,
+    budget_key,
+    budget_rows,
+    diff_histograms,
+)
 from loadtest.latency.measure import (
     CPU_CLIENTS,
     CPU_RECORDS_PER_REQUEST,
@@ -111,25 +123,9 @@ from loadtest.latency.measure import (
     scrape_stages,
     wait_until_producible,
 )
-from loadtest.latency.stats import (
-    POLL_PATH,
-    PRODUCE_PATH,
-    RUNTIME_PATH,
-    CpuPhase,
-    Histograms,
-    Row,
-    StageFigure,
-    StageKey,
-    budget_key,
-    budget_rows,
-    diff_histograms,
-    document,
-    evaluate_goals,
-    find_row,
-    headline,
-    latency_row,
-    page,
-)
+from loadtest.latency.page import page
+from loadtest.latency.results import document, evaluate_goals, headline
+from loadtest.latency.rows import Row, find_row, latency_row
 from loadtest.local_cluster import LocalCluster, code_path, local_cluster, start_etcd, wait_for
 from loadtest.peers.drivers.redis_streams import RedisStreamsDriver
 from loadtest.peers.drivers.yak_rest import YakRestDriver

@@ -49,8 +49,8 @@ from typing import Any
 
 import httpx
 
+from loadtest.latency.histograms import diff_histograms, histogram_quantile, stage_histograms
 from loadtest.latency.measure import cpu_seconds
-from loadtest.latency.stats import diff_histograms, histogram_quantile, stage_histograms
 from loadtest.local_cluster import LocalCluster, RegistrationWatch, local_cluster, start_etcd
 from yak.api.admin import ADMIN_PREFIX
 from yak.clients.admin import AdminClient

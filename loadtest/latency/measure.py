@@ -34,16 +34,10 @@ import httpx
 import orjson
 from redis.asyncio import Redis
 
+from loadtest.latency.cpu import CpuPhase, cpu_seconds_of_stat
+from loadtest.latency.histograms import Histograms, add_histograms, stage_histograms
 from loadtest.latency.http1 import Http1
-from loadtest.latency.stats import (
-    CpuPhase,
-    Histograms,
-    Row,
-    add_histograms,
-    cpu_seconds_of_stat,
-    latency_row,
-    stage_histograms,
-)
+from loadtest.latency.rows import Row, latency_row
 from loadtest.peers.drivers.base import Driver, make_payload
 from loadtest.peers.drivers.yak_rest import produce_body
 from loadtest.peers.runner import MeasureHook, Runner, no_hook

@@ -19,38 +19,33 @@ from prometheus_client import CollectorRegistry, generate_latest
 import loadtest.bench_latency as bench
 from loadtest.bench_latency import DEFAULT_BASELINE, Budget, budget_rate, main, parse
 from loadtest.latency.baseline import check_origins, code_origins, preflight
+from loadtest.latency.cpu import CpuPhase, cpu_seconds_of_stat, parse_proc_stat
+from loadtest.latency.histograms import (
+    POLL_PATH,
+    PRODUCE_PATH,
+    RUNTIME_PATH,
+    Histograms,
+    StageFigure,
+    add_histograms,
+    budget_key,
+    budget_rows,
+    diff_histograms,
+    histogram_quantile,
+    stage_histograms,
+)
 from loadtest.latency.measure import cpu_seconds
-from loadtest.latency.stats import (
+from loadtest.latency.page import (
     BEGIN_MARKER,
     BUDGET_BEGIN_MARKER,
     BUDGET_END_MARKER,
     END_MARKER,
-    POLL_PATH,
-    PRODUCE_PATH,
-    RUNTIME_PATH,
-    CpuPhase,
-    Histograms,
-    Row,
-    StageFigure,
-    add_histograms,
-    budget_key,
     budget_markdown,
-    budget_rows,
-    cpu_seconds_of_stat,
-    diff_histograms,
-    document,
-    evaluate_goals,
-    headline,
-    histogram_quantile,
-    latency_row,
     markdown,
     page,
-    parse_proc_stat,
-    percentile,
-    rate_label,
     splice,
-    stage_histograms,
 )
+from loadtest.latency.results import document, evaluate_goals, headline
+from loadtest.latency.rows import Row, latency_row, percentile, rate_label
 from loadtest.local_cluster import CODE_FOLDERS, LocalCluster, code_path
 from yak.observability.runtime import GcPauses, LoopLagMonitor
 from yak.supervisor import ManagedProcess, ProcessSpec
