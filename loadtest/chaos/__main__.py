@@ -121,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
             nodes = (*ETCD_MEMBERS, *COORDINATORS, *BROKERS, *PROXIES)
             namespaces = NamespaceNetwork(nodes)
             namespaces.join("client")  # before any thread: see network's module doc
+            namespaces.log_dir = folder / "logs"
+            namespaces.log_dir.mkdir(parents=True, exist_ok=True)
             network = namespaces
         shim = None
         if any(c.shim for c in runnable):

@@ -16,6 +16,7 @@ runner calls it after each fault and reports what it found.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -34,12 +35,22 @@ from yak.errors import TopicAlreadyExistsError, YakError
 from yak.etcd_binary import find_etcd
 from yak.supervisor import ManagedProcess, ProcessSpec, StartupError, Supervisor
 
-__all__ = ["BROKERS", "COORDINATORS", "ETCD_MEMBERS", "PROXIES", "ChaosCluster"]
+__all__ = ["BROKERS", "COORDINATORS", "ETCD_MEMBERS", "PROXIES", "ChaosCluster", "is_leader"]
 
 ETCD_MEMBERS = ("etcd-0", "etcd-1", "etcd-2")
 COORDINATORS = ("coordinator-0", "coordinator-1")
 BROKERS = ("broker-0", "broker-1", "broker-2")
 PROXIES = ("proxy-0", "proxy-1")
+
+
+def is_leader(metrics: str) -> bool:
+    """Whether an etcd member's ``/metrics`` text says it is the raft leader
+    (``etcd_server_is_leader 1``)."""
+    for line in metrics.splitlines():
+        name, _, value = line.partition(" ")
+        if name == "etcd_server_is_leader":
+            return value.strip() in ("1", "1.0")
+    return False
 
 
 #: How a service starts on ``python_path``: its package's ``main``, run by this interpreter.
@@ -266,6 +277,23 @@ class ChaosCluster:
         for node in list(self.paused):
             self.resume(node)
         self.supervisor.stop_all(grace_s=5.0)
+
+    async def etcd_leader(self) -> str | None:
+        """The etcd member that says it is the raft leader (its ``/metrics``, each member asked
+        at once, 1 s each), or None: none answered so (an election, a paused leader)."""
+
+        async def ask(client: httpx.AsyncClient, member: str) -> str | None:
+            if member in self.down or member in self.paused:
+                return None
+            with contextlib.suppress(httpx.HTTPError):
+                answer = await client.get(f"{self.url(member)}/metrics")
+                if answer.status_code == 200 and is_leader(answer.text):
+                    return member
+            return None
+
+        async with httpx.AsyncClient(timeout=1.0) as client:
+            found = await asyncio.gather(*(ask(client, m) for m in ETCD_MEMBERS))
+        return next((m for m in found if m is not None), None)
 
     # --- the admin API -------------------------------------------------------------------
 

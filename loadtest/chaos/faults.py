@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from loadtest.chaos.cluster import BROKERS, COORDINATORS, ETCD_MEMBERS, PROXIES, ChaosCluster
-from loadtest.chaos.network import Network
+from loadtest.chaos.network import Degradation, Network
 from loadtest.chaos.shim import Shim
 
 __all__ = ["CLASSES", "FaultClass", "FaultContext"]
@@ -189,6 +189,113 @@ async def leader_from_proxies(ctx: FaultContext, number: int) -> str:
     return await _isolate(ctx, await _leader(ctx, number), PROXIES, _hold(number))
 
 
+def etcd_target(number: int, leader: str | None, members: tuple[str, ...] = ETCD_MEMBERS) -> str:
+    """The etcd member the ``number``-th etcd fault hits: the raft leader every third fault
+    (``number % 3 == 0``), otherwise its first or second follower (by name); with no leader
+    known (an election under way), member ``number % 3``."""
+    if leader not in members:
+        return members[number % len(members)]
+    if number % 3 == 0:
+        return leader
+    followers = [m for m in members if m != leader]
+    return followers[(number % 3 - 1) % len(followers)]
+
+
+async def _etcd_target(ctx: FaultContext, number: int) -> tuple[str, str]:
+    """The member to hit and how it stood (``leader``, ``follower`` or ``unknown``)."""
+    leader = await ctx.cluster.etcd_leader()
+    target = etcd_target(number, leader)
+    role = "unknown" if leader is None else "leader" if target == leader else "follower"
+    return target, role
+
+
+_ETCD_HOLDS = (0.5, 1.5, 3.0, 6.0)
+
+
+def etcd_pause_hold(number: int) -> float:
+    """Each role (``number % 3``) gets every hold in turn (``number // 3``)."""
+    return _ETCD_HOLDS[number // 3 % len(_ETCD_HOLDS)]
+
+
+async def pause_etcd(ctx: FaultContext, number: int) -> str:
+    """SIGSTOP an etcd member (the raft leader a third of the time), then SIGCONT: a leader
+    paused past the election timeout (1 s) is replaced, and comes back a stale leader that
+    steps down; services on the paused member must leave it (reads, writes, keep-alives)."""
+    member, role = await _etcd_target(ctx, number)
+    hold = etcd_pause_hold(number)
+    ctx.cluster.pause(member)
+    await asyncio.sleep(hold)
+    ctx.cluster.resume(member)
+    return f"{member} ({role}) {hold:.1f}s"
+
+
+async def partition_etcd_member(ctx: FaultContext, number: int) -> str:
+    """Cut one etcd member (the raft leader a third of the time) from the two others only:
+    it stays reachable to every service but cannot reach a quorum, so it serves no
+    linearizable read, write or lease keep-alive; a cut leader steps down (check quorum)."""
+    member, role = await _etcd_target(ctx, number)
+    hold = _hold(number)
+    for other in ETCD_MEMBERS:
+        if other != member:
+            ctx.network.cut(member, other)
+    await asyncio.sleep(hold)
+    ctx.network.heal_all()
+    return f"{member} ({role}) {hold:.0f}s"
+
+
+#: What a one-way fault drops a leader's packets to, in turn.
+ONE_WAY_GROUPS = ("etcd", "followers", "proxies")
+
+
+def one_way_plan(number: int) -> tuple[int, str, float]:
+    """The ``number``-th one-way fault: the partition whose leader sends into the void, the
+    group it cannot reach, the hold. Each leader meets every group, and each pair every
+    hold: partition ``number % 3``, group ``number // 3 % 3``, hold ``number // 9 % 3``."""
+    return number % 3, ONE_WAY_GROUPS[number // 3 % 3], _CUT_HOLDS[number // 9 % 3]
+
+
+async def one_way(ctx: FaultContext, number: int) -> str:
+    """A leader's packets to every etcd member, to its followers or to both proxies dropped
+    (at their input), while theirs still reach it: requests arrive and answers vanish, or the
+    other way round."""
+    _, group, hold = one_way_plan(number)
+    leader = await _leader(ctx, number)
+    if group == "etcd":
+        targets: tuple[str, ...] = ETCD_MEMBERS
+    elif group == "followers":
+        targets = tuple(b for b in BROKERS if b != leader)
+    else:
+        targets = PROXIES
+    for target in targets:
+        ctx.network.drop_one_way(leader, target)
+    await asyncio.sleep(hold)
+    ctx.network.heal_all()
+    return f"{leader} -> {group} {hold:.0f}s"
+
+
+#: netem's ``delay 50ms 20ms loss 5%`` and a harsher step.
+NETEM_STEPS = (Degradation(50, 20, 0.05), Degradation(200, 50, 0.15))
+_NETEM_HOLDS = (2.0, 4.0, 6.0)
+
+
+def netem_plan(number: int) -> tuple[int, Degradation, float]:
+    """The ``number``-th netem fault: partition ``number % 3``'s leader, step ``number // 3 %
+    2``, hold ``number // 6 % 3`` (every leader gets every step with every hold)."""
+    step = NETEM_STEPS[number // 3 % len(NETEM_STEPS)]
+    return number % 3, step, _NETEM_HOLDS[number // 6 % len(_NETEM_HOLDS)]
+
+
+async def netem(ctx: FaultContext, number: int) -> str:
+    """Delay, jitter and loss on every packet of a leader's link, both ways (see
+    ``delayer``), for 2/4/6 s, then removed."""
+    _, step, hold = netem_plan(number)
+    leader = await _leader(ctx, number)
+    await asyncio.to_thread(ctx.network.degrade, leader, step, hold + 10.0)
+    await asyncio.sleep(hold)
+    await asyncio.to_thread(ctx.network.heal_all)
+    return f"{leader} {step} {hold:.0f}s"
+
+
 CLASSES = (
     FaultClass("kill-broker", "kill -9 a partition leader, restart it on its folder", kill_broker),
     FaultClass("pause-broker", "SIGSTOP a leader 0.5/1.5/3 s, SIGCONT", pause_broker),
@@ -221,6 +328,29 @@ CLASSES = (
         "partition-leader-proxies",
         "a leader cut from both rest-proxies 1/3/5 s",
         leader_from_proxies,
+        partitions=True,
+    ),
+    FaultClass(
+        "pause-etcd",
+        "SIGSTOP an etcd member (the raft leader 1 in 3) 0.5/1.5/3/6 s, SIGCONT",
+        pause_etcd,
+    ),
+    FaultClass(
+        "partition-etcd-member",
+        "an etcd member (the raft leader 1 in 3) cut from the other two 1/3/5 s",
+        partition_etcd_member,
+        partitions=True,
+    ),
+    FaultClass(
+        "one-way",
+        "a leader's packets to etcd / its followers / the proxies dropped, theirs kept, 1/3/5 s",
+        one_way,
+        partitions=True,
+    ),
+    FaultClass(
+        "netem",
+        "a leader's link delayed 50±20 ms with 5% loss, or 200±50 ms with 15%, 2/4/6 s",
+        netem,
         partitions=True,
     ),
     FaultClass(

@@ -8,7 +8,14 @@ to the hub by a veth pair created *inside* the namespaces (``ip -n hub link add 
 host's own namespace is created, changed or removed: no interface, route, address or firewall
 rule. A **cut** between two nodes is a blackhole route for the other's address in each of
 the two namespaces (packets vanish, as in a real partition: TCP retransmits until it gives
-up); **heal** deletes those routes.
+up). A **one-way drop** from ``a`` to ``b`` is an nftables table (``inet yakchaos``) in
+``b``'s namespace whose input chain drops what comes from ``a``'s address: ``a``'s packets
+are lost on the way, ``b``'s still reach ``a``. A **degraded link** (delay, jitter, loss:
+``netem``, which this kernel lacks, see ``delayer``) is two iptables ``NFQUEUE`` rules on the
+node's ``eth0`` (in and out) and a ``delayer`` process in its namespace. **heal_all** deletes
+the routes, flushes the rule sets of the namespaces it put rules in and stops the delayers;
+``leftovers`` reports anything of that still there. Deleting a namespace (``close``,
+``cleanup_leftovers``) takes its routes and rules with it.
 
 The driver itself joins the ``client`` namespace (``join``, through ``setns(2)``; Python 3.11
 has no ``os.setns``) before it starts any thread, so its HTTP clients and health checks reach
@@ -29,18 +36,25 @@ import ctypes
 import os
 import signal
 import subprocess
+import sys
+import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from yak.etcd_server import free_ports
 
 __all__ = [
     "PREFIX",
+    "Degradation",
     "LoopbackNetwork",
     "NamespaceNetwork",
     "Network",
     "cleanup_leftovers",
+    "delayer_argv",
+    "drop_ruleset",
+    "queue_rules",
 ]
 
 PREFIX = "yakchaos"
@@ -56,8 +70,62 @@ _PORTS = {"etcd": 2379, "etcd-peer": 2380, "broker": 9092, "broker-data": 9093}
 _PORTS |= {"coordinator": 8081, "proxy": 8082}
 
 
+#: The nftables table of one-way drops (in the receiving node's namespace).
+DROP_TABLE = "yakchaos"
+ROOT = Path(__file__).resolve().parents[2]
+
+
 def _ip(*args: str) -> None:
     subprocess.run(("ip", *args), check=True, capture_output=True, timeout=10)
+
+
+def drop_ruleset(sources: Iterable[str]) -> str:
+    """The ``nft -f`` script that makes the one-way drop table drop exactly what comes from
+    ``sources`` (addresses): it is created if missing, then replaced as a whole."""
+    lines = [
+        f"table inet {DROP_TABLE} {{}}",
+        f"delete table inet {DROP_TABLE}",
+        f"table inet {DROP_TABLE} {{",
+        "  chain input {",
+        "    type filter hook input priority 0; policy accept;",
+    ]
+    lines += [f"    ip saddr {address} drop" for address in sorted(set(sources))]
+    lines += ["  }", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def queue_rules(queue: int) -> list[tuple[str, ...]]:
+    """The iptables commands that send every packet of ``eth0`` (both ways) to ``queue``;
+    ``--queue-bypass``: when no program listens on the queue, packets pass untouched."""
+    target = ("-j", "NFQUEUE", "--queue-num", str(queue), "--queue-bypass")
+    return [
+        ("iptables", "-w", "5", "-I", "INPUT", "-i", "eth0", *target),
+        ("iptables", "-w", "5", "-I", "OUTPUT", "-o", "eth0", *target),
+    ]
+
+
+@dataclass(frozen=True)
+class Degradation:
+    """A link's delay, jitter and loss, as ``tc qdisc ... netem delay D J loss L`` has them."""
+
+    delay_ms: float
+    jitter_ms: float
+    loss: float
+
+    def __str__(self) -> str:
+        return f"{self.delay_ms:.0f}±{self.jitter_ms:.0f} ms, {self.loss:.0%} loss"
+
+
+def delayer_argv(queue: int, degradation: Degradation, seconds: float) -> tuple[str, ...]:
+    """The delayer's command (run inside the node's namespace, bounded to ``seconds``)."""
+    return (
+        sys.executable,
+        "-m",
+        "loadtest.chaos.delayer",
+        *("--queue", str(queue), "--delay-ms", str(degradation.delay_ms)),
+        *("--jitter-ms", str(degradation.jitter_ms), "--loss", str(degradation.loss)),
+        *("--seconds", str(seconds)),
+    )
 
 
 class Network:
@@ -78,8 +146,18 @@ class Network:
     def cut(self, a: str, b: str) -> None:
         raise NotImplementedError(f"{type(self).__name__} cannot cut links")
 
+    def drop_one_way(self, source: str, target: str) -> None:
+        raise NotImplementedError(f"{type(self).__name__} cannot drop packets")
+
+    def degrade(self, node: str, degradation: Degradation, seconds: float) -> None:
+        raise NotImplementedError(f"{type(self).__name__} cannot degrade links")
+
     def heal_all(self) -> None:
-        """Remove every cut."""
+        """Remove every cut, drop and degradation."""
+
+    def leftovers(self) -> list[str]:
+        """What of the faults is still in place after ``heal_all`` (nothing, normally)."""
+        return []
 
     def close(self) -> None:
         """Remove what was created."""
@@ -112,6 +190,15 @@ class NamespaceNetwork(Network):
         self.nodes = ["client", *nodes]
         self._created: list[str] = []
         self._cuts: set[tuple[str, str]] = set()
+        #: One-way drops: receiving node -> the nodes whose packets it drops.
+        self._drops: dict[str, set[str]] = {}
+        #: Namespaces given nft/iptables rules (flushed by ``heal_all``).
+        self._ruled: set[str] = set()
+        #: Namespaces any fault touched since the last clean ``leftovers`` check.
+        self._touched: set[str] = set()
+        self._delayers: dict[str, subprocess.Popen[bytes]] = {}
+        #: Where delayers write their output (the run's logs folder), if set.
+        self.log_dir: Path | None = None
         try:
             self._build()
         except BaseException:
@@ -175,20 +262,119 @@ class NamespaceNetwork(Network):
 
     def cut(self, a: str, b: str) -> None:
         """Cut the link between ``a`` and ``b`` both ways."""
+        self._touched |= {a, b}
         for x, y in ((a, b), (b, a)):
             if (x, y) not in self._cuts:
                 self._route("add", x, y)
                 self._cuts.add((x, y))
+
+    def _run_in(self, node: str, argv: Sequence[str], stdin: str | None = None) -> None:
+        self._ruled.add(node)  # before the command: a half-applied rule is healed too
+        self._touched.add(node)
+        subprocess.run(
+            self.wrap(node, argv),
+            input=stdin,
+            text=True,
+            check=True,
+            capture_output=True,
+            timeout=10,
+        )
+
+    def drop_one_way(self, source: str, target: str) -> None:
+        """Drop ``source``'s packets to ``target`` (at ``target``'s input); the other way
+        stays open."""
+        sources = self._drops.setdefault(target, set())
+        sources.add(source)
+        script = drop_ruleset(self.host(s) for s in sources)
+        self._run_in(target, ("nft", "-f", "-"), stdin=script)
+
+    def degrade(self, node: str, degradation: Degradation, seconds: float) -> None:
+        """Delay, jitter and drop every packet of ``node``'s link for at most ``seconds``
+        (the delayer exits by itself then; ``heal_all`` ends it sooner)."""
+        queue = _HOSTS[node]
+        path = self.log_dir / f"delayer-{node}.log" if self.log_dir else None
+        before = path.stat().st_size if path and path.exists() else 0
+        self._touched.add(node)
+        with path.open("ab") if path else open(os.devnull, "wb") as log:
+            self._delayers[node] = subprocess.Popen(
+                self.wrap(node, delayer_argv(queue, degradation, seconds)),
+                cwd=ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        for rule in queue_rules(queue):
+            self._run_in(node, rule)
+        # until the delayer has bound its queue (packets pass untouched before): at most 5 s
+        deadline = time.monotonic() + 5.0
+        while path and time.monotonic() < deadline:
+            with path.open("rb") as log:
+                log.seek(before)
+                if b"delayer: queue" in log.read():
+                    break
+            time.sleep(0.05)
+
+    def _stop_delayer(self, process: subprocess.Popen[bytes]) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            process.terminate()  # accepts what it holds, then exits
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
 
     def heal_all(self) -> None:
         for x, y in sorted(self._cuts):
             with contextlib.suppress(subprocess.CalledProcessError):
                 self._route("del", x, y)
         self._cuts.clear()
+        # rules first (packets flow again untouched), then the delayers holding packets
+        for node in sorted(self._ruled):
+            with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired):
+                subprocess.run(
+                    self.wrap(node, ("nft", "flush", "ruleset")),
+                    check=True,
+                    capture_output=True,
+                    timeout=10,
+                )
+                self._ruled.discard(node)
+        self._drops.clear()
+        for process in self._delayers.values():
+            self._stop_delayer(process)
+        self._delayers.clear()
+
+    def leftovers(self) -> list[str]:
+        """Blackhole routes, nft/iptables rules or delayers still in place in the namespaces
+        touched since the last call (checked after every heal)."""
+        found = []
+        for node in sorted(self._touched):
+            routes = subprocess.run(
+                ("ip", "-n", self.namespace(node), "route", "show", "type", "blackhole"),
+                capture_output=True,
+                text=True,
+                timeout=10,
+            ).stdout.strip()
+            if routes:
+                found.append(f"{node}: routes {routes!r}")
+            rules = subprocess.run(
+                self.wrap(node, ("nft", "list", "ruleset")),
+                capture_output=True,
+                text=True,
+                timeout=10,
+            ).stdout.strip()
+            if rules:
+                found.append(f"{node}: rules {' '.join(rules.split())[:200]!r}")
+        found += [f"{n}: delayer {p.pid} running" for n, p in self._delayers.items()]
+        if not found:
+            self._touched.clear()
+        return found
 
     def close(self) -> None:
         """Delete the namespaces (their veths go with them; processes must be gone first:
         ``kill_inside`` ends any left)."""
+        for process in self._delayers.values():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._stop_delayer(process)
+        self._delayers.clear()
         for ns in reversed(self._created):
             kill_inside(ns)
             with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired):
