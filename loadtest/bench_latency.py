@@ -68,27 +68,18 @@ import datetime
 import json
 import os
 import shlex
-import shutil
 import signal
 import sys
-import tempfile
 import time
-import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import httpx
-import orjson
 from redis.utils import HIREDIS_AVAILABLE
-from rich.console import Console
-from rich.table import Table
 
 from loadtest.latency.baseline import (
-    ROOT,
     check_origins,
     code_origins,
     current_origins,
@@ -97,94 +88,21 @@ from loadtest.latency.baseline import (
     revision,
     worktree,
 )
+from loadtest.latency.budget import Budget
+from loadtest.latency.cluster import LOGS, yak_cluster
 from loadtest.latency.cpu import CpuPhase
-from loadtest.latency.histograms import (
-    POLL_PATH,
-    PRODUCE_PATH,
-    RUNTIME_PATH,
-    Histograms,
-    StageFigure,
-    StageKey,
-    budget_key,
-    budget_rows,
-    diff_histograms,
-)
-from loadtest.latency.measure import (
-    CPU_CLIENTS,
-    CPU_RECORDS_PER_REQUEST,
-    E2E_PARTITIONS,
-    VALUE_BYTES,
-    IdleSettings,
-    cpu_phase,
-    end_to_end,
-    idle_proxy,
-    idle_redis,
-    no_idle_hook,
-    scrape_stages,
-    wait_until_producible,
-)
+from loadtest.latency.measure import IdleSettings
+from loadtest.latency.options import DEFAULT_BASELINE, DOC, RESULTS, Options
 from loadtest.latency.page import page
-from loadtest.latency.results import document, evaluate_goals, headline
-from loadtest.latency.rows import Row, find_row, latency_row
-from loadtest.local_cluster import LocalCluster, code_path, local_cluster, start_etcd, wait_for
-from loadtest.peers.drivers.redis_streams import RedisStreamsDriver
-from loadtest.peers.drivers.yak_rest import YakRestDriver
+from loadtest.latency.results import document
+from loadtest.latency.rows import Row
+from loadtest.latency.systems import measure_redis, measure_yak
+from loadtest.latency.terminal import console, print_report
+from loadtest.local_cluster import code_path
 from loadtest.peers.environment import machine_description
-from loadtest.peers.runner import MeasureHook, no_hook
 from loadtest.peers.servers import redis_server, server_versions
-from yak.clients.admin import AdminClient
-from yak.metadata.etcd_store import EtcdMetadataStore
-from yak.metadata.keyspace import Keyspace
 
-__all__ = ["Options", "main", "parse"]
-
-RESULTS = ROOT / "loadtest" / "results" / "latency.json"
-DOC = ROOT / "docs" / "performance.md"
-LOGS = ROOT / ".artifacts" / "bench-latency-logs"
-DEFAULT_BASELINE = "5db3bf7"
-IDLE_TOPICS = {1: "lat-rf1", 3: "lat-rf3"}
-CPU_TOPIC = "lat-cpu"
-#: The idle proxy rows (RF, acks) whose stages are measured (the budget per hop).
-BUDGET_IDLE = ((3, "1"), (3, "all"))
-#: The e2e rate whose stages are measured (the lowest of ``--rates`` when it is not there).
-BUDGET_RATE = 1_000
-ACKS_NAMES = {0: "0", 1: "1", -1: "all"}
-PROBE_TIMEOUT_S = 600.0
-#: Wide enough for the tables when the output goes to a file or a pipe.
-console = Console(width=None if sys.stdout.isatty() else 150, log_path=False)
-
-
-@dataclass(frozen=True)
-class Options:
-    idle: IdleSettings = field(default_factory=IdleSettings)
-    rates: tuple[int, ...] = (1_000, 10_000)
-    e2e_warmup_s: float = 5.0
-    e2e_duration_s: float = 10.0
-    cpu_records: int = 400_000
-    cpu_warmup_requests: int = 40
-    baseline: str | None = DEFAULT_BASELINE
-    baseline_e2e: bool = True
-    results: Path = RESULTS
-    doc: Path | None = DOC
-    report_only: bool = False
-    command: str = "python -m loadtest.bench_latency"
-
-    def settings(self) -> dict[str, Any]:
-        return {
-            "value_bytes": VALUE_BYTES,
-            "idle_samples": self.idle.samples,
-            "idle_warmup": self.idle.warmup,
-            "idle_interval_s": self.idle.interval_s,
-            "e2e_rates": list(self.rates),
-            "e2e_partitions": E2E_PARTITIONS,
-            "e2e_warmup_s": self.e2e_warmup_s,
-            "e2e_duration_s": self.e2e_duration_s,
-            "cpu_records": self.cpu_records,
-            "cpu_clients": CPU_CLIENTS,
-            "cpu_records_per_request": CPU_RECORDS_PER_REQUEST,
-            "cpu_warmup_requests": self.cpu_warmup_requests,
-            "baseline_e2e": self.baseline_e2e and self.baseline is not None,
-        }
+__all__ = ["main", "parse"]
 
 
 def _rates(text: str) -> tuple[int, ...]:
@@ -238,279 +156,9 @@ def parse(argv: Sequence[str] | None = None) -> Options:
     )
 
 
-# --- processes ------------------------------------------------------------------------------
-
-
-@dataclass
-class Yak:
-    """A running cluster of one build: its processes' pids by name (``etcd``, ``coordinator``,
-    ``broker-N``, ``rest-proxy-0``) and the code path its services run on."""
-
-    cluster: LocalCluster
-    python_path: tuple[str, ...]
-    pids: dict[str, int]
-
-    @property
-    def proxy_url(self) -> str:
-        return self.cluster.proxy_url(0)
-
-
-@contextmanager
-def yak_cluster(label: str, python_path: tuple[str, ...]) -> Iterator[Yak]:
-    """etcd, a coordinator, 3 brokers and a rest-proxy on ``python_path``'s code; all
-    stopped on exit, their logs then copied to ``LOGS/<label>``."""
-    with tempfile.TemporaryDirectory(prefix=f"yak-bench-latency-{label}-") as tmp:
-        folder = Path(tmp)
-        etcd = start_etcd(folder, unsafe_no_fsync=True)
-        try:
-            cluster_id = f"latency{uuid.uuid4().hex[:8]}"
-            with local_cluster(folder, etcd, cluster_id, python_path=python_path) as cluster:
-                cluster.start_proxy(0)
-                pids = {p.spec.name: p.pid for p in cluster.supervisor.processes}
-                if etcd.pid is not None:
-                    pids["etcd"] = etcd.pid
-                yield Yak(cluster, python_path, pids)
-        finally:
-            etcd.stop()
-            if (folder / "logs").is_dir():  # every process's log, kept for a post-mortem
-                shutil.rmtree(LOGS / label, ignore_errors=True)
-                shutil.copytree(folder / "logs", LOGS / label)
-
-
 def _interrupt(_signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt  # SIGTERM unwinds like Ctrl-C: every process gets stopped
 
-
-# --- measuring ------------------------------------------------------------------------------
-
-
-@dataclass
-class Budget:
-    """The budget per hop of one build: the stage histograms of ``urls`` (the rest-proxy and
-    every broker) scraped around a measurement, diffed, summed over the brokers; ``found``:
-    ``budget_key`` → the stages along the request's path. A stage the build does not export is
-    left out; a failed scrape leaves the measurement's table out and is printed."""
-
-    urls: tuple[str, ...]
-    found: dict[str, list[StageFigure]] = field(default_factory=dict)
-
-    @asynccontextmanager
-    async def around(self, key: str, path: Sequence[StageKey]) -> AsyncIterator[None]:
-        before = await self._scrape(key)
-        yield
-        after = await self._scrape(key) if before is not None else None
-        if before is None or after is None:
-            return
-        stages = budget_rows(diff_histograms(after, before), path)
-        if stages:
-            self.found[key] = stages
-
-    async def _scrape(self, key: str) -> Histograms | None:
-        try:
-            return await scrape_stages(self.urls)
-        except (httpx.HTTPError, ValueError) as exc:  # unreachable, or a text not parsed
-            console.print(f"[yellow]budget {key}: no scrape of /metrics ({exc!r})[/]")
-            return None
-
-    @asynccontextmanager
-    async def idle(self, rf: int, acks: str) -> AsyncIterator[None]:
-        """``idle_proxy``'s hook: the rows of ``BUDGET_IDLE`` measured, the others not."""
-        if (rf, acks) not in BUDGET_IDLE:
-            yield
-            return
-        async with self.around(budget_key("proxy", rf, acks, None), PRODUCE_PATH + RUNTIME_PATH):
-            yield
-
-    def e2e(self, rate: int) -> MeasureHook:
-        """``end_to_end``'s measure hook at ``rate``: produce and poll stages."""
-
-        @asynccontextmanager
-        async def hook(_duration_s: float) -> AsyncIterator[None]:
-            async with self.around(
-                budget_key("e2e", 3, "all", rate), PRODUCE_PATH + POLL_PATH + RUNTIME_PATH
-            ):
-                yield
-
-        return hook
-
-
-def budget_rate(rates: Sequence[int]) -> int:
-    """The e2e rate whose stages are measured: ``BUDGET_RATE``, else the lowest."""
-    return BUDGET_RATE if BUDGET_RATE in rates else min(rates)
-
-
-def _loaded(rows: list[Row], load: float) -> list[Row]:
-    """``rows`` stamped with the 1-minute load average ``load`` taken when they started."""
-    return [replace(row, load=round(load, 2)) for row in rows]
-
-
-async def _create_topics(yak: Yak) -> dict[int, int]:
-    """The idle topics (1 partition, RF 1 and 3) and the CPU topic; the idle topics' leaders."""
-    async with AdminClient(yak.cluster.coordinator_url) as admin:
-        for rf, topic in IDLE_TOPICS.items():
-            configs = {"min.insync.replicas": "2"} if rf == 3 else {}
-            await admin.create_topic(topic, partitions=1, replication_factor=rf, configs=configs)
-        await admin.create_topic(
-            CPU_TOPIC,
-            partitions=E2E_PARTITIONS,
-            replication_factor=3,
-            configs={"min.insync.replicas": "2"},
-        )
-        leaders = {}
-        for rf, topic in IDLE_TOPICS.items():
-            described = await wait_for(admin, topic, "full-isr", timeout_s=60)
-            leaders[rf] = described.partitions[0].leader
-        await wait_for(admin, CPU_TOPIC, "full-isr", timeout_s=60)
-    for topic in (*IDLE_TOPICS.values(), CPU_TOPIC):
-        await wait_until_producible(yak.proxy_url, topic)
-    return leaders
-
-
-async def _data_ports(cluster: LocalCluster) -> dict[int, int]:
-    """Each broker's internal listener port, from its registration (none on older builds)."""
-    store = EtcdMetadataStore.from_url(cluster.etcd.endpoint)
-    keyspace = Keyspace(cluster.cluster_id)
-    found: dict[int, int] = {}
-    try:
-        for broker_id in cluster.brokers:
-            registered = await store.get(keyspace.broker(broker_id))
-            port = orjson.loads(registered.value).get("data_port") if registered else None
-            if isinstance(port, int):
-                found[broker_id] = port
-    finally:
-        await store.aclose()
-    return found
-
-
-async def idle_broker(
-    system: str, yak: Yak, leaders: dict[int, int], settings: IdleSettings
-) -> tuple[list[Row], str]:
-    """The ``broker`` rows, from ``loadtest.latency.probe`` run on the build's code; and the
-    file its ``yak`` package was imported from."""
-    targets = [
-        {"rf": rf, "acks": acks, "topic": topic, "partition": 0, "url": ""}
-        for rf, topic in sorted(IDLE_TOPICS.items())
-        for acks in (0, 1, -1)
-    ]
-    data_ports = await _data_ports(yak.cluster)
-    for target in targets:
-        leader = leaders[int(target["rf"])]
-        target["url"] = yak.cluster.broker_url(leader)
-        if leader in data_ports:  # a build with the internal listener: the probe uses it
-            target["data_port"] = data_ports[leader]
-    spec = {
-        "samples": settings.samples,
-        "warmup": settings.warmup,
-        "interval_s": settings.interval_s,
-        "value_bytes": VALUE_BYTES,
-        "targets": targets,
-    }
-    env = dict(os.environ)
-    if yak.python_path:
-        env["PYTHONPATH"] = os.pathsep.join(yak.python_path)
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        *("-m", "loadtest.latency.probe", json.dumps(spec)),
-        cwd=ROOT,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        out, err = await asyncio.wait_for(process.communicate(), PROBE_TIMEOUT_S)
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-    if process.returncode != 0:
-        raise RuntimeError(f"the broker probe failed ({process.returncode}):\n{err.decode()}")
-    answer = json.loads(out.decode().strip().splitlines()[-1])
-    rows = [
-        latency_row(system, "broker", r["rf"], ACKS_NAMES[r["acks"]], r["ms"], errors=r["errors"])
-        for r in answer["rows"]
-    ]
-    return rows, str(answer["code"])
-
-
-async def measure_yak(
-    yak: Yak, system: str, build: str, options: Options, *, e2e: bool, budget: Budget | None = None
-) -> tuple[list[Row], CpuPhase, str]:
-    """Every Yak measurement on one build (see the module docstring); the rows, the CPU phase
-    and where the probe imported ``yak`` from. ``budget``: the stages measured around the idle
-    proxy rows and the e2e run of ``BUDGET_IDLE`` and ``budget_rate``."""
-    console.log(f"[bold]{system}[/]: cluster up, creating topics")
-    leaders = await _create_topics(yak)
-    console.log(f"[bold]{system}[/]: idle produce straight to the brokers")
-    load = os.getloadavg()[0]
-    found, probe_code = await idle_broker(system, yak, leaders, options.idle)
-    rows = _loaded(found, load)
-    console.log(f"[bold]{system}[/]: idle produce through the rest-proxy")
-    load = os.getloadavg()[0]
-    hook = no_idle_hook if budget is None else budget.idle
-    rows += _loaded(await idle_proxy(system, yak.proxy_url, IDLE_TOPICS, options.idle, hook), load)
-    if e2e:
-        driver = YakRestDriver(yak.proxy_url, replication_factor=3)
-        try:
-            for rate in options.rates:
-                console.log(f"[bold]{system}[/]: end to end at {rate:,} msg/s")
-                load = os.getloadavg()[0]
-                e2e_hook: MeasureHook = no_hook
-                if budget is not None and rate == budget_rate(options.rates):
-                    e2e_hook = budget.e2e(rate)
-                row = await end_to_end(
-                    system,
-                    driver,
-                    rate,
-                    rf=3,
-                    acks="all",
-                    warmup_s=options.e2e_warmup_s,
-                    duration_s=options.e2e_duration_s,
-                    measure_hook=e2e_hook,
-                )
-                rows += _loaded([row], load)
-        finally:
-            await driver.aclose()
-    console.log(f"[bold]{system}[/]: CPU phase, {options.cpu_records:,} records")
-    load = os.getloadavg()[0]
-    counted = tuple(name for name in yak.pids if name.startswith(("broker-", "rest-proxy-")))
-    phase = await cpu_phase(
-        build,
-        yak.proxy_url,
-        CPU_TOPIC,
-        yak.pids,
-        counted,
-        records=options.cpu_records,
-        warmup_requests=options.cpu_warmup_requests,
-    )
-    phase.load = round(load, 2)
-    return rows, phase, probe_code
-
-
-async def measure_redis(url: str, options: Options) -> list[Row]:
-    console.log("[bold]redis[/]: idle XADD")
-    load = os.getloadavg()[0]
-    rows = _loaded([await idle_redis(url, options.idle)], load)
-    driver = RedisStreamsDriver(url)
-    try:
-        for rate in options.rates:
-            console.log(f"[bold]redis[/]: end to end at {rate:,} msg/s")
-            load = os.getloadavg()[0]
-            row = await end_to_end(
-                "redis",
-                driver,
-                rate,
-                rf=1,
-                acks=None,
-                warmup_s=options.e2e_warmup_s,
-                duration_s=options.e2e_duration_s,
-            )
-            rows += _loaded([row], load)
-    finally:
-        await driver.aclose()
-    return rows
-
-
-# --- reporting ------------------------------------------------------------------------------
 
 _SYSTEM_ORDER = {"yak": 0, "yak-before": 1, "redis": 2}
 _PATH_ORDER = {"broker": 0, "proxy": 1, "proxy_httpx": 2, "xadd": 3, "e2e": 4}
@@ -528,127 +176,6 @@ def _ordered(rows: Sequence[Row]) -> list[Row]:
             _SYSTEM_ORDER.get(r.system, 9),
         ),
     )
-
-
-def _ms(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:,.0f}" if value >= 100 else f"{value:.2f}"
-
-
-def _fine_ms(value: float | None) -> str:
-    """A stage's ms, to the µs below 1 ms."""
-    return _ms(value) if value is None or value >= 1 else f"{value:.3f}"
-
-
-def print_report(doc: dict[str, Any], rows: Sequence[Row], cpu: Sequence[CpuPhase]) -> None:
-    table = Table(
-        *("system", "path", "RF", "acks", "rate", "p50", "p90", "p99", "p99.9"),
-        *("ack p50/p99", "samples", "err", "load"),
-        title="produce latency, ms (idle: one 1 KiB record a request; e2e: producer → consumer)",
-    )
-    for row in rows:
-        ack = "-" if row.ack_p50 is None else f"{_ms(row.ack_p50)}/{_ms(row.ack_p99)}"
-        table.add_row(
-            row.system,
-            row.path,
-            str(row.rf or "-"),
-            row.acks or "-",
-            f"{row.rate:,}/s" if row.rate else "idle",
-            _ms(row.p50),
-            _ms(row.p90),
-            _ms(row.p99),
-            _ms(row.p999),
-            ack,
-            f"{row.samples:,}",
-            str(row.errors),
-            "-" if row.load is None else f"{row.load:.1f}",
-        )
-    console.print(table)
-    befores = [r for r in rows if r.system == "yak-before"]
-    if befores:
-        compare = Table(
-            "path",
-            "RF",
-            "acks",
-            "rate",
-            "p50 before",
-            "p50 now",
-            "p99 before",
-            "p99 now",
-            title=f"before ({doc.get('baseline')}) and now (ms)",
-        )
-        for before in befores:
-            now = find_row(
-                rows, "yak", before.path, rf=before.rf, acks=before.acks, rate=before.rate
-            )
-            compare.add_row(
-                before.path,
-                str(before.rf or "-"),
-                before.acks or "-",
-                f"{before.rate:,}/s" if before.rate else "idle",
-                _ms(before.p50),
-                _ms(None if now is None else now.p50),
-                _ms(before.p99),
-                _ms(None if now is None else now.p99),
-            )
-        console.print(compare)
-    cpu_table = Table(
-        "build",
-        "records",
-        "s",
-        "records/s",
-        "µs/record",
-        "proxy µs",
-        "brokers µs",
-        "coordinator µs",
-        "etcd µs",
-        "errors",
-        "load",
-        title="CPU per acknowledged record (counted: rest-proxy + brokers)",
-    )
-    for phase in cpu:
-        per = {name: phase.us_per_record([name]) for name in phase.cpu_s}
-        brokers = sum(v for k, v in per.items() if k.startswith("broker-") and v is not None)
-        cpu_table.add_row(
-            phase.build,
-            f"{phase.records:,}",
-            f"{phase.elapsed_s:.1f}",
-            f"{phase.records_per_s:,.0f}",
-            _ms(phase.cpu_us_per_record),
-            _ms(per.get("rest-proxy-0")),
-            _ms(brokers),
-            _ms(per.get("coordinator")),
-            _ms(per.get("etcd")),
-            f"{phase.errors + phase.failed_requests}",
-            "-" if phase.load is None else f"{phase.load:.1f}",
-        )
-    console.print(cpu_table)
-    for key, stages in doc.get("budget", {}).items():
-        budget_table = Table(
-            "service",
-            "request",
-            "stage",
-            "count",
-            "p50",
-            "p99",
-            title=f"budget per hop: {key} (ms)",
-        )
-        for stage in stages:
-            budget_table.add_row(
-                stage["service"],
-                stage["request"],
-                stage["stage"],
-                f"{stage['count']:,}",
-                _fine_ms(stage["p50_ms"]),
-                _fine_ms(stage["p99_ms"]),
-            )
-        console.print(budget_table)
-    goals = Table("goal", "measured", "from", "verdict", title="goals (issue 18)")
-    for goal in evaluate_goals(headline(rows, cpu)):
-        style = {None: "dim", True: "green", False: "red"}[goal.ok]
-        goals.add_row(goal.name, goal.shown, goal.detail, f"[{style}]{goal.verdict}[/]")
-    console.print(goals)
 
 
 def environment(options: Options, baseline_commit: str | None) -> dict[str, Any]:

@@ -16,9 +16,10 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-import loadtest.bench_latency as bench
-from loadtest.bench_latency import DEFAULT_BASELINE, Budget, budget_rate, main, parse
+import loadtest.latency.budget as bench_budget
+from loadtest.bench_latency import main, parse
 from loadtest.latency.baseline import check_origins, code_origins, preflight
+from loadtest.latency.budget import Budget, budget_rate
 from loadtest.latency.cpu import CpuPhase, cpu_seconds_of_stat, parse_proc_stat
 from loadtest.latency.histograms import (
     POLL_PATH,
@@ -34,6 +35,7 @@ from loadtest.latency.histograms import (
     stage_histograms,
 )
 from loadtest.latency.measure import cpu_seconds
+from loadtest.latency.options import DEFAULT_BASELINE
 from loadtest.latency.page import (
     BEGIN_MARKER,
     BUDGET_BEGIN_MARKER,
@@ -598,7 +600,7 @@ def test_the_budget_scrapes_around_the_chosen_measurements(
         scrapes.append(tuple(urls))
         return next(answers)
 
-    monkeypatch.setattr(bench, "scrape_stages", scrape)
+    monkeypatch.setattr(bench_budget, "scrape_stages", scrape)
     budget = Budget(("http://proxy", "http://broker-0"))
 
     async def measure() -> None:
@@ -620,7 +622,7 @@ def test_a_failed_scrape_leaves_the_table_out(monkeypatch: pytest.MonkeyPatch) -
     async def scrape(_urls: Sequence[str]) -> Histograms:
         raise httpx.ConnectError("refused")
 
-    monkeypatch.setattr(bench, "scrape_stages", scrape)
+    monkeypatch.setattr(bench_budget, "scrape_stages", scrape)
     budget = Budget(("http://proxy",))
 
     async def measure() -> None:
