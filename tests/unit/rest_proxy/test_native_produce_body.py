@@ -17,7 +17,7 @@ from yak.record.record_encoder import encode_record_body
 from yak_rest_proxy.api.native.produce_body import fast_outgoing
 from yak_rest_proxy.api.native.routes import _outgoing
 from yak_rest_proxy.http.body import parse_model
-from yak_rest_proxy.produce.producer import record_size
+from yak_rest_proxy.produce.accumulator import record_size
 from yak_rest_proxy.produce.publish import RequestRecords
 
 NOW = 1_700_000_000_000

@@ -32,7 +32,8 @@ from yak.protocol.broker_wire import (
 from yak.record import RecordInput, decode_batch, encode_batch
 from yak_rest_proxy.brokers import BrokerPool
 from yak_rest_proxy.metrics import ProduceStats
-from yak_rest_proxy.produce.producer import ProducedRecord, Producer, Result
+from yak_rest_proxy.produce.accumulator import ProducedRecord, Result
+from yak_rest_proxy.produce.producer import Producer
 from yak_rest_proxy.produce.producer_ids import ProducerIds
 
 KS = Keyspace("unit")

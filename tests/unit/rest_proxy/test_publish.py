@@ -12,7 +12,7 @@ from typing import Any
 from yak.partitioner import StickyPartitioner
 from yak.record import RecordInput
 from yak.record.record_encoder import encode_record_body
-from yak_rest_proxy.produce.producer import ProducedRecord, Result, record_size
+from yak_rest_proxy.produce.accumulator import ProducedRecord, Result, record_size
 from yak_rest_proxy.produce.publish import OutgoingRecord, RequestRecords, enqueue
 
 NOW = 1_700_000_000_000

@@ -1,9 +1,10 @@
 """The proxy's producer: records of concurrent requests batched per partition, sent idempotently.
 
 Every HTTP produce request hands its records to one ``Producer`` per process; they wait in a
-queue per (topic, partition, acks). One sender task per leader broker sends every ready queue
-of that broker in one produce request (a *round*), with up to ``max_in_flight`` rounds under
-way (Kafka's ``max.in.flight.requests.per.connection``).
+queue per (topic, partition, acks) (``accumulator``). One sender per leader broker
+(``sender.Sender``) sends every ready queue of that broker in one produce request (a *round*),
+with up to ``max_in_flight`` rounds under way, and hands each round back to the producer
+(``send_round``), which drains the queues, sends and settles the answers.
 
 Linger is adaptive (issue 18): a queue whose leader's sender has no round under way is routed
 at once, with no wait; the sender picks up, in the next event-loop turn, every queue that
@@ -13,12 +14,9 @@ broker comes back, when their batch reaches ``batch_max_bytes`` (capped by the t
 ``max.message.bytes``), or ``linger_ms`` after they started waiting, whichever comes first.
 So an idle proxy adds nothing to a produce's latency, and batches grow with load (as Kafka's
 producer's do); ``linger_ms`` only bounds the wait behind a busy broker. A queue's records
-that arrive while its own batch is in flight leave together after that batch's answer. The
-proxy's default is one round at a time: measured with ``make bench-peers`` on two cores, five
-rounds in flight meant more, smaller requests to the brokers and more replication fetches, and
-lower throughput (1 KiB: 17,018 against 19,550 msg/s) and a higher end-to-end p99 at 10,000
-msg/s (141 against 90 ms). Each ``send`` gets one future for all its records, resolved with one
-result per record once every batch holding them was answered.
+that arrive while its own batch is in flight leave together after that batch's answer. Each
+``send`` gets one future for all its records, resolved with one result per record once every
+batch holding them was answered.
 
 Idempotence (KIP-98): each queue writes with its own producer id (from etcd,
 ``ProducerIds``), epoch 0 and consecutive sequence numbers, and has at most one batch in
@@ -43,14 +41,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
 import time
-from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from itertools import repeat
-from typing import NamedTuple, cast
 
 from yak.clock import Clock, SystemClock
 from yak.errors import (
@@ -59,215 +52,36 @@ from yak.errors import (
     KafkaTimeoutError,
     OutOfOrderSequenceError,
     UnknownProducerIdError,
-    UnknownServerError,
     UnknownTopicOrPartitionError,
     YakError,
 )
 from yak.metadata.cache import ClusterSnapshot, MetadataCache
 from yak.protocol.broker_wire import ProducePartition, ProduceResult
 from yak.record import CompressionType, RecordInput
-from yak.record.batch import encode_batch_of
-from yak.record.record_encoder import encode_bodies, encode_record_body
+from yak.record.record_encoder import encode_record_body
 from yak.topic_config import effective_config
 from yak_rest_proxy.brokers import BrokerPool, leader_of
 from yak_rest_proxy.metrics import ProduceStats
+from yak_rest_proxy.produce.accumulator import (
+    Call,
+    Chunk,
+    InFlight,
+    PartitionQueue,
+    Result,
+    encode,
+    record_size,
+    take,
+)
 from yak_rest_proxy.produce.producer_ids import ProducerIds
+from yak_rest_proxy.produce.sender import Sender
 
-__all__ = ["ProducedRecord", "Producer", "Result", "record_size"]
+__all__ = ["Producer"]
 
 log = logging.getLogger(__name__)
 
 _SEQUENCE_LIMIT = 2**31
-_RECORD_OVERHEAD = 24  # varint lengths, attributes, deltas: an upper bound per record
 _RETRY_BACKOFF_S = 0.1
 _NEW_PRODUCER_ERRORS = (OutOfOrderSequenceError, UnknownProducerIdError, InvalidProducerEpochError)
-_NEW_TUPLE = tuple.__new__
-
-
-class ProducedRecord(NamedTuple):
-    """Where a record landed: its partition, offset (-1 with acks=0) and timestamp."""
-
-    partition: int
-    offset: int
-    timestamp: int
-
-
-#: Where one record landed, or why it did not.
-Result = ProducedRecord | YakError
-
-
-def record_size(record: RecordInput) -> int:
-    """An upper bound of the record's bytes inside a batch."""
-    size = _RECORD_OVERHEAD + len(record.key or b"") + len(record.value or b"")
-    for key, value in record.headers:
-        size += len(key) + len(value or b"") + 10
-    return size
-
-
-class _Call:
-    """The records of one ``send``: their results fill in, a chunk at a time, as their batches
-    are answered, and ``future`` resolves once all are in (one future per call)."""
-
-    __slots__ = ("enqueued", "future", "remaining", "results")
-
-    def __init__(self, future: asyncio.Future[list[Result]], count: int, enqueued: float) -> None:
-        self.future = future
-        self.results: list[Result | None] = [None] * count
-        self.remaining = count
-        self.enqueued = enqueued  # time.perf_counter() when its records were queued
-
-    def settle(self, start: int, results: list[Result]) -> None:
-        """The results of the call's records ``start``, ``start + 1`` ... (one chunk's)."""
-        mine = self.results
-        if mine[start] is None:  # a chunk is settled once; the guard keeps it so
-            end = start + len(results)
-            mine[start:end] = results
-            self.remaining -= len(results)
-            if not self.remaining and not self.future.done():
-                self.future.set_result(mine)  # type: ignore[arg-type]  # all filled in
-
-
-class _Chunk:
-    """Consecutive records of one call, as they wait in a queue or fly in a batch: their
-    bodies (``encode_record_body``: key, value, headers), timestamps and ``record_size``-s;
-    ``start`` is the first one's place in its call. One object per call and partition, not
-    per record; a batch that takes only part of a chunk splits it (``split``)."""
-
-    __slots__ = ("bodies", "call", "size", "sizes", "start", "timestamps")
-
-    def __init__(
-        self,
-        call: _Call,
-        start: int,
-        bodies: list[bytes],
-        timestamps: list[int],
-        sizes: list[int],
-        size: int,
-    ) -> None:
-        self.call = call
-        self.start = start
-        self.bodies = bodies
-        self.timestamps = timestamps
-        self.sizes = sizes
-        self.size = size  # sum(sizes)
-
-    def split(self, count: int) -> _Chunk:
-        """The first ``count`` records as a chunk of their own; this one keeps the rest."""
-        head = _Chunk(
-            self.call,
-            self.start,
-            self.bodies[:count],
-            self.timestamps[:count],
-            self.sizes[:count],
-            sum(self.sizes[:count]),
-        )
-        self.start += count
-        self.bodies = self.bodies[count:]
-        self.timestamps = self.timestamps[count:]
-        self.sizes = self.sizes[count:]
-        self.size -= head.size
-        return head
-
-    def fail(self, error: YakError) -> None:
-        self.call.settle(self.start, [error] * len(self.bodies))
-
-
-@dataclass(slots=True)
-class _InFlight:
-    chunks: list[_Chunk]
-    count: int  # records
-    batch: bytes
-    base_sequence: int
-    first_sent: float
-
-
-@dataclass(eq=False, slots=True)
-class _Queue:
-    topic: str
-    partition: int
-    acks: int
-    pending: deque[_Chunk] = field(default_factory=deque)
-    pending_bytes: int = 0
-    in_flight: _InFlight | None = None
-    timer: asyncio.TimerHandle | None = None
-    lingering: _Sender | None = None  # the busy sender this queue waits on (its linger)
-    routing: bool = False
-    producer_id: int = -1
-    next_sequence: int = 0
-
-
-class _Sender:
-    """Sends the ready queues led by one broker: one produce request per round and acks, up to
-    ``max_in_flight`` rounds at once (Kafka's ``max.in.flight.requests.per.connection``).
-
-    A queue has at most one batch in flight, so rounds in parallel never reorder a partition;
-    they let a record that became ready skip the wait for an unrelated partition's answer, at
-    the price of more, smaller requests (see the module docstring for the default).
-
-    ``outstanding`` counts the rounds under way: while it is 0 the broker is idle and a queue
-    that gets records is routed at once; otherwise the queue waits in ``lingering`` until the
-    next answer from this broker (or its linger timer, or a full batch) routes it."""
-
-    def __init__(self, producer: Producer, broker_id: int, max_in_flight: int) -> None:
-        self.broker_id = broker_id
-        self.ready: dict[int, _Queue] = {}
-        self.lingering: dict[int, _Queue] = {}
-        self.outstanding = 0
-        self.wake = asyncio.Event()
-        self._producer = producer
-        self._slots = asyncio.Semaphore(max_in_flight)
-        self._rounds: set[asyncio.Task[None]] = set()
-        # A context of its own: not that of the request that happened to create the sender
-        # (its request id would label every later round).
-        self.task = asyncio.get_running_loop().create_task(
-            self._run(), context=contextvars.Context()
-        )
-
-    def enqueue(self, queue: _Queue) -> None:
-        self.ready[id(queue)] = queue
-        self.wake.set()
-
-    async def aclose(self) -> None:
-        tasks = [self.task, *self._rounds]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    async def _run(self) -> None:
-        while True:
-            await self.wake.wait()
-            await self._slots.acquire()  # a free round first: meanwhile more queues get ready
-            started = time.perf_counter()
-            self.wake.clear()
-            queues = list(self.ready.values())
-            self.ready.clear()
-            by_acks: dict[int, list[_Queue]] = {}
-            for queue in queues:
-                by_acks.setdefault(queue.acks, []).append(queue)
-            groups = list(by_acks.items())
-            for index, (acks, group) in enumerate(groups):
-                if index:  # one slot was taken above for the first group
-                    await self._slots.acquire()
-                    started = time.perf_counter()
-                self.outstanding += 1
-                task = asyncio.get_running_loop().create_task(self._round(acks, group, started))
-                self._rounds.add(task)
-                task.add_done_callback(self._rounds.discard)
-
-    async def _round(self, acks: int, group: list[_Queue], started: float) -> None:
-        try:
-            await self._producer._send_round(self.broker_id, acks, group, started)
-        except Exception as exc:  # a bug must fail these records, not this sender
-            log.exception("produce round to broker %d failed", self.broker_id)
-            self._producer._abort(group, UnknownServerError(f"produce failed: {exc!r}"))
-        finally:
-            self.outstanding -= 1
-            self._slots.release()
-            # An answer came back: what waited behind this round leaves (in the next round).
-            for queue in list(self.lingering.values()):
-                self._producer._release(queue)
 
 
 class Producer:
@@ -297,8 +111,8 @@ class Producer:
         self._compression = compression
         self._delivery_timeout_s = delivery_timeout_ms / 1000
         self._max_in_flight = max_in_flight
-        self._queues: dict[tuple[str, int, int], _Queue] = {}
-        self._senders: dict[int, _Sender] = {}
+        self._queues: dict[tuple[str, int, int], PartitionQueue] = {}
+        self._senders: dict[int, Sender] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def aclose(self) -> None:
@@ -360,14 +174,14 @@ class Producer:
         key = (topic, partition, acks)
         queue = self._queues.get(key)
         if queue is None:
-            queue = self._queues[key] = _Queue(topic, partition, acks)
+            queue = self._queues[key] = PartitionQueue(topic, partition, acks)
         future: asyncio.Future[list[Result]] = asyncio.get_running_loop().create_future()
         if not bodies:
             future.set_result([])
             return future
         size = sum(sizes)
-        call = _Call(future, len(bodies), time.perf_counter())
-        queue.pending.append(_Chunk(call, 0, bodies, timestamps, sizes, size))
+        call = Call(future, len(bodies), time.perf_counter())
+        queue.pending.append(Chunk(call, 0, bodies, timestamps, sizes, size))
         queue.pending_bytes += size
         self._schedule(queue)
         return future
@@ -381,14 +195,14 @@ class Producer:
         limit = int(effective_config(record.configs)["max.message.bytes"])
         return max(1, min(self._batch_max_bytes, limit))
 
-    def _schedule(self, queue: _Queue) -> None:
+    def _schedule(self, queue: PartitionQueue) -> None:
         if queue.in_flight is not None or queue.routing or not queue.pending:
             return
         full = queue.pending_bytes >= self._max_batch_bytes(queue.topic)
         if queue.lingering is None or full:
             self._route(queue, linger=not full and self._linger_s > 0)
 
-    def _route(self, queue: _Queue, *, linger: bool = False) -> None:
+    def _route(self, queue: PartitionQueue, *, linger: bool = False) -> None:
         """Hand the queue to its leader's sender (or wait for a leader). With ``linger``, a
         queue whose leader has a round under way waits instead (see the module docstring)."""
         if queue.routing:
@@ -406,7 +220,7 @@ class Producer:
             return
         sender = self._senders.get(broker.broker_id)
         if sender is None:
-            sender = self._senders[broker.broker_id] = _Sender(
+            sender = self._senders[broker.broker_id] = Sender(
                 self, broker.broker_id, self._max_in_flight
             )
         if linger and sender.outstanding:
@@ -421,7 +235,7 @@ class Producer:
         queue.routing = True
         sender.enqueue(queue)
 
-    def _stop_lingering(self, queue: _Queue) -> None:
+    def _stop_lingering(self, queue: PartitionQueue) -> None:
         if queue.timer is not None:
             queue.timer.cancel()
             queue.timer = None
@@ -429,13 +243,13 @@ class Producer:
             queue.lingering.lingering.pop(id(queue), None)
             queue.lingering = None
 
-    def _release(self, queue: _Queue) -> None:
+    def release_lingering(self, queue: PartitionQueue) -> None:
         """The broker a queue lingered on answered: route it now (unless it moved on)."""
         self._stop_lingering(queue)
         if queue.in_flight is None and not queue.routing and queue.pending:
             self._route(queue)
 
-    def _route_later(self, queue: _Queue, failed_broker: int) -> None:
+    def _route_later(self, queue: PartitionQueue, failed_broker: int) -> None:
         """Route again once the metadata changes (a new leader), at most a backoff later."""
         queue.routing = True
         seen = self._cache.snapshot.revision
@@ -453,7 +267,7 @@ class Producer:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _abort(self, queues: list[_Queue], error: YakError) -> None:
+    def abort_round(self, queues: list[PartitionQueue], error: YakError) -> None:
         """Fail what a broken round held and let the queues be routed again."""
         for queue in queues:
             queue.routing = False
@@ -463,7 +277,7 @@ class Producer:
             elif queue.pending:
                 self._route(queue)
 
-    def _fail_all(self, queue: _Queue, error: YakError) -> None:
+    def _fail_all(self, queue: PartitionQueue, error: YakError) -> None:
         if queue.in_flight is not None:
             self._finish(queue, error)
         while queue.pending:
@@ -472,20 +286,20 @@ class Producer:
 
     # --- sending -----------------------------------------------------------------------------
 
-    async def _drain(self, queue: _Queue) -> _InFlight | None:
+    async def _drain(self, queue: PartitionQueue) -> InFlight | None:
         if queue.in_flight is not None:
             return queue.in_flight
         if not queue.pending:
             return None
-        chunks = self._take(queue, self._max_batch_bytes(queue.topic))
+        chunks = take(queue, self._max_batch_bytes(queue.topic))
         if not chunks:
             return None
         if queue.producer_id < 0:
             queue.producer_id, queue.next_sequence = await self._ids.allocate(), 0
         count = sum(len(chunk.bodies) for chunk in chunks)
-        inflight = _InFlight(chunks, count, b"", queue.next_sequence, self._clock.monotonic())
+        inflight = InFlight(chunks, count, b"", queue.next_sequence, self._clock.monotonic())
         try:
-            inflight.batch = self._encode(queue, chunks, queue.next_sequence)
+            inflight.batch = encode(queue, chunks, queue.next_sequence, self._compression)
         except Exception as exc:  # a field out of range: these records (only) cannot be sent
             error = exc if isinstance(exc, YakError) else InvalidRecordError(str(exc))
             for chunk in chunks:
@@ -495,59 +309,15 @@ class Producer:
         queue.in_flight = inflight
         return inflight
 
-    @staticmethod
-    def _take(queue: _Queue, limit: int) -> list[_Chunk]:
-        """The records of the next batch, oldest first: whole chunks while they fit in
-        ``limit`` bytes (with the batch header), then the part of the next that fits; always at
-        least one record. A cancelled request's records are dropped, not sent."""
-        pending = queue.pending
-        chunks: list[_Chunk] = []
-        size = 61
-        while pending:
-            chunk = pending[0]
-            if chunk.call.future.done():
-                pending.popleft()
-                queue.pending_bytes -= chunk.size
-                continue
-            if size + chunk.size > limit:
-                fit = 0
-                for record_bytes in chunk.sizes:
-                    if size + record_bytes > limit and (fit or chunks):
-                        break
-                    size += record_bytes
-                    fit += 1
-                if fit:
-                    head = chunk.split(fit)
-                    queue.pending_bytes -= head.size
-                    chunks.append(head)
-                break
-            pending.popleft()
-            queue.pending_bytes -= chunk.size
-            size += chunk.size
-            chunks.append(chunk)
-        return chunks
-
-    def _encode(self, queue: _Queue, chunks: list[_Chunk], base_sequence: int) -> bytes:
-        if len(chunks) == 1:
-            bodies, timestamps = chunks[0].bodies, chunks[0].timestamps
-        else:
-            bodies = [body for chunk in chunks for body in chunk.bodies]
-            timestamps = [stamp for chunk in chunks for stamp in chunk.timestamps]
-        return encode_batch_of(
-            encode_bodies(bodies, timestamps),
-            compression=self._compression,
-            producer_id=queue.producer_id,
-            producer_epoch=0,
-            base_sequence=base_sequence,
-        )
-
-    async def _send_round(
-        self, broker_id: int, acks: int, queues: list[_Queue], started: float
+    async def send_round(
+        self, broker_id: int, acks: int, queues: list[PartitionQueue], started: float
     ) -> None:
+        """A sender's round (``sender.RoundHandler``): the queues' batches drained, sent to
+        ``broker_id`` in one request, and each answer settled."""
         waited = [q.pending[0].call.enqueued for q in queues if q.in_flight is None and q.pending]
         if waited:  # fresh records, not only a retry
             self._stats.queue.observe(started - min(waited))
-        sending: list[_Queue] = []
+        sending: list[PartitionQueue] = []
         for queue in queues:
             drained = await self._drain(queue)
             queue.routing = False  # only now: until the batch is in flight, nobody else routes
@@ -592,30 +362,15 @@ class Producer:
             else:
                 self._complete(queue, result)
 
-    def _complete(self, queue: _Queue, result: ProduceResult) -> None:
+    def _complete(self, queue: PartitionQueue, result: ProduceResult) -> None:
         inflight = queue.in_flight
         assert inflight is not None
-        offset = result.base_offset
-        partitions = repeat(queue.partition)
-        for chunk in inflight.chunks:
-            count = len(chunk.bodies)
-            offsets = range(offset, offset + count) if offset >= 0 else repeat(-1)
-            # ProducedRecord-s made in C: tuple.__new__ skips the NamedTuple's Python __new__.
-            results = list(
-                map(
-                    _NEW_TUPLE,
-                    repeat(ProducedRecord),
-                    zip(partitions, offsets, chunk.timestamps, strict=False),
-                )
-            )
-            chunk.call.settle(chunk.start, cast(list[Result], results))
-            if offset >= 0:
-                offset += count
+        inflight.land(queue.partition, result.base_offset)
         queue.in_flight = None
         if queue.pending:
             self._route(queue)  # they waited a round trip already: no more linger
 
-    def _on_error(self, queue: _Queue, error: YakError, broker_id: int) -> None:
+    def _on_error(self, queue: PartitionQueue, error: YakError, broker_id: int) -> None:
         inflight = queue.in_flight
         assert inflight is not None
         if isinstance(error, _NEW_PRODUCER_ERRORS):
@@ -631,11 +386,11 @@ class Producer:
             return
         self._retry(queue, broker_id)
 
-    def _retry(self, queue: _Queue, broker_id: int) -> None:
+    def _retry(self, queue: PartitionQueue, broker_id: int) -> None:
         log.debug("retrying %s-%d (leader was %d)", queue.topic, queue.partition, broker_id)
         self._route_later(queue, broker_id)
 
-    def _renew_producer(self, queue: _Queue) -> None:
+    def _renew_producer(self, queue: PartitionQueue) -> None:
         """The broker refused our sequence: the batch was not appended, send it as a new
         producer's first batch."""
         inflight = queue.in_flight
@@ -643,7 +398,7 @@ class Producer:
 
         async def renew() -> None:
             queue.producer_id, queue.next_sequence = await self._ids.allocate(), 0
-            inflight.batch = self._encode(queue, inflight.chunks, 0)
+            inflight.batch = encode(queue, inflight.chunks, 0, self._compression)
             inflight.base_sequence = 0
             queue.next_sequence = inflight.count % _SEQUENCE_LIMIT
             queue.routing = False
@@ -654,7 +409,7 @@ class Producer:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _finish(self, queue: _Queue, error: YakError) -> None:
+    def _finish(self, queue: PartitionQueue, error: YakError) -> None:
         inflight = queue.in_flight
         assert inflight is not None
         for chunk in inflight.chunks:

@@ -35,7 +35,8 @@ from yak.record import RecordInput
 from yak.record.record_decoder import decode_records
 from yak.record.record_encoder import encode_bodies
 from yak.topic_config import effective_config
-from yak_rest_proxy.produce.producer import Producer, Result, record_size
+from yak_rest_proxy.produce.accumulator import Result, record_size
+from yak_rest_proxy.produce.producer import Producer
 
 __all__ = [
     "OutgoingRecord",

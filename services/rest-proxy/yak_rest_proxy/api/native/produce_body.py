@@ -27,7 +27,7 @@ from yak.errors import InvalidRequestError
 from yak.record import RecordInput
 from yak.record.record_encoder import encode_record_body
 from yak.record.varint import SMALL_LIMIT, VARINT_OF, encode_varint
-from yak_rest_proxy.produce.producer import record_size
+from yak_rest_proxy.produce.accumulator import record_size
 from yak_rest_proxy.produce.publish import OutgoingRecord, RequestRecords
 
 __all__ = ["fast_outgoing"]

@@ -51,8 +51,8 @@ from yak_rest_proxy.api.native.produce_body import fast_outgoing
 from yak_rest_proxy.api.native.render import renderer
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
+from yak_rest_proxy.produce.accumulator import ProducedRecord
 from yak_rest_proxy.produce.direct import send_batch
-from yak_rest_proxy.produce.producer import ProducedRecord
 from yak_rest_proxy.produce.publish import (
     OutgoingRecord,
     check_record_count,
