@@ -45,7 +45,7 @@ from yak.names import validate_topic_name
 from yak.protocol.broker_models import OffsetResult
 from yak.record import Record
 from yak_rest_proxy.consumers import member_protocol as protocol
-from yak_rest_proxy.consumers.member_protocol import Member, Offsets, TopicPartition
+from yak_rest_proxy.consumers.member_state import Member, Offsets, TopicPartition
 from yak_rest_proxy.consumers.member_store import MemberStore
 from yak_rest_proxy.consumers.members import Members
 from yak_rest_proxy.metrics import PollStats

@@ -35,7 +35,7 @@ from yak.metadata.keyspace import KeyKind, Keyspace
 from yak.metadata.models import CommittedOffset
 from yak.metadata.store import MetadataStore, Op, PutOp
 from yak.names import validate_group_id
-from yak_rest_proxy.consumers.member_protocol import TopicPartition
+from yak_rest_proxy.consumers.member_state import TopicPartition
 from yak_rest_proxy.consumers.member_store import MAX_TXN_OPS
 from yak_rest_proxy.reader import Reader
 

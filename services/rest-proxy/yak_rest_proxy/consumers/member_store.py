@@ -1,5 +1,5 @@
 """``MemberStore``: consumer instances in etcd — a member read with its group's state and its
-positions in one transaction, and a ``member_protocol.Write`` applied as compare-and-swap.
+positions in one transaction, and a ``member_state.Write`` applied as compare-and-swap.
 
 Keys (``docs/consumer-groups.md``): the member record ``groups/<g>/members/<m>`` and its
 positions ``groups/<g>/positions/<m>``, both on the member's lease (its TTL is the instance
@@ -42,7 +42,7 @@ from yak.metadata.store import (
     Op,
     PutOp,
 )
-from yak_rest_proxy.consumers.member_protocol import (
+from yak_rest_proxy.consumers.member_state import (
     NO_POSITIONS,
     DeleteMember,
     Grant,
@@ -58,7 +58,7 @@ from yak_rest_proxy.consumers.member_protocol import (
     Write,
     partition_set,
 )
-from yak_rest_proxy.consumers.member_protocol import Op as MemberOp
+from yak_rest_proxy.consumers.member_state import Op as MemberOp
 
 __all__ = [
     "MAX_TXN_OPS",

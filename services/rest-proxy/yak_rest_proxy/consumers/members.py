@@ -56,7 +56,7 @@ from yak.metadata.store import MetadataStore
 from yak.names import validate_group_id
 from yak_rest_proxy.consumers import member_protocol as protocol
 from yak_rest_proxy.consumers.group_watch import GroupWatch
-from yak_rest_proxy.consumers.member_protocol import Grant, Member, Step
+from yak_rest_proxy.consumers.member_state import Grant, Member, Step
 from yak_rest_proxy.consumers.member_store import MemberStore
 
 __all__ = ["Members", "missing"]

@@ -11,7 +11,7 @@ import pytest
 from yak.errors import FencedMemberEpochError, IllegalStateError
 from yak.metadata.models import GroupMember, TopicPartitions
 from yak_rest_proxy.consumers import member_protocol as protocol
-from yak_rest_proxy.consumers.member_protocol import (
+from yak_rest_proxy.consumers.member_state import (
     DeleteMember,
     Grant,
     Guard,
