@@ -146,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{result.name}: {result.faults} faults in {result.seconds:.0f} s, acked "
                 f"{v.acked}, lost {v.lost}, duplicated {v.duplicated}, reordered "
-                f"{v.reordered}, moved {v.moved}; {'; '.join(result.notes)[:400]}",
+                f"{v.reordered}, moved {v.moved}; {result.skipped or ''} "
+                f"{'; '.join(result.notes)[:400]} {result.diagnosis[:600]}",
                 flush=True,
             )
 

@@ -17,6 +17,7 @@ runner calls it after each fault and reports what it found.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import os
 import signal
@@ -294,6 +295,42 @@ class ChaosCluster:
         async with httpx.AsyncClient(timeout=1.0) as client:
             found = await asyncio.gather(*(ask(client, m) for m in ETCD_MEMBERS))
         return next((m for m in found if m is not None), None)
+
+    async def diagnose(self) -> str:
+        """What etcd and the brokers say about the brokers' registrations, for a recovery that
+        timed out: the ``brokers/`` keys (and their leases) a linearizable read through etcd's
+        JSON gateway finds, and each broker's own ``/readyz`` (registered or not)."""
+        prefix = f"/yak/{self.cluster_id}/brokers/".encode()
+        body = {
+            "key": base64.b64encode(prefix).decode(),
+            "range_end": base64.b64encode(prefix[:-1] + b"0").decode(),
+        }
+        parts = []
+        async with httpx.AsyncClient(timeout=2.0) as client:
+            for member in ETCD_MEMBERS:
+                if member in self.down or member in self.paused:
+                    continue
+                try:
+                    answer = (
+                        await client.post(f"{self.url(member)}/v3/kv/range", json=body)
+                    ).json()
+                except (httpx.HTTPError, ValueError):
+                    continue
+                keys = [
+                    f"{base64.b64decode(kv['key']).decode().rsplit('/', 1)[1]}"
+                    f"@{int(kv.get('lease', 0)):#x}"
+                    for kv in answer.get("kvs", [])
+                ]
+                revision = answer.get("header", {}).get("revision")
+                parts.append(f"etcd ({member}, rev {revision}) brokers/ {keys}")
+                break
+            for broker in BROKERS:
+                try:
+                    ready = await client.get(f"{self.url(broker)}/readyz")
+                    parts.append(f"{broker} readyz {ready.status_code} {ready.text[:80]!r}")
+                except httpx.HTTPError as exc:
+                    parts.append(f"{broker} readyz {type(exc).__name__}")
+        return "; ".join(parts)
 
     # --- the admin API -------------------------------------------------------------------
 

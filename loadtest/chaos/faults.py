@@ -202,8 +202,15 @@ def etcd_target(number: int, leader: str | None, members: tuple[str, ...] = ETCD
 
 
 async def _etcd_target(ctx: FaultContext, number: int) -> tuple[str, str]:
-    """The member to hit and how it stood (``leader``, ``follower`` or ``unknown``)."""
+    """The member to hit and how it stood (``leader``, ``follower`` or ``unknown``). Right
+    after a cut heals an election may be under way (etcd 3.4 runs without pre-vote: the member
+    that was cut off comes back with a higher term and unseats the leader): the leader is
+    looked up again for up to 5 s before the fault goes ahead without one."""
+    deadline = asyncio.get_running_loop().time() + 5.0
     leader = await ctx.cluster.etcd_leader()
+    while leader is None and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.2)
+        leader = await ctx.cluster.etcd_leader()
     target = etcd_target(number, leader)
     role = "unknown" if leader is None else "leader" if target == leader else "follower"
     return target, role

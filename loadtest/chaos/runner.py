@@ -59,6 +59,8 @@ class ClassResult:
     skipped: str | None = None
     #: Why the topic could not be read back (then the verdict is unknown).
     unread: str | None = None
+    #: The state when a recovery first timed out (``_diagnose``).
+    diagnosis: str = ""
 
     def entry(self) -> dict[str, Any]:
         counts = self.verdict.counts()
@@ -79,6 +81,7 @@ class ClassResult:
             "notes": self.notes,
             "skipped": self.skipped,
             "unread": self.unread,
+            "diagnosis": self.diagnosis,
         }
 
 
@@ -108,6 +111,20 @@ async def _recover(
         result.notes.append(f"after fault {result.faults}: {text}")
     if not await wait_full_isr(cluster, topic, timeout_s):
         result.notes.append(f"after fault {result.faults}: no full ISR within {timeout_s:.0f} s")
+        if not result.diagnosis:  # the first time only: what the state was
+            result.diagnosis = await _diagnose(cluster, topic, result.faults)
+
+
+async def _diagnose(cluster: ChaosCluster, topic: str, fault: int) -> str:
+    """The topic's leaders and ISRs, and who is registered (``ChaosCluster.diagnose``)."""
+    try:
+        described = await cluster.describe(topic)
+        isr = ", ".join(
+            f"p{p.partition} leader {p.leader} isr {p.isr}" for p in described.partitions
+        )
+    except RuntimeError as exc:
+        isr = repr(exc)[:200]
+    return f"after fault {fault}: {isr}; {await cluster.diagnose()}"
 
 
 def _merge(into: dict[str, int], more: dict[str, int]) -> None:
