@@ -430,7 +430,14 @@ class EtcdMetadataStore:
     async def keep_alive_once(self, lease_id: int) -> int:
         """Refresh the lease once. A member that does not answer within a third of the lease's
         TTL (when this store granted it) is left for the next one at once: waiting the full
-        ``timeout_s`` on a paused or cut-off member could outlast a short lease."""
+        ``timeout_s`` on a paused or cut-off member could outlast a short lease.
+
+        The deadline is enforced here too, not only by gRPC: a stream's first ``write`` waits
+        for the call's initial metadata to be sent, and when the channel is closed before
+        that (another call left this member meanwhile) the wait never ends — gRPC's deadline
+        does not reach it. Unbounded, that one keep-alive hung its ``LeaseKeeper`` for good:
+        the lease expired in etcd, the keys on it (a broker's registration) vanished, and the
+        holder, never told, went on believing it held them."""
         ttl = self._lease_ttls.get(lease_id)
         deadline = self.timeout_s if ttl is None else min(self.timeout_s, max(1.0, ttl / 3))
 
@@ -438,8 +445,9 @@ class EtcdMetadataStore:
             metadata = conn.stream_metadata
             call = conn.lease.LeaseKeepAlive(timeout=deadline, metadata=metadata)
             try:
-                await call.write(rpc.LeaseKeepAliveRequest(ID=lease_id))
-                return await call.read()
+                async with asyncio.timeout(deadline):
+                    await call.write(rpc.LeaseKeepAliveRequest(ID=lease_id))
+                    return await call.read()
             finally:
                 call.cancel()
 
