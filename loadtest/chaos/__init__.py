@@ -7,7 +7,8 @@ partition is read in full and each acknowledged record is looked for: lost, dupl
 reordered, or moved (acknowledged at one offset, found at another). ``docs/chaos.md`` tells
 how to run it and what each fault does.
 
-Modules: ``verdict`` (the pure accounting), ``network`` (namespaces, veths, partitions),
+Modules: ``verdict`` (the pure accounting), ``network`` (namespaces, veths, partitions,
+one-way drops, degraded links), ``delayer`` (the user-space netem those links go through),
 ``shim`` (the LD_PRELOAD slow disk and clock), ``cluster`` (the processes), ``workload`` (the
 producers and the final read), ``faults`` (the nemesis), ``runner`` and ``report``.
 """
