@@ -23,9 +23,10 @@ class LeaseKeeper(AsyncClosing):
 
     Refreshes every ``ttl_s / 3`` counted from ``start()``. A refresh that fails for a
     transient reason is retried at the next tick; once no refresh has succeeded for ``ttl_s``
-    the lease is presumed expired. When the store says the lease is gone, or it is presumed
-    so, the keeper stops, ``lost`` becomes true, ``wait_lost()`` returns the
-    ``LeaseExpiredError`` and ``on_lost`` is called with it.
+    the lease is presumed expired, and so it is when a refresh has not answered by then (one
+    that hangs is abandoned at that moment, not awaited). When the store says the lease is
+    gone, or it is presumed so, the keeper stops, ``lost`` becomes true, ``wait_lost()``
+    returns the ``LeaseExpiredError`` and ``on_lost`` is called with it.
     """
 
     def __init__(
@@ -91,7 +92,7 @@ class LeaseKeeper(AsyncClosing):
             await self._clock.sleep(next_at - self._clock.monotonic())
             sent_at = self._clock.monotonic()
             try:
-                await self.store.keep_alive_once(self.lease_id)
+                answered = await self._refresh(refreshed_at + self.ttl_s - sent_at)
             except LeaseExpiredError as exc:
                 self._declare_lost(exc)
                 return
@@ -106,7 +107,35 @@ class LeaseKeeper(AsyncClosing):
                     )
                     return
                 continue
+            if not answered:
+                self._declare_lost(
+                    LeaseExpiredError(
+                        f"lease {self.lease_id:#x} not refreshed for {self.ttl_s} s: "
+                        "its keep-alive did not answer",
+                        lease_id=self.lease_id,
+                    )
+                )
+                return
             refreshed_at = sent_at
+
+    async def _refresh(self, budget_s: float) -> bool:
+        """One keep-alive, given at most ``budget_s`` (what is left of the TTL since the last
+        renewal); False when it did not answer in time. The store bounds its own calls, but
+        the keeper does not rely on that: a call that hangs past the TTL (etcd-side, the lease
+        has expired by then) must not leave the holder believing in it."""
+        call = asyncio.ensure_future(self.store.keep_alive_once(self.lease_id))
+        timer = asyncio.ensure_future(self._clock.sleep(max(budget_s, 0.0)))
+        try:
+            await asyncio.wait((call, timer), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+            if not call.done():
+                call.cancel()
+            await asyncio.wait((call, timer))
+        if call.cancelled():
+            return False
+        call.result()  # raises what the store raised
+        return True
 
     def _declare_lost(self, error: LeaseExpiredError) -> None:
         self._error = error
