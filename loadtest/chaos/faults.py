@@ -242,11 +242,7 @@ async def partition_etcd_member(ctx: FaultContext, number: int) -> str:
     linearizable read, write or lease keep-alive; a cut leader steps down (check quorum)."""
     member, role = await _etcd_target(ctx, number)
     hold = _hold(number)
-    for other in ETCD_MEMBERS:
-        if other != member:
-            ctx.network.cut(member, other)
-    await asyncio.sleep(hold)
-    ctx.network.heal_all()
+    await _isolate(ctx, member, ETCD_MEMBERS, hold)
     return f"{member} ({role}) {hold:.0f}s"
 
 
