@@ -7,7 +7,7 @@ import asyncio
 from yak.errors import KafkaTimeoutError, MetadataStoreError, UnknownTopicOrPartitionError
 from yak.metadata.cache import ClusterSnapshot, MetadataCache
 from yak.metadata.keyspace import Keyspace
-from yak.metadata.models import TopicRecord
+from yak.metadata.models import PartitionState, TopicRecord
 from yak.metadata.store import MetadataStore
 from yak.names import validate_topic_name
 
@@ -26,6 +26,11 @@ def topic_record(snapshot: ClusterSnapshot, topic: str) -> TopicRecord:
     if record is None or record.deleting:
         raise UnknownTopicOrPartitionError(f"topic {topic!r} not found", topic=topic)
     return record
+
+
+def _complete(snapshot: ClusterSnapshot, topic: str) -> bool:
+    record = snapshot.topics.get(topic)
+    return record is not None and len(snapshot.partitions_of(topic)) >= record.partitions
 
 
 class TopicLookup:
@@ -55,6 +60,30 @@ class TopicLookup:
         except UnknownTopicOrPartitionError:
             await self.sync()
             return topic_record(self._cache.snapshot, topic)
+
+    async def described(self, topic: str) -> tuple[TopicRecord, list[PartitionState]]:
+        """The topic's record and the partition states the cache holds for it. A record whose
+        partitions the cache has not all seen yet (the controller writes the record, then the
+        partition states, in two revisions; the watch may have delivered only the first) is read
+        again after a sync, so a topic made through another proxy is never described with fewer
+        partitions than it was acknowledged with."""
+        record = await self.record(topic)
+        partitions = self._cache.snapshot.partitions_of(topic)
+        if len(partitions) < record.partitions:
+            await self.sync()
+            record = topic_record(self._cache.snapshot, topic)
+            partitions = self._cache.snapshot.partitions_of(topic)
+        return record, partitions
+
+    async def snapshot_of(self, topics: set[str]) -> ClusterSnapshot:
+        """The cache's snapshot, after one sync if it lacks any of ``topics`` or any of their
+        partitions (the many-topics form of ``described``; names still unknown after the sync
+        are not an error here)."""
+        snapshot = self._cache.snapshot
+        if not all(_complete(snapshot, name) for name in topics):
+            await self.sync()
+            snapshot = self._cache.snapshot
+        return snapshot
 
     async def sync(self) -> None:
         """Wait (at most the timeout) until the cache reflects etcd's current revision; an etcd

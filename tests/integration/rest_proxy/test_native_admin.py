@@ -157,3 +157,30 @@ async def test_many_topics_described_in_one_request(cluster: LocalCluster) -> No
         assert [t.name for t in described] == [first]
         assert await admin.describe_topics([]) == []
         assert {first, second} <= {t.name for t in await admin.describe_topics()}
+
+
+async def test_a_topic_made_through_one_proxy_is_described_whole_by_the_other(
+    cluster: LocalCluster,
+) -> None:
+    """Read-your-writes across proxies (a load balancer sends the next request anywhere): the
+    controller writes the record and the partition states in two revisions, and the other
+    proxy's watch may have delivered only the first; its answers wait for the rest."""
+    async with (
+        httpx.AsyncClient(base_url=cluster.proxy_url(0), timeout=30) as maker,
+        httpx.AsyncClient(base_url=cluster.proxy_url(1), timeout=30) as reader,
+    ):
+        for round_ in range(8):
+            topic = unique(f"ryw{round_}")
+            made = await maker.post(
+                "/api/v1/topics", json={"name": topic, "partitions": 6, "replication_factor": 2}
+            )
+            assert made.status_code == 201, made.text
+            native, v2, many = await asyncio.gather(
+                reader.get(f"/api/v1/topics/{topic}"),
+                reader.get(f"/topics/{topic}/partitions"),
+                reader.get("/api/v1/topic-descriptions", params={"topic": [topic]}),
+            )
+            assert [p["partition"] for p in native.json()["partitions"]] == list(range(6))
+            assert [p["partition"] for p in v2.json()] == list(range(6))
+            [described] = many.json()["topics"]
+            assert len(described["partitions"]) == 6

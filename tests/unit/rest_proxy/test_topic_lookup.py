@@ -1,5 +1,6 @@
 """TopicLookup: a topic made in etcd but not yet seen by the proxy's watch is found once the
-cache catches up, instead of answering "not found" for the watch's lag."""
+cache catches up, instead of answering "not found" for the watch's lag; a topic whose record
+the watch delivered but not yet its partition states is described whole."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from yak.errors import UnknownTopicOrPartitionError
 from yak.metadata.cache import MetadataCache
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
-from yak.metadata.models import TopicRecord
+from yak.metadata.models import PartitionState, TopicRecord
 from yak.metadata.store import KeyLike, RangeResult, Watch
 from yak_rest_proxy.topics import TopicLookup
 
@@ -58,10 +59,18 @@ class LaggingStore(MemoryMetadataStore):
         return await super().range_prefix(prefix)
 
 
-def _topic(name: str) -> TopicRecord:
+def _topic(name: str, partitions: int = 1) -> TopicRecord:
     return TopicRecord(
-        name=name, topic_id=f"id-{name}", partitions=1, replication_factor=1, created_at_ms=1
+        name=name,
+        topic_id=f"id-{name}",
+        partitions=partitions,
+        replication_factor=1,
+        created_at_ms=1,
     )
+
+
+def _state(name: str, partition: int) -> PartitionState:
+    return PartitionState(topic=name, partition=partition, leader=1, replicas=(1,), isr=(1,))
 
 
 async def _started() -> tuple[LaggingStore, MetadataCache]:
@@ -125,5 +134,64 @@ async def test_a_watch_that_stays_behind_answers_not_found_after_the_timeout() -
             await asyncio.wait_for(lookup.record("late"), 2.0)
         store.gate.set()
         assert (await asyncio.wait_for(lookup.record("late"), 2.0)).name == "late"
+    finally:
+        await cache.stop()
+
+
+async def _record_seen_states_held(store: LaggingStore, cache: MetadataCache, name: str) -> None:
+    """The topic's record in the cache, its two partition states written but held back."""
+    await store.put(KS.topic(name), _topic(name, partitions=2).encode())
+    await cache.wait_for(lambda snap: name in snap.topics, 5.0)
+    store.gate.clear()
+    for p in (0, 1):
+        await store.put(KS.partition(name, p), _state(name, p).encode())
+
+
+async def test_a_topic_whose_partitions_the_watch_has_not_delivered_is_described_whole() -> None:
+    store, cache = await _started()
+    try:
+        await _record_seen_states_held(store, cache, "half")
+        assert cache.snapshot.partitions_of("half") == []
+        lookup = TopicLookup(cache, store, KS, timeout_s=5.0)
+        pending = asyncio.create_task(lookup.described("half"))
+        await asyncio.sleep(0.05)
+        assert not pending.done()
+        store.gate.set()
+        record, partitions = await asyncio.wait_for(pending, 5.0)
+        assert record.partitions == 2
+        assert [s.partition for s in partitions] == [0, 1]
+    finally:
+        await cache.stop()
+
+
+async def test_a_whole_topic_is_described_without_an_etcd_read() -> None:
+    store, cache = await _started()
+    try:
+        await store.put(KS.topic("whole"), _topic("whole").encode())
+        await store.put(KS.partition("whole", 0), _state("whole", 0).encode())
+        await cache.wait_for(lambda snap: len(snap.partitions_of("whole")) == 1, 5.0)
+        lookup = TopicLookup(cache, store, KS, timeout_s=5.0)
+        before = store.ranges
+        _, partitions = await lookup.described("whole")
+        assert len(partitions) == 1
+        snapshot = await lookup.snapshot_of({"whole"})
+        assert "whole" in snapshot.topics
+        assert store.ranges == before
+    finally:
+        await cache.stop()
+
+
+async def test_many_topics_wait_for_a_named_topic_the_cache_holds_in_part() -> None:
+    store, cache = await _started()
+    try:
+        await _record_seen_states_held(store, cache, "half")
+        lookup = TopicLookup(cache, store, KS, timeout_s=5.0)
+        pending = asyncio.create_task(lookup.snapshot_of({"half", "absent"}))
+        await asyncio.sleep(0.05)
+        assert not pending.done()
+        store.gate.set()
+        snapshot = await asyncio.wait_for(pending, 5.0)
+        assert len(snapshot.partitions_of("half")) == 2
+        assert "absent" not in snapshot.topics
     finally:
         await cache.stop()

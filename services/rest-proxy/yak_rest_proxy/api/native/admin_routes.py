@@ -156,10 +156,8 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
     @router.get("/topics/{topic}", response_model=TopicDescription)
     async def describe_topic(topic: str) -> Response:
         """Served from the proxy's metadata cache (no round trip to the controller)."""
-        record = await runtime.topics.record(topic)
-        snapshot = runtime.cache.snapshot
-        described = TopicDescription.of(record, snapshot.partitions_of(topic))
-        return json_response(described, _JSON)
+        record, partitions = await runtime.topics.described(topic)
+        return json_response(TopicDescription.of(record, partitions), _JSON)
 
     @router.get("/topic-descriptions", response_model=TopicDescriptionList)
     async def describe_topics(
@@ -171,13 +169,15 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
         """Many topics in one answer, by name, from the metadata cache: the ones asked for
         (``?topic=a&topic=b``; unknown ones left out) or every topic the caller may describe.
         A list page (the console's topics, a tool's inventory) makes one request, not one
-        per topic."""
-        snapshot = runtime.cache.snapshot
+        per topic. Named topics the cache lacks, wholly or in part, are looked for again
+        after one sync with etcd, as ``/topics/{topic}`` does."""
         if not topic:
+            snapshot = runtime.cache.snapshot
             names = sorted(n for n, r in snapshot.topics.items() if not r.deleting)
         else:
             for name in topic:
                 validate_topic_name(name)
+            snapshot = await runtime.topics.snapshot_of(set(topic))
             names = sorted({n for n in topic if n in snapshot.topics})
         described = [
             TopicDescription.of(snapshot.topics[name], snapshot.partitions_of(name))

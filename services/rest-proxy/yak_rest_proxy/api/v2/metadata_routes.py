@@ -85,21 +85,19 @@ def metadata_router(runtime: ProxyRuntime) -> APIRouter:
     @router.get("/topics/{topic}", response_model=V2TopicInfo)
     async def topic(request: Request, topic: str) -> Response:
         media = negotiate(request.headers.get("accept"))
-        record = await runtime.topics.record(topic)
-        snapshot = runtime.cache.snapshot
+        record, states = await runtime.topics.described(topic)
         info = V2TopicInfo(
             name=topic,
             configs=effective_config(record.configs),
-            partitions=[_partition_info(s) for s in snapshot.partitions_of(topic)],
+            partitions=[_partition_info(s) for s in states],
         )
         return json_response(info, media)
 
     @router.get("/topics/{topic}/partitions", response_model=list[V2PartitionInfo])
     async def partitions(request: Request, topic: str) -> Response:
         media = negotiate(request.headers.get("accept"))
-        await runtime.topics.record(topic)
-        snapshot = runtime.cache.snapshot
-        infos = [_partition_info(s).model_dump() for s in snapshot.partitions_of(topic)]
+        _, states = await runtime.topics.described(topic)
+        infos = [_partition_info(s).model_dump() for s in states]
         return json_response(infos, media)
 
     @router.get("/topics/{topic}/partitions/{partition}", response_model=V2PartitionInfo)
