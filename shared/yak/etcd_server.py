@@ -188,6 +188,7 @@ class EmbeddedEtcd:
             "--auto-compaction-mode=revision",
             f"--auto-compaction-retention={self.compaction_retention}",
             f"--snapshot-count={SNAPSHOT_COUNT}",  # bounds the raft log held in memory
+            "--pre-vote",  # a member cut off and back does not unseat the leader (3.5's default)
             "--logger=zap",  # 3.5's default; 3.4 defaults to the deprecated capnslog
             "--log-outputs=stderr",
         ]
