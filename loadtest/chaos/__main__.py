@@ -146,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{result.name}: {result.faults} faults in {result.seconds:.0f} s, acked "
                 f"{v.acked}, lost {v.lost}, duplicated {v.duplicated}, reordered "
-                f"{v.reordered}, moved {v.moved}; {result.skipped or ''} "
+                f"{v.reordered}, moved {v.moved}; etcd elections {result.etcd_elections}; "
+                f"{result.skipped or ''} "
                 f"{'; '.join(result.notes)[:400]} {result.diagnosis[:600]}",
                 flush=True,
             )

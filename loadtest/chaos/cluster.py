@@ -143,6 +143,7 @@ class ChaosCluster:
             f"--initial-cluster-token={self.cluster_id}",
             "--auto-compaction-mode=revision",
             "--auto-compaction-retention=1000",
+            "--pre-vote",  # as yak up runs it (yak.etcd_server)
             "--logger=zap",
             "--log-outputs=stderr",
         ]
@@ -296,6 +297,26 @@ class ChaosCluster:
             found = await asyncio.gather(*(ask(client, m) for m in ETCD_MEMBERS))
         return next((m for m in found if m is not None), None)
 
+    async def etcd_term(self) -> int | None:
+        """The highest raft term a reachable etcd member reports (``/v3/maintenance/status``
+        through the JSON gateway, each member asked at once, 1 s each), or None if none
+        answered. Every election raises the term by at least one, so the change over a class
+        counts its elections (a pre-vote that fails does not raise it)."""
+
+        async def ask(client: httpx.AsyncClient, member: str) -> int | None:
+            if member in self.down or member in self.paused:
+                return None
+            with contextlib.suppress(httpx.HTTPError, ValueError, KeyError, TypeError):
+                answer = await client.post(f"{self.url(member)}/v3/maintenance/status", json={})
+                if answer.status_code == 200:
+                    return int(answer.json()["raftTerm"])
+            return None
+
+        async with httpx.AsyncClient(timeout=1.0) as client:
+            terms = await asyncio.gather(*(ask(client, m) for m in ETCD_MEMBERS))
+        known = [t for t in terms if t is not None]
+        return max(known) if known else None
+
     async def diagnose(self) -> str:
         """What etcd and the brokers say about the brokers' registrations, for a recovery that
         timed out: the ``brokers/`` keys (and their leases) a linearizable read through etcd's
@@ -344,6 +365,22 @@ class ChaosCluster:
             except (YakError, OSError, httpx.HTTPError) as exc:
                 last = exc
         raise RuntimeError(f"no coordinator described {topic}: {last!r}")
+
+    async def controller(self) -> str | None:
+        """The coordinator node that is the active controller, as the first coordinator that
+        answers ``/cluster`` says (None: none answered, or no controller right now)."""
+        for node in COORDINATORS:
+            if node in self.down or node in self.paused:
+                continue
+            try:
+                async with AdminClient(self.url(node), timeout_s=2.0) as admin:
+                    info = await admin.cluster()
+            except (YakError, OSError, httpx.HTTPError):
+                continue
+            if info.controller is None:
+                return None
+            return f"coordinator-{info.controller.coordinator_id.removeprefix('c')}"
+        return None
 
     async def create_topic(
         self, topic: str, partitions: int, configs: dict[str, str] | None = None

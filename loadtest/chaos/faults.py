@@ -91,12 +91,34 @@ async def pause_proxy(ctx: FaultContext, number: int) -> str:
     return await _pause(ctx, PROXIES[number % 2], _HOLDS[number % 3])
 
 
+def coordinator_target(number: int, controller: str | None) -> str:
+    """The coordinator the ``number``-th fault hits: the active controller on even faults
+    (when one is known), the standby on odd ones; without a known controller, alternate."""
+    if controller not in COORDINATORS:
+        return COORDINATORS[number % 2]
+    if number % 2 == 0:
+        return controller
+    return next(c for c in COORDINATORS if c != controller)
+
+
+async def _coordinator(ctx: FaultContext, number: int) -> tuple[str, str]:
+    """The coordinator to hit and how it stood (``active``, ``standby`` or ``unknown``)."""
+    controller = await ctx.cluster.controller()
+    target = coordinator_target(number, controller)
+    role = "unknown" if controller is None else "active" if target == controller else "standby"
+    return target, role
+
+
 async def kill_coordinator(ctx: FaultContext, number: int) -> str:
-    return await _kill_restart(ctx, COORDINATORS[number % 2], 0.3)
+    """kill -9 the active controller (even faults) or the standby, restart it 0.3 s later."""
+    node, role = await _coordinator(ctx, number)
+    return f"{await _kill_restart(ctx, node, 0.3)} ({role})"
 
 
 async def pause_coordinator(ctx: FaultContext, number: int) -> str:
-    return await _pause(ctx, COORDINATORS[number % 2], _HOLDS[number % 3])
+    """SIGSTOP the active controller (even faults) or the standby for 0.5/1.5/3 s."""
+    node, role = await _coordinator(ctx, number)
+    return f"{await _pause(ctx, node, _HOLDS[number // 2 % 3])} ({role})"
 
 
 async def kill_etcd(ctx: FaultContext, number: int) -> str:
@@ -246,22 +268,31 @@ async def partition_etcd_member(ctx: FaultContext, number: int) -> str:
     return f"{member} ({role}) {hold:.0f}s"
 
 
-#: What a one-way fault drops a leader's packets to, in turn.
+#: What a one-way fault cuts a leader from, in turn.
 ONE_WAY_GROUPS = ("etcd", "followers", "proxies")
+#: ``out``: the leader's packets to the group are dropped; ``in``: the group's to the leader.
+ONE_WAY_DIRECTIONS = ("out", "in")
 
 
-def one_way_plan(number: int) -> tuple[int, str, float]:
-    """The ``number``-th one-way fault: the partition whose leader sends into the void, the
-    group it cannot reach, the hold. Each leader meets every group, and each pair every
-    hold: partition ``number % 3``, group ``number // 3 % 3``, hold ``number // 9 % 3``."""
-    return number % 3, ONE_WAY_GROUPS[number // 3 % 3], _CUT_HOLDS[number // 9 % 3]
+def one_way_plan(number: int) -> tuple[int, str, str, float]:
+    """The ``number``-th one-way fault: the partition whose leader is cut, the group, the
+    direction, the hold. Partition ``number % 3``, group ``number // 3 % 3``, direction
+    ``number % 2`` (every leader and group meets both directions within 18 faults), hold
+    ``number // 9 % 3``."""
+    return (
+        number % 3,
+        ONE_WAY_GROUPS[number // 3 % 3],
+        ONE_WAY_DIRECTIONS[number % 2],
+        _CUT_HOLDS[number // 9 % 3],
+    )
 
 
 async def one_way(ctx: FaultContext, number: int) -> str:
     """A leader's packets to every etcd member, to its followers or to both proxies dropped
-    (at their input), while theirs still reach it: requests arrive and answers vanish, or the
+    while theirs still reach it (``out``), or theirs to it dropped while its still reach them
+    (``in``); each drop at the receiver's input: requests arrive and answers vanish, or the
     other way round."""
-    _, group, hold = one_way_plan(number)
+    _, group, direction, hold = one_way_plan(number)
     leader = await _leader(ctx, number)
     if group == "etcd":
         targets: tuple[str, ...] = ETCD_MEMBERS
@@ -270,10 +301,14 @@ async def one_way(ctx: FaultContext, number: int) -> str:
     else:
         targets = PROXIES
     for target in targets:
-        ctx.network.drop_one_way(leader, target)
+        if direction == "out":
+            ctx.network.drop_one_way(leader, target)
+        else:
+            ctx.network.drop_one_way(target, leader)
     await asyncio.sleep(hold)
     ctx.network.heal_all()
-    return f"{leader} -> {group} {hold:.0f}s"
+    arrow = "->" if direction == "out" else "<-"
+    return f"{leader} {arrow} {group} {hold:.0f}s"
 
 
 #: netem's ``delay 50ms 20ms loss 5%`` and a harsher step.
@@ -304,8 +339,16 @@ CLASSES = (
     FaultClass("pause-broker", "SIGSTOP a leader 0.5/1.5/3 s, SIGCONT", pause_broker),
     FaultClass("kill-proxy", "kill -9 a rest-proxy, restart it", kill_proxy),
     FaultClass("pause-proxy", "SIGSTOP a rest-proxy 0.5/1.5/3 s, SIGCONT", pause_proxy),
-    FaultClass("kill-coordinator", "kill -9 a coordinator, restart it", kill_coordinator),
-    FaultClass("pause-coordinator", "SIGSTOP a coordinator 0.5/1.5/3 s", pause_coordinator),
+    FaultClass(
+        "kill-coordinator",
+        "kill -9 a coordinator (the active controller every other fault), restart it",
+        kill_coordinator,
+    ),
+    FaultClass(
+        "pause-coordinator",
+        "SIGSTOP a coordinator (the active controller every other fault) 0.5/1.5/3 s",
+        pause_coordinator,
+    ),
     FaultClass("kill-etcd", "kill -9 an etcd member, restart it on its folder", kill_etcd),
     FaultClass(
         "slow-disk",
@@ -346,7 +389,8 @@ CLASSES = (
     ),
     FaultClass(
         "one-way",
-        "a leader's packets to etcd / its followers / the proxies dropped, theirs kept, 1/3/5 s",
+        "a leader's packets to etcd / its followers / the proxies dropped, theirs kept, or the "
+        "other way round, 1/3/5 s",
         one_way,
         partitions=True,
     ),

@@ -3,9 +3,9 @@
 The document's top level holds ``lost``, ``duplicated``, ``reordered``, ``moved`` (each the
 sum over classes of the larger of the class's two reads: right after its phase and at the
 end), ``faults_injected`` and ``classes``: one entry per fault class (faults, acked, lost,
-duplicated, reordered, moved, notes and more). ``merge`` keeps the classes of an earlier
-document that this run did not run (a suite split into two bounded runs) and recomputes
-the totals.
+duplicated, reordered, moved, etcd elections, notes and more). ``merge`` keeps the classes
+of an earlier document that this run did not run (a suite split into two bounded runs) and
+recomputes the totals.
 """
 
 from __future__ import annotations
@@ -61,7 +61,10 @@ def write(path: Path, doc: dict[str, Any], *, merge: bool) -> dict[str, Any]:
 
 
 def table(doc: dict[str, Any]) -> str:
-    header = f"{'class':<28}{'faults':>7}{'acked':>9}{'lost':>6}{'dup':>5}{'reord':>6}{'moved':>6}"
+    header = (
+        f"{'class':<28}{'faults':>7}{'acked':>9}{'lost':>6}{'dup':>5}{'reord':>6}{'moved':>6}"
+        f"{'etcd el.':>9}"
+    )
     lines = [header, "-" * len(header)]
     for name, entry in doc["classes"].items():
         if entry.get("skipped"):
@@ -71,6 +74,8 @@ def table(doc: dict[str, Any]) -> str:
             f"{_worst(entry, k):>{w}}" for k, w in zip(FINDINGS, (6, 5, 6, 6), strict=True)
         )
         unread = "  NOT READ: no verdict" if entry.get("unread") else ""
+        elections = entry.get("etcd_elections")
+        cells += f"{'-' if elections is None else elections:>9}"
         lines.append(f"{name:<28}{entry['faults']:>7}{entry['acked']:>9}{cells}{unread}")
     lines.append("-" * len(header))
     cells = "".join(f"{doc[k]:>{w}}" for k, w in zip(FINDINGS, (6, 5, 6, 6), strict=True))

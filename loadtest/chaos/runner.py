@@ -61,6 +61,8 @@ class ClassResult:
     unread: str | None = None
     #: The state when a recovery first timed out (``_diagnose``).
     diagnosis: str = ""
+    #: etcd elections during the class: the rise of the highest raft term (None: unknown).
+    etcd_elections: int | None = None
 
     def entry(self) -> dict[str, Any]:
         counts = self.verdict.counts()
@@ -82,6 +84,7 @@ class ClassResult:
             "skipped": self.skipped,
             "unread": self.unread,
             "diagnosis": self.diagnosis,
+            "etcd_elections": self.etcd_elections,
         }
 
 
@@ -142,6 +145,7 @@ async def run_class(
     result = ClassResult(fault.name, fault.description)
     topic = f"chaos-{fault.name}"
     started = time.monotonic()
+    term_before = await cluster.etcd_term()
     await cluster.create_topic(topic, PARTITIONS, dict(fault.topic_configs))
     if not await wait_full_isr(cluster, topic, options.recover_s):
         result.notes.append("topic not fully replicated before the faults")
@@ -191,6 +195,9 @@ async def run_class(
         result.notes.append(f"{abandoned} REST batches abandoned after 60 s of retries")
     await _recover(cluster, network, topic, result, options.recover_s)
     result.seconds = time.monotonic() - started
+    term_after = await cluster.etcd_term()
+    if term_before is not None and term_after is not None:
+        result.etcd_elections = term_after - term_before
     try:
         stored = await read_topic(cluster, topic)
     except (RuntimeError, OSError, YakError, httpx.HTTPError) as exc:

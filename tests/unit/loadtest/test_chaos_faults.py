@@ -1,7 +1,9 @@
 """The pure parts of the chaos suite's network fault classes: which etcd member an etcd fault
-hits (the raft leader a third of the time, every member in turn), how one-way and netem
-faults rotate their targets and holds, the raft leader read from ``/metrics``, the nftables
-script of a one-way drop, the NFQUEUE rules and the delayer's netlink messages and fates."""
+hits (the raft leader a third of the time, every member in turn), which coordinator a
+coordinator fault hits (the active controller every other time), how one-way and netem
+faults rotate their targets, directions and holds, the raft leader read from ``/metrics``,
+the nftables script of a one-way drop, the NFQUEUE rules and the delayer's netlink messages
+and fates."""
 
 from __future__ import annotations
 
@@ -11,10 +13,11 @@ import struct
 from collections import Counter
 
 from loadtest.chaos import delayer
-from loadtest.chaos.cluster import ETCD_MEMBERS, is_leader
+from loadtest.chaos.cluster import COORDINATORS, ETCD_MEMBERS, is_leader
 from loadtest.chaos.faults import (
     CLASSES,
     NETEM_STEPS,
+    coordinator_target,
     etcd_pause_hold,
     etcd_target,
     netem_plan,
@@ -55,11 +58,21 @@ def test_every_etcd_role_gets_every_pause_hold() -> None:
         assert holds == {0.5, 1.5, 3.0, 6.0}
 
 
-def test_one_way_rotation_meets_every_leader_group_and_hold() -> None:
-    plans = [one_way_plan(n) for n in range(27)]
-    assert len(set(plans)) == 27  # 3 leaders x 3 groups x 3 holds, each once
+def test_one_way_rotation_meets_every_leader_group_direction_and_hold() -> None:
+    plans = [one_way_plan(n) for n in range(30)]
+    assert len({p[:3] for p in plans[:18]}) == 18  # 3 leaders x 3 groups x 2 directions
+    assert len({(p[0], p[1], p[3]) for p in plans[:27]}) == 27  # x 3 holds
     assert {p[1] for p in plans} == {"etcd", "followers", "proxies"}
-    assert {p[2] for p in plans} == {1.0, 3.0, 5.0}
+    assert Counter(p[2] for p in plans) == {"out": 15, "in": 15}
+    assert {p[3] for p in plans} == {1.0, 3.0, 5.0}
+
+
+def test_coordinator_faults_hit_the_active_controller_every_other_time() -> None:
+    targets = [coordinator_target(n, "coordinator-1") for n in range(30)]
+    assert targets[0::2] == ["coordinator-1"] * 15
+    assert targets[1::2] == ["coordinator-0"] * 15
+    # no known controller: alternate
+    assert [coordinator_target(n, None) for n in range(3)] == [*COORDINATORS, "coordinator-0"]
 
 
 def test_netem_rotation_meets_every_leader_step_and_hold() -> None:

@@ -51,3 +51,14 @@ def test_a_merge_keeps_other_classes_and_lists_runs_flat(tmp_path: Path) -> None
     assert [r["run"] for r in doc["settings"]["runs"]] == [1, 2, 3]
     assert (doc["faults_injected"], doc["lost"]) == (72, 1)
     assert json.loads(path.read_text()) == doc
+
+
+def test_etcd_elections_are_written_and_shown_and_unknown_is_a_dash() -> None:
+    counted = _result("partition-etcd-member")
+    counted.etcd_elections = 7
+    doc = document([counted, _result("kill-broker")], {})
+    assert doc["classes"]["partition-etcd-member"]["etcd_elections"] == 7
+    assert doc["classes"]["kill-broker"]["etcd_elections"] is None
+    rows = {line.split()[0]: line.split() for line in table(doc).splitlines()[2:-2]}
+    assert rows["partition-etcd-member"][-1] == "7"
+    assert rows["kill-broker"][-1] == "-"
