@@ -175,12 +175,14 @@ async def test_a_topic_made_through_one_proxy_is_described_whole_by_the_other(
                 "/api/v1/topics", json={"name": topic, "partitions": 6, "replication_factor": 2}
             )
             assert made.status_code == 201, made.text
-            native, v2, many = await asyncio.gather(
+            native, v2, v2_last, many = await asyncio.gather(
                 reader.get(f"/api/v1/topics/{topic}"),
                 reader.get(f"/topics/{topic}/partitions"),
+                reader.get(f"/topics/{topic}/partitions/5"),
                 reader.get("/api/v1/topic-descriptions", params={"topic": [topic]}),
             )
             assert [p["partition"] for p in native.json()["partitions"]] == list(range(6))
             assert [p["partition"] for p in v2.json()] == list(range(6))
+            assert v2_last.json()["partition"] == 5, v2_last.text
             [described] = many.json()["topics"]
             assert len(described["partitions"]) == 6

@@ -11,7 +11,6 @@ import asyncio
 from fastapi import APIRouter, Request, Response
 
 from yak.errors import UnknownTopicOrPartitionError
-from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import PartitionState
 from yak.security.acl import Operation, ResourceType
 from yak.topic_config import effective_config
@@ -26,16 +25,17 @@ from yak_rest_proxy.http.content import negotiate
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.runtime import ProxyRuntime
 from yak_rest_proxy.security.access import visible
-from yak_rest_proxy.topics import topic_record
 
 __all__ = ["metadata_router"]
 
 V2_TAG = "Confluent v2"
 
 
-def _partition_state(snapshot: ClusterSnapshot, topic: str, partition: int) -> PartitionState:
-    record = topic_record(snapshot, topic)
-    state = snapshot.partitions.get((topic, partition))
+async def _partition_state(runtime: ProxyRuntime, topic: str, partition: int) -> PartitionState:
+    """The partition's state, after a sync if the cache knows the topic only in part
+    (``TopicLookup.described``); a partition the topic does not have: 40402."""
+    record, states = await runtime.topics.described(topic)
+    state = next((s for s in states if s.partition == partition), None)
     if state is None:
         raise UnknownTopicOrPartitionError(
             f"partition {partition} of topic {topic!r} not found "
@@ -103,13 +103,13 @@ def metadata_router(runtime: ProxyRuntime) -> APIRouter:
     @router.get("/topics/{topic}/partitions/{partition}", response_model=V2PartitionInfo)
     async def partition(request: Request, topic: str, partition: int) -> Response:
         media = negotiate(request.headers.get("accept"))
-        state = _partition_state(runtime.cache.snapshot, topic, partition)
+        state = await _partition_state(runtime, topic, partition)
         return json_response(_partition_info(state), media)
 
     @router.get("/topics/{topic}/partitions/{partition}/offsets", response_model=V2PartitionOffsets)
     async def offsets(request: Request, topic: str, partition: int) -> Response:
         media = negotiate(request.headers.get("accept"))
-        _partition_state(runtime.cache.snapshot, topic, partition)
+        await _partition_state(runtime, topic, partition)
         earliest, latest = await asyncio.gather(
             runtime.reader.list_offsets(topic, partition, "earliest"),
             runtime.reader.list_offsets(topic, partition, "latest"),
