@@ -219,9 +219,10 @@ CHAOS_FAULTS ?= 30
 CHAOS_ARGS ?=
 .PHONY: chaos
 chaos: $(BENCH_STAMP)
-	@{ command -v ip && command -v cc; } >/dev/null 2>&1 || { \
+	@{ command -v ip && command -v cc && command -v nft && command -v iptables; } >/dev/null 2>&1 || { \
 	  $(SUDO) apt-get update -qq && \
-	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 gcc libc6-dev; }
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 gcc libc6-dev \
+	    nftables iptables; }
 	$(BIN)/python -m loadtest.chaos --faults $(CHAOS_FAULTS) $(CHAOS_ARGS)
 
 clean:
