@@ -32,8 +32,14 @@ V2_TAG = "Confluent v2"
 
 
 async def _partition_state(runtime: ProxyRuntime, topic: str, partition: int) -> PartitionState:
-    """The partition's state, after a sync if the cache knows the topic only in part
-    (``TopicLookup.described``); a partition the topic does not have: 40402."""
+    """The partition's state: from the cache when it has it (one lookup), else after a sync
+    if the cache knows the topic only in part (``TopicLookup.described``); a partition the
+    topic does not have: 40402."""
+    snapshot = runtime.cache.snapshot
+    known = snapshot.topics.get(topic)
+    state = snapshot.partitions.get((topic, partition))
+    if state is not None and known is not None and not known.deleting:
+        return state
     record, states = await runtime.topics.described(topic)
     state = next((s for s in states if s.partition == partition), None)
     if state is None:
