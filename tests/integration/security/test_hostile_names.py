@@ -35,6 +35,7 @@ from tests.integration.security.helpers import ready_topic
 from tests.integration.security.raw_http import Answer, request
 from yak.etcd_server import EmbeddedEtcd
 from yak.metadata.etcd_store import EtcdMetadataStore
+from yak.metadata.keyspace import Keyspace
 
 pytestmark = pytest.mark.integration
 
@@ -425,7 +426,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, etcd: EmbeddedEtcd) -> Ite
 
 
 async def _prepare(cluster: Cluster) -> None:
-    """The legitimate topic, group, v2 instance and native member the routes refer to."""
+    """The legitimate topic, group and v2 instance the routes refer to, and the group state
+    the coordinator writes for it."""
     async with httpx.AsyncClient(base_url=cluster.url("proxy"), timeout=30) as proxy:
         if (await proxy.get(f"/api/v1/topics/{TOPIC}")).status_code == 200:
             return
@@ -438,6 +440,27 @@ async def _prepare(cluster: Cluster) -> None:
             headers={"content-type": V2, "accept": V2},
         )
         assert instance.status_code == 200, instance.text
+    await _group_state_written(cluster)
+
+
+async def _group_state_written(cluster: Cluster, timeout_s: float = 30.0) -> None:
+    """Until the coordinator has written the group's state for the new instance (its own
+    background work, after the member appeared), so the sweep's "no new etcd key" does not
+    count it: a read, then a watch on the key (nothing polls)."""
+    key = Keyspace(cluster.running.cluster_id).group_state(GROUP)
+    store = EtcdMetadataStore.from_url(cluster.running.etcd.endpoint)
+    try:
+        async with asyncio.timeout(timeout_s):
+            read = await store.range_prefix(key)
+            if read.kvs:
+                return
+            async with store.watch_prefix(key, read.revision + 1) as watch:
+                async for event in watch:
+                    if event.value:
+                        return
+    finally:
+        await store.aclose()
+    raise AssertionError(f"{key}: the watch ended before the coordinator wrote it")
 
 
 #: Written by a broker's periodic checkpoint task once a log's offsets moved (the legitimate
