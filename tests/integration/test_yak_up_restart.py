@@ -138,7 +138,10 @@ def test_a_killed_broker_comes_back_and_ctrl_c_during_a_backoff_leaves_nothing(
     yak = Path(sys.executable).with_name("yak")
     base = free_base_port(layout_offsets(brokers=1, coordinators=1))
     argv = [str(yak), "up", "--data-dir", str(tmp_path), "--base-port", str(base)]
-    argv += ["--brokers", "1", "--coordinators", "1"]
+    # Backoffs of 4 s, then 8 s: the Ctrl-C below must land inside the second. With the default
+    # 1 s and 2 s, a CI machine under the whole suite took longer than 2 s between the line being
+    # printed and the test's signal arriving, and the restart had already happened.
+    argv += ["--brokers", "1", "--coordinators", "1", "--restart-backoff", "4"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     output = Output(proc)
     try:
@@ -150,7 +153,7 @@ def test_a_killed_broker_comes_back_and_ctrl_c_during_a_backoff_leaves_nothing(
         os.kill(first["pid"], signal.SIGKILL)
         story = "".join(output.until("broker-0 is ready again"))
         assert "broker-0 exited: killed by SIGKILL" in story
-        assert "broker-0: restarting in 1 s (crash 1 " in story
+        assert "broker-0: restarting in 4 s (crash 1 " in story
         assert "crash 2" not in story  # the restarted broker started first time
         second = _broker(json.loads((tmp_path / "cluster.json").read_text()))
         assert second["pid"] != first["pid"]
@@ -166,12 +169,12 @@ def test_a_killed_broker_comes_back_and_ctrl_c_during_a_backoff_leaves_nothing(
         assert _live_brokers(coordinator, want=[(0, base + 20)]) == [(0, base + 20)]
 
         os.kill(second["pid"], signal.SIGKILL)
-        output.until("broker-0: restarting in 2 s")
-        proc.send_signal(signal.SIGINT)  # during the 2 s backoff
+        output.until("broker-0: restarting in 8 s")
+        proc.send_signal(signal.SIGINT)  # during the 8 s backoff
         proc.wait(timeout=30)
         rest = output.rest()
         assert proc.returncode == 0, rest
-        after = rest[rest.index("broker-0: restarting in 2 s") :]
+        after = rest[rest.index("broker-0: restarting in 8 s") :]
         assert "restarted" not in after  # the pending restart did not happen
         assert "stopping (SIGINT) ..." in after
         assert "restarts: broker-0 1" in after

@@ -25,10 +25,11 @@ process in ``logs/``; endpoints, pids, states and restart counts go to ``cluster
 ``yak up`` supervises (``yak.supervisor``): etcd and the services each run under a
 ``Supervisor``, and a process that exits on its own is reported (exit code or signal, the tail
 of its log; console and ``logs/supervisor.log``, see ``yak.cli.up_status``) and started again
-with the same command, id, data folder and port after a backoff of 1 s doubling to 30 s (reset
-once it stayed up 60 s). The 5th crash within 5 minutes gives up on that process, loudly; the
-rest keep running. ``--no-restart`` only reports exits (fault drills that want a dead process
-to stay dead). ``yak up`` ends by itself when no process is left running or restarting.
+with the same command, id, data folder and port after a backoff of 1 s (``--restart-backoff``)
+doubling to 30 s (reset once it stayed up 60 s). The 5th crash within 5 minutes gives up on
+that process, loudly; the rest keep running. ``--no-restart`` only reports exits (fault drills
+that want a dead process to stay dead). ``yak up`` ends by itself when no process is left
+running or restarting.
 
 etcd is the binary ``yak.etcd_binary.find_etcd`` chooses (``--etcd-binary`` or
 ``YAK_ETCD_BINARY``, else Debian's ``/usr/bin/etcd``); a release etcd's maintainers advise
@@ -303,6 +304,15 @@ def up(
             "5th crash in 5 minutes). --no-restart only reports it.",
         ),
     ] = True,
+    restart_backoff: Annotated[
+        float,
+        typer.Option(
+            min=0.1,
+            max=30.0,
+            help="Seconds before the first restart of a crashed process; each next crash "
+            "doubles it, up to 30 s.",
+        ),
+    ] = 1.0,
     etcd_binary: Annotated[
         Path | None,
         typer.Option(
@@ -335,7 +345,7 @@ def up(
     report = UpReport(
         plan.data_dir, plan.cluster_id, secure=plan.secure, restart=restart, wakeup=wakeup
     )
-    policy = RestartPolicy() if restart else None
+    policy = RestartPolicy(initial_backoff_s=restart_backoff) if restart else None
     etcd = Supervisor(restart=policy, on_event=report.event)
     services = Supervisor(restart=policy, on_event=report.event)
     report.watch(etcd, services)
