@@ -151,3 +151,22 @@ def test_yak_ps_without_a_cluster_file_fails_with_one_line(tmp_path: Path) -> No
     result = CliRunner().invoke(app, ["ps", "--data-dir", str(tmp_path)])
     assert result.exit_code == 1
     assert "has `yak up` run here?" in result.output
+
+
+@pytest.mark.parametrize(
+    ("seconds", "bound"),
+    [
+        ("0", "0.1"),
+        ("-1", "0.1"),
+        ("31", "30"),
+    ],
+)
+def test_a_restart_backoff_out_of_range_is_refused_before_anything_starts(
+    tmp_path: Path, seconds: str, bound: str
+) -> None:
+    argv = ["up", "--data-dir", str(tmp_path), "--restart-backoff", seconds]
+    result = CliRunner().invoke(app, argv, env={"COLUMNS": "200"})
+    assert result.exit_code == 2
+    assert "Invalid value for '--restart-backoff'" in result.output
+    assert bound in result.output.split("--restart-backoff", 1)[1]  # the bound it broke
+    assert list(tmp_path.iterdir()) == []  # no etcd, no cluster.json, no logs
