@@ -311,6 +311,61 @@ async def one_way(ctx: FaultContext, number: int) -> str:
     return f"{leader} {arrow} {group} {hold:.0f}s"
 
 
+#: What a control-plane one-way fault cuts, in turn: an etcd member from the two others, or
+#: the active controller from every etcd member.
+CONTROL_SUBJECTS = ("etcd-member", "controller")
+
+
+def one_way_control_plan(number: int) -> tuple[str, str, float]:
+    """The ``number``-th control-plane one-way fault: the subject (``number // 2 % 2``), the
+    direction (``number % 2``), the hold (``number // 4 % 3``): every subject meets both
+    directions with every hold within 12 faults."""
+    return (
+        CONTROL_SUBJECTS[number // 2 % 2],
+        ONE_WAY_DIRECTIONS[number % 2],
+        _CUT_HOLDS[number // 4 % 3],
+    )
+
+
+async def _active_controller(ctx: FaultContext) -> str | None:
+    """The active controller, looked up again for up to 5 s while there is none (the last
+    fault's controller may have just lost its lease and the standby not yet won)."""
+    deadline = asyncio.get_running_loop().time() + 5.0
+    controller = await ctx.cluster.controller()
+    while controller is None and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.2)
+        controller = await ctx.cluster.controller()
+    return controller
+
+
+async def one_way_control(ctx: FaultContext, number: int) -> str:
+    """One way of the control plane's links dropped: an etcd member's packets to the two
+    others (``out``: a leader's heartbeats and a follower's answers vanish while it still
+    hears them) or theirs to it (``in``); or the active controller's packets to every etcd
+    member (``out``: its lease keep-alives never arrive) or etcd's to it (``in``: its
+    keep-alives and writes arrive and are applied, the answers vanish, so it must step down
+    on its own clock while etcd still counts its lease)."""
+    subject, direction, hold = one_way_control_plan(number)
+    if subject == "etcd-member":
+        node, role = await _etcd_target(ctx, number)
+    else:
+        controller = await _active_controller(ctx)
+        node = controller if controller is not None else coordinator_target(number, None)
+        role = "active" if controller is not None else "unknown"
+    for other in ETCD_MEMBERS:
+        if other == node:
+            continue
+        if direction == "out":
+            ctx.network.drop_one_way(node, other)
+        else:
+            ctx.network.drop_one_way(other, node)
+    await asyncio.sleep(hold)
+    ctx.network.heal_all()
+    arrow = "->" if direction == "out" else "<-"
+    peers = "etcd peers" if subject == "etcd-member" else "etcd"
+    return f"{node} ({role}) {arrow} {peers} {hold:.0f}s"
+
+
 #: netem's ``delay 50ms 20ms loss 5%`` and a harsher step.
 NETEM_STEPS = (Degradation(50, 20, 0.05), Degradation(200, 50, 0.15))
 _NETEM_HOLDS = (2.0, 4.0, 6.0)
@@ -392,6 +447,13 @@ CLASSES = (
         "a leader's packets to etcd / its followers / the proxies dropped, theirs kept, or the "
         "other way round, 1/3/5 s",
         one_way,
+        partitions=True,
+    ),
+    FaultClass(
+        "one-way-control",
+        "an etcd member's packets to the two others dropped, or theirs to it; or the active "
+        "controller's to etcd, or etcd's to it; 1/3/5 s",
+        one_way_control,
         partitions=True,
     ),
     FaultClass(

@@ -21,6 +21,7 @@ from loadtest.chaos.faults import (
     etcd_pause_hold,
     etcd_target,
     netem_plan,
+    one_way_control_plan,
     one_way_plan,
 )
 from loadtest.chaos.network import Degradation, delayer_argv, drop_ruleset, queue_rules
@@ -178,3 +179,11 @@ def test_fate_drops_about_the_loss_and_delays_within_the_jitter() -> None:
     assert max(delays) <= 0.070
     assert delayer.fate(rng, 5, 20, 0.0) is not None  # never negative, never dropped
     assert min(delayer.fate(rng, 5, 20, 0.0) or 0 for _ in range(100)) >= 0.0
+
+
+def test_control_plane_one_way_rotation_meets_every_subject_direction_and_hold() -> None:
+    plans = [one_way_control_plan(n) for n in range(30)]
+    assert len(set(plans[:12])) == 12  # 2 subjects x 2 directions x 3 holds
+    assert Counter(p[0] for p in plans) == {"etcd-member": 16, "controller": 14}
+    assert Counter(p[1] for p in plans) == {"out": 15, "in": 15}
+    assert {p[2] for p in plans} == {1.0, 3.0, 5.0}
