@@ -287,6 +287,23 @@ def one_way_plan(number: int) -> tuple[int, str, str, float]:
     )
 
 
+async def _drop_one_way(
+    ctx: FaultContext, node: str, others: tuple[str, ...], direction: str, hold_s: float
+) -> str:
+    """Drop ``node``'s packets to each of ``others`` (``out``) or theirs to it (``in``) for
+    ``hold_s``, then heal; the arrow that shows the direction in the report."""
+    for other in others:
+        if other == node:
+            continue
+        if direction == "out":
+            ctx.network.drop_one_way(node, other)
+        else:
+            ctx.network.drop_one_way(other, node)
+    await asyncio.sleep(hold_s)
+    ctx.network.heal_all()
+    return "->" if direction == "out" else "<-"
+
+
 async def one_way(ctx: FaultContext, number: int) -> str:
     """A leader's packets to every etcd member, to its followers or to both proxies dropped
     while theirs still reach it (``out``), or theirs to it dropped while its still reach them
@@ -300,14 +317,7 @@ async def one_way(ctx: FaultContext, number: int) -> str:
         targets = tuple(b for b in BROKERS if b != leader)
     else:
         targets = PROXIES
-    for target in targets:
-        if direction == "out":
-            ctx.network.drop_one_way(leader, target)
-        else:
-            ctx.network.drop_one_way(target, leader)
-    await asyncio.sleep(hold)
-    ctx.network.heal_all()
-    arrow = "->" if direction == "out" else "<-"
+    arrow = await _drop_one_way(ctx, leader, targets, direction, hold)
     return f"{leader} {arrow} {group} {hold:.0f}s"
 
 
@@ -352,16 +362,7 @@ async def one_way_control(ctx: FaultContext, number: int) -> str:
         controller = await _active_controller(ctx)
         node = controller if controller is not None else coordinator_target(number, None)
         role = "active" if controller is not None else "unknown"
-    for other in ETCD_MEMBERS:
-        if other == node:
-            continue
-        if direction == "out":
-            ctx.network.drop_one_way(node, other)
-        else:
-            ctx.network.drop_one_way(other, node)
-    await asyncio.sleep(hold)
-    ctx.network.heal_all()
-    arrow = "->" if direction == "out" else "<-"
+    arrow = await _drop_one_way(ctx, node, ETCD_MEMBERS, direction, hold)
     peers = "etcd peers" if subject == "etcd-member" else "etcd"
     return f"{node} ({role}) {arrow} {peers} {hold:.0f}s"
 
