@@ -21,11 +21,12 @@ import json
 import re
 import secrets
 from dataclasses import dataclass, field, replace
+from functools import cache
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from argon2 import PasswordHasher
-from argon2.exceptions import InvalidHashError, VerificationError
+if TYPE_CHECKING:
+    from argon2 import PasswordHasher
 
 __all__ = [
     "KEY_PREFIX",
@@ -41,8 +42,14 @@ __all__ = [
 KEY_PREFIX = "yak"
 _TOKEN = re.compile(r"yak_([0-9a-f]{16})_([A-Za-z0-9_-]{20,128})")
 
-#: argon2-cffi's defaults: argon2id, 3 passes over 64 MiB, 4 lanes (RFC 9106's second choice).
-_DEFAULT_HASHER = PasswordHasher()
+
+@cache
+def _default_hasher() -> PasswordHasher:
+    """argon2-cffi's defaults: argon2id, 3 passes over 64 MiB, 4 lanes (RFC 9106's second
+    choice). Made on first use: the records below are read by clients that never hash."""
+    from argon2 import PasswordHasher
+
+    return PasswordHasher()
 
 
 class ApiKeyToken(NamedTuple):
@@ -69,13 +76,15 @@ def parse_api_key(token: str) -> ApiKeyToken | None:
 
 def hash_secret(secret: str, hasher: PasswordHasher | None = None) -> str:
     """The argon2id hash (PHC string, salt included) of a secret or password."""
-    return (hasher or _DEFAULT_HASHER).hash(secret)
+    return (hasher or _default_hasher()).hash(secret)
 
 
 def verify_secret(encoded: str, secret: str, hasher: PasswordHasher | None = None) -> bool:
     """Whether ``secret`` matches the stored hash; False for a malformed hash too."""
+    from argon2.exceptions import InvalidHashError, VerificationError
+
     try:
-        return (hasher or _DEFAULT_HASHER).verify(encoded, secret)
+        return (hasher or _default_hasher()).verify(encoded, secret)
     except (VerificationError, InvalidHashError):
         return False
 
