@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from yak.metadata.keyspace import Keyspace
-from yak.security.local_ca import write_private
+from yak.security.private_file import write_private
 
 __all__ = [
     "ROOT_USER",

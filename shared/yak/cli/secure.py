@@ -34,19 +34,22 @@ import os
 import subprocess
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from yak import etcd_auth
 from yak.errors import DuplicateResourceError
 from yak.etcd_binary import EtcdBinary
-from yak.etcd_peer_tls import issue_peer_cert
-from yak.etcd_server import EtcdServerTls
-from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace
 from yak.security.cluster_secret import new_cluster_secret
-from yak.security.local_ca import LocalCa, write_private
-from yak.security.store import SecurityStore
+from yak.security.private_file import write_private
 from yak.supervisor import ProcessSpec, StartupError
+
+if TYPE_CHECKING:
+    from yak.etcd_server import EtcdServerTls
+
+# The certificate authority (cryptography), etcd's client (aetcd) and the credential store
+# (argon2) are the server stack's: they are imported where a secure cluster is set up, so the
+# client commands that only read its CA and key run on the SDK's dependencies alone (issue 31).
 
 __all__ = [
     "ADMIN_USER",
@@ -86,6 +89,8 @@ def _etcd_auth_dir(data_dir: Path) -> Path:
 
 def etcd_server_tls(data_dir: Path) -> EtcdServerTls:
     """etcd's certificate (written by ``write_tls_files``) and the CA clients verify it with."""
+    from yak.etcd_server import EtcdServerTls
+
     tls = _tls_dir(data_dir.resolve())
     return EtcdServerTls(
         tls / "etcd.pem",
@@ -146,6 +151,9 @@ def secure_spec(spec: ProcessSpec, data_dir: Path) -> ProcessSpec:
 
 def write_tls_files(data_dir: Path, services: tuple[ProcessSpec, ...]) -> None:
     """The CA (kept if present), a fresh certificate per TLS service, and the secret."""
+    from yak.etcd_peer_tls import issue_peer_cert
+    from yak.security.local_ca import LocalCa
+
     ca = LocalCa.load_or_create(_tls_dir(data_dir))
     ca.issue("etcd")
     issue_peer_cert(ca)
@@ -169,6 +177,9 @@ def setup_etcd_auth(data_dir: Path, etcd_url: str, cluster_id: str, binary: Etcd
 
 
 async def _create_admin(etcd_url: str, cluster_id: str, env: dict[str, str] | None) -> str:
+    from yak.metadata.etcd_store import EtcdMetadataStore
+    from yak.security.store import SecurityStore
+
     store = EtcdMetadataStore.from_url(etcd_url, env=env)
     try:
         security = SecurityStore(store, Keyspace(cluster_id))

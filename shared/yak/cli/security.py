@@ -30,11 +30,9 @@ from yak.cli.cluster import DataDirOption
 from yak.cli.proxy import ApiKeyOption, UrlOption, proxy_url, run_or_exit
 from yak.cli.secure import cluster_api_key
 from yak.clients._http import segment
-from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace
 from yak.sdk._client import ApiClient, Params
 from yak.security.acl import Operation, PatternType, Permission, ResourceType
-from yak.security.store import SecurityStore
 
 __all__ = ["acls", "users"]
 
@@ -57,6 +55,11 @@ def _print_key(key: ApiKeyCreated) -> None:
 
 
 async def _bootstrap(etcd: str, cluster_id: str, name: str, password: str | None) -> None:
+    # etcd's client and the credential store are the server stack's (issue 31): loaded here,
+    # where a first user is bootstrapped straight into etcd, not for every client command.
+    from yak.metadata.etcd_store import EtcdMetadataStore
+    from yak.security.store import SecurityStore
+
     store = EtcdMetadataStore.from_url(etcd)
     try:
         _, key, _ = await SecurityStore(store, Keyspace(cluster_id)).create_user(

@@ -72,8 +72,6 @@ from yak.cli.secure import (
 )
 from yak.cli.up_status import UpReport, Wakeup
 from yak.etcd_binary import EtcdBinary, EtcdNotFoundError, NotRecommendedEtcdError, find_etcd
-from yak.etcd_cluster import initial_cluster, member_name
-from yak.etcd_server import EmbeddedEtcd, downgrade_hint
 from yak.supervisor import ManagedProcess, ProcessSpec, RestartPolicy, StartupError, Supervisor
 
 __all__ = ["ClusterPlan", "plan_cluster", "up"]
@@ -196,6 +194,11 @@ def _with_console_key(spec: ProcessSpec, api_key: str) -> ProcessSpec:
 def _etcd_specs(plan: ClusterPlan, binary: EtcdBinary) -> list[ProcessSpec]:
     """etcd's members as supervised children, each with its data folder (kept across
     restarts); one member is ``etcd`` in ``etcd/``, several ``etcd-<i>`` in ``etcd-<i>/``."""
+    # etcd's launcher brings the server stack's TLS tooling: loaded when a cluster starts, so
+    # ``yak --help`` and the client commands run on the SDK's dependencies (issue 31).
+    from yak.etcd_cluster import initial_cluster, member_name
+    from yak.etcd_server import EmbeddedEtcd
+
     _check_etcd_folders(plan)
     tls = etcd_server_tls(plan.data_dir) if plan.secure else None
     peers = [plan.etcd_ports(i)[1] for i in range(plan.etcd_members)]
@@ -398,6 +401,8 @@ def _start(
         try:
             members = _start_etcd(etcd, _etcd_specs(plan, binary))
         except StartupError as exc:
+            from yak.etcd_server import downgrade_hint
+
             hint = downgrade_hint(str(exc), plan.etcd_data(0)[1], binary)
             raise StartupError(f"{exc}{hint}") from exc
         for member in members:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +20,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from yak.security.private_file import write_private
 
 __all__ = ["DEFAULT_HOSTS", "IssuedCert", "LocalCa", "write_private"]
 
@@ -35,15 +36,6 @@ class IssuedCert:
 
     cert_file: Path
     key_file: Path
-
-
-def write_private(path: Path, data: bytes) -> None:
-    """Write ``data`` to a file only its owner may read (mode 0600 from creation)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as file:
-        file.write(data)
-    os.chmod(path, 0o600)
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
