@@ -23,6 +23,7 @@ __all__ = [
     "ConsumerInstanceExistsError",
     "ConsumerQuotaExceededError",
     "CorruptRecordError",
+    "CorruptShareStateError",
     "DuplicateResourceError",
     "FencedLeaderEpochError",
     "FencedMemberEpochError",
@@ -36,6 +37,7 @@ __all__ = [
     "InvalidPartitionsError",
     "InvalidProducerEpochError",
     "InvalidRecordError",
+    "InvalidRecordStateError",
     "InvalidReplicaAssignmentError",
     "InvalidReplicationFactorError",
     "InvalidRequestError",
@@ -548,6 +550,22 @@ class AuthenticationThrottledError(YakError):
 
     code = "AUTHENTICATION_THROTTLED"
     http_status = 429
+
+
+class InvalidRecordStateError(YakError):
+    """An acknowledgement names records the member does not hold: not acquired by it, or its
+    lock on them has expired (Kafka's ``INVALID_RECORD_STATE``). Nothing of that batch changed."""
+
+    code = "INVALID_RECORD_STATE"
+    kafka_code = 121
+    http_status = 409
+
+
+class CorruptShareStateError(YakError):
+    """A share-partition state snapshot failed its checksum or its structure checks (truncated,
+    unknown version, inconsistent runs); nothing was restored from it."""
+
+    code = "CORRUPT_SHARE_STATE"
 
 
 def _all_error_classes() -> dict[str, type[YakError]]:
