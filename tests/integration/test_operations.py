@@ -28,7 +28,7 @@ from yak.metadata.cache import ClusterSnapshot, MetadataCache
 from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace
 from yak.sdk import AsyncAdmin, AsyncConsumer, AsyncPartitionReader, AsyncProducer, ConsumerRecord
-from yak.sdk.records import TopicPartition
+from yak.types import TopicPartition
 
 pytestmark = pytest.mark.integration
 

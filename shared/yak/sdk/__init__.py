@@ -20,9 +20,10 @@ from yak.sdk.admin import AsyncAdmin, ResetTarget
 from yak.sdk.consumer import AsyncConsumer, OffsetReset
 from yak.sdk.producer import Acks, AsyncProducer
 from yak.sdk.reader import AsyncPartitionReader, PartitionRead
-from yak.sdk.records import ConsumerRecord, RecordMetadata, TopicPartition
+from yak.sdk.records import ConsumerRecord, RecordMetadata
 from yak.sdk.sender import Compression
 from yak.sdk.sync import Admin, Consumer, Producer
+from yak.types import TopicPartition
 
 __all__ = [
     "Acks",

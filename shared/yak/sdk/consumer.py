@@ -54,7 +54,8 @@ from yak.clients._http import segment
 from yak.closing import AsyncClosing
 from yak.errors import IllegalStateError, UnknownMemberIdError, UnknownServerError, YakError
 from yak.sdk._client import ApiClient
-from yak.sdk.records import ConsumerRecord, TopicPartition, consumer_record, fetched_records
+from yak.sdk.records import ConsumerRecord, consumer_record, fetched_records
+from yak.types import TopicPartition
 
 __all__ = ["AsyncConsumer", "OffsetReset"]
 

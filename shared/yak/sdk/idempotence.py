@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from yak.sdk.records import TopicPartition
+from yak.types import TopicPartition
 
 __all__ = ["SEQUENCE_LIMIT", "BatchStamp", "SequenceNumbers"]
 

@@ -16,6 +16,7 @@ from typing import NamedTuple
 from yak.api.fetch_answer import FetchedBatches
 from yak.api.records import ConsumedRecord, ProduceRecord, RecordHeader
 from yak.record import decode_batches
+from yak.types import TopicPartition
 
 __all__ = [
     "ConsumerRecord",
@@ -34,14 +35,6 @@ __all__ = [
 Data = bytes | bytearray | memoryview | str
 #: Record headers: (key, value) pairs in order (keys may repeat), or a mapping.
 Headers = Iterable[tuple[str, Data | None]] | Mapping[str, Data | None]
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 class RecordMetadata(NamedTuple):

@@ -75,7 +75,8 @@ from yak.sdk._client import ApiClient, throttle_ms
 from yak.sdk.accumulator import BatchQueue, ProducerBatch
 from yak.sdk.idempotence import SequenceNumbers
 from yak.sdk.metadata import TopicMetadata
-from yak.sdk.records import RecordMetadata, TopicPartition, produce_record
+from yak.sdk.records import RecordMetadata, produce_record
+from yak.types import TopicPartition
 
 __all__ = ["Compression", "Sender", "SenderConfig"]
 

@@ -31,7 +31,8 @@ from yak.closing import Closing
 from yak.sdk.admin import AsyncAdmin, ResetTarget
 from yak.sdk.consumer import AsyncConsumer
 from yak.sdk.producer import AsyncProducer
-from yak.sdk.records import ConsumerRecord, Data, Headers, RecordMetadata, TopicPartition
+from yak.sdk.records import ConsumerRecord, Data, Headers, RecordMetadata
+from yak.types import TopicPartition
 
 __all__ = ["Admin", "Consumer", "Producer"]
 

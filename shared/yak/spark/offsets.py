@@ -18,7 +18,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
-from yak.sdk.records import TopicPartition
+from yak.types import TopicPartition
 
 __all__ = [
     "DataLossError",

@@ -34,11 +34,12 @@ from typing_extensions import override
 
 from yak.api.records import ConsumedRecord
 from yak.errors import OffsetOutOfRangeError
-from yak.sdk.records import TopicPartition, consumer_record
+from yak.sdk.records import consumer_record
 from yak.spark.client import YakHttp
 from yak.spark.offsets import OffsetRange, check_end, check_start, split_ranges
 from yak.spark.options import ReadOptions
 from yak.spark.resolve import bounds, by_timestamp, discover, resolve
+from yak.types import TopicPartition
 
 __all__ = ["SCHEMA", "RangePartition", "YakBatchReader", "read_range"]
 

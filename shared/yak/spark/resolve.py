@@ -14,10 +14,10 @@ import re
 from collections.abc import Iterable, Mapping
 
 from yak.errors import UnknownTopicOrPartitionError
-from yak.sdk.records import TopicPartition
 from yak.spark.client import YakHttp
 from yak.spark.options import EARLIEST, LATEST, Assign, OffsetSpec, OptionError, Subscribe
 from yak.spark.options import Subscription as SubscriptionOption
+from yak.types import TopicPartition
 
 __all__ = ["Bounds", "bounds", "by_timestamp", "discover", "resolve"]
 

@@ -30,7 +30,6 @@ from pyspark.sql.streaming.datasource import (
 )
 from typing_extensions import override
 
-from yak.sdk.records import TopicPartition
 from yak.spark.client import YakHttp
 from yak.spark.offsets import (
     DataLossError,
@@ -42,6 +41,7 @@ from yak.spark.offsets import (
 from yak.spark.options import ReadOptions
 from yak.spark.reader import RangePartition, plan, read_range
 from yak.spark.resolve import Bounds, bounds, by_timestamp, discover, resolve
+from yak.types import TopicPartition
 
 __all__ = ["YakStreamReader"]
 

@@ -28,7 +28,7 @@ from yak.protocol.broker_wire import (
 )
 from yak.record import RecordInput, decode_batches, encode_batch, iter_records
 from yak.record.batch_header import parse_header
-from yak_broker.storage.log_manager import TopicPartition
+from yak.types import TopicPartition
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
 from yak.metadata.models import CommittedOffset
 from yak.record import CompressionType, RecordInput, encode_batch
+from yak.types import TopicPartition
 from yak_broker.metrics import (
     BrokerCollector,
     BrokerTopicStats,
@@ -18,7 +19,6 @@ from yak_broker.metrics import (
     PartitionView,
     batch_record_count,
 )
-from yak_broker.storage.log_manager import TopicPartition
 
 
 def _batch(count: int, compression: CompressionType = CompressionType.NONE) -> bytes:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 
 from yak.protocol.broker_wire import FetchedPartition, FetchPartition, FetchRequest, PartitionError
+from yak.types import TopicPartition
 from yak_broker.replication.delayed_fetch import delayed_fetch, is_satisfied
 from yak_broker.replication.fetch_waiter import FetchWaiters
-from yak_broker.storage.log_manager import TopicPartition
 
 A = TopicPartition("t", 0)
 B = TopicPartition("t", 1)

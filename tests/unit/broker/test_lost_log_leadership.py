@@ -10,7 +10,7 @@ import pytest
 from tests.unit.broker.broker_harness import BrokerHarness
 from yak.errors import NotLeaderOrFollowerError
 from yak.metadata.models import PartitionState
-from yak_broker.storage.log_manager import TopicPartition
+from yak.types import TopicPartition
 
 TP = TopicPartition("e", 0)
 

@@ -14,6 +14,7 @@ from tests.unit.broker.broker_harness import BrokerHarness
 from yak.errors import NotLeaderOrFollowerError
 from yak.metadata.models import PartitionState, TopicRecord
 from yak.record import RecordInput, encode_batch
+from yak.types import TopicPartition
 from yak_broker.replication.partition_metadata import read_topic_id
 from yak_broker.replication.replica_plan import DesiredReplica
 from yak_broker.storage import checkpoint, log_creation
@@ -23,7 +24,6 @@ from yak_broker.storage.leader_epoch_cache import (
     LeaderEpochCache,
 )
 from yak_broker.storage.log_creation import NewLog, StagedLog
-from yak_broker.storage.log_manager import TopicPartition
 
 
 async def test_a_topic_s_replicas_are_created_with_their_ids_and_epochs(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import PartitionState, TopicRecord
+from yak.types import TopicPartition
 from yak_broker.replication.replica_plan import (
     log_config_of,
     min_insync_replicas_of,
@@ -11,7 +12,6 @@ from yak_broker.replication.replica_plan import (
     plan_replicas,
 )
 from yak_broker.storage.log_config import FlushMode, LogConfig
-from yak_broker.storage.log_manager import TopicPartition
 
 
 def topic(name: str, topic_id: str, partitions: int = 2, **fields: object) -> TopicRecord:

@@ -17,11 +17,11 @@ from yak.protocol.broker_wire import (
     ProduceRequest,
 )
 from yak.record import RecordInput, encode_batch
+from yak.types import TopicPartition
 from yak_broker.replication.fetch_session_cache import (
     FETCH_SESSION_ID_NOT_FOUND,
     INVALID_FETCH_SESSION_EPOCH,
 )
-from yak_broker.storage.log_manager import TopicPartition
 
 FOLLOWER = 1
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from yak.sdk.records import TopicPartition
 from yak.spark.offsets import (
     DataLossError,
     OffsetRange,
@@ -15,6 +14,7 @@ from yak.spark.offsets import (
     rate_limit,
     split_ranges,
 )
+from yak.types import TopicPartition
 
 A0, A1, B0 = TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)
 

@@ -33,9 +33,9 @@ from yak.protocol.broker_models import (
     OffsetsForLeaderEpochResponse,
     PartitionsResponse,
 )
+from yak.types import TopicPartition
 from yak_broker.server import offsets
 from yak_broker.server.broker import Broker
-from yak_broker.storage.log_manager import TopicPartition
 
 __all__ = ["admin_router", "parse_partition", "parse_timestamp"]
 

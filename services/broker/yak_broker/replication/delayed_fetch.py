@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable, Sequence
 
 from yak.protocol.broker_wire import FetchedPartition, FetchRequest
+from yak.types import TopicPartition
 from yak_broker.metrics import FetchStages
 from yak_broker.replication.fetch_waiter import FetchWaiters
-from yak_broker.storage.log_manager import TopicPartition
 
 __all__ = ["delayed_fetch", "is_satisfied"]
 

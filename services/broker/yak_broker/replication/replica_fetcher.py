@@ -38,10 +38,10 @@ from yak.errors import YakError
 from yak.metadata.cache import ClusterSnapshot
 from yak.protocol.broker_models import OffsetForLeaderEpoch
 from yak.protocol.broker_wire import FetchPartition, FetchRequest
+from yak.types import TopicPartition
 from yak_broker.replication.fetch_session import FetchRound, FetchSession
 from yak_broker.replication.follower_partition import FollowerPartition
 from yak_broker.replication.messages import EpochAnswer, FetchAnswer
-from yak_broker.storage.log_manager import TopicPartition
 
 __all__ = ["ReplicaFetcher", "ReplicaFetcherManager"]
 

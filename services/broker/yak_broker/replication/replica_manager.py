@@ -39,6 +39,7 @@ from yak.errors import NotLeaderOrFollowerError, UnknownTopicOrPartitionError
 from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.keyspace import KeyKind, ParsedKey
 from yak.metadata.models import PartitionState
+from yak.types import TopicPartition
 from yak_broker.metrics import BrokerTopicStats, PartitionView
 from yak_broker.replication.delayed_produce import HighWatermarkWaiters
 from yak_broker.replication.fetch_session_cache import FetchSessionCache, SessionClock
@@ -59,7 +60,7 @@ from yak_broker.replication.replica_plan import (
 )
 from yak_broker.replication.replica_roles import AlterIsrWriter, Replica, ReplicaRoles
 from yak_broker.storage.log import Log
-from yak_broker.storage.log_manager import LogManager, LogRequest, TopicPartition
+from yak_broker.storage.log_manager import LogManager, LogRequest
 
 __all__ = ["AlterIsrWriter", "Replica", "ReplicaManager"]
 

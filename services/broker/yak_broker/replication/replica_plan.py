@@ -37,8 +37,8 @@ from typing import NamedTuple
 from yak.errors import InvalidConfigError
 from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import PartitionState
+from yak.types import TopicPartition
 from yak_broker.storage.log_config import LogConfig
-from yak_broker.storage.log_manager import TopicPartition
 
 __all__ = [
     "DesiredReplica",

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 from yak.errors import NotLeaderOrFollowerError
 from yak.metadata.models import NO_LEADER, PartitionState
+from yak.types import TopicPartition
 from yak_broker.metrics import BrokerTopicStats
 from yak_broker.replication.delayed_produce import HighWatermarkWaiters
 from yak_broker.replication.fetch_session_cache import FetchSessionCache
@@ -57,7 +58,7 @@ from yak_broker.replication.replica_fetcher import ReplicaFetcherManager
 from yak_broker.replication.replica_plan import DesiredReplica
 from yak_broker.storage.group_commit import GroupCommitter
 from yak_broker.storage.log import Log
-from yak_broker.storage.log_manager import LogManager, TopicPartition
+from yak_broker.storage.log_manager import LogManager
 
 __all__ = ["AlterIsrWriter", "Replica", "ReplicaRoles"]
 

@@ -45,8 +45,8 @@ from yak.protocol.broker_wire import (
     ProduceRequest,
     ProduceResult,
 )
+from yak.types import TopicPartition
 from yak_broker.replication.replica_manager import Replica, ReplicaManager
-from yak_broker.storage.log_manager import TopicPartition
 
 __all__ = ["append_partitions"]
 

@@ -52,6 +52,7 @@ from yak.metadata.keyspace import Keyspace, ParsedKey
 from yak.metadata.models import BrokerRegistration, PartitionState
 from yak.metadata.store import Compare, MetadataStore
 from yak.observability.metrics import ServiceMetrics
+from yak.types import TopicPartition
 from yak.web.tls import ServerTls
 from yak_broker.metrics import (
     BrokerCollector,
@@ -68,7 +69,7 @@ from yak_broker.server.meta_properties import check_meta_properties
 from yak_broker.server.registration import BrokerRegistrar, announce_log_dir
 from yak_broker.settings import BrokerSettings
 from yak_broker.storage.log_config import LogConfig
-from yak_broker.storage.log_manager import LogManager, TopicPartition
+from yak_broker.storage.log_manager import LogManager
 
 __all__ = ["Broker", "Listener", "ListenerFactory", "StoreFactory"]
 

@@ -26,8 +26,8 @@ from yak.protocol.broker_models import (
     OffsetForLeaderEpoch,
     OffsetResult,
 )
+from yak.types import TopicPartition
 from yak_broker.replication.replica_manager import ReplicaManager
-from yak_broker.storage.log_manager import TopicPartition
 
 #: Replicas listed or summed between two yields of the event loop.
 CHUNK = 1_000

@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable
 
 from yak.protocol.broker_wire import FetchedPartition, FetchPartition, FetchRequest, FetchResponse
+from yak.types import TopicPartition
 from yak_broker.replication.delayed_fetch import is_satisfied
 from yak_broker.replication.fetch_session_cache import (
     INITIAL_EPOCH,
@@ -41,7 +42,6 @@ from yak_broker.replication.fetch_session_cache import (
 )
 from yak_broker.replication.replica_manager import ReplicaManager
 from yak_broker.server.fetcher import read_partitions, serve_fetch
-from yak_broker.storage.log_manager import TopicPartition
 
 __all__ = ["serve_session_fetch"]
 

@@ -22,12 +22,9 @@ import concurrent.futures
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from yak.types import TopicPartition
 from yak_broker.storage import checkpoint
-
-if TYPE_CHECKING:
-    from yak_broker.storage.log_manager import TopicPartition
 
 __all__ = ["SYNC_BATCH", "FolderSyncs", "fsync_each", "write_each"]
 

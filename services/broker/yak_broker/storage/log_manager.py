@@ -75,6 +75,7 @@ from typing import ClassVar, NamedTuple
 from yak.clock import Clock, SystemClock
 from yak.errors import UnknownTopicOrPartitionError, YakError
 from yak.heap import HeapFreezer
+from yak.types import TopicPartition
 from yak_broker.storage import checkpoint, log_creation
 from yak_broker.storage.compaction import Compactor
 from yak_broker.storage.file_handles import FileHandleCache, default_max_open_files
@@ -85,7 +86,7 @@ from yak_broker.storage.log_config import LogConfig
 from yak_broker.storage.log_creation import NewLog, StagedLog
 from yak_broker.storage.log_loader import load_log, new_log
 
-__all__ = ["LOCK_FILE", "LogDirLockedError", "LogManager", "LogRequest", "TopicPartition"]
+__all__ = ["LOCK_FILE", "LogDirLockedError", "LogManager", "LogRequest"]
 
 LOCK_FILE = ".lock"
 _DELETE_SUFFIX = "-delete"
@@ -105,24 +106,6 @@ class LogDirLockedError(YakError):
 
     code: ClassVar[str] = "KAFKA_STORAGE_ERROR"
     kafka_code: ClassVar[int] = 56
-
-
-class TopicPartition(NamedTuple):
-    """A partition of a topic; its folder is ``<topic>-<partition>``."""
-
-    topic: str
-    partition: int
-
-    @property
-    def dir_name(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
-    @classmethod
-    def parse(cls, dir_name: str) -> TopicPartition | None:
-        topic, sep, number = dir_name.rpartition("-")
-        if not sep or not topic or not number.isdigit():
-            return None
-        return cls(topic, int(number))
 
 
 class LogRequest(NamedTuple):

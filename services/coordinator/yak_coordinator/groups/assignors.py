@@ -22,17 +22,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from yak.types import TopicPartition
+
 __all__ = [
     "ASSIGNORS",
     "Assignor",
     "MemberPartitions",
-    "TopicPartition",
     "range_assign",
     "uniform_assign",
 ]
 
-#: One partition: (topic, partition number).
-TopicPartition = tuple[str, int]
 #: The partitions of each member.
 MemberPartitions = dict[str, frozenset[TopicPartition]]
 #: (subscriptions: member → topics, partition counts: topic → n, previous target) → target.
@@ -61,7 +60,7 @@ def range_assign(
         start = 0
         for index, member in enumerate(members):
             size = quota + (1 if index < extra else 0)
-            held[member].update((topic, p) for p in range(start, start + size))
+            held[member].update(TopicPartition(topic, p) for p in range(start, start + size))
             start += size
     return {member: frozenset(partitions) for member, partitions in held.items()}
 
@@ -87,7 +86,9 @@ class _Load:
 
     def result(self) -> MemberPartitions:
         return {
-            member: frozenset((t, p) for t, partitions in by_topic.items() for p in partitions)
+            member: frozenset(
+                TopicPartition(t, p) for t, partitions in by_topic.items() for p in partitions
+            )
             for member, by_topic in self.held.items()
         }
 
@@ -113,7 +114,7 @@ def uniform_assign(
         for topic, partition in sorted(previous.get(member, ())):
             valid = topic in topics_of[member] and 0 <= partition < partition_counts[topic]
             if valid and (topic, partition) not in taken:
-                taken.add((topic, partition))
+                taken.add(TopicPartition(topic, partition))
                 load.add(member, topic, partition)
     # 2. The others go to the least loaded subscriber, the most constrained topics first.
     for topic in sorted(subscribers, key=lambda t: (len(subscribers[t]), t)):
@@ -151,7 +152,7 @@ def _improving_move(
             ]
             if candidates:
                 _, topic, partition = min(candidates)
-                return donor, receiver, (topic, partition)
+                return donor, receiver, TopicPartition(topic, partition)
     return None
 
 

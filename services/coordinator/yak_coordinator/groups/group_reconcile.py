@@ -31,7 +31,8 @@ from typing import NamedTuple
 
 from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import Assignment, GroupMember, GroupState, GroupStateName, TopicPartitions
-from yak_coordinator.groups.assignors import ASSIGNORS, TopicPartition
+from yak.types import TopicPartition
+from yak_coordinator.groups.assignors import ASSIGNORS
 
 __all__ = [
     "DEFAULT_ASSIGNOR",
@@ -77,7 +78,7 @@ def partition_counts(snapshot: ClusterSnapshot) -> dict[str, int]:
 
 def partition_set(assignment: Assignment) -> frozenset[TopicPartition]:
     """An assignment as a set of (topic, partition)."""
-    return frozenset((tp.topic, p) for tp in assignment for p in tp.partitions)
+    return frozenset(TopicPartition(tp.topic, p) for tp in assignment for p in tp.partitions)
 
 
 def as_assignment(partitions: Iterable[TopicPartition]) -> Assignment:

@@ -15,9 +15,9 @@ import asyncio
 from tests.unit.broker.broker_harness import BrokerHarness, session_round
 from yak.clients.broker_connection import BrokerConnection
 from yak.protocol.broker_wire import FetchedPartition, FetchRequest
+from yak.types import TopicPartition
 from yak_broker.replication.fetch_session_cache import FetchSessionCache
 from yak_broker.replication.messages import AlterIsr
-from yak_broker.storage.log_manager import TopicPartition
 
 FOLLOWER = 1
 KEY = ("s", 0)

@@ -14,12 +14,13 @@ from tests.unit.broker.storage.batches import make_batch
 from yak.clock import FakeClock
 from yak.record.batch import decode_batches, encode_batch
 from yak.record.record import RecordInput
+from yak.types import TopicPartition
 from yak_broker.storage.compaction import compact
 from yak_broker.storage.file_handles import FileHandleCache, default_max_open_files
 from yak_broker.storage.group_commit import GroupCommitter
 from yak_broker.storage.log import FetchIsolation, Log
 from yak_broker.storage.log_config import CleanupPolicy, FlushMode, LogConfig
-from yak_broker.storage.log_manager import LogManager, TopicPartition
+from yak_broker.storage.log_manager import LogManager
 
 T0 = 1_700_000_000_000
 #: Three batches of ~190 bytes per segment, so every partition gets several segments.

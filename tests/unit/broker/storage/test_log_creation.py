@@ -16,12 +16,13 @@ import pytest
 from tests.unit.broker.storage.batches import make_batch
 from yak.clock import FakeClock
 from yak.heap import HeapFreezer
+from yak.types import TopicPartition
 from yak_broker.storage import log_creation
 from yak_broker.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT_FILE_NAME, EpochEntry
 from yak_broker.storage.log_config import LogConfig
 from yak_broker.storage.log_creation import NewLog
 from yak_broker.storage.log_info import FetchIsolation
-from yak_broker.storage.log_manager import LogManager, LogRequest, TopicPartition
+from yak_broker.storage.log_manager import LogManager, LogRequest
 
 T0 = 1_700_000_000_000
 SEGMENT_FILES = {
@@ -201,7 +202,8 @@ _CREATOR = textwrap.dedent(
     import asyncio, sys
     from pathlib import Path
     from yak_broker.storage.log_config import LogConfig
-    from yak_broker.storage.log_manager import LogManager, LogRequest, TopicPartition
+    from yak_broker.storage.log_manager import LogManager, LogRequest
+    from yak.types import TopicPartition
 
     async def main() -> None:
         manager = LogManager(Path(sys.argv[1]))

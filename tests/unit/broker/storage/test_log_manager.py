@@ -11,9 +11,10 @@ import pytest
 from tests.unit.broker.storage.batches import make_batch
 from yak.clock import FakeClock
 from yak.errors import UnknownTopicOrPartitionError
+from yak.types import TopicPartition
 from yak_broker.storage.log import Log
 from yak_broker.storage.log_config import CleanupPolicy, LogConfig
-from yak_broker.storage.log_manager import LogDirLockedError, LogManager, TopicPartition
+from yak_broker.storage.log_manager import LogDirLockedError, LogManager
 
 T0 = 1_700_000_000_000
 

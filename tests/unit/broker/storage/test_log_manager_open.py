@@ -17,11 +17,12 @@ from tests.unit.broker.storage.batches import make_batch
 from yak.clock import FakeClock
 from yak.record.batch import decode_batches, encode_batch
 from yak.record.record import RecordInput
+from yak.types import TopicPartition
 from yak_broker.storage import checkpoint
 from yak_broker.storage.log import FetchIsolation, Log
 from yak_broker.storage.log_cleaner import Cleaner
 from yak_broker.storage.log_config import CleanupPolicy, LogConfig
-from yak_broker.storage.log_manager import LogDirLockedError, LogManager, TopicPartition
+from yak_broker.storage.log_manager import LogDirLockedError, LogManager
 
 T0 = 1_700_000_000_000
 #: Two or three batches per segment: most logs get several segments.

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from yak.types import TopicPartition
 from yak_coordinator.groups.assignors import (
     ASSIGNORS,
     MemberPartitions,
-    TopicPartition,
     range_assign,
     uniform_assign,
 )
@@ -24,7 +24,7 @@ TOPICS = ["a", "b", "c", "d"]
 
 
 def tps(topic: str, *partitions: int) -> set[TopicPartition]:
-    return {(topic, p) for p in partitions}
+    return {TopicPartition(topic, p) for p in partitions}
 
 
 # -- range: Kafka's RangeAssignor examples ----------------------------------------------------
@@ -77,7 +77,7 @@ def groups(draw: st.DrawFn) -> tuple[Subscriptions, dict[str, int]]:
 @st.composite
 def previous_assignments(draw: st.DrawFn) -> dict[str, frozenset[TopicPartition]]:
     """Anything, including stale owners, partitions that no longer exist and duplicates."""
-    partition = st.tuples(st.sampled_from(TOPICS), st.integers(0, 14))
+    partition = st.builds(TopicPartition, st.sampled_from(TOPICS), st.integers(0, 14))
     return draw(st.dictionaries(st.sampled_from(MEMBERS), st.frozensets(partition, max_size=10)))
 
 

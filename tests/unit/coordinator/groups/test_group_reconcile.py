@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from yak.metadata.models import GroupMember, GroupState, GroupStateName, TopicPartitions
+from yak.types import TopicPartition
 from yak_coordinator.groups.group_reconcile import (
     GroupDecision,
     as_assignment,
@@ -342,7 +343,9 @@ def test_rebalance_pending_tells_a_reader_the_state_is_behind() -> None:
 
 
 def test_assignment_conversions() -> None:
-    assignment = as_assignment([("u", 1), ("t", 2), ("t", 0)])
+    assignment = as_assignment(
+        [TopicPartition("u", 1), TopicPartition("t", 2), TopicPartition("t", 0)]
+    )
     assert assignment == (
         TopicPartitions(topic="t", partitions=(0, 2)),
         TopicPartitions(topic="u", partitions=(1,)),

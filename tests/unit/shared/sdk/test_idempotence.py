@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from yak.sdk.idempotence import SEQUENCE_LIMIT, BatchStamp, SequenceNumbers
-from yak.sdk.records import TopicPartition
+from yak.types import TopicPartition
 
 P0, P1 = TopicPartition("t", 0), TopicPartition("t", 1)
 
