@@ -44,8 +44,9 @@ from yak.metadata.store import MetadataStore
 from yak.names import validate_topic_name
 from yak.protocol.broker_models import OffsetResult
 from yak.record import Record
+from yak.types import TopicPartition
 from yak_rest_proxy.consumers import member_protocol as protocol
-from yak_rest_proxy.consumers.member_state import Member, Offsets, TopicPartition
+from yak_rest_proxy.consumers.member_state import Member, Offsets
 from yak_rest_proxy.consumers.member_store import MemberStore
 from yak_rest_proxy.consumers.members import Members
 from yak_rest_proxy.metrics import PollStats
@@ -299,7 +300,7 @@ class Consumers:
     ) -> list[PartitionRead]:
         """The member's fetch of ``reading`` from ``start``, until ``deadline``."""
         return await self._reader.fetch(
-            [(t, p, start[(t, p)]) for t, p in reading],
+            [(tp.topic, tp.partition, start[tp]) for tp in reading],
             max_wait_ms=int(self._left(deadline) * 1000),
             max_bytes=max_bytes,
             min_bytes=max(1, member.base.fetch_min_bytes),
@@ -322,7 +323,7 @@ class Consumers:
         reached: dict[TopicPartition, int] = {}
         size = 0
         for read in reads:
-            tp = (read.topic, read.partition)
+            tp = TopicPartition(read.topic, read.partition)
             if isinstance(read.error, OffsetOutOfRangeError):
                 reached[tp] = await self._reset(member, read.topic, read.partition)
                 continue
@@ -359,7 +360,7 @@ class Consumers:
         reached: dict[TopicPartition, int] = {}
         size = 0
         for read in reads:
-            tp = (read.topic, read.partition)
+            tp = TopicPartition(read.topic, read.partition)
             if isinstance(read.error, OffsetOutOfRangeError):
                 reached[tp] = await self._reset(member, read.topic, read.partition)
                 continue
@@ -393,11 +394,9 @@ class Consumers:
             return {}
         committed = await self._store.committed(member.group, missing)
         found = {}
-        for topic, partition in missing:
-            mark = committed.get((topic, partition))
-            found[(topic, partition)] = (
-                mark.offset if mark is not None else await self._reset(member, topic, partition)
-            )
+        for tp in missing:
+            mark = committed.get(tp)
+            found[tp] = mark.offset if mark is not None else await self._reset(member, *tp)
         return found
 
     async def _reset(self, member: Member, topic: str, partition: int) -> int:

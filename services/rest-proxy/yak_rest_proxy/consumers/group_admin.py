@@ -35,7 +35,7 @@ from yak.metadata.keyspace import KeyKind, Keyspace
 from yak.metadata.models import CommittedOffset
 from yak.metadata.store import MetadataStore, Op, PutOp
 from yak.names import validate_group_id
-from yak_rest_proxy.consumers.member_state import TopicPartition
+from yak.types import TopicPartition
 from yak_rest_proxy.consumers.member_store import MAX_TXN_OPS
 from yak_rest_proxy.reader import Reader
 
@@ -71,7 +71,9 @@ class GroupAdmin:
                 continue
             assert parsed.topic is not None
             assert parsed.partition is not None
-            offsets[(parsed.topic, parsed.partition)] = CommittedOffset.decode(kv.value)
+            offsets[TopicPartition(parsed.topic, parsed.partition)] = CommittedOffset.decode(
+                kv.value
+            )
         return offsets
 
     async def _end_offsets(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
@@ -99,7 +101,7 @@ class GroupAdmin:
         for member in described.members if described is not None else []:
             for owned in member.owned:
                 for partition in owned.partitions:
-                    owners[(owned.topic, partition)] = member.member_id
+                    owners[TopicPartition(owned.topic, partition)] = member.member_id
             members.append(
                 MemberDescription(
                     member_id=member.member_id,
@@ -172,12 +174,12 @@ class GroupAdmin:
         targets = await self._targets(partitions, request)
         changes = [
             PartitionOffsetChange(
-                topic=t,
-                partition=p,
-                previous=committed[(t, p)].offset if (t, p) in committed else None,
-                new=targets[(t, p)],
+                topic=tp.topic,
+                partition=tp.partition,
+                previous=committed[tp].offset if tp in committed else None,
+                new=targets[tp],
             )
-            for t, p in partitions
+            for tp in partitions
         ]
         if not request.dry_run:
             now_ms = self._clock.time_ms()
@@ -205,7 +207,7 @@ class GroupAdmin:
                         topic=o.topic,
                         partition=o.partition,
                     )
-            return [(o.topic, o.partition) for o in request.offsets]
+            return [TopicPartition(o.topic, o.partition) for o in request.offsets]
         topics = (
             list(dict.fromkeys(request.topics))
             if request.topics is not None
@@ -216,7 +218,7 @@ class GroupAdmin:
             record = snapshot.topics.get(topic)
             if record is None:
                 raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist", topic=topic)
-            partitions += [(topic, p) for p in range(record.partitions)]
+            partitions += [TopicPartition(topic, p) for p in range(record.partitions)]
         return partitions
 
     async def _targets(
@@ -242,5 +244,5 @@ class GroupAdmin:
                     raise InvalidRequestError("to=timestamp needs timestamp")
                 found = await self._reader.list_offsets(topic, partition, request.timestamp)
                 target = found.offset if found.offset >= 0 else latest
-            targets[(topic, partition)] = target
+            targets[TopicPartition(topic, partition)] = target
         return targets

@@ -38,6 +38,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from yak.errors import FencedMemberEpochError, IllegalStateError
+from yak.types import TopicPartition
 from yak_rest_proxy.consumers.member_state import (
     DeleteMember,
     Grant,
@@ -52,7 +53,6 @@ from yak_rest_proxy.consumers.member_state import (
     PutPositions,
     Step,
     StoredPositions,
-    TopicPartition,
     Write,
     due_commits,
     partition_set,

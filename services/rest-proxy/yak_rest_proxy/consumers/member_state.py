@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from yak.metadata.models import Assignment, GroupMember
+from yak.types import TopicPartition
 
 __all__ = [
     "EMPTY",
@@ -37,13 +38,11 @@ __all__ = [
     "PutPositions",
     "Step",
     "StoredPositions",
-    "TopicPartition",
     "Write",
     "due_commits",
     "partition_set",
 ]
 
-TopicPartition = tuple[str, int]
 Offsets = Mapping[TopicPartition, int]
 EMPTY: Offsets = MappingProxyType({})
 
@@ -204,7 +203,7 @@ class Step(NamedTuple):
 
 def partition_set(assignment: Assignment) -> frozenset[TopicPartition]:
     """A stored assignment as a set of (topic, partition)."""
-    return frozenset((tp.topic, p) for tp in assignment for p in tp.partitions)
+    return frozenset(TopicPartition(tp.topic, p) for tp in assignment for p in tp.partitions)
 
 
 def due_commits(member: Member) -> dict[TopicPartition, int]:

@@ -42,6 +42,7 @@ from yak.metadata.store import (
     Op,
     PutOp,
 )
+from yak.types import TopicPartition
 from yak_rest_proxy.consumers.member_state import (
     NO_POSITIONS,
     DeleteMember,
@@ -54,7 +55,6 @@ from yak_rest_proxy.consumers.member_state import (
     PutMember,
     PutPositions,
     StoredPositions,
-    TopicPartition,
     Write,
     partition_set,
 )
@@ -298,7 +298,7 @@ def _grant(state_kv: KeyValue | None, as_of: int, member_id: str) -> Grant:
 
 def _partition_of(position: str) -> TopicPartition:
     topic, _, partition = position.rpartition("/")
-    return topic, int(partition)
+    return TopicPartition(topic, int(partition))
 
 
 def _first(response: object) -> KeyValue | None:

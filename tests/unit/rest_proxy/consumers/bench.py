@@ -18,6 +18,7 @@ from yak.metadata.models import GroupMember, GroupState, PartitionState, TopicRe
 from yak.metadata.store import Compare, KeyLike, KeyValue, Op, RangeResult, TxnResult, Watch
 from yak.protocol.broker_models import OffsetResult
 from yak.record import Record, RecordInput, encode_batch
+from yak.types import TopicPartition
 from yak_coordinator.election import Term
 from yak_coordinator.groups.group_coordinator import GroupCoordinator
 from yak_rest_proxy.consumers.consumer import Consumers
@@ -25,7 +26,6 @@ from yak_rest_proxy.metrics import PollStats
 from yak_rest_proxy.reader import PartitionRead, whole_batches
 
 KS = Keyspace("consumers")
-TopicPartition = tuple[str, int]
 
 
 class FakeLog:
@@ -44,13 +44,13 @@ class FakeLog:
         self.cut = 0
 
     def append(self, topic: str, partition: int, *values: str) -> None:
-        records = self.partitions.setdefault((topic, partition), [])
+        records = self.partitions.setdefault(TopicPartition(topic, partition), [])
         base = len(records)
         for i, value in enumerate(values):
             headers = (("n", str(i).encode()),)
             records.append(Record(len(records), base, None, value.encode(), headers))
         inputs = [RecordInput(r.key, r.value, r.headers, r.timestamp) for r in records[base:]]
-        self.batches.setdefault((topic, partition), []).append(
+        self.batches.setdefault(TopicPartition(topic, partition), []).append(
             (base, encode_batch(inputs, base_offset=base))
         )
 
@@ -69,26 +69,26 @@ class FakeLog:
             if raw:
                 reads.append(self._raw(topic, partition, offset, max_bytes))
                 continue
-            records = self.partitions.get((topic, partition), [])[offset:]
+            records = self.partitions.get(TopicPartition(topic, partition), [])[offset:]
             size = sum(len(r.value or b"") for r in records) if self.count_sizes else -1
-            end = len(self.partitions.get((topic, partition), []))
+            end = len(self.partitions.get(TopicPartition(topic, partition), []))
             reads.append(PartitionRead(topic, partition, records, end, size=size))
         return reads
 
     def _raw(self, topic: str, partition: int, offset: int, max_bytes: int) -> PartitionRead:
-        batches = self.batches.get((topic, partition), [])
+        batches = self.batches.get(TopicPartition(topic, partition), [])
         # From the batch holding the offset: the last one based at or below it.
         first = max((i for i, (base, _) in enumerate(batches) if base <= offset), default=0)
         data = b"".join(batch for _, batch in batches[first:])
         data = data[: len(data) - self.cut] if self.cut else data
         kept, next_offset = whole_batches(data, offset, max_bytes)
-        end = len(self.partitions.get((topic, partition), []))
+        end = len(self.partitions.get(TopicPartition(topic, partition), []))
         return PartitionRead(
             topic, partition, [], next_offset, end, 0, size=len(kept), batches=kept
         )
 
     async def list_offsets(self, topic: str, partition: int, timestamp: int | str) -> OffsetResult:
-        end = len(self.partitions.get((topic, partition), []))
+        end = len(self.partitions.get(TopicPartition(topic, partition), []))
         offset = 0 if timestamp == "earliest" else end
         return OffsetResult(topic=topic, partition=partition, timestamp=-1, offset=offset)
 
@@ -223,7 +223,11 @@ def member(member_id: str, **fields: object) -> GroupMember:
 
 
 def granted(state: GroupState, member_id: str) -> set[TopicPartition]:
-    return {(a.topic, p) for a in state.current_assignment.get(member_id, ()) for p in a.partitions}
+    return {
+        TopicPartition(a.topic, p)
+        for a in state.current_assignment.get(member_id, ())
+        for p in a.partitions
+    }
 
 
 @asynccontextmanager

@@ -10,9 +10,10 @@ import pytest
 
 from tests.unit.rest_proxy.consumers.bench import Bench, granted, member, running_bench
 from yak.errors import FencedMemberEpochError, IllegalStateError, UnknownMemberIdError
+from yak.types import TopicPartition
 from yak_rest_proxy.consumers.consumer import Consumers
 
-T0, T1 = ("t", 0), ("t", 1)
+T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 
 
 @pytest.fixture

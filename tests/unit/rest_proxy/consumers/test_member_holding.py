@@ -13,10 +13,11 @@ import pytest
 from tests.unit.rest_proxy.consumers.bench import KS, Bench, granted, member, running_bench
 from yak.errors import UnknownMemberIdError
 from yak.metadata.models import CommittedOffset
+from yak.types import TopicPartition
 from yak_rest_proxy.consumers.consumer import Consumers
 from yak_rest_proxy.consumers.member_store import stored_positions
 
-T0 = ("t", 0)
+T0 = TopicPartition("t", 0)
 
 
 @pytest.fixture
@@ -39,7 +40,7 @@ async def assigned(proxy: Consumers, member_id: str = "m", **fields: object) -> 
 
 async def etcd_positions(
     bench: Bench, member_id: str = "m"
-) -> tuple[dict[tuple[str, int], int], str]:
+) -> tuple[dict[TopicPartition, int], str]:
     stored = stored_positions(await bench.store.get(KS.group_positions("g", member_id)))
     return dict(stored.positions), stored.holder
 

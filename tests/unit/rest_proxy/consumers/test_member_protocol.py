@@ -10,6 +10,7 @@ import pytest
 
 from yak.errors import FencedMemberEpochError, IllegalStateError
 from yak.metadata.models import GroupMember, TopicPartitions
+from yak.types import TopicPartition
 from yak_rest_proxy.consumers import member_protocol as protocol
 from yak_rest_proxy.consumers.member_state import (
     DeleteMember,
@@ -28,7 +29,7 @@ from yak_rest_proxy.consumers.member_state import (
 
 NOW = 1_700_000_000_000
 ME, OTHER = "proxy-a", "proxy-b"
-T0, T1, T2 = ("t", 0), ("t", 1), ("t", 2)
+T0, T1, T2 = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("t", 2)
 
 
 def read(
@@ -139,7 +140,7 @@ def test_subscription_and_manual_assignment_exclude_each_other() -> None:
 # -- commits --------------------------------------------------------------------------------------
 
 
-def owning(*partitions: tuple[str, int], **kwargs: Any) -> Member:
+def owning(*partitions: TopicPartition, **kwargs: Any) -> Member:
     ids = tuple(p for _, p in partitions)
     grant = Grant(9, 12, frozenset(partitions), 2)
     return held(owned=ids, epoch=2, grant=grant, **kwargs)

@@ -22,10 +22,11 @@ import pytest
 
 from tests.unit.rest_proxy.consumers.bench import KS, Bench, ProxyStore, member, running_bench
 from yak.metadata.models import CommittedOffset
+from yak.types import TopicPartition
 from yak_rest_proxy.consumers.consumer import Consumers
 from yak_rest_proxy.consumers.member_store import stored_positions
 
-PARTITIONS = (("t", 0), ("t", 1))
+PARTITIONS = (TopicPartition("t", 0), TopicPartition("t", 1))
 STEPS = 40
 _T = TypeVar("_T")
 
@@ -45,10 +46,10 @@ class Sim:
     def __init__(self, bench: Bench, seed: int) -> None:
         self.bench, self.seed, self.rng = bench, seed, random.Random(seed)
         self.proxies: list[tuple[Consumers, ProxyStore]] = []
-        self.delivered: dict[tuple[str, int], list[int]] = {tp: [] for tp in PARTITIONS}
+        self.delivered: dict[TopicPartition, list[int]] = {tp: [] for tp in PARTITIONS}
         self.appended = 0
         #: Per crash: how many records each partition had delivered, and etcd's positions.
-        self.crashes: list[tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]] = []
+        self.crashes: list[tuple[dict[TopicPartition, int], dict[TopicPartition, int]]] = []
 
     def live(self) -> tuple[Consumers, ProxyStore]:
         return self.rng.choice([p for p in self.proxies if not p[1].cut])
@@ -62,7 +63,7 @@ class Sim:
                 bench, proxy.poll("g", "m", timeout_ms=0, max_bytes=rng.choice((2, 6, 1 << 20)))
             )
             for topic, partition, record in polled.records:
-                self.delivered[(topic, partition)].append(record.offset)
+                self.delivered[TopicPartition(topic, partition)].append(record.offset)
         elif roll < 0.6:
             await finish(bench, proxy.commit("g", "m", None))
         elif roll < 0.75:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.rest_proxy.consumers.bench import member, running_bench
+from yak.types import TopicPartition
 
 VALUES = {0: ["aa", "", "bbb", "c"], 1: ["", ""], 2: ["dddd", "e", "ff"]}
 
@@ -39,7 +40,7 @@ async def test_a_poll_takes_up_to_max_bytes(max_bytes: int, count_sizes: bool) -
         bench.log.count_sizes = count_sizes
         proxy, _ = await bench.proxy()
         await proxy.create("g", member("m"), 30_000)
-        await proxy.assign("g", "m", [("t", p) for p in VALUES])
+        await proxy.assign("g", "m", [TopicPartition("t", p) for p in VALUES])
         polls = []
         for _ in range(20):
             polled = await proxy.poll("g", "m", timeout_ms=0, max_bytes=max_bytes)

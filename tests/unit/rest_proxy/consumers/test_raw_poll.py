@@ -11,9 +11,10 @@ import pytest
 
 from tests.unit.rest_proxy.consumers.bench import Bench, granted, member, running_bench
 from yak.sdk.records import ConsumerRecord, fetched_records
+from yak.types import TopicPartition
 from yak_rest_proxy.consumers.consumer import Consumers, Poll
 
-T0, T1 = ("t", 0), ("t", 1)
+T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 BATCHES = {0: [["a0", "a1", "a2"], ["a3"], ["a4", "a5"]], 1: [["b0", "b1"], ["b2", "b3", "b4"]]}
 
 
@@ -36,7 +37,7 @@ async def raw(
     proxy: Consumers,
     member_id: str,
     max_bytes: int = 1 << 20,
-    paused: frozenset[tuple[str, int]] = frozenset(),
+    paused: frozenset[TopicPartition] = frozenset(),
 ) -> Poll:
     return await proxy.poll(
         "g", member_id, timeout_ms=0, max_bytes=max_bytes, raw=True, paused=paused

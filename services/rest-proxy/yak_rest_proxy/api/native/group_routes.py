@@ -46,6 +46,7 @@ from yak.errors import InvalidRequestError, NotAcceptableError, YakError
 from yak.metadata.keyspace import validate_member_id
 from yak.metadata.models import GroupMember
 from yak.names import validate_group_id
+from yak.types import TopicPartition
 from yak_rest_proxy.api.native.render import partition_renderer
 from yak_rest_proxy.consumers.consumer import Consumers, Poll, new_instance_id
 from yak_rest_proxy.consumers.member_state import Member
@@ -147,13 +148,13 @@ def _member_info(group: str, member: Member) -> GroupMemberInfo:
     )
 
 
-def _paused(values: list[str]) -> frozenset[tuple[str, int]]:
+def _paused(values: list[str]) -> frozenset[TopicPartition]:
     found = set()
     for value in values:
         topic, _, partition = value.rpartition(":")
         if not topic or not partition.isdigit():
             raise InvalidRequestError(f"paused={value!r}: use topic:partition")
-        found.add((topic, int(partition)))
+        found.add(TopicPartition(topic, int(partition)))
     return frozenset(found)
 
 
@@ -166,7 +167,7 @@ async def poll_records(
     timeout_ms: int,
     max_bytes: int,
     encodings: Encodings,
-    paused: frozenset[tuple[str, int]] = frozenset(),
+    paused: frozenset[TopicPartition] = frozenset(),
     batches: bool = False,
 ) -> Response:
     """The poll route's work, shared with the fast lane (``native/fast_lane.py``);
@@ -281,7 +282,7 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
         body = parse_model(CommitRequest, raw, empty_ok=True)
         offsets = None
         if body.offsets is not None:
-            offsets = {(o.topic, o.partition): o.offset for o in body.offsets}
+            offsets = {TopicPartition(o.topic, o.partition): o.offset for o in body.offsets}
         state = await consumers.commit(
             group, member, offsets, last_processed=False, member_epoch=body.member_epoch
         )
@@ -300,7 +301,7 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
                     f"partitions[{index}]: give exactly one of offset, to, timestamp",
                     kind="invalid_data",
                 )
-            tp = (entry.topic, entry.partition)
+            tp = TopicPartition(entry.topic, entry.partition)
             if entry.offset is not None:
                 await consumers.seek(group, member, {tp: entry.offset})
             else:
@@ -422,7 +423,7 @@ async def _ws_reply(
             raise InvalidRequestError(f"invalid commit message: {exc.errors()[0]['msg']}") from None
         offsets = None
         if body.offsets is not None:
-            offsets = {(o.topic, o.partition): o.offset for o in body.offsets}
+            offsets = {TopicPartition(o.topic, o.partition): o.offset for o in body.offsets}
         state = await consumers.commit(
             group, member, offsets, last_processed=False, member_epoch=body.member_epoch
         )

@@ -20,6 +20,7 @@ from yak.metadata.keyspace import validate_member_id
 from yak.metadata.models import GroupMember
 from yak.names import validate_group_id
 from yak.record import Headers
+from yak.types import TopicPartition
 from yak_rest_proxy.api.v2.embedded import to_embedded
 from yak_rest_proxy.api.v2.metadata_routes import V2_TAG
 from yak_rest_proxy.api.v2.models import (
@@ -218,7 +219,9 @@ def consumer_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
     )
     async def assign(request: Request, group: str, instance: str) -> Response:
         body = parse_model(V2Partitions, await body_of(request))
-        await consumers.assign(group, instance, [(p.topic, p.partition) for p in body.partitions])
+        await consumers.assign(
+            group, instance, [TopicPartition(p.topic, p.partition) for p in body.partitions]
+        )
         return Response(status_code=204)
 
     @router.get(instance + "/assignments", response_model=V2Partitions)
@@ -241,17 +244,19 @@ def consumer_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
                 raise InvalidRequestError(
                     f"offsets[{index}].offset is negative ({entry.offset})", kind="invalid_data"
                 )
-            offsets[(entry.topic, entry.partition)] = entry.offset
+            offsets[TopicPartition(entry.topic, entry.partition)] = entry.offset
         if offsets:
             await consumers.seek(group, instance, offsets)
         for index, stamp in enumerate(body.timestamps):
             ms = _timestamp_ms(stamp.timestamp, f"timestamps[{index}].timestamp")
-            await consumers.seek_to(group, instance, [(stamp.topic, stamp.partition)], ms)
+            await consumers.seek_to(
+                group, instance, [TopicPartition(stamp.topic, stamp.partition)], ms
+            )
         return Response(status_code=204)
 
     async def seek_edge(request: Request, group: str, instance: str, where: str) -> Response:
         body = parse_model(V2Partitions, await body_of(request))
-        partitions = [(p.topic, p.partition) for p in body.partitions]
+        partitions = [TopicPartition(p.topic, p.partition) for p in body.partitions]
         await consumers.seek_to(group, instance, partitions, where)
         return Response(status_code=204)
 
@@ -308,7 +313,7 @@ def consumer_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
         body = parse_model(V2CommitRequest, await body_of(request), empty_ok=True)
         offsets = None
         if body.offsets:
-            offsets = {(o.topic, o.partition): o.offset for o in body.offsets}
+            offsets = {TopicPartition(o.topic, o.partition): o.offset for o in body.offsets}
         await consumers.commit(group, instance, offsets)
         return json_response([], media)
 
@@ -321,17 +326,17 @@ def consumer_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
         """Committed offsets of the partitions named in the body (a GET with a body)."""
         media = accept(request)
         body = parse_model(V2Partitions, await body_of(request))
-        wanted = [(p.topic, p.partition) for p in body.partitions]
+        wanted = [TopicPartition(p.topic, p.partition) for p in body.partitions]
         found = await consumers.committed(group, instance, wanted)
         offsets = [
             {
-                "topic": t,
-                "partition": p,
-                "offset": found[(t, p)].offset,
-                "metadata": found[(t, p)].metadata,
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "offset": found[tp].offset,
+                "metadata": found[tp].metadata,
             }
-            for t, p in wanted
-            if (t, p) in found
+            for tp in wanted
+            if tp in found
         ]
         return json_response({"offsets": offsets}, media)
 
