@@ -27,12 +27,14 @@ __all__ = [
     "DuplicateResourceError",
     "FencedLeaderEpochError",
     "FencedMemberEpochError",
+    "FilterTooLargeError",
     "GroupAuthorizationError",
     "GroupIdNotFoundError",
     "GroupNotEmptyError",
     "IllegalGenerationError",
     "IllegalStateError",
     "InvalidConfigError",
+    "InvalidFilterError",
     "InvalidGroupIdError",
     "InvalidPartitionsError",
     "InvalidProducerEpochError",
@@ -566,6 +568,25 @@ class CorruptShareStateError(YakError):
     unknown version, inconsistent runs); nothing was restored from it."""
 
     code = "CORRUPT_SHARE_STATE"
+
+
+class InvalidFilterError(YakError):
+    """A record filter expression (``yak.filters``) does not parse or names no known field.
+
+    ``details`` say where: ``position`` (0-based character offset), ``line`` and ``column``
+    (1-based), and ``expected`` (what would have been accepted there) when the parser knows it.
+    """
+
+    code = "INVALID_FILTER"
+    http_status = 400
+
+
+class FilterTooLargeError(InvalidFilterError):
+    """A record filter is longer, has more nodes or nests deeper than ``yak.filters`` allows;
+    ``details`` name the ``limit`` and its ``maximum`` (and where it was passed, if inside)."""
+
+    code = "FILTER_TOO_LARGE"
+    http_status = 400
 
 
 def _all_error_classes() -> dict[str, type[YakError]]:
