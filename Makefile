@@ -9,7 +9,8 @@ YAK_ARGS ?=
 .PHONY: install install-run install-test install-bench install-spark etcd chromium java peers deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers bench-latency bench-workers bench-scale soak clean
 
 ## One venv, installed by use: each stamp installs its part once (again when pyproject.toml
-## changes). Running needs the base package alone, the benchmarks the `bench` extra, the Spark
+## changes). Running needs the package with its `server` extra (the base package alone is the
+## client: the SDK and the CLI), the benchmarks the `bench` extra, the Spark
 ## data source the `spark` extra; the tests need all of it, and so mark every part done.
 ## Running, the benchmarks and the tests also need an etcd server: `etcd` below, checked (and
 ## installed once) before each of those stamps as an order-only prerequisite.
@@ -24,19 +25,19 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(RUN_STAMP): pyproject.toml | $(BIN)/python etcd
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e '.[server]'
 	touch $@
 
 $(BENCH_STAMP): pyproject.toml | $(BIN)/python etcd
-	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python -m pip install --quiet -e '.[server,bench]'
 	touch $(RUN_STAMP) $@
 
 $(SPARK_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[spark]'
+	$(BIN)/python -m pip install --quiet -e '.[server,spark]'
 	touch $(RUN_STAMP) $@
 
 $(TEST_STAMP): pyproject.toml | $(BIN)/python etcd
-	$(BIN)/python -m pip install --quiet -e '.[dev,spark,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[server,dev,spark,bench]'
 	touch $(RUN_STAMP) $(BENCH_STAMP) $(SPARK_STAMP) $@
 
 ## The parts by name; `make install` is every Python package `make test` installs.

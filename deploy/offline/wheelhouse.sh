@@ -24,7 +24,8 @@ constraints="$dest/constraints.txt"
 "$python" -m pip freeze --exclude-editable --all | grep -v '^-e ' | grep '==' >"$constraints" || true
 
 requirement="$(ls "$dest"/yak-*.whl)"
-[ -z "$extras" ] || requirement="$requirement[$extras]"
+# The services run from it: the `server` extra always, plus any others asked for.
+requirement="$requirement[server${extras:+,$extras}]"
 platforms=""
 for tag in manylinux1 manylinux2010 manylinux2014 manylinux_2_17 manylinux_2_24 \
            manylinux_2_26 manylinux_2_27 manylinux_2_28 manylinux_2_31 manylinux_2_34 \

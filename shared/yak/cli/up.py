@@ -50,6 +50,7 @@ user and role per service kind (``yak.etcd_auth``, set up after etcd starts), an
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import sys
@@ -282,6 +283,22 @@ def _stop_signals(on_signal: Callable[[str], None]) -> Iterator[None]:
             signal.signal(signum, old)
 
 
+#: What the services import that the client package does not bring (the `server` extra).
+_SERVER_MODULES = ("fastapi", "uvicorn", "aetcd", "cryptography", "jinja2")
+
+
+def _require_server() -> None:
+    """Exit 2 with the fix when this environment has the client package only."""
+    missing = [name for name in _SERVER_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        typer.echo(
+            f"yak up runs the services, which need the server stack ({', '.join(missing)} "
+            "missing here): pip install 'yak[server]'",
+            err=True,
+        )
+        raise typer.Exit(2)
+
+
 def up(
     data_dir: Annotated[Path, typer.Option(help="Folder for all data and logs.")] = Path(".yak"),
     base_port: Annotated[int, typer.Option(help="First port of the layout.")] = 9400,
@@ -332,6 +349,7 @@ def up(
     ] = False,
 ) -> None:
     """Start a local cluster: embedded etcd and every Yak service, until Ctrl-C."""
+    _require_server()
     plan = plan_cluster(
         data_dir,
         base_port,
