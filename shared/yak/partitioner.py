@@ -7,7 +7,7 @@ client (and kafka-python/aiokafka). ``murmur2`` is Kafka's 32-bit MurmurHash2 wi
 ``abs``); ``num_partitions`` counts every partition of the topic, available or not. An empty
 key is a key: it is hashed (to partition 9 of 16); only ``None`` is keyless.
 
-Keyless records, two strategies behind one ``Partitioner`` protocol:
+Keyless records, three strategies behind one ``Partitioner`` protocol:
 
 * ``StickyPartitioner`` (KIP-480 / KIP-794): all keyless records of a topic go to one
   partition until ``batch_bytes`` bytes were sent there (or the caller ends the batch with
@@ -16,6 +16,13 @@ Keyless records, two strategies behind one ``Partitioner`` protocol:
 * ``RoundRobinPartitioner``: partition 0, 1, 2 ... per topic. Unlike Java's
   ``RoundRobinPartitioner`` keyed records are still hashed, and there is no KAFKA-9965 skew
   because nothing calls ``partition`` twice per record.
+* ``LoadAwarePartitioner``: sticky batches like ``StickyPartitioner``, but each new batch's
+  partition is drawn with a weight that falls with the load of the partition's leader
+  (``leader_scores``, ``load_weights``): records are steered away from the busiest leaders.
+  The scoring is a pure function of (partitions' leaders, the brokers' load samples, now);
+  the partitioner reads both through a ``ClusterLoad`` its user provides (the proxy's
+  metadata cache, the SDK's metadata), so this module knows nothing of either. See
+  docs/partitioning.md for the weights, staleness and why batches stay sticky.
 
 State (sticky partition, bytes, counters) is kept per topic in the instance. Instances are not
 thread-safe: use one per event loop or thread. Randomness comes from an injectable
@@ -26,15 +33,28 @@ from __future__ import annotations
 
 import random
 import struct
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from typing import Literal, Protocol
 
 from yak.errors import InvalidConfigError, InvalidPartitionsError
 
+#: The strategies for keyless records, by the name a setting or a request gives.
+PartitionerName = Literal["sticky", "round_robin", "load_aware"]
+PARTITIONERS: tuple[PartitionerName, ...] = ("sticky", "round_robin", "load_aware")
+
 __all__ = [
     "DEFAULT_BATCH_BYTES",
+    "PARTITIONERS",
+    "ClusterLoad",
+    "LoadAwarePartitioner",
+    "LoadSample",
     "Partitioner",
+    "PartitionerName",
     "RoundRobinPartitioner",
     "StickyPartitioner",
+    "choose_partition",
+    "leader_scores",
+    "load_weights",
     "murmur2",
     "partition_for_key",
 ]
@@ -163,3 +183,164 @@ class RoundRobinPartitioner:
         counter = self._next.get(topic, 0)
         self._next[topic] = counter + 1
         return counter % num_partitions
+
+
+# --- load-aware ------------------------------------------------------------------------------
+
+#: The weight of each figure of a leader's load in its score (they sum to 1): CPU first (what
+#: a produce costs a broker), then the append rate (what it is already doing), then memory
+#: and disk (slow to move, and on a shared host the same for every broker).
+CPU_WEIGHT = 0.4
+RATE_WEIGHT = 0.3
+MEMORY_WEIGHT = 0.15
+DISK_WEIGHT = 0.15
+#: A sample older than this many of its broker's publish intervals is ignored.
+STALE_INTERVALS = 3
+#: A partition's weight is ``score ** -SKEW``: 2 sends a leader at twice the average a
+#: sixteenth of what one at half the average gets.
+SKEW = 2
+#: The least score counted (an idle broker is not infinitely attractive).
+MIN_SCORE = 0.05
+#: No leader known (-1): the partition is chosen only when no partition has one.
+NO_LEADER = -1
+
+
+class LoadSample(Protocol):
+    """What the partitioner reads of a broker's load (``yak.metadata.models.BrokerLoad``, or
+    its API twin ``yak.api.admin.BrokerLoadInfo``)."""
+
+    @property
+    def cpu(self) -> float: ...
+    @property
+    def memory_bytes(self) -> int: ...
+    @property
+    def disk_used_ratio(self) -> float: ...
+    @property
+    def records_per_second(self) -> float: ...
+    @property
+    def sampled_at_ms(self) -> int: ...
+    @property
+    def publish_interval_ms(self) -> int: ...
+
+
+class ClusterLoad(Protocol):
+    """Where a ``LoadAwarePartitioner`` reads the cluster: cached, never a request per call."""
+
+    def leaders(self, topic: str, num_partitions: int) -> Sequence[int]:
+        """The leader of each partition ``0..num_partitions-1`` (``NO_LEADER`` if unknown)."""
+        ...
+
+    def loads(self) -> Mapping[int, LoadSample | None]:
+        """Each known broker's latest load sample (None: it published none)."""
+        ...
+
+    def now_ms(self) -> int:
+        """Wall-clock time in ms (samples carry the broker's wall clock)."""
+        ...
+
+
+_WEIGHTS = (CPU_WEIGHT, RATE_WEIGHT, MEMORY_WEIGHT, DISK_WEIGHT)
+
+
+def _figures(sample: LoadSample) -> tuple[float, float, float, float]:
+    """A sample's figures in ``_WEIGHTS`` order."""
+    return (
+        sample.cpu,
+        sample.records_per_second,
+        float(sample.memory_bytes),
+        sample.disk_used_ratio,
+    )
+
+
+def _fresh(sample: LoadSample, now_ms: int) -> bool:
+    return now_ms - sample.sampled_at_ms <= STALE_INTERVALS * sample.publish_interval_ms
+
+
+def leader_scores(loads: Mapping[int, LoadSample | None], now_ms: int) -> dict[int, float]:
+    """Each broker's load score: its figures, each divided by the mean of the brokers with a
+    fresh sample, weighted and summed. The cluster's average broker scores 1.0, and so does a
+    broker whose sample is stale or missing (never idle: 0). A figure that is 0 on every
+    broker counts 1 for each (it tells them apart in nothing)."""
+    fresh = {b: _figures(s) for b, s in loads.items() if s is not None and _fresh(s, now_ms)}
+    scores = dict.fromkeys(loads, 1.0)
+    if not fresh:
+        return scores
+    means = [sum(column) / len(fresh) for column in zip(*fresh.values(), strict=True)]
+    for broker, figures in fresh.items():
+        scores[broker] = sum(
+            weight * (figure / mean if mean > 0 else 1.0)
+            for weight, figure, mean in zip(_WEIGHTS, figures, means, strict=True)
+        )
+    return scores
+
+
+def load_weights(leaders: Sequence[int], scores: Mapping[int, float]) -> list[float]:
+    """Each partition's chance weight: ``max(score, MIN_SCORE) ** -SKEW`` of its leader
+    (a leader without a score counts 1.0), 0 for a partition without a leader."""
+    return [
+        0.0 if leader == NO_LEADER else max(scores.get(leader, 1.0), MIN_SCORE) ** -SKEW
+        for leader in leaders
+    ]
+
+
+def choose_partition(
+    leaders: Sequence[int],
+    loads: Mapping[int, LoadSample | None],
+    now_ms: int,
+    rng: random.Random,
+) -> int:
+    """A partition drawn with ``load_weights`` (uniform when no partition has a leader)."""
+    weights = load_weights(leaders, leader_scores(loads, now_ms))
+    if not any(weights):
+        return rng.randrange(len(leaders))
+    return rng.choices(range(len(leaders)), weights)[0]
+
+
+class LoadAwarePartitioner:
+    """Keyed records by murmur2; keyless ones sticky per batch, each batch's partition drawn
+    away from loaded leaders (``choose_partition``).
+
+    Sticky, not a draw per record: one batch per partition at a time keeps the batching of
+    KIP-480, and the loads move every few seconds, not per record. A draw, not always the best
+    leader: every producer reads the same samples, and all of them piling onto the one idle
+    leader until the next sample would make it the busiest (a herd); weights spread records in
+    proportion instead.
+    """
+
+    def __init__(
+        self,
+        cluster: ClusterLoad,
+        batch_bytes: int = DEFAULT_BATCH_BYTES,
+        rng: random.Random | None = None,
+    ) -> None:
+        if batch_bytes <= 0:
+            raise InvalidConfigError(f"batch_bytes must be positive, not {batch_bytes}")
+        self._cluster = cluster
+        self._batch_bytes = batch_bytes
+        self._rng = rng if rng is not None else random.Random()
+        # topic -> [sticky partition, bytes sent to it in the current batch]
+        self._sticky: dict[str, list[int]] = {}
+
+    def partition(
+        self, topic: str, key: bytes | None, num_partitions: int, record_size: int = 0
+    ) -> int:
+        """The partition for one record (see the class docstring)."""
+        if key is not None:
+            return partition_for_key(key, num_partitions)
+        _check_count(num_partitions)
+        state = self._sticky.get(topic)
+        if state is None or state[0] >= num_partitions or state[1] >= self._batch_bytes:
+            state = self._sticky[topic] = [self._choose(topic, num_partitions), 0]
+        state[1] += record_size
+        return state[0]
+
+    def next_batch(self, topic: str, num_partitions: int) -> None:
+        """End the current batch of ``topic`` now: the next keyless record draws again."""
+        _check_count(num_partitions)
+        self._sticky.pop(topic, None)
+
+    def _choose(self, topic: str, num_partitions: int) -> int:
+        cluster = self._cluster
+        leaders = list(cluster.leaders(topic, num_partitions))[:num_partitions]
+        leaders += [NO_LEADER] * (num_partitions - len(leaders))
+        return choose_partition(leaders, cluster.loads(), cluster.now_ms(), self._rng)

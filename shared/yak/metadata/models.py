@@ -14,13 +14,21 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+)
 
 __all__ = [
     "NO_LEADER",
     "AclEntry",
     "Assignment",
     "BrokerDecommission",
+    "BrokerLoad",
     "BrokerRecord",
     "BrokerRegistration",
     "CommittedOffset",
@@ -55,6 +63,35 @@ class MetadataValue(BaseModel):
         return cls.model_validate_json(raw)
 
 
+class BrokerLoad(MetadataValue):
+    """A broker process's load, sampled by the broker and carried in its registration.
+
+    Written by ``yak_broker.server.load_sampler`` at most every ``publish_interval_ms`` and
+    read by the ``load_aware`` partitioners (``yak.partitioner``) and the console. A reader
+    counts a sample older than three ``publish_interval_ms`` as stale (its broker scores as the
+    cluster's average): the broker republishes a steady sample well before that.
+    """
+
+    #: CPU time of the process over the last sampling window, in cores (1.0: one core busy).
+    cpu: float = Field(ge=0)
+    #: Resident set size of the process, bytes.
+    memory_bytes: int = Field(ge=0)
+    #: Used fraction of the filesystem holding the broker's data folder (0..1).
+    disk_used_ratio: float = Field(ge=0, le=1)
+    #: Records appended by producers to partitions this broker leads, per second, over the
+    #: last sampling window.
+    records_per_second: float = Field(ge=0)
+    #: When the sample was taken (the broker's wall clock, ms since the epoch).
+    sampled_at_ms: int
+    #: The broker's ``load_publish_interval_ms``: readers judge staleness by it.
+    publish_interval_ms: int = Field(default=5_000, ge=1)
+
+    def stale(self, now_ms: int) -> bool:
+        """Whether a reader at ``now_ms`` should ignore the sample (older than three
+        publish intervals)."""
+        return now_ms - self.sampled_at_ms > 3 * self.publish_interval_ms
+
+
 class BrokerRegistration(MetadataValue):
     """``brokers/<id>``: a live broker, on its lease (gone when the lease expires)."""
 
@@ -78,6 +115,19 @@ class BrokerRegistration(MetadataValue):
     #: The internal listener (Kafka framing: produce, fetch, replication) on ``host``; None
     #: for a broker that has none (clients then use HTTP).
     data_port: int | None = Field(default=None, ge=1, le=65535)
+    #: The broker's latest load sample (None: a broker older than the field, or none taken
+    #: yet). Rewritten on the same lease at a bounded rate (``BrokerLoad``).
+    load: BrokerLoad | None = None
+
+    @field_validator("load", mode="wrap")
+    @classmethod
+    def _load_or_none(cls, value: object, handler: ValidatorFunctionWrapHandler) -> object:
+        """A malformed sample (a newer writer's shape) reads as none: it never hides a live
+        broker from a reader."""
+        try:
+            return handler(value)
+        except ValidationError:
+            return None
 
     @property
     def url(self) -> str:

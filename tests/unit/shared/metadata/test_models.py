@@ -2,7 +2,9 @@ import pytest
 from pydantic import ValidationError
 
 from yak.metadata.models import (
+    BrokerLoad,
     BrokerRecord,
+    BrokerRegistration,
     GroupState,
     GroupStateName,
     PartitionState,
@@ -56,3 +58,42 @@ def test_values_are_frozen() -> None:
     state = PartitionState(topic="t", partition=0, replicas=(1,), isr=(1,))
     with pytest.raises(ValidationError):
         state.leader = 1
+
+
+_REGISTRATION = b'{"broker_id":1,"host":"h","port":9,"started_at_ms":1'
+
+
+def test_a_registration_carries_its_load_sample_and_older_ones_have_none() -> None:
+    assert BrokerRegistration.decode(_REGISTRATION + b"}").load is None
+    sample = BrokerLoad(
+        cpu=0.5, memory_bytes=3, disk_used_ratio=0.25, records_per_second=4.0, sampled_at_ms=5
+    )
+    registration = BrokerRegistration(broker_id=1, host="h", port=9, started_at_ms=1, load=sample)
+    assert BrokerRegistration.decode(registration.encode()).load == sample
+    assert sample.publish_interval_ms == 5_000  # what an older broker's sample implies
+
+
+def test_a_malformed_or_newer_load_sample_never_hides_the_broker() -> None:
+    newer = BrokerRegistration.decode(
+        _REGISTRATION + b',"load":{"cpu":1,"memory_bytes":2,"disk_used_ratio":0.5,'
+        b'"records_per_second":3,"sampled_at_ms":4,"gpu":0.9}}'
+    )
+    assert newer.load is not None
+    assert newer.load.cpu == 1.0
+    for bad in (b'{"cpu":-1}', b'"busy"', b'{"cpu":1,"disk_used_ratio":2}'):
+        broken = BrokerRegistration.decode(_REGISTRATION + b',"load":' + bad + b"}")
+        assert broken.broker_id == 1
+        assert broken.load is None
+
+
+def test_a_load_sample_is_stale_after_three_publish_intervals() -> None:
+    sample = BrokerLoad(
+        cpu=0.0,
+        memory_bytes=0,
+        disk_used_ratio=0.0,
+        records_per_second=0.0,
+        sampled_at_ms=1_000,
+        publish_interval_ms=1_000,
+    )
+    assert not sample.stale(4_000)
+    assert sample.stale(4_001)
