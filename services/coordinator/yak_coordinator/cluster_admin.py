@@ -40,9 +40,10 @@ from yak.errors import (
     KafkaTimeoutError,
     NotControllerError,
 )
-from yak.metadata.cache import ClusterSnapshot, MetadataCache
+from yak.metadata.cache import MetadataCache
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.models import BrokerDecommission, PartitionState
+from yak.metadata.snapshot import ClusterSnapshot
 from yak.metadata.store import (
     Compare,
     DeleteOp,

@@ -32,8 +32,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import BrokerRegistration, PartitionState
+from yak.metadata.snapshot import ClusterSnapshot
 from yak_coordinator.reassignment import start_reassignment
 
 __all__ = ["DrainProgress", "drain_moves", "drain_progress", "eligible_brokers"]

@@ -22,8 +22,8 @@ from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import NO_LEADER, PartitionState
+from yak.metadata.snapshot import ClusterSnapshot
 from yak_coordinator.partition_health import HealthCounts, health_counts
 
 __all__ = ["ControllerCollector", "ControllerStats", "election_kind"]

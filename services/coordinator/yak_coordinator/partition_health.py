@@ -23,8 +23,8 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from yak.api.admin import PartitionHealth
-from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import PartitionState
+from yak.metadata.snapshot import ClusterSnapshot
 from yak.topic_config import MIN_INSYNC_REPLICAS
 
 __all__ = ["HealthCounter", "HealthCounts", "HealthFilter", "health_counts", "partition_health"]

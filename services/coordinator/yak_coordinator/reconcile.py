@@ -56,8 +56,8 @@ import zlib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from yak.metadata.cache import ClusterSnapshot, PartitionMap
 from yak.metadata.models import NO_LEADER, BrokerRegistration, PartitionState, TopicRecord
+from yak.metadata.snapshot import ClusterSnapshot, PartitionMap
 from yak.topic_config import UNCLEAN_LEADER_ELECTION, is_enabled
 from yak_coordinator.decommission import drain_moves
 from yak_coordinator.placement import BrokerSlot, assign_replicas

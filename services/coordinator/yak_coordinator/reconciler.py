@@ -34,9 +34,10 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from yak.errors import MetadataStoreError
-from yak.metadata.cache import ClusterSnapshot, MetadataCache
+from yak.metadata.cache import MetadataCache
 from yak.metadata.keyspace import KeyKind, Keyspace, ParsedKey
 from yak.metadata.models import PartitionState
+from yak.metadata.snapshot import ClusterSnapshot
 from yak.metadata.store import (
     Compare,
     DeleteOp,

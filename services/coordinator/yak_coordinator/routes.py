@@ -33,8 +33,8 @@ from yak.api.admin import (
     TopicSummary,
 )
 from yak.errors import InvalidRequestError
-from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import PartitionState
+from yak.metadata.snapshot import ClusterSnapshot
 from yak.security.acl import ResourceType
 from yak_coordinator.forwarding import ADMIN_BODY_LIMIT
 from yak_coordinator.partition_health import (

@@ -26,9 +26,10 @@ import httpx
 from yak.clients.tls import ClientTls
 from yak.clock import Clock, SystemClock
 from yak.errors import MetadataStoreError
-from yak.metadata.cache import ClusterSnapshot, MetadataCache
+from yak.metadata.cache import MetadataCache
 from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace
+from yak.metadata.snapshot import ClusterSnapshot
 from yak.metadata.store import MetadataStore
 from yak.observability.metrics import ServiceMetrics
 from yak.observability.request_id import propagate_request_id

@@ -34,9 +34,10 @@ from yak.errors import (
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
-from yak.metadata.cache import ClusterSnapshot, MetadataCache
+from yak.metadata.cache import MetadataCache
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.models import PartitionState, TopicRecord
+from yak.metadata.snapshot import ClusterSnapshot
 from yak.metadata.store import Compare, GetOp, GetResponse, MetadataStore, PutOp
 from yak.names import validate_topic_name
 from yak.topic_config import CATALOGUE, validate_min_insync_replicas, validate_topic_configs

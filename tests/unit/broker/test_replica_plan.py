@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import PartitionState, TopicRecord
+from yak.metadata.snapshot import ClusterSnapshot
 from yak.types import TopicPartition
 from yak_broker.replication.replica_plan import (
     log_config_of,

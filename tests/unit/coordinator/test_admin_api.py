@@ -21,10 +21,10 @@ from yak.errors import (
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
-from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
 from yak.metadata.models import NO_LEADER, BrokerRegistration, PartitionState, TopicRecord
+from yak.metadata.snapshot import ClusterSnapshot
 from yak_coordinator.app import create_app
 from yak_coordinator.service import Coordinator
 from yak_coordinator.settings import CoordinatorSettings

@@ -17,10 +17,10 @@ from yak.errors import (
     InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
 )
-from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
 from yak.metadata.models import BrokerRegistration, PartitionState
+from yak.metadata.snapshot import ClusterSnapshot
 from yak_coordinator.app import create_app
 from yak_coordinator.service import Coordinator
 from yak_coordinator.settings import CoordinatorSettings

@@ -6,8 +6,8 @@ from types import MappingProxyType
 
 from prometheus_client import CollectorRegistry
 
-from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import NO_LEADER, BrokerRegistration, PartitionState, TopicRecord
+from yak.metadata.snapshot import ClusterSnapshot
 from yak_coordinator.metrics import ControllerCollector, ControllerStats, election_kind
 from yak_coordinator.partition_health import (
     HealthCounter,

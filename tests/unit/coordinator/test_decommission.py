@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import BrokerDecommission, BrokerRegistration, PartitionState, TopicRecord
+from yak.metadata.snapshot import ClusterSnapshot
 from yak_coordinator.decommission import drain_moves, drain_progress
 from yak_coordinator.reconcile import UpdatePartition, elect_preferred_leader, reconcile
 

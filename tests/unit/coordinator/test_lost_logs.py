@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import NO_LEADER, BrokerRegistration, PartitionState, TopicRecord
+from yak.metadata.snapshot import ClusterSnapshot
 from yak_coordinator.reconcile import (
     UpdatePartition,
     elect_preferred_leader,

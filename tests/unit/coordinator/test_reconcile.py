@@ -7,8 +7,8 @@ from types import MappingProxyType
 
 import pytest
 
-from yak.metadata.cache import ClusterSnapshot, PartitionMap
 from yak.metadata.models import NO_LEADER, BrokerRegistration, PartitionState, TopicRecord
+from yak.metadata.snapshot import ClusterSnapshot, PartitionMap
 from yak_coordinator.reconcile import (
     CreatePartitions,
     DeleteTopic,

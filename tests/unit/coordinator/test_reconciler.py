@@ -12,10 +12,11 @@ from typing import cast
 import pytest
 
 from yak.clock import FakeClock
-from yak.metadata.cache import ClusterSnapshot, MetadataCache
+from yak.metadata.cache import MetadataCache
 from yak.metadata.keyspace import Keyspace, ParsedKey
 from yak.metadata.memory_store import MemoryMetadataStore
 from yak.metadata.models import BrokerRegistration, PartitionState, TopicRecord
+from yak.metadata.snapshot import ClusterSnapshot
 from yak.metadata.store import Compare
 from yak_coordinator.election import Term
 from yak_coordinator.reconcile import CreatePartitions, DeleteTopic, UpdatePartition

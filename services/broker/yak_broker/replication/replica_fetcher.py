@@ -35,7 +35,7 @@ from collections.abc import Callable
 
 from yak.clients.broker import BrokerClient
 from yak.errors import YakError
-from yak.metadata.cache import ClusterSnapshot
+from yak.metadata.snapshot import ClusterSnapshot
 from yak.protocol.broker_models import OffsetForLeaderEpoch
 from yak.protocol.broker_wire import FetchPartition, FetchRequest
 from yak.types import TopicPartition

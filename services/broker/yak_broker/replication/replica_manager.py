@@ -36,9 +36,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 
 from yak.errors import NotLeaderOrFollowerError, UnknownTopicOrPartitionError
-from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.keyspace import KeyKind, ParsedKey
 from yak.metadata.models import PartitionState
+from yak.metadata.snapshot import ClusterSnapshot
 from yak.types import TopicPartition
 from yak_broker.metrics import BrokerTopicStats, PartitionView
 from yak_broker.replication.delayed_produce import HighWatermarkWaiters

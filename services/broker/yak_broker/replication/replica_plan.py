@@ -35,8 +35,8 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from yak.errors import InvalidConfigError
-from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import PartitionState
+from yak.metadata.snapshot import ClusterSnapshot
 from yak.types import TopicPartition
 from yak_broker.storage.log_config import LogConfig
 

@@ -46,10 +46,11 @@ from typing import Protocol
 
 from yak.errors import MetadataStoreError
 from yak.heap import HeapFreezer
-from yak.metadata.cache import ClusterSnapshot, MetadataCache
+from yak.metadata.cache import MetadataCache
 from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace, ParsedKey
 from yak.metadata.models import BrokerRegistration, PartitionState
+from yak.metadata.snapshot import ClusterSnapshot
 from yak.metadata.store import Compare, MetadataStore
 from yak.observability.metrics import ServiceMetrics
 from yak.types import TopicPartition

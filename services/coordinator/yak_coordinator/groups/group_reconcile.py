@@ -29,8 +29,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import Assignment, GroupMember, GroupState, GroupStateName, TopicPartitions
+from yak.metadata.snapshot import ClusterSnapshot
 from yak.types import TopicPartition
 from yak_coordinator.groups.assignors import ASSIGNORS
 

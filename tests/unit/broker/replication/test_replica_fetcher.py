@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.unit.broker.replication.support import make_log
-from yak.metadata.cache import ClusterSnapshot
 from yak.metadata.models import PartitionState
+from yak.metadata.snapshot import ClusterSnapshot
 from yak_broker.replication.fetch_session import FetchRound, FetchSession
 from yak_broker.replication.follower_partition import FollowerPartition
 from yak_broker.replication.replica_fetcher import ReplicaFetcher

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from yak.clock import FakeClock
-from yak.metadata.cache import ClusterSnapshot, MetadataCache
+from yak.metadata.cache import MetadataCache
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
 from yak.metadata.models import (
@@ -20,6 +20,7 @@ from yak.metadata.models import (
     PartitionState,
     TopicRecord,
 )
+from yak.metadata.snapshot import ClusterSnapshot
 from yak.metadata.store import Compare, Op, TxnResult
 from yak_coordinator.election import Term
 from yak_coordinator.groups import group_coordinator

@@ -8,10 +8,11 @@ import pytest
 
 from yak.clock import FakeClock
 from yak.errors import KafkaTimeoutError, MetadataStoreError, RevisionCompactedError
-from yak.metadata.cache import ClusterSnapshot, MetadataCache
+from yak.metadata.cache import MetadataCache
 from yak.metadata.keyspace import Keyspace, ParsedKey
 from yak.metadata.memory_store import MemoryMetadataStore
 from yak.metadata.models import BrokerRecord, BrokerRegistration, PartitionState, TopicRecord
+from yak.metadata.snapshot import ClusterSnapshot
 from yak.metadata.store import KeyLike, RangeResult, Watch, as_key
 
 KS = Keyspace("c1")
@@ -217,19 +218,3 @@ async def test_watch_failure_is_retried_from_the_last_revision() -> None:
         assert snap.revision == store.revision
     finally:
         await cache.stop()
-
-
-def test_partitions_of_each_topic_in_partition_order() -> None:
-    states = [
-        partition("b", 1, 1),
-        partition("a", 2, 1),
-        partition("b", 0, 2),
-        partition("a", 0, 3),
-    ]
-    snap = ClusterSnapshot(revision=1, partitions={(s.topic, s.partition): s for s in states})
-    assert [s.partition for s in snap.partitions_of("a")] == [0, 2]
-    assert [(s.partition, s.leader) for s in snap.partitions_of("b")] == [(0, 2), (1, 1)]
-    assert snap.partitions_of("missing") == []
-    snap.partitions_of("a").clear()  # a copy: the snapshot stays as it was
-    assert len(snap.partitions_of("a")) == 2
-    assert snap == ClusterSnapshot(revision=1, partitions=dict(snap.partitions))

@@ -3,14 +3,13 @@ states, and listeners subscribed at any time learn which key changed."""
 
 from __future__ import annotations
 
-import pytest
-
 from yak.clock import FakeClock
 from yak.errors import RevisionCompactedError
-from yak.metadata.cache import MetadataCache, PartitionMap
+from yak.metadata.cache import MetadataCache
 from yak.metadata.keyspace import KeyKind, Keyspace, ParsedKey
 from yak.metadata.memory_store import MemoryMetadataStore
 from yak.metadata.models import PartitionState, TopicRecord
+from yak.metadata.snapshot import PartitionMap
 from yak.metadata.store import KeyLike, Watch, as_key
 
 KS = Keyspace("c1")
@@ -46,22 +45,6 @@ class CompactingStore(MemoryMetadataStore):
 
 def state(name: str, p: int, leader: int = 1) -> PartitionState:
     return PartitionState(topic=name, partition=p, leader=leader, replicas=(leader,), isr=(leader,))
-
-
-def test_partition_map_is_a_read_only_mapping_by_topic_and_partition() -> None:
-    states = PartitionMap({"a": {1: state("a", 1), 0: state("a", 0)}, "b": {0: state("b", 0)}})
-    assert len(states) == 3
-    assert states[("a", 1)] == state("a", 1)
-    assert ("b", 0) in states
-    assert ("b", 1) not in states
-    assert ("c", 0) not in states
-    assert "a" not in states  # type: ignore[comparison-overlap]  # not a key shape: no error
-    with pytest.raises(KeyError):
-        states[("c", 0)]
-    assert sorted(states) == [("a", 0), ("a", 1), ("b", 0)]
-    assert dict(states.of("a")) == {1: state("a", 1), 0: state("a", 0)}
-    assert dict(states.of("missing")) == {}
-    assert states == {(s.topic, s.partition): s for s in states.values()}
 
 
 async def test_a_snapshot_shares_the_topics_an_event_did_not_touch() -> None:
