@@ -24,6 +24,7 @@ __all__ = [
     "ConsumerQuotaExceededError",
     "CorruptRecordError",
     "CorruptShareStateError",
+    "DelaysNotEnabledError",
     "DuplicateResourceError",
     "FencedLeaderEpochError",
     "FencedMemberEpochError",
@@ -34,6 +35,7 @@ __all__ = [
     "IllegalGenerationError",
     "IllegalStateError",
     "InvalidConfigError",
+    "InvalidDelayError",
     "InvalidFilterError",
     "InvalidGroupIdError",
     "InvalidPartitionsError",
@@ -586,6 +588,24 @@ class FilterTooLargeError(InvalidFilterError):
     ``details`` name the ``limit`` and its ``maximum`` (and where it was passed, if inside)."""
 
     code = "FILTER_TOO_LARGE"
+    http_status = 400
+
+
+class InvalidDelayError(YakError):
+    """A delay or schedule cannot be honoured: ``deliver_after_ms`` and ``deliver_at`` both
+    given, a negative delay, a time before 2000 or past the topic's ``delayed.delivery.max.ms``,
+    or a ``yak-deliver-at`` header that is not ASCII decimal epoch milliseconds (``yak.delays``).
+    """
+
+    code = "INVALID_DELAY"
+    http_status = 400
+
+
+class DelaysNotEnabledError(YakError):
+    """A record asks for a delay on a topic without ``delayed.delivery.enable=true``: refused,
+    so that nobody believes a record is held back when it is not (``yak.delays``)."""
+
+    code = "DELAYS_NOT_ENABLED"
     http_status = 400
 
 
