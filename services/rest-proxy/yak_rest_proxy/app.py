@@ -5,7 +5,7 @@ root (``/topics``, ``/consumers``, ``/brokers``) and the native API under ``/api
 served from one FastAPI app whose OpenAPI document covers every route. It keeps no durable
 state (``runtime.ProxyRuntime``): anything a client relies on lives in etcd or on the brokers,
 so any proxy serves any client; the consumer instances it serves are held in memory and
-written behind (``consumers.members``), handed over when another proxy asks for one. With
+written behind (``consume.holding.members``), handed over when another proxy asks for one. With
 ``YAK_SECURITY=on`` every route but the health checks and the OpenAPI docs goes through the
 guard (``security.guard``): a credential, then the route's ACL checks from
 ``security.route_acls``. ``/metrics`` (docs/observability.md) is a plain route outside the
@@ -40,8 +40,8 @@ from yak_rest_proxy.api.native.routes import native_router
 from yak_rest_proxy.api.v2.consumer_routes import consumer_router
 from yak_rest_proxy.api.v2.metadata_routes import metadata_router
 from yak_rest_proxy.api.v2.produce_routes import produce_router
-from yak_rest_proxy.consumers.consumer import Consumers
-from yak_rest_proxy.consumers.group_admin import GroupAdmin
+from yak_rest_proxy.consume.consumer import Consumers
+from yak_rest_proxy.consume.group_admin import GroupAdmin
 from yak_rest_proxy.http.errors import install_error_handlers
 from yak_rest_proxy.http.openapi import install_openapi
 from yak_rest_proxy.http.read_timeout import BodyReadTimeout

@@ -32,12 +32,12 @@ from yak.security.cache import SecurityCache
 from yak.security.login_limiter import FailedLoginLimiter
 from yak.security.store import SecurityStore
 from yak_rest_proxy.brokers import BrokerPool
+from yak_rest_proxy.consume.reader import Reader
 from yak_rest_proxy.metrics import ProxyStats
 from yak_rest_proxy.produce.producer import Producer
 from yak_rest_proxy.produce.producer_ids import ProducerIds
 from yak_rest_proxy.quotas.quota_store import QuotaOverrides, QuotaStore
 from yak_rest_proxy.quotas.quotas import Quotas
-from yak_rest_proxy.reader import Reader
 from yak_rest_proxy.security.forwarded_credential import ForwardedAuth
 from yak_rest_proxy.settings import ProxySettings
 from yak_rest_proxy.topics import TopicLookup

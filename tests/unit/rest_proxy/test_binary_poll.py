@@ -16,7 +16,7 @@ from yak.api.records import FETCH_MEDIA_TYPE
 from yak.errors import CorruptRecordError, NotAcceptableError
 from yak.record import RecordInput, encode_batch
 from yak_rest_proxy.api.native.group_routes import wants_batches
-from yak_rest_proxy.reader import whole_batches
+from yak_rest_proxy.consume.reader import whole_batches
 from yak_rest_proxy.settings import ProxySettings
 
 #: Three batches: offsets 0-2, 3, 4-5.

@@ -44,7 +44,7 @@ from yak_rest_proxy.api.native.group_routes import (
     wants_batches,
 )
 from yak_rest_proxy.api.native.routes import ACKS, produce_batch, produce_records
-from yak_rest_proxy.consumers.consumer import Consumers
+from yak_rest_proxy.consume.consumer import Consumers
 from yak_rest_proxy.runtime import ProxyRuntime
 
 __all__ = ["FastLane"]

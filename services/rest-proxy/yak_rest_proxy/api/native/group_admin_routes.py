@@ -14,7 +14,7 @@ from yak.api.groups import (
 from yak.api.records import API_PREFIX
 from yak.security.acl import Operation, ResourceType
 from yak_rest_proxy.api.native.admin_routes import ADMIN_TAG
-from yak_rest_proxy.consumers.group_admin import GroupAdmin
+from yak_rest_proxy.consume.group_admin import GroupAdmin
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.runtime import ProxyRuntime

@@ -48,8 +48,8 @@ from yak.metadata.models import GroupMember
 from yak.names import validate_group_id
 from yak.types import TopicPartition
 from yak_rest_proxy.api.native.render import partition_renderer
-from yak_rest_proxy.consumers.consumer import Consumers, Poll, new_instance_id
-from yak_rest_proxy.consumers.member_state import Member
+from yak_rest_proxy.consume.consumer import Consumers, Poll, new_instance_id
+from yak_rest_proxy.consume.membership.member_state import Member
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.quotas.quotas import QuotaKind, Quotas

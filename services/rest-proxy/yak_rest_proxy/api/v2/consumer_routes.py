@@ -33,7 +33,7 @@ from yak_rest_proxy.api.v2.models import (
     V2Positions,
     V2Subscription,
 )
-from yak_rest_proxy.consumers.consumer import Consumers, PolledPartition, new_instance_id
+from yak_rest_proxy.consume.consumer import Consumers, PolledPartition, new_instance_id
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.content import EmbeddedFormat, negotiate, request_format
 from yak_rest_proxy.http.responses import json_response

@@ -36,8 +36,8 @@ from yak.metadata.models import CommittedOffset
 from yak.metadata.store import MetadataStore, Op, PutOp
 from yak.names import validate_group_id
 from yak.types import TopicPartition
-from yak_rest_proxy.consumers.member_store import MAX_TXN_OPS
-from yak_rest_proxy.reader import Reader
+from yak_rest_proxy.consume.holding.member_store import MAX_TXN_OPS
+from yak_rest_proxy.consume.reader import Reader
 
 __all__ = ["GroupAdmin"]
 

@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.unit.rest_proxy.consumers.bench import Bench, granted, member, running_bench
+from tests.unit.rest_proxy.consume.bench import Bench, granted, member, running_bench
 from yak.errors import FencedMemberEpochError, IllegalStateError, UnknownMemberIdError
 from yak.types import TopicPartition
-from yak_rest_proxy.consumers.consumer import Consumers
+from yak_rest_proxy.consume.consumer import Consumers
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 

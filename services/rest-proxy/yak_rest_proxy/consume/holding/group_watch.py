@@ -32,8 +32,8 @@ from yak.errors import MetadataStoreError, RevisionCompactedError
 from yak.metadata.keyspace import KeyKind, Keyspace
 from yak.metadata.models import GroupState
 from yak.metadata.store import EventKind, KeyValue, MetadataStore, WatchEvent
-from yak_rest_proxy.consumers.member_state import NO_POSITIONS, Grant, StoredPositions
-from yak_rest_proxy.consumers.member_store import grant_of, stored_positions
+from yak_rest_proxy.consume.holding.member_store import grant_of, stored_positions
+from yak_rest_proxy.consume.membership.member_state import NO_POSITIONS, Grant, StoredPositions
 
 __all__ = ["GroupWatch", "Seen"]
 

@@ -39,7 +39,7 @@ from dataclasses import replace
 
 from yak.errors import FencedMemberEpochError, IllegalStateError
 from yak.types import TopicPartition
-from yak_rest_proxy.consumers.member_state import (
+from yak_rest_proxy.consume.membership.member_state import (
     DeleteMember,
     Grant,
     Guard,

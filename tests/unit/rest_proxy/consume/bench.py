@@ -21,9 +21,9 @@ from yak.record import Record, RecordInput, encode_batch
 from yak.types import TopicPartition
 from yak_coordinator.election import Term
 from yak_coordinator.groups.group_coordinator import GroupCoordinator
-from yak_rest_proxy.consumers.consumer import Consumers
+from yak_rest_proxy.consume.consumer import Consumers
+from yak_rest_proxy.consume.reader import PartitionRead, whole_batches
 from yak_rest_proxy.metrics import PollStats
-from yak_rest_proxy.reader import PartitionRead, whole_batches
 
 KS = Keyspace("consumers")
 

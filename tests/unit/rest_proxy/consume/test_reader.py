@@ -25,8 +25,8 @@ from yak.protocol.broker_wire import (
 )
 from yak.record import CompressionType, RecordInput, encode_batch
 from yak_rest_proxy.brokers import BrokerPool
+from yak_rest_proxy.consume.reader import Reader, _records_from
 from yak_rest_proxy.metrics import PollStats
-from yak_rest_proxy.reader import Reader, _records_from
 
 KS = Keyspace("unit")
 

@@ -10,12 +10,12 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.unit.rest_proxy.consumers.bench import KS, Bench, granted, member, running_bench
+from tests.unit.rest_proxy.consume.bench import KS, Bench, granted, member, running_bench
 from yak.errors import UnknownMemberIdError
 from yak.metadata.models import CommittedOffset
 from yak.types import TopicPartition
-from yak_rest_proxy.consumers.consumer import Consumers
-from yak_rest_proxy.consumers.member_store import stored_positions
+from yak_rest_proxy.consume.consumer import Consumers
+from yak_rest_proxy.consume.holding.member_store import stored_positions
 
 T0 = TopicPartition("t", 0)
 

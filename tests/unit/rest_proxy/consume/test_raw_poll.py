@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.unit.rest_proxy.consumers.bench import Bench, granted, member, running_bench
+from tests.unit.rest_proxy.consume.bench import Bench, granted, member, running_bench
 from yak.sdk.records import ConsumerRecord, fetched_records
 from yak.types import TopicPartition
-from yak_rest_proxy.consumers.consumer import Consumers, Poll
+from yak_rest_proxy.consume.consumer import Consumers, Poll
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 BATCHES = {0: [["a0", "a1", "a2"], ["a3"], ["a4", "a5"]], 1: [["b0", "b1"], ["b2", "b3", "b4"]]}

@@ -43,7 +43,7 @@ from yak.metadata.store import (
     PutOp,
 )
 from yak.types import TopicPartition
-from yak_rest_proxy.consumers.member_state import (
+from yak_rest_proxy.consume.membership.member_state import (
     NO_POSITIONS,
     DeleteMember,
     Grant,
@@ -58,7 +58,7 @@ from yak_rest_proxy.consumers.member_state import (
     Write,
     partition_set,
 )
-from yak_rest_proxy.consumers.member_state import Op as MemberOp
+from yak_rest_proxy.consume.membership.member_state import Op as MemberOp
 
 __all__ = [
     "MAX_TXN_OPS",

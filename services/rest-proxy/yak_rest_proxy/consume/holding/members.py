@@ -54,10 +54,10 @@ from yak.metadata.keyspace import Keyspace, validate_member_id
 from yak.metadata.models import GroupMember
 from yak.metadata.store import MetadataStore
 from yak.names import validate_group_id
-from yak_rest_proxy.consumers import member_protocol as protocol
-from yak_rest_proxy.consumers.group_watch import GroupWatch
-from yak_rest_proxy.consumers.member_state import Grant, Member, Step
-from yak_rest_proxy.consumers.member_store import MemberStore
+from yak_rest_proxy.consume.holding.group_watch import GroupWatch
+from yak_rest_proxy.consume.holding.member_store import MemberStore
+from yak_rest_proxy.consume.membership import member_protocol as protocol
+from yak_rest_proxy.consume.membership.member_state import Grant, Member, Step
 
 __all__ = ["Members", "missing"]
 

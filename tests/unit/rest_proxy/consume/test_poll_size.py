@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.rest_proxy.consumers.bench import member, running_bench
+from tests.unit.rest_proxy.consume.bench import member, running_bench
 from yak.types import TopicPartition
 
 VALUES = {0: ["aa", "", "bbb", "c"], 1: ["", ""], 2: ["dddd", "e", "ff"]}

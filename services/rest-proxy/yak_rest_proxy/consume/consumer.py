@@ -45,13 +45,13 @@ from yak.names import validate_topic_name
 from yak.protocol.broker_models import OffsetResult
 from yak.record import Record
 from yak.types import TopicPartition
-from yak_rest_proxy.consumers import member_protocol as protocol
-from yak_rest_proxy.consumers.member_state import Member, Offsets
-from yak_rest_proxy.consumers.member_store import MemberStore
-from yak_rest_proxy.consumers.members import Members
+from yak_rest_proxy.consume.holding.member_store import MemberStore
+from yak_rest_proxy.consume.holding.members import Members
+from yak_rest_proxy.consume.membership import member_protocol as protocol
+from yak_rest_proxy.consume.membership.member_state import Member, Offsets
+from yak_rest_proxy.consume.reader import PartitionRead, whole_batches
 from yak_rest_proxy.metrics import PollStats
 from yak_rest_proxy.quotas.consumer_cap import ConsumerCap
-from yak_rest_proxy.reader import PartitionRead, whole_batches
 
 __all__ = [
     "Consumers",

@@ -11,8 +11,8 @@ import pytest
 from yak.errors import FencedMemberEpochError, IllegalStateError
 from yak.metadata.models import GroupMember, TopicPartitions
 from yak.types import TopicPartition
-from yak_rest_proxy.consumers import member_protocol as protocol
-from yak_rest_proxy.consumers.member_state import (
+from yak_rest_proxy.consume.membership import member_protocol as protocol
+from yak_rest_proxy.consume.membership.member_state import (
     DeleteMember,
     Grant,
     Guard,

@@ -20,11 +20,11 @@ from typing import Any, TypeVar
 
 import pytest
 
-from tests.unit.rest_proxy.consumers.bench import KS, Bench, ProxyStore, member, running_bench
+from tests.unit.rest_proxy.consume.bench import KS, Bench, ProxyStore, member, running_bench
 from yak.metadata.models import CommittedOffset
 from yak.types import TopicPartition
-from yak_rest_proxy.consumers.consumer import Consumers
-from yak_rest_proxy.consumers.member_store import stored_positions
+from yak_rest_proxy.consume.consumer import Consumers
+from yak_rest_proxy.consume.holding.member_store import stored_positions
 
 PARTITIONS = (TopicPartition("t", 0), TopicPartition("t", 1))
 STEPS = 40
