@@ -44,7 +44,7 @@ in ``kafka_sasl``. Safe from any thread.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 import orjson
@@ -57,11 +57,16 @@ from yak.protocol.broker_wire import (
     FetchPartition,
     FetchRequest,
     FetchResponse,
-    PartitionError,
     ProducePartition,
     ProduceRequest,
     ProduceResult,
     check_unique,
+)
+from yak.protocol.kafka_errors import (
+    YAK_ERROR_TAG,
+    as_partition_error,
+    error_tags,
+    kafka_error_code,
 )
 from yak.protocol.kafka_types import (
     EMPTY_TAGS,
@@ -116,8 +121,6 @@ PRODUCE_VERSION = 9
 FETCH_VERSION = 12
 SASL_HANDSHAKE_VERSION = 1
 SASL_AUTHENTICATE_VERSION = 2
-#: A tagged field number far above Kafka's own (which count up from 0).
-YAK_ERROR_TAG = 0x7961
 #: A fetch request's tagged field: the follower's data folder id (``replica_log_dir_id``),
 #: UTF-8; a Kafka client never sends it and an older broker skips it.
 YAK_REPLICA_LOG_DIR_TAG = 0x7962
@@ -135,53 +138,6 @@ def flexible(api_key: int, api_version: int) -> bool:
     """Whether a message version uses Kafka's flexible encoding (and header v2 / v1)."""
     first = _FLEXIBLE.get(api_key)
     return first is not None and api_version >= first
-
-
-def _error_tags(error: PartitionError | None) -> bytes:
-    """``YAK_ERROR_TAG`` when the Kafka number alone would lose something: details, or a Yak
-    code that is not the one its Kafka number stands for."""
-    if error is None:
-        return EMPTY_TAGS
-    if not error.details and _canonical_code(error) == error.code:
-        return EMPTY_TAGS
-    payload: dict[str, Any] = {"code": error.code}
-    if error.details:
-        payload["details"] = dict(error.details)
-    return tags({YAK_ERROR_TAG: orjson.dumps(payload)})
-
-
-def _canonical_code(error: PartitionError) -> str:
-    kafka_code = error.exception().kafka_code
-    return error_for_kafka_code(kafka_code, "").code if kafka_code != -1 else ""
-
-
-def _kafka_code(error: PartitionError | None) -> int:
-    if error is None:
-        return 0
-    return error.exception().kafka_code
-
-
-def _partition_error(code: int, message: str | None, tags: Mapping[int, Buffer]) -> YakError:
-    extra = tags.get(YAK_ERROR_TAG)
-    if extra is not None:
-        try:
-            payload = orjson.loads(extra)
-        except orjson.JSONDecodeError:
-            payload = None
-        if isinstance(payload, dict) and isinstance(payload.get("code"), str):
-            details = payload.get("details")
-            return error_for_code(
-                payload["code"], message or "", **(details if isinstance(details, dict) else {})
-            )
-    return error_for_kafka_code(code, message or "")
-
-
-def _as_partition_error(
-    code: int, message: str | None, tags: Mapping[int, Buffer]
-) -> PartitionError | None:
-    if code == 0:
-        return None
-    return PartitionError.of(_partition_error(code, message, tags))
 
 
 def _check_name(topic: str, where: str) -> str:
@@ -346,14 +302,14 @@ def encode_produce_response(correlation_id: int, results: Sequence[ProduceResult
             error = r.error
             out += _PRODUCE_PARTITION_RESULT.pack(
                 r.partition,
-                _kafka_code(error),
+                kafka_error_code(error),
                 r.base_offset,
                 r.log_append_time,
                 r.log_start_offset,
             )
             out += b"\x01"  # record_errors: empty
             out += compact_string(error.message if error is not None else None)
-            out += _error_tags(error)
+            out += error_tags(error)
         out += EMPTY_TAGS
     out += I32.pack(0) + EMPTY_TAGS  # throttle_time_ms, tags
     return [SIZE.pack(len(out)) + out]
@@ -375,7 +331,7 @@ def decode_produce_response(body: Buffer) -> tuple[ProduceResult, ...]:
             tags = reader.tags(where)
             results.append(
                 ProduceResult(
-                    topic, index, base, append_time, start, _as_partition_error(code, message, tags)
+                    topic, index, base, append_time, start, as_partition_error(code, message, tags)
                 )
             )
         reader.tags(f"responses[{t}]")
@@ -507,7 +463,7 @@ def encode_fetch_response(
             error = p.error
             pending += _FETCH_PARTITION_RESULT.pack(
                 p.partition,
-                _kafka_code(error),
+                kafka_error_code(error),
                 p.high_watermark,
                 p.last_stable_offset,
                 p.log_start_offset,
@@ -520,7 +476,7 @@ def encode_fetch_response(
                 parts.append(bytes(pending))
                 parts.append(p.records)
                 pending = bytearray()
-            pending += _error_tags(error)
+            pending += error_tags(error)
         pending += EMPTY_TAGS
     pending += EMPTY_TAGS
     parts.append(bytes(pending))
@@ -561,7 +517,7 @@ def decode_fetch_session_response(body: Buffer) -> FetchResponse:
                     lso,
                     start,
                     records if records is not None else memoryview(b""),
-                    _as_partition_error(error_code, None, tags) if error_code else None,
+                    as_partition_error(error_code, None, tags) if error_code else None,
                 )
             )
         reader.tags(f"responses[{t}]")

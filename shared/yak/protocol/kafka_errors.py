@@ -1,0 +1,72 @@
+"""Errors on Kafka's wire, with their Yak identity kept (pure: no asyncio, no I/O).
+
+A partition's error travels as Kafka's number (``YakError.kafka_code``) and message, which any
+Kafka parser reads. When the number alone would lose something — the error's details
+(``expected_sequence``, ``log_start_offset`` …) or a Yak code that is not the one its Kafka
+number stands for — its stable Yak code and details ride in the tagged field
+``YAK_ERROR_TAG`` as JSON ``{"code", "details"}``, which a Kafka parser skips. Shared by every
+message codec of the internal plane (``kafka_wire``, ``kafka_share``). Safe from any thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from yak.errors import YakError, error_for_code, error_for_kafka_code
+from yak.protocol.broker_wire import Buffer, PartitionError
+from yak.protocol.kafka_types import EMPTY_TAGS, tags
+
+__all__ = ["YAK_ERROR_TAG", "as_partition_error", "error_tags", "kafka_error_code", "typed_error"]
+
+#: A tagged field number far above Kafka's own (which count up from 0).
+YAK_ERROR_TAG = 0x7961
+
+
+def error_tags(error: PartitionError | None) -> bytes:
+    """``YAK_ERROR_TAG`` when the Kafka number alone would lose something: details, or a Yak
+    code that is not the one its Kafka number stands for."""
+    if error is None:
+        return EMPTY_TAGS
+    if not error.details and _canonical_code(error) == error.code:
+        return EMPTY_TAGS
+    payload: dict[str, Any] = {"code": error.code}
+    if error.details:
+        payload["details"] = dict(error.details)
+    return tags({YAK_ERROR_TAG: orjson.dumps(payload)})
+
+
+def _canonical_code(error: PartitionError) -> str:
+    kafka_code = error.exception().kafka_code
+    return error_for_kafka_code(kafka_code, "").code if kafka_code != -1 else ""
+
+
+def kafka_error_code(error: PartitionError | None) -> int:
+    if error is None:
+        return 0
+    return error.exception().kafka_code
+
+
+def typed_error(code: int, message: str | None, tags: Mapping[int, Buffer]) -> YakError:
+    extra = tags.get(YAK_ERROR_TAG)
+    if extra is not None:
+        try:
+            payload = orjson.loads(extra)
+        except orjson.JSONDecodeError:
+            payload = None
+        if isinstance(payload, dict) and isinstance(payload.get("code"), str):
+            details = payload.get("details")
+            return error_for_code(
+                payload["code"], message or "", **(details if isinstance(details, dict) else {})
+            )
+    return error_for_kafka_code(code, message or "")
+
+
+def as_partition_error(
+    code: int, message: str | None, tags: Mapping[int, Buffer]
+) -> PartitionError | None:
+    if code == 0:
+        return None
+    return PartitionError.of(typed_error(code, message, tags))
