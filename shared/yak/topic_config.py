@@ -8,7 +8,8 @@ range raises ``InvalidConfigError`` naming the key, and accepted values come bac
 
 The storage settings mirror the broker's ``LogConfig`` (same names, defaults and ranges; a unit
 test keeps them in step). Besides Kafka's settings Yak adds ``flush.mode`` (``async`` | ``sync``,
-see the broker's log_config module). Pure and immutable; safe to share.
+see the broker's log_config module) and the delayed-delivery pair ``delayed.delivery.enable`` /
+``delayed.delivery.max.ms`` (see ``yak.delays``). Pure and immutable; safe to share.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from yak.errors import InvalidConfigError
 
 __all__ = [
     "CATALOGUE",
+    "DELAYED_DELIVERY_ENABLE",
+    "DELAYED_DELIVERY_MAX_MS",
     "MIN_INSYNC_REPLICAS",
     "UNCLEAN_LEADER_ELECTION",
     "ConfigDef",
@@ -37,6 +40,8 @@ _DAY_MS = 86_400_000
 
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
 UNCLEAN_LEADER_ELECTION = "unclean.leader.election.enable"
+DELAYED_DELIVERY_ENABLE = "delayed.delivery.enable"
+DELAYED_DELIVERY_MAX_MS = "delayed.delivery.max.ms"
 
 
 class ConfigType(StrEnum):
@@ -197,6 +202,20 @@ _DEFINITIONS = (
         "producer",
         "Codec of stored batches; 'producer' keeps the producer's.",
         choices=("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
+    ),
+    # -- delayed and scheduled delivery (Yak; docs/decisions.md) ------------------------------
+    ConfigDef(
+        DELAYED_DELIVERY_ENABLE,
+        ConfigType.BOOLEAN,
+        "false",
+        "Yak: accept records with a yak-deliver-at header (else 400 DELAYS_NOT_ENABLED).",
+    ),
+    _int(
+        DELAYED_DELIVERY_MAX_MS,
+        30 * _DAY_MS,
+        "Yak: the longest delay a record may ask for.",
+        1,
+        365 * _DAY_MS,
     ),
 )
 
