@@ -1,0 +1,184 @@
+"""``InFlightWindow``: the in-flight records of one share-partition, as parallel arrays.
+
+One slot per record, in offset order: ``offsets`` (``array('q')``, strictly increasing),
+``states``, ``counts`` and ``reasons`` (one byte each), ``deadlines`` and ``timestamps``
+(``array('q')``) and ``members`` (a list of interned member-id strings, None when not
+acquired). A few thousand records cost ~40 bytes each and no object per record; finding the
+next available or acquired record is ``bytearray.find`` (C speed), an offset is found by
+bisection. Offsets may be sparse (compacted topics, delayed records that left the window).
+
+This module keeps the arrays consistent and knows nothing of the rules: ``SharePartition``
+decides every transition. Not thread-safe; one owner.
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
+
+from yak_broker.share.state.records import DeadLetterReason, RecordState, RecordView, Run
+
+__all__ = ["InFlightWindow"]
+
+_ACQUIRED = RecordState.ACQUIRED
+_ACKNOWLEDGED = RecordState.ACKNOWLEDGED
+_ARCHIVED = RecordState.ARCHIVED
+
+
+class InFlightWindow:
+    """See the module doc. Indices are positions in offset order; they shift on insert/delete."""
+
+    __slots__ = ("counts", "deadlines", "members", "offsets", "reasons", "states", "timestamps")
+
+    def __init__(self) -> None:
+        self.offsets = array("q")
+        self.states = bytearray()
+        self.counts = bytearray()
+        self.reasons = bytearray()
+        self.deadlines = array("q")
+        self.timestamps = array("q")
+        self.members: list[str | None] = []
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    # --- finding -------------------------------------------------------------------------
+
+    def index(self, offset: int) -> int | None:
+        """The slot of ``offset``, or None when it is not in the window."""
+        i = bisect_left(self.offsets, offset)
+        return i if i < len(self.offsets) and self.offsets[i] == offset else None
+
+    def lower_bound(self, offset: int) -> int:
+        """The first slot whose offset is at or above ``offset``."""
+        return bisect_left(self.offsets, offset)
+
+    def span(self, first: int, last: int) -> range:
+        """The slots whose offsets lie in ``[first, last]``."""
+        return range(bisect_left(self.offsets, first), bisect_right(self.offsets, last))
+
+    def slots_in(self, state: RecordState, start: int = 0) -> Iterator[int]:
+        """The slots in ``state``, in offset order, from slot ``start`` (do not insert or delete
+        while iterating; changing a slot's state is fine)."""
+        states, byte = self.states, state.value
+        i = states.find(byte, start)
+        while i >= 0:
+            yield i
+            i = states.find(byte, i + 1)
+
+    def count(self, state: RecordState) -> int:
+        return self.states.count(state.value)
+
+    def is_complete(self, i: int) -> bool:
+        """Acknowledged, or archived with no dead-letter copy pending."""
+        state = self.states[i]
+        return state == _ACKNOWLEDGED or (state == _ARCHIVED and self.reasons[i] == 0)
+
+    def view(self, i: int) -> RecordView:
+        return RecordView(
+            self.offsets[i],
+            RecordState(self.states[i]),
+            self.counts[i],
+            self.members[i],
+            self.deadlines[i],
+            DeadLetterReason(self.reasons[i]),
+            self.timestamps[i],
+        )
+
+    # --- changing ------------------------------------------------------------------------
+
+    def append(self, offset: int, state: RecordState, timestamp_ms: int) -> None:
+        """A new record past every offset in the window, never delivered."""
+        if self.offsets and offset <= self.offsets[-1]:
+            raise ValueError(f"offset {offset} is not past the window's last {self.offsets[-1]}")
+        self._put(len(self.offsets), offset, state, timestamp_ms)
+
+    def insert(self, offset: int, state: RecordState, timestamp_ms: int) -> int:
+        """A new record anywhere (a delayed record come due); returns its slot."""
+        i = bisect_left(self.offsets, offset)
+        if i < len(self.offsets) and self.offsets[i] == offset:
+            raise ValueError(f"offset {offset} is in the window already")
+        self._put(i, offset, state, timestamp_ms)
+        return i
+
+    def _put(self, i: int, offset: int, state: RecordState, timestamp_ms: int) -> None:
+        self.offsets.insert(i, offset)
+        self.states.insert(i, state)
+        self.counts.insert(i, 0)
+        self.reasons.insert(i, 0)
+        self.deadlines.insert(i, 0)
+        self.timestamps.insert(i, timestamp_ms)
+        self.members.insert(i, None)
+
+    def acquire(self, i: int, member_id: str, deadline_ms: int) -> int:
+        """Lock slot ``i`` to ``member_id``; returns its new delivery count."""
+        self.states[i] = _ACQUIRED
+        self.members[i] = sys.intern(member_id)
+        self.deadlines[i] = deadline_ms
+        self.counts[i] += 1
+        return self.counts[i]
+
+    def settle(self, i: int, state: RecordState, reason: DeadLetterReason) -> None:
+        """Set slot ``i`` to an unlocked state (available, acknowledged or archived)."""
+        self.states[i] = state
+        self.reasons[i] = reason
+        self.members[i] = None
+        self.deadlines[i] = 0
+
+    def delete(self, start: int, stop: int) -> None:
+        """Forget the slots ``[start, stop)``."""
+        for column in (
+            self.offsets,
+            self.states,
+            self.counts,
+            self.reasons,
+            self.deadlines,
+            self.timestamps,
+            self.members,
+        ):
+            del column[start:stop]
+
+    # --- runs ----------------------------------------------------------------------------
+
+    def runs(self) -> Iterator[Run]:
+        """The window as runs of consecutive offsets sharing every attribute but the
+        timestamp (each run carries its oldest)."""
+        n = len(self.offsets)
+        i = 0
+        while i < n:
+            key = self._key(i)
+            j, oldest = i + 1, self.timestamps[i]
+            while j < n and self.offsets[j] == self.offsets[j - 1] + 1 and self._key(j) == key:
+                oldest = min(oldest, self.timestamps[j])
+                j += 1
+            state, count, member, deadline, reason = key
+            yield Run(
+                self.offsets[i],
+                self.offsets[j - 1],
+                RecordState(state),
+                count,
+                member,
+                deadline,
+                DeadLetterReason(reason),
+                oldest,
+            )
+            i = j
+
+    def _key(self, i: int) -> tuple[int, int, str | None, int, int]:
+        return (self.states[i], self.counts[i], self.members[i], self.deadlines[i], self.reasons[i])
+
+    def extend(self, run: Run) -> None:
+        """Append every record of ``run`` (past the window's last offset)."""
+        if self.offsets and run.first_offset <= self.offsets[-1]:
+            raise ValueError(f"run at {run.first_offset} overlaps the window")
+        length = run.last_offset - run.first_offset + 1
+        member = sys.intern(run.member_id) if run.member_id is not None else None
+        self.offsets.extend(range(run.first_offset, run.last_offset + 1))
+        self.states.extend(bytes([run.state]) * length)
+        self.counts.extend(bytes([run.delivery_count]) * length)
+        self.reasons.extend(bytes([run.reason]) * length)
+        self.deadlines.extend([run.deadline_ms] * length)
+        self.timestamps.extend([run.timestamp_ms] * length)
+        self.members.extend([member] * length)
