@@ -19,7 +19,14 @@ from yak.errors import YakError, error_for_code, error_for_kafka_code
 from yak.protocol.broker_wire import Buffer, PartitionError
 from yak.protocol.kafka_types import EMPTY_TAGS, tags
 
-__all__ = ["YAK_ERROR_TAG", "as_partition_error", "error_tags", "kafka_error_code", "typed_error"]
+__all__ = [
+    "YAK_ERROR_TAG",
+    "as_partition_error",
+    "error_tags",
+    "identity_payload",
+    "kafka_error_code",
+    "typed_error",
+]
 
 #: A tagged field number far above Kafka's own (which count up from 0).
 YAK_ERROR_TAG = 0x7961
@@ -28,14 +35,21 @@ YAK_ERROR_TAG = 0x7961
 def error_tags(error: PartitionError | None) -> bytes:
     """``YAK_ERROR_TAG`` when the Kafka number alone would lose something: details, or a Yak
     code that is not the one its Kafka number stands for."""
+    payload = identity_payload(error)
+    return EMPTY_TAGS if payload is None else tags({YAK_ERROR_TAG: payload})
+
+
+def identity_payload(error: PartitionError | None) -> bytes | None:
+    """The JSON ``{"code", "details"}`` a tagged field carries for ``error``, or None when its
+    Kafka number says it all (a message with two errors tags each under its own number)."""
     if error is None:
-        return EMPTY_TAGS
+        return None
     if not error.details and _canonical_code(error) == error.code:
-        return EMPTY_TAGS
+        return None
     payload: dict[str, Any] = {"code": error.code}
     if error.details:
         payload["details"] = dict(error.details)
-    return tags({YAK_ERROR_TAG: orjson.dumps(payload)})
+    return orjson.dumps(payload)
 
 
 def _canonical_code(error: PartitionError) -> str:
@@ -49,8 +63,11 @@ def kafka_error_code(error: PartitionError | None) -> int:
     return error.exception().kafka_code
 
 
-def typed_error(code: int, message: str | None, tags: Mapping[int, Buffer]) -> YakError:
-    extra = tags.get(YAK_ERROR_TAG)
+def typed_error(
+    code: int, message: str | None, tags: Mapping[int, Buffer], tag: int = YAK_ERROR_TAG
+) -> YakError:
+    """The typed error of a Kafka number, its Yak identity restored from tagged field ``tag``."""
+    extra = tags.get(tag)
     if extra is not None:
         try:
             payload = orjson.loads(extra)
@@ -65,8 +82,8 @@ def typed_error(code: int, message: str | None, tags: Mapping[int, Buffer]) -> Y
 
 
 def as_partition_error(
-    code: int, message: str | None, tags: Mapping[int, Buffer]
+    code: int, message: str | None, tags: Mapping[int, Buffer], tag: int = YAK_ERROR_TAG
 ) -> PartitionError | None:
     if code == 0:
         return None
-    return PartitionError.of(typed_error(code, message, tags))
+    return PartitionError.of(typed_error(code, message, tags, tag))

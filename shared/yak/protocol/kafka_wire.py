@@ -131,7 +131,8 @@ _FETCH_TOP = struct.Struct(">iiiibii")  # replica, max_wait, min_bytes, max_byte
 _FETCH_PARTITION = struct.Struct(">iiqiqi")  # partition, epoch, offset, last epoch, start, max
 _FETCH_RESULT_TOP = struct.Struct(">ihi")  # throttle, error_code, session_id
 _FETCH_PARTITION_RESULT = struct.Struct(">ihqqq")  # index, error, hw, lso, log start
-_FLEXIBLE = {API_PRODUCE: 9, API_FETCH: 12, API_SASL_AUTHENTICATE: 2}
+#: The first flexible version of each message (ShareFetch 78 and ShareAcknowledge 79: all).
+_FLEXIBLE = {API_PRODUCE: 9, API_FETCH: 12, API_SASL_AUTHENTICATE: 2, 78: 0, 79: 0}
 
 
 def flexible(api_key: int, api_version: int) -> bool:
