@@ -16,7 +16,7 @@ from yak.metadata.models import PartitionState, TopicRecord
 from yak.record import RecordInput, encode_batch
 from yak.types import TopicPartition
 from yak_broker.replication.partition_metadata import read_topic_id
-from yak_broker.replication.replica_plan import DesiredReplica
+from yak_broker.replication.state.replica_plan import DesiredReplica
 from yak_broker.storage import checkpoint, log_creation
 from yak_broker.storage.leader_epoch_cache import (
     LEADER_EPOCH_CHECKPOINT_FILE_NAME,

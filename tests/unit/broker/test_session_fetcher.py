@@ -18,7 +18,7 @@ from yak.protocol.broker_wire import (
 )
 from yak.record import RecordInput, encode_batch
 from yak.types import TopicPartition
-from yak_broker.replication.fetch_session_cache import (
+from yak_broker.replication.state.fetch_metadata import (
     FETCH_SESSION_ID_NOT_FOUND,
     INVALID_FETCH_SESSION_EPOCH,
 )

@@ -52,7 +52,7 @@ from yak.protocol import kafka_sasl as sasl
 from yak.protocol import kafka_wire as kw
 from yak.protocol.broker_wire import Buffer
 from yak.security.cluster_secret import secret_matches
-from yak_broker.replication.fetch_session_cache import FINAL_EPOCH
+from yak_broker.replication.state.fetch_metadata import FINAL_EPOCH
 from yak_broker.server.appender import append_partitions
 from yak_broker.server.fetcher import serve_fetch
 from yak_broker.server.session_fetcher import serve_session_fetch

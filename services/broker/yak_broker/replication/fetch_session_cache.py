@@ -37,7 +37,9 @@ as fetching (``SessionClock``, ``LeaderPartition.tick``), as Kafka does by updat
 session partition's follower state on each fetch.
 
 Crash: nothing persists; a restarted leader knows no session and answers 70. Pure except for the
-``FetchWaiter`` of each session (a future the driver arms); single event loop, not thread-safe.
+``FetchWaiter`` of each session (a future the driver arms), which is why it sits with the drivers
+and not in ``state/``: the epochs, error codes and ``SessionClock`` it shares with the machines
+are in ``state/fetch_metadata.py``. Single event loop, not thread-safe.
 """
 
 from __future__ import annotations
@@ -48,37 +50,27 @@ from dataclasses import dataclass, field
 
 from yak.protocol.broker_wire import FetchedPartition
 from yak_broker.replication.fetch_waiter import FetchWaiter
+from yak_broker.replication.state.fetch_metadata import (
+    FETCH_SESSION_ID_NOT_FOUND,
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    INVALID_FETCH_SESSION_EPOCH,
+    MAX_EPOCH,
+    SessionClock,
+    next_epoch,
+)
 
 __all__ = [
-    "FETCH_SESSION_ID_NOT_FOUND",
-    "FINAL_EPOCH",
-    "INITIAL_EPOCH",
-    "INVALID_FETCH_SESSION_EPOCH",
     "FetchSessionCache",
     "FetchSessionError",
     "LeaderFetchSession",
     "Named",
-    "SessionClock",
     "SessionPartition",
-    "next_epoch",
 ]
-
-#: Kafka's error codes of a refused session (``Errors.FETCH_SESSION_ID_NOT_FOUND`` ...).
-FETCH_SESSION_ID_NOT_FOUND = 70
-INVALID_FETCH_SESSION_EPOCH = 71
-#: ``session_epoch`` of a full fetch that creates a session, and of a sessionless fetch.
-INITIAL_EPOCH = 0
-FINAL_EPOCH = -1
-_MAX_EPOCH = 2**31 - 1
 
 _Key = tuple[str, int]
 #: A named partition of a request: topic, partition, fetch offset, max bytes, leader epoch.
 Named = tuple[str, int, int, int, int]
-
-
-def next_epoch(epoch: int) -> int:
-    """The epoch after ``epoch`` (Kafka wraps to 1, never back to the initial 0)."""
-    return 1 if epoch >= _MAX_EPOCH else epoch + 1
 
 
 class FetchSessionError(Exception):
@@ -87,14 +79,6 @@ class FetchSessionError(Exception):
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
         self.code = code
-
-
-@dataclass(slots=True)
-class SessionClock:
-    """When the session last fetched; ``closed`` once it is evicted or replaced."""
-
-    last_fetch_ms: int = 0
-    closed: bool = False
 
 
 @dataclass(slots=True)
@@ -298,7 +282,7 @@ class FetchSessionCache:
             self.close(oldest.session_id)
         session_id = 0
         while session_id == 0 or session_id in self._sessions:
-            session_id = self._rng.randrange(1, _MAX_EPOCH)
+            session_id = self._rng.randrange(1, MAX_EPOCH)
         session = LeaderFetchSession(
             session_id, replica_id, 1, SessionClock(now_ms), last_used_ms=now_ms
         )

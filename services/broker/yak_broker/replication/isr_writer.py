@@ -40,7 +40,7 @@ from yak.errors import MetadataStoreError
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.models import PartitionState
 from yak.metadata.store import Compare, GetOp, GetResponse, KeyValue, MetadataStore, PutOp
-from yak_broker.replication.messages import AlterIsr
+from yak_broker.replication.state.messages import AlterIsr
 
 __all__ = ["IsrWriter", "alter_isr", "alter_isr_batch", "altered_state"]
 

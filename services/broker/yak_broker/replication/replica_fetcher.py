@@ -39,9 +39,9 @@ from yak.metadata.snapshot import ClusterSnapshot
 from yak.protocol.broker_models import OffsetForLeaderEpoch
 from yak.protocol.broker_wire import FetchPartition, FetchRequest
 from yak.types import TopicPartition
-from yak_broker.replication.fetch_session import FetchRound, FetchSession
-from yak_broker.replication.follower_partition import FollowerPartition
-from yak_broker.replication.messages import EpochAnswer, FetchAnswer
+from yak_broker.replication.state.fetch_session import FetchRound, FetchSession
+from yak_broker.replication.state.follower_partition import FollowerPartition
+from yak_broker.replication.state.messages import EpochAnswer, FetchAnswer
 
 __all__ = ["ReplicaFetcher", "ReplicaFetcherManager"]
 

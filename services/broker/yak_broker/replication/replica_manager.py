@@ -42,23 +42,24 @@ from yak.metadata.snapshot import ClusterSnapshot
 from yak.types import TopicPartition
 from yak_broker.metrics import BrokerTopicStats, PartitionView
 from yak_broker.replication.delayed_produce import HighWatermarkWaiters
-from yak_broker.replication.fetch_session_cache import FetchSessionCache, SessionClock
+from yak_broker.replication.fetch_session_cache import FetchSessionCache
 from yak_broker.replication.fetch_waiter import FetchWaiters
-from yak_broker.replication.isr_checks import IsrChecks
-from yak_broker.replication.leader_partition import LeaderPartition
 from yak_broker.replication.partition_metadata import (
     PARTITION_METADATA_FILE,
     encode_topic_id,
     read_topic_id,
 )
 from yak_broker.replication.replica_fetcher import ReplicaFetcherManager
-from yak_broker.replication.replica_plan import (
+from yak_broker.replication.replica_roles import AlterIsrWriter, Replica, ReplicaRoles
+from yak_broker.replication.state.fetch_metadata import SessionClock
+from yak_broker.replication.state.isr_checks import IsrChecks
+from yak_broker.replication.state.leader_partition import LeaderPartition
+from yak_broker.replication.state.replica_plan import (
     DesiredReplica,
     ReplicaPlan,
     plan_changes,
     plan_replicas,
 )
-from yak_broker.replication.replica_roles import AlterIsrWriter, Replica, ReplicaRoles
 from yak_broker.storage.log import Log
 from yak_broker.storage.log_manager import LogManager, LogRequest
 

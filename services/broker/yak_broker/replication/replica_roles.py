@@ -50,12 +50,12 @@ from yak_broker.metrics import BrokerTopicStats
 from yak_broker.replication.delayed_produce import HighWatermarkWaiters
 from yak_broker.replication.fetch_session_cache import FetchSessionCache
 from yak_broker.replication.fetch_waiter import FetchWaiters
-from yak_broker.replication.follower_partition import FollowerPartition
-from yak_broker.replication.leader_partition import LeaderPartition
-from yak_broker.replication.messages import AlterIsr, HighWatermarkAdvanced, LeaderOutput
 from yak_broker.replication.partition_metadata import write_topic_id
 from yak_broker.replication.replica_fetcher import ReplicaFetcherManager
-from yak_broker.replication.replica_plan import DesiredReplica
+from yak_broker.replication.state.follower_partition import FollowerPartition
+from yak_broker.replication.state.leader_partition import LeaderPartition
+from yak_broker.replication.state.messages import AlterIsr, HighWatermarkAdvanced, LeaderOutput
+from yak_broker.replication.state.replica_plan import DesiredReplica
 from yak_broker.storage.group_commit import GroupCommitter
 from yak_broker.storage.log import Log
 from yak_broker.storage.log_manager import LogManager

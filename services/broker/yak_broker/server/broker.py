@@ -13,7 +13,10 @@ Start (``Broker.start``, from the app's lifespan):
    transport layer's ``yak_broker.api.internal_listener``, handed in by the app as
    ``listener_factory``, so this layer never imports the one above it) on ``data_port``;
 6. register ``brokers/<id>`` with both ports — last, so the broker is announced only once it
-   can serve.
+   can serve; then sample the process's load every ``load_publish_interval_ms`` and publish it
+   in the registration when it moved (``load_sampler``). The ISR writes, fenced by the
+   registration's bytes, share the registrar's gate that its rewrites hold alone
+   (``registration_gate``).
 
 Stop, in Kafka's order: first a controlled shutdown (``Broker.controlled_shutdown``) while both
 listeners still serve. If this broker leads partitions that have another live in-sync replica,
@@ -44,6 +47,7 @@ import uuid
 from collections.abc import Callable
 from typing import Protocol
 
+from yak.clock import SystemClock
 from yak.errors import MetadataStoreError
 from yak.heap import HeapFreezer
 from yak.metadata.cache import MetadataCache
@@ -63,9 +67,16 @@ from yak_broker.metrics import (
 )
 from yak_broker.replication.fetch_waiter import FetchWaiters
 from yak_broker.replication.isr_writer import IsrWriter
-from yak_broker.replication.messages import AlterIsr
 from yak_broker.replication.replica_manager import ReplicaManager
-from yak_broker.replication.replica_plan import log_config_of
+from yak_broker.replication.state.messages import AlterIsr
+from yak_broker.replication.state.replica_plan import log_config_of
+from yak_broker.server.load_sampler import (
+    LoadPublisher,
+    LoadSampler,
+    PsutilProcess,
+    disk_used_ratio,
+    records_appended,
+)
 from yak_broker.server.meta_properties import check_meta_properties
 from yak_broker.server.registration import BrokerRegistrar, announce_log_dir
 from yak_broker.settings import BrokerSettings
@@ -155,6 +166,7 @@ class Broker:
         self._isr_writer = IsrWriter(lambda: self._store, self.keyspace, fence=self._fence)
         self._cache: MetadataCache | None = None
         self._registrar: BrokerRegistrar | None = None
+        self._load_task: asyncio.Task[None] | None = None
         self._reconcile: asyncio.Task[None] | None = None
         self._ticks: asyncio.Task[None] | None = None
         self._metadata_changed = asyncio.Event()
@@ -226,6 +238,9 @@ class Broker:
                 wait_s=settings.registration_wait_s,
             )
             await self._registrar.register()
+            self._load_task = asyncio.create_task(
+                self._load_publisher(self._registrar).run(), name="load-publisher"
+            )
         except BaseException:
             await self.stop()
             raise
@@ -243,11 +258,26 @@ class Broker:
             data_port=self.listener.port if self.listener is not None else None,
         )
 
+    def _load_publisher(self, registrar: BrokerRegistrar) -> LoadPublisher:
+        interval_ms, clock = self.settings.load_publish_interval_ms, SystemClock()
+        sampler = LoadSampler(
+            PsutilProcess(),
+            disk_used_ratio(self.settings.data_dir),
+            records_appended(self.replicas.stats),
+            clock,
+            interval_ms,
+        )
+        return LoadPublisher(sampler, registrar.publish_load, clock, interval_ms)
+
     def _fence(self) -> Compare | None:
         return self._registrar.fence() if self._registrar is not None else None
 
     async def _alter_isr(self, proposal: AlterIsr) -> PartitionState | None:
-        return await self._isr_writer.write(proposal)
+        registrar = self._registrar
+        if registrar is None:  # not registered: the writer writes nothing (no fence)
+            return await self._isr_writer.write(proposal)
+        async with registrar.fenced_writes():  # no registration rewrite overlaps it
+            return await self._isr_writer.write(proposal)
 
     def _leads_movable_partitions(self) -> bool:
         """Whether this broker leads a partition another live in-sync replica could lead."""
@@ -303,6 +333,11 @@ class Broker:
         self.waiters.notify_all()
         self.replicas.replica_waiters.notify_all()
         self.replicas.fetch_sessions.close_all()  # parked session fetches answer at once
+        load_task, self._load_task = self._load_task, None
+        if load_task is not None:
+            load_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await load_task
         registrar, self._registrar = self._registrar, None
         if registrar is not None:
             await registrar.deregister()

@@ -29,8 +29,8 @@ from yak.errors import OffsetOutOfRangeError, YakError
 from yak.protocol.broker_wire import FetchedPartition, FetchRequest, PartitionError
 from yak.types import TopicPartition
 from yak_broker.replication.delayed_fetch import delayed_fetch
-from yak_broker.replication.fetch_session_cache import SessionClock
 from yak_broker.replication.replica_manager import ReplicaManager
+from yak_broker.replication.state.fetch_metadata import SessionClock
 from yak_broker.storage.log import FetchIsolation
 
 __all__ = ["read_partitions", "response_bytes", "serve_fetch"]

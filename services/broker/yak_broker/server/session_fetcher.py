@@ -35,12 +35,9 @@ from collections.abc import Callable
 from yak.protocol.broker_wire import FetchedPartition, FetchPartition, FetchRequest, FetchResponse
 from yak.types import TopicPartition
 from yak_broker.replication.delayed_fetch import is_satisfied
-from yak_broker.replication.fetch_session_cache import (
-    INITIAL_EPOCH,
-    FetchSessionError,
-    LeaderFetchSession,
-)
+from yak_broker.replication.fetch_session_cache import FetchSessionError, LeaderFetchSession
 from yak_broker.replication.replica_manager import ReplicaManager
+from yak_broker.replication.state.fetch_metadata import INITIAL_EPOCH
 from yak_broker.server.fetcher import read_partitions, serve_fetch
 
 __all__ = ["serve_session_fetch"]

@@ -62,10 +62,10 @@ from yak.clock import FakeClock
 from yak.errors import NotEnoughReplicasError
 from yak.metadata.models import NO_LEADER, PartitionState
 from yak.record import RecordInput, encode_batch
-from yak_broker.replication.follower_partition import FollowerPartition
 from yak_broker.replication.isr_writer import altered_state
-from yak_broker.replication.leader_partition import LeaderPartition
-from yak_broker.replication.messages import (
+from yak_broker.replication.state.follower_partition import FollowerPartition
+from yak_broker.replication.state.leader_partition import LeaderPartition
+from yak_broker.replication.state.messages import (
     AlterIsr,
     HighWatermarkAdvanced,
     LeaderOutput,

@@ -47,16 +47,14 @@ from yak.errors import OffsetOutOfRangeError
 from yak.protocol.broker_wire import FetchedPartition, FetchPartition, PartitionError
 from yak_broker.replication.delayed_fetch import is_satisfied
 from yak_broker.replication.fetch_session_cache import (
-    FINAL_EPOCH,
-    INITIAL_EPOCH,
     FetchSessionCache,
     FetchSessionError,
     LeaderFetchSession,
-    SessionClock,
 )
 from yak_broker.replication.fetch_waiter import FetchWaiter
-from yak_broker.replication.leader_partition import LeaderPartition
-from yak_broker.replication.messages import (
+from yak_broker.replication.state.fetch_metadata import FINAL_EPOCH, INITIAL_EPOCH, SessionClock
+from yak_broker.replication.state.leader_partition import LeaderPartition
+from yak_broker.replication.state.messages import (
     NOT_LEADER_OR_FOLLOWER,
     OFFSET_OUT_OF_RANGE,
     EpochAnswer,

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tests.unit.broker.replication.sim_network import Fetch, FetchReply, Wake
-from yak_broker.replication.fetch_session import FetchRound, FetchSession
-from yak_broker.replication.fetch_session_cache import INITIAL_EPOCH
+from yak_broker.replication.state.fetch_metadata import INITIAL_EPOCH
+from yak_broker.replication.state.fetch_session import FetchRound, FetchSession
 
 if TYPE_CHECKING:
     from tests.unit.broker.replication.sim_cluster import Broker, Cluster

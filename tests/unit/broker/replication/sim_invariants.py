@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from tests.unit.broker.replication.sim_cluster import BASE_TS, Cluster, Replica
 from yak.record.batch_header import iter_batches
-from yak_broker.replication.follower_partition import FollowerStatus
-from yak_broker.replication.leader_partition import LeaderPartition
+from yak_broker.replication.state.follower_partition import FollowerStatus
+from yak_broker.replication.state.leader_partition import LeaderPartition
 from yak_broker.storage.log import FetchIsolation, Log
 
 __all__ = ["Checker", "contents"]

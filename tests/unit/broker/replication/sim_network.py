@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from yak.metadata.models import PartitionState
-from yak_broker.replication.fetch_session import FetchRound
-from yak_broker.replication.leader_partition import LeaderPartition
-from yak_broker.replication.messages import AlterIsr, EpochAnswer, FetchAnswer
+from yak_broker.replication.state.fetch_session import FetchRound
+from yak_broker.replication.state.leader_partition import LeaderPartition
+from yak_broker.replication.state.messages import AlterIsr, EpochAnswer, FetchAnswer
 
 if TYPE_CHECKING:
     from tests.unit.broker.replication.sim_fetch import Fetcher, Parked

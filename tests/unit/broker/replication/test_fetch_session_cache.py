@@ -6,11 +6,10 @@ import random
 
 import pytest
 
-from yak_broker.replication.fetch_session_cache import (
+from yak_broker.replication.fetch_session_cache import FetchSessionCache, FetchSessionError
+from yak_broker.replication.state.fetch_metadata import (
     FETCH_SESSION_ID_NOT_FOUND,
     INVALID_FETCH_SESSION_EPOCH,
-    FetchSessionCache,
-    FetchSessionError,
     next_epoch,
 )
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.unit.broker.replication.support import make_log, state
-from yak_broker.replication.fetch_session import FetchSession
-from yak_broker.replication.follower_partition import FollowerPartition
-from yak_broker.replication.messages import EpochAnswer, FetchPosition
+from yak_broker.replication.state.fetch_session import FetchSession
+from yak_broker.replication.state.follower_partition import FollowerPartition
+from yak_broker.replication.state.messages import EpochAnswer, FetchPosition
 
 
 def test_an_incremental_round_answered_sessionless_starts_over_full(tmp_path: Path) -> None:

@@ -13,8 +13,8 @@ import pytest
 
 from tests.unit.broker.replication.support import LAG, append, make_log, state
 from yak_broker.replication.isr_writer import altered_state
-from yak_broker.replication.leader_partition import LeaderPartition
-from yak_broker.replication.messages import AlterIsr
+from yak_broker.replication.state.leader_partition import LeaderPartition
+from yak_broker.replication.state.messages import AlterIsr
 from yak_broker.storage.log import Log
 
 

@@ -11,9 +11,9 @@ import pytest
 from tests.unit.broker.replication.support import make_log
 from yak.metadata.models import PartitionState
 from yak.metadata.snapshot import ClusterSnapshot
-from yak_broker.replication.fetch_session import FetchRound, FetchSession
-from yak_broker.replication.follower_partition import FollowerPartition
 from yak_broker.replication.replica_fetcher import ReplicaFetcher
+from yak_broker.replication.state.fetch_session import FetchRound, FetchSession
+from yak_broker.replication.state.follower_partition import FollowerPartition
 
 
 async def test_no_round_is_built_while_the_leader_is_not_registered(

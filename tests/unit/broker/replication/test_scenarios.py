@@ -17,7 +17,7 @@ from tests.unit.broker.replication.sim_cluster import LAG_MAX_MS, Cluster
 from tests.unit.broker.replication.sim_fetch import MAX_WAIT_MS, Mode
 from tests.unit.broker.replication.sim_invariants import Checker
 from tests.unit.broker.replication.sim_network import Envelope, Metadata
-from yak_broker.replication.follower_partition import FollowerStatus
+from yak_broker.replication.state.follower_partition import FollowerStatus
 
 
 class Script:

@@ -17,7 +17,7 @@ from yak.clients.broker_connection import BrokerConnection
 from yak.protocol.broker_wire import FetchedPartition, FetchRequest
 from yak.types import TopicPartition
 from yak_broker.replication.fetch_session_cache import FetchSessionCache
-from yak_broker.replication.messages import AlterIsr
+from yak_broker.replication.state.messages import AlterIsr
 
 FOLLOWER = 1
 KEY = ("s", 0)

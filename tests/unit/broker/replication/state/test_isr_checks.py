@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from tests.unit.broker.replication.support import LAG, append, make_log, state
-from yak_broker.replication.fetch_session_cache import FetchSessionCache, SessionClock
-from yak_broker.replication.isr_checks import IsrChecks
-from yak_broker.replication.leader_partition import LeaderPartition
-from yak_broker.replication.messages import AlterIsr
+from yak_broker.replication.fetch_session_cache import FetchSessionCache
+from yak_broker.replication.state.fetch_metadata import SessionClock
+from yak_broker.replication.state.isr_checks import IsrChecks
+from yak_broker.replication.state.leader_partition import LeaderPartition
+from yak_broker.replication.state.messages import AlterIsr
 from yak_broker.storage.log import Log
 
 

@@ -11,7 +11,7 @@ from yak.metadata.memory_store import MemoryMetadataStore
 from yak.metadata.models import PartitionState
 from yak.metadata.store import Compare, Op, PutOp, TxnResult
 from yak_broker.replication.isr_writer import IsrWriter, alter_isr
-from yak_broker.replication.messages import AlterIsr
+from yak_broker.replication.state.messages import AlterIsr
 
 KEYS = Keyspace("c1")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from yak.metadata.models import PartitionState, TopicRecord
 from yak.metadata.snapshot import ClusterSnapshot
 from yak.types import TopicPartition
-from yak_broker.replication.replica_plan import (
+from yak_broker.replication.state.replica_plan import (
     log_config_of,
     min_insync_replicas_of,
     plan_changes,

@@ -56,8 +56,8 @@ from yak.errors import (
     YakError,
 )
 from yak.metadata.models import PartitionState
-from yak_broker.replication.fetch_session_cache import SessionClock
-from yak_broker.replication.messages import (
+from yak_broker.replication.state.fetch_metadata import SessionClock
+from yak_broker.replication.state.messages import (
     FENCED_LEADER_EPOCH,
     NOT_LEADER_OR_FOLLOWER,
     UNKNOWN_LEADER_EPOCH,
@@ -67,7 +67,7 @@ from yak_broker.replication.messages import (
     HighWatermarkAdvanced,
     LeaderOutput,
 )
-from yak_broker.replication.replica_log import ReplicaLog
+from yak_broker.replication.state.replica_log import ReplicaLog
 
 __all__ = ["FollowerProgress", "LeaderPartition"]
 

@@ -36,7 +36,7 @@ import logging
 
 from yak.errors import YakError
 from yak.metadata.models import PartitionState
-from yak_broker.replication.messages import (
+from yak_broker.replication.state.messages import (
     FENCED_LEADER_EPOCH,
     OFFSET_OUT_OF_RANGE,
     UNDEFINED_EPOCH,
@@ -45,7 +45,7 @@ from yak_broker.replication.messages import (
     FetchAnswer,
     FetchPosition,
 )
-from yak_broker.replication.replica_log import ReplicaLog
+from yak_broker.replication.state.replica_log import ReplicaLog
 
 __all__ = ["FollowerPartition", "FollowerStatus"]
 

@@ -40,15 +40,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from yak_broker.replication.fetch_session_cache import (
+from yak_broker.replication.state.fetch_metadata import (
     FETCH_SESSION_ID_NOT_FOUND,
     FINAL_EPOCH,
     INITIAL_EPOCH,
     INVALID_FETCH_SESSION_EPOCH,
     next_epoch,
 )
-from yak_broker.replication.follower_partition import FollowerPartition
-from yak_broker.replication.messages import EpochAnswer, EpochQuery, FetchAnswer, FetchPosition
+from yak_broker.replication.state.follower_partition import FollowerPartition
+from yak_broker.replication.state.messages import (
+    EpochAnswer,
+    EpochQuery,
+    FetchAnswer,
+    FetchPosition,
+)
 
 __all__ = ["FetchRound", "FetchSession"]
 

@@ -10,19 +10,43 @@ ended) since the previous tick or an open one has not fetched for half the lag w
 margin keeps the skip exact: a session that fetched within it cannot hold a laggard by the next
 tick), and otherwise only the leaders that are not quiet. The result is the same as ticking
 every leader; the cost is what is due.
+
+Pure: the sessions are read through the ``Sessions`` protocol (the driver passes its
+``FetchSessionCache``), time comes in as ``now_ms``.
 """
 
 from __future__ import annotations
 
-from yak_broker.replication.fetch_session_cache import FetchSessionCache
+from collections.abc import Iterator
+from typing import Protocol
 
-__all__ = ["IsrChecks"]
+from yak_broker.replication.state.fetch_metadata import SessionClock
+
+__all__ = ["IsrChecks", "Session", "Sessions"]
+
+
+class Session(Protocol):
+    """A follower's fetch session, as far as the checks read it."""
+
+    @property
+    def clock(self) -> SessionClock: ...
+
+
+class Sessions(Protocol):
+    """The leader's open sessions (``FetchSessionCache``): what the checks need of them."""
+
+    @property
+    def closures(self) -> int:
+        """Sessions closed so far (evicted, replaced or ended)."""
+        ...
+
+    def __iter__(self) -> Iterator[Session]: ...
 
 
 class IsrChecks:
     """Decides, at each tick, whether every leader must be checked (see the module doc)."""
 
-    def __init__(self, sessions: FetchSessionCache, replica_lag_time_max_ms: int) -> None:
+    def __init__(self, sessions: Sessions, replica_lag_time_max_ms: int) -> None:
         self._sessions = sessions
         self._stall_ms = replica_lag_time_max_ms / 2
         self._closures = sessions.closures

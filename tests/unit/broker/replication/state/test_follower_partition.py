@@ -17,9 +17,9 @@ from tests.unit.broker.replication.support import (
     write_history,
 )
 from yak.record.batch_header import iter_batches
-from yak_broker.replication.follower_partition import FollowerPartition, FollowerStatus
-from yak_broker.replication.leader_partition import LeaderPartition
-from yak_broker.replication.messages import (
+from yak_broker.replication.state.follower_partition import FollowerPartition, FollowerStatus
+from yak_broker.replication.state.leader_partition import LeaderPartition
+from yak_broker.replication.state.messages import (
     FENCED_LEADER_EPOCH,
     NOT_LEADER_OR_FOLLOWER,
     OFFSET_OUT_OF_RANGE,

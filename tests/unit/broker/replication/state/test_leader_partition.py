@@ -14,9 +14,9 @@ from yak.errors import (
     UnknownLeaderEpochError,
 )
 from yak.metadata.models import PartitionState
-from yak_broker.replication.fetch_session_cache import SessionClock
-from yak_broker.replication.leader_partition import LeaderPartition
-from yak_broker.replication.messages import (
+from yak_broker.replication.state.fetch_metadata import SessionClock
+from yak_broker.replication.state.leader_partition import LeaderPartition
+from yak_broker.replication.state.messages import (
     FENCED_LEADER_EPOCH,
     NOT_LEADER_OR_FOLLOWER,
     UNKNOWN_LEADER_EPOCH,

@@ -5,9 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.unit.broker.replication.support import append, log_bytes, make_log, state
-from yak_broker.replication.fetch_session import FetchSession
-from yak_broker.replication.follower_partition import FollowerPartition, FollowerStatus
-from yak_broker.replication.messages import EpochAnswer, EpochQuery, FetchAnswer, FetchPosition
+from yak_broker.replication.state.fetch_session import FetchSession
+from yak_broker.replication.state.follower_partition import FollowerPartition, FollowerStatus
+from yak_broker.replication.state.messages import (
+    EpochAnswer,
+    EpochQuery,
+    FetchAnswer,
+    FetchPosition,
+)
 from yak_broker.storage.log import Log
 
 
