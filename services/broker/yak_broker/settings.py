@@ -40,6 +40,10 @@ max_open_files              YAK_MAX_OPEN_FILES     half the soft RLIMIT_NOFILE (
 metrics_partition_series    YAK_METRICS_PARTITION_ 1000: per-partition gauges on /metrics while
                             SERIES                 the broker hosts at most this many replicas;
                                                    per-topic ones always (``metrics``)
+load_publish_interval_ms    YAK_LOAD_PUBLISH_      5000 (1000..60000): how often the broker
+                            INTERVAL_MS            samples its load; it rewrites its
+                                                   registration with the sample at most this
+                                                   often (``server.load_sampler``)
 ==========================  =====================  ==========================================
 """
 
@@ -53,7 +57,12 @@ from pathlib import Path
 from yak.metadata.etcd_endpoints import parse_etcd_urls
 from yak.security.cluster_secret import load_cluster_secret
 
-__all__ = ["BrokerSettings"]
+__all__ = ["LOAD_PUBLISH_INTERVAL_MAX_MS", "LOAD_PUBLISH_INTERVAL_MIN_MS", "BrokerSettings"]
+
+#: Bounds of ``load_publish_interval_ms``: below a second the registration rewrites would be
+#: an etcd write storm; above a minute the samples say little of the present.
+LOAD_PUBLISH_INTERVAL_MIN_MS = 1_000
+LOAD_PUBLISH_INTERVAL_MAX_MS = 60_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +100,8 @@ class BrokerSettings:
     max_open_files: int | None = None
     #: Hosted replicas up to which /metrics has per-partition gauges (per topic always).
     metrics_partition_series: int = 1_000
+    #: How often the load sample is taken and, at most, published (``server.load_sampler``).
+    load_publish_interval_ms: int = 5_000
 
     def __post_init__(self) -> None:
         parse_etcd_urls(self.etcd_url)  # one member or several: a typo stops the start
@@ -103,6 +114,15 @@ class BrokerSettings:
         if self.metrics_partition_series < 0:
             raise ValueError(
                 f"metrics partition series must be >= 0, got {self.metrics_partition_series}"
+            )
+        if (
+            not LOAD_PUBLISH_INTERVAL_MIN_MS
+            <= self.load_publish_interval_ms
+            <= (LOAD_PUBLISH_INTERVAL_MAX_MS)
+        ):
+            raise ValueError(
+                f"load publish interval must be {LOAD_PUBLISH_INTERVAL_MIN_MS}.."
+                f"{LOAD_PUBLISH_INTERVAL_MAX_MS} ms, got {self.load_publish_interval_ms}"
             )
 
     @property
@@ -148,4 +168,5 @@ _ENV: tuple[tuple[str, str, type], ...] = (
     ("tls", "YAK_TLS_CERT", bool),
     ("max_open_files", "YAK_MAX_OPEN_FILES", int),
     ("metrics_partition_series", "YAK_METRICS_PARTITION_SERIES", int),
+    ("load_publish_interval_ms", "YAK_LOAD_PUBLISH_INTERVAL_MS", int),
 )

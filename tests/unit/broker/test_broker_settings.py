@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from yak_broker.settings import BrokerSettings
 
 
@@ -14,3 +16,12 @@ def test_a_wildcard_bind_registers_loopback_unless_advertised() -> None:
     settings = BrokerSettings.from_env({"YAK_HOST": "0.0.0.0", "YAK_ADVERTISED_HOST": "broker-1"})
     assert settings.host == "0.0.0.0"
     assert settings.public_host == "broker-1"
+
+
+def test_the_load_publish_interval_is_bounded() -> None:
+    assert BrokerSettings().load_publish_interval_ms == 5_000
+    env = {"YAK_LOAD_PUBLISH_INTERVAL_MS": "1000"}
+    assert BrokerSettings.from_env(env).load_publish_interval_ms == 1_000
+    for outside in (999, 60_001):
+        with pytest.raises(ValueError, match=r"load publish interval must be 1000\.\.60000 ms"):
+            BrokerSettings(load_publish_interval_ms=outside)

@@ -28,6 +28,13 @@ it; the leader's ISR changes carry it (``replication.isr_writer``), so that a pr
 of this id — still running after a pause, its place taken by a re-registration or a new data
 folder announced — can no longer change an ISR.
 
+**Rewrites** (``update``: ``shutting_down``; ``publish_load``: the load sample of
+``load_sampler``) are a compare-and-swap on the bytes this process last wrote, on the same
+lease: a process fenced by a newer one (which re-registered, or announced a new data folder)
+never overwrites what the newer one wrote. They hold a ``RewriteGate`` alone, which the ISR
+writes share (``fenced_writes``), so that a rewrite never makes an ISR write's fence fail
+(see ``registration_gate``); re-registering after a lease loss holds it alone too.
+
 If the lease is lost while running (etcd unreachable for a TTL, or the lease revoked), the
 registrar logs it and registers again with a new lease, retrying until it succeeds or the
 broker stops. ``deregister`` revokes the lease: the key disappears at once, so the coordinator
@@ -41,13 +48,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncIterator, Callable
 from typing import ClassVar
 
 from yak.clock import Clock, SystemClock
 from yak.errors import MetadataStoreError, RevisionCompactedError, YakError
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.lease_keeper import LeaseKeeper
-from yak.metadata.models import BrokerRegistration
+from yak.metadata.models import BrokerLoad, BrokerRegistration
 from yak.metadata.store import (
     Compare,
     EventKind,
@@ -58,6 +66,7 @@ from yak.metadata.store import (
     MetadataStore,
     PutOp,
 )
+from yak_broker.server.registration_gate import RewriteGate
 
 __all__ = ["BrokerRegistrar", "DuplicateBrokerRegistrationError", "announce_log_dir"]
 
@@ -97,6 +106,7 @@ class BrokerRegistrar:
         self._stopping = False
         #: The value this process last wrote at ``brokers/<id>`` (None before it registered).
         self._held: bytes | None = None
+        self._gate = RewriteGate()
 
     @property
     def registered(self) -> bool:
@@ -108,6 +118,13 @@ class BrokerRegistrar:
         if self._held is None or not self.registered:
             return None
         return Compare.value(self._key, self._held)
+
+    @contextlib.asynccontextmanager
+    async def fenced_writes(self) -> AsyncIterator[None]:
+        """Hold this around a write fenced by ``fence`` (from before the fence is read until
+        the write is answered): no rewrite of the registration overlaps it."""
+        async with self._gate.shared():
+            yield
 
     @property
     def lease_id(self) -> int | None:
@@ -130,19 +147,38 @@ class BrokerRegistrar:
                 )
 
     async def update(self, registration: BrokerRegistration) -> bool:
-        """Re-put the registration with new content on the same lease (False if not held)."""
-        lease = self.lease_id
-        if lease is None or not self.registered:
-            return False
-        value = registration.encode()
-        try:
-            await self._store.put(self._key, value, lease=lease)
-        except MetadataStoreError as exc:
-            _log.warning("could not update the registration: %s", exc)
-            return False
-        self.registration = registration
-        self._held = value
-        return True
+        """Rewrite the registration as ``registration`` (see the module doc); whether it did
+        (False: not registered, fenced, or etcd failed)."""
+        return await self._rewrite(lambda _current: registration)
+
+    async def publish_load(self, load: BrokerLoad) -> bool:
+        """Rewrite the registration with ``load`` as its sample, the rest as it is."""
+        return await self._rewrite(lambda current: current.model_copy(update={"load": load}))
+
+    async def _rewrite(self, change: Callable[[BrokerRegistration], BrokerRegistration]) -> bool:
+        async with self._gate.alone():
+            lease, held = self.lease_id, self._held
+            if lease is None or held is None or not self.registered:
+                return False
+            registration = change(self.registration)
+            value = registration.encode()
+            try:
+                result = await self._store.txn(
+                    [Compare.value(self._key, held)], [PutOp(self._key, value, lease)]
+                )
+            except MetadataStoreError as exc:
+                _log.warning("could not update the registration: %s", exc)
+                return False
+            if not result.succeeded:
+                _log.warning(
+                    "registration of broker %d not rewritten: it is no longer as this process "
+                    "wrote it (a newer process of this id, or a new data folder)",
+                    self.registration.broker_id,
+                )
+                return False
+            self.registration = registration
+            self._held = value
+            return True
 
     async def deregister(self) -> None:
         """Stop keeping the registration and revoke the lease (the key goes at once)."""
@@ -161,6 +197,10 @@ class BrokerRegistrar:
     async def _try_register(self) -> tuple[KeyValue, int] | None:
         """One attempt; when the id is taken, the other holder's key and the store revision at
         which it was read."""
+        async with self._gate.alone():
+            return await self._try_register_alone()
+
+    async def _try_register_alone(self) -> tuple[KeyValue, int] | None:
         lease = await self._store.grant_lease(self._ttl_s)
         value = self.registration.encode()
         try:
@@ -180,7 +220,7 @@ class BrokerRegistrar:
                 )
                 if not taken.succeeded:
                     await self._store.revoke_lease(lease)
-                    return await self._try_register()
+                    return await self._try_register_alone()
         except BaseException:
             with contextlib.suppress(MetadataStoreError):
                 await self._store.revoke_lease(lease)
