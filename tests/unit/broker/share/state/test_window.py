@@ -1,0 +1,74 @@
+"""InFlightWindow: the parallel arrays stay aligned through appends, inserts, deletes and runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from yak_broker.share.state.records import DeadLetterReason, RecordState, Run
+from yak_broker.share.state.window import InFlightWindow
+
+_A = RecordState.AVAILABLE
+_Q = RecordState.ACQUIRED
+
+
+def window(*offsets: int) -> InFlightWindow:
+    w = InFlightWindow()
+    for offset in offsets:
+        w.append(offset, _A, 1_000 + offset)
+    return w
+
+
+def test_offsets_are_found_by_bisection() -> None:
+    w = window(2, 3, 7)
+    assert [w.index(o) for o in (1, 2, 3, 5, 7, 8)] == [None, 0, 1, None, 2, None]
+    assert list(w.span(3, 6)) == [1]
+    assert list(w.span(0, 100)) == [0, 1, 2]
+    assert not w.span(4, 6)
+    assert w.lower_bound(4) == 2
+
+
+def test_inserts_keep_every_column_aligned() -> None:
+    w = window(2, 7)
+    assert w.insert(5, _A, 42) == 1
+    w.acquire(1, "m", 900)
+    assert [v.offset for v in map(w.view, range(3))] == [2, 5, 7]
+    assert w.view(1) == (5, _Q, 1, "m", 900, DeadLetterReason.NONE, 42)
+    w.delete(0, 1)
+    assert w.view(0).offset == 5
+    assert len(w) == 2
+
+
+def test_an_offset_is_added_once_and_appends_go_forward() -> None:
+    w = window(2, 7)
+    with pytest.raises(ValueError, match="in the window already"):
+        w.insert(7, _A, 0)
+    with pytest.raises(ValueError, match="not past the window's last 7"):
+        w.append(7, _A, 0)
+    with pytest.raises(ValueError, match="overlaps"):
+        w.extend(Run(7, 8, _A, 0, None, 0, DeadLetterReason.NONE, 0))
+
+
+def test_slots_in_a_state_may_change_state_while_iterated() -> None:
+    w = window(0, 1, 2, 3)
+    for i in w.slots_in(_A):
+        if i % 2 == 0:
+            w.acquire(i, "m", 1)
+    assert list(w.slots_in(_Q)) == [0, 2]
+    assert list(w.slots_in(_A, start=2)) == [3]
+    assert (w.count(_A), w.count(_Q)) == (2, 2)
+
+
+def test_runs_group_consecutive_equal_records_and_extend_restores_them() -> None:
+    w = window(0, 1, 2, 4, 5)
+    w.acquire(2, "m", 9)
+    runs = list(w.runs())
+    assert [(r.first_offset, r.last_offset, r.state, r.timestamp_ms) for r in runs] == [
+        (0, 1, _A, 1_000),
+        (2, 2, _Q, 1_002),
+        (4, 5, _A, 1_004),  # the gap at 3 splits equal records
+    ]
+    copy = InFlightWindow()
+    for run in runs:
+        copy.extend(run)
+    assert list(copy.runs()) == runs
+    assert copy.members[2] is w.members[2]  # interned: one string per member
