@@ -1,17 +1,18 @@
 """``Consumers``: what a REST consumer instance can do, whichever proxy serves the request.
 
-Every operation goes through ``members`` — the instances this proxy holds in memory, which
-applies the member side of the group protocol first (``member_protocol.reconcile``) — then acts:
+Every operation goes through ``members`` (``holding.members.Members``) — the instances this
+proxy holds in memory, which applies the member side of the group protocol first
+(``member_protocol.reconcile``) — then acts; a poll through one ``MemberSession``:
 
 - **poll**: positions of owned partitions start at the committed offset, else by
   ``auto_offset_reset`` (``earliest``/``latest``; ``none`` raises ``OFFSET_OUT_OF_RANGE``); one
   long-polling fetch across the partitions' leaders; the positions advance in memory and are
-  written behind (``members``). With auto-commit on, the positions reached by the *previous*
-  poll are committed with the next write — the client asking for more is taken as having
-  processed what it got, as Kafka's auto-commit on ``poll`` does. An instance that owns nothing
-  waits for its group's state to change, up to the timeout. In the steady state a poll makes no
-  etcd call. A ``raw`` poll (the binary poll) hands out the fetched record batches undecoded
-  (``Poll.batches``) and moves each position to the end of its last whole batch; records
+  written behind (``holding.write_behind``). With auto-commit on, the positions reached by the
+  *previous* poll are committed with the next write — the client asking for more is taken as
+  having processed what it got, as Kafka's auto-commit on ``poll`` does. An instance that owns
+  nothing waits for its group's state to change, up to the timeout. In the steady state a poll
+  makes no etcd call. A ``raw`` poll (the binary poll) hands out the fetched record batches
+  undecoded (``Poll.batches``) and moves each position to the end of its last whole batch; records
   below the position in the first batch are the client's to skip.
 - **seek** to offsets, beginning, end or a timestamp, for partitions the instance owns.
 - **commit** offsets (or the current positions) fenced by ownership (``member_protocol.commit``),
@@ -251,24 +252,24 @@ class Consumers:
         ``timeout_ms`` is the instance's own ``request_timeout_ms``; waits are capped at
         ``max_timeout_ms``. ``raw``: their whole batches instead, ``max_bytes`` counting
         batch bytes (see the module docstring)."""
-        async with self.members.using(group, member_id):
+        async with self.members.serving(group, member_id) as session:
             reconciling = time.perf_counter()  # stage timing (metrics.PollStats)
-            member = await self.members.current(group, member_id)
+            member = await session.current()
             self._reader.stats.reconcile.observe(time.perf_counter() - reconciling)
             if timeout_ms is None:
                 timeout_ms = member.base.request_timeout_ms
             timeout_ms = max(0, min(timeout_ms, max_timeout_ms))
             deadline = self._clock.monotonic() + timeout_ms / 1000
             if not member.owned:
-                await self.members.wait_for_state(member, timeout_ms / 1000)
-                member = await self.members.current(group, member_id)
+                await session.wait_for_state(member, timeout_ms / 1000)
+                member = await session.current()
                 if not member.owned:
                     return Poll(member, [])
             found = await self._start_positions(member)
             start = {**member.positions, **found}
             reading = sorted(member.owned - paused)
             if not reading:  # everything paused: a long poll still waits (for a rebalance)
-                await self.members.wait_for_state(member, self._left(deadline))
+                await session.wait_for_state(member, self._left(deadline))
                 return Poll(member, [])
             batches: list[FetchedBatches] = []
             polled: list[PolledPartition] = []
@@ -281,7 +282,7 @@ class Consumers:
                 return protocol.polled(protocol.positioned(current, found), start, reached)
 
             saving = time.perf_counter()
-            await self.members.update(group, member_id, advance)
+            await session.moved(advance)
             self._reader.stats.save.observe(time.perf_counter() - saving)
             return Poll(member, polled, batches)
 
