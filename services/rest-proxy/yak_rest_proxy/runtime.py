@@ -27,13 +27,14 @@ from yak.metadata.cache import MetadataCache
 from yak.metadata.etcd_store import EtcdMetadataStore, RequestObserver
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.store import MetadataStore
-from yak.partitioner import StickyPartitioner
+from yak.partitioner import Partitioner
 from yak.security.cache import SecurityCache
 from yak.security.login_limiter import FailedLoginLimiter
 from yak.security.store import SecurityStore
 from yak_rest_proxy.brokers import BrokerPool
 from yak_rest_proxy.consume.reader import Reader
 from yak_rest_proxy.metrics import ProxyStats
+from yak_rest_proxy.produce.partitioners import Partitioners
 from yak_rest_proxy.produce.producer import Producer
 from yak_rest_proxy.produce.producer_ids import ProducerIds
 from yak_rest_proxy.quotas.quota_store import QuotaOverrides, QuotaStore
@@ -96,7 +97,9 @@ class ProxyRuntime:
             stats=self.stats.produce,
             clock=self.clock,
         )
-        self.partitioner = StickyPartitioner()
+        #: Keyless records' partitioners by name; ``partitioner`` is the setting's.
+        self.partitioners = Partitioners(self.cache, self.clock)
+        self.partitioner: Partitioner = self.partitioners.get(settings.partitioner)
         self.reader = Reader(self.cache, self.brokers, self.stats.poll, self.clock)
         self.security_store = SecurityStore(self.store, self.keyspace)
         self.security_cache: SecurityCache | None = None

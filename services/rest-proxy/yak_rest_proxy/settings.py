@@ -19,6 +19,10 @@ batch_max_bytes                     YAK_BATCH_MAX_BYTES         1 MiB (and never
                                                                 topic's max.message.bytes)
 compression                         YAK_COMPRESSION             none (gzip, snappy, lz4, zstd)
 acks                                YAK_ACKS                    -1 (all in-sync replicas)
+partitioner                         YAK_PARTITIONER             sticky: keyless records' partition
+                                                                (``round_robin``, ``load_aware``:
+                                                                away from loaded leaders); a
+                                                                native produce may name its own
 produce_timeout_ms                  —                           30000 (delivery timeout)
 max_request_bytes                   YAK_MAX_REQUEST_BYTES       64 MiB (larger bodies: 413)
 max_records_per_request             YAK_MAX_RECORDS_PER_        10000 (more records in one
@@ -71,6 +75,7 @@ from dataclasses import dataclass
 
 from yak.metadata.etcd_endpoints import parse_etcd_urls
 from yak.metadata.keyspace import validate_cluster_id, validate_member_id
+from yak.partitioner import PARTITIONERS, PartitionerName
 from yak.record import CompressionType
 from yak.security.acl import user_name
 
@@ -92,6 +97,7 @@ class ProxySettings:
     batch_max_bytes: int = 1024 * 1024
     compression: CompressionType = CompressionType.NONE
     acks: int = -1
+    partitioner: PartitionerName = "sticky"
     produce_timeout_ms: int = 30_000
     max_request_bytes: int = 64 * 1024 * 1024
     max_records_per_request: int = 10_000
@@ -120,6 +126,10 @@ class ProxySettings:
             raise ValueError(f"acks must be -1, 0 or 1, got {self.acks}")
         if self.linger_ms < 0:
             raise ValueError("linger_ms must be >= 0")
+        if self.partitioner not in PARTITIONERS:
+            raise ValueError(
+                f"unknown partitioner {self.partitioner!r}; use one of {', '.join(PARTITIONERS)}"
+            )
         if self.max_in_flight < 1:
             raise ValueError("max_in_flight must be >= 1")
         if self.consumer_instance_timeout_ms < 1_000:
@@ -189,6 +199,7 @@ _ENV: tuple[tuple[str, str, Callable[[str], object]], ...] = (
     ("batch_max_bytes", "YAK_BATCH_MAX_BYTES", int),
     ("compression", "YAK_COMPRESSION", _compression),
     ("acks", "YAK_ACKS", int),
+    ("partitioner", "YAK_PARTITIONER", str),
     ("max_request_bytes", "YAK_MAX_REQUEST_BYTES", int),
     ("max_records_per_request", "YAK_MAX_RECORDS_PER_REQUEST", int),
     ("request_read_timeout_ms", "YAK_REQUEST_READ_TIMEOUT_MS", int),

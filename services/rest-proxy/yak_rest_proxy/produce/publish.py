@@ -4,7 +4,8 @@ Steps: the topic must exist (``UNKNOWN_TOPIC_OR_PARTITION``); every explicit par
 one of its partitions; every record must fit the topic's ``max.message.bytes``
 (``MESSAGE_TOO_LARGE``, naming the record). Only when all records pass are they handed to the
 producer, so a refused request writes nothing. Then each record gets its partition — explicit,
-else Kafka's murmur2 of the key, else the sticky partitioner — and the answer is one
+else Kafka's murmur2 of the key, else the keyless records' partitioner the caller passes
+(sticky, round-robin or load-aware: ``produce.partitioners``) — and the answer is one
 ``ProducedRecord`` or typed error per record, in request order (records of one request that go
 to the same partition keep their order and land in one batch unless the batch would be too big).
 ``enqueue`` does all of this but the wait, and returns a ``Publication`` whose ``results`` the
@@ -30,7 +31,7 @@ from yak.errors import (
     UnknownTopicOrPartitionError,
 )
 from yak.metadata.cache import ClusterSnapshot
-from yak.partitioner import StickyPartitioner
+from yak.partitioner import Partitioner
 from yak.record import RecordInput
 from yak.record.record_decoder import decode_records
 from yak.record.record_encoder import encode_bodies
@@ -177,7 +178,7 @@ class Publication:
 
 async def publish(
     producer: Producer,
-    partitioner: StickyPartitioner,
+    partitioner: Partitioner,
     snapshot: ClusterSnapshot,
     topic: str,
     records: Sequence[OutgoingRecord],
@@ -190,7 +191,7 @@ async def publish(
 
 def enqueue(
     producer: Producer,
-    partitioner: StickyPartitioner,
+    partitioner: Partitioner,
     snapshot: ClusterSnapshot,
     topic: str,
     records: Sequence[OutgoingRecord],
@@ -204,7 +205,7 @@ def enqueue(
     by_partition: dict[int, list[int]] = {}
     for index, outgoing in enumerate(records):
         partition = outgoing.partition
-        if partition is None:  # murmur2 of the key, else sticky
+        if partition is None:  # murmur2 of the key, else the keyless strategy
             partition = partitioner.partition(topic, outgoing.record.key, count, outgoing.size)
         by_partition.setdefault(partition, []).append(index)
     sent: list[tuple[Sequence[int], asyncio.Future[list[Result]]]] = [
@@ -225,7 +226,7 @@ def enqueue(
 
 def _enqueue_columns(
     producer: Producer,
-    partitioner: StickyPartitioner,
+    partitioner: Partitioner,
     topic: str,
     count: int,
     records: RequestRecords,

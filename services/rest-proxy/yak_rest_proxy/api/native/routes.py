@@ -3,7 +3,9 @@
 * ``POST /api/v1/topics/{topic}/records?acks=all|1|0`` — records with key, value, headers,
   timestamp and optional partition (``yak.api.records``); the answer has one result per record,
   status 200 when at least one record was written and the first error's status when none was.
-  The request is checked whole before anything is sent.
+  The request is checked whole before anything is sent. ``partitioner=sticky|round_robin|
+  load_aware`` chooses the partition of its keyless records without one (default: the proxy's
+  ``YAK_PARTITIONER``; ``produce.partitioners``).
 * ``GET /api/v1/topics/{topic}/partitions/{p}/records?offset=&max_bytes=&timeout_ms=`` — read one
   partition from an explicit offset, no consumer group: waits up to ``timeout_ms`` for a first
   record (woken by the append, not by polling) and answers ``next_offset`` and the high
@@ -45,6 +47,7 @@ from yak.errors import (
     UnknownTopicOrPartitionError,
     YakError,
 )
+from yak.partitioner import PartitionerName
 from yak.record import CompressionType, RecordInput, encode_batch
 from yak_rest_proxy.api.native.batch_body import check_batch, is_record_batch
 from yak_rest_proxy.api.native.produce_body import fast_outgoing
@@ -125,10 +128,15 @@ def produce_response(results: Sequence[ProducedRecord | YakError]) -> Response:
 
 
 async def produce_records(
-    runtime: ProxyRuntime, request: Request, topic: str, acks: int
+    runtime: ProxyRuntime,
+    request: Request,
+    topic: str,
+    acks: int,
+    partitioner: PartitionerName | None = None,
 ) -> Response:
     """``POST /api/v1/topics/{topic}/records``: the route's work, also served by the fast lane
-    (``native.fast_lane``) without FastAPI's routing and parameter handling."""
+    (``native.fast_lane``) without FastAPI's routing and parameter handling. ``partitioner``:
+    the keyless records' strategy (None: the proxy's setting)."""
     settings = runtime.settings
     started = time.perf_counter()
     await runtime.topics.record(topic)
@@ -142,7 +150,7 @@ async def produce_records(
     check_record_count(len(outgoing), settings.max_records_per_request)
     publication = enqueue(
         runtime.producer,
-        runtime.partitioner,
+        runtime.partitioner if partitioner is None else runtime.partitioners.get(partitioner),
         runtime.cache.snapshot,
         topic,
         outgoing,
@@ -285,9 +293,13 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
         request: Request,
         topic: str,
         acks: Annotated[Literal["all", "-1", "1", "0"], Query()] = "all",
+        partitioner: Annotated[
+            PartitionerName | None,
+            Query(description="Keyless records' partitioner (default: the proxy's setting)."),
+        ] = None,
     ) -> Response:
         """Produce records; per-record results in request order."""
-        return await produce_records(runtime, request, topic, ACKS[acks])
+        return await produce_records(runtime, request, topic, ACKS[acks], partitioner)
 
     @router.post("/producers", status_code=201, response_model=ProducerSession)
     async def new_producer() -> Response:
