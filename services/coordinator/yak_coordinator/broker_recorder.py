@@ -1,5 +1,6 @@
 """The broker record driver: keeps ``broker-records/`` in step with ``brokers/`` while this
-coordinator is the active controller (decisions: ``broker_records.decide_records``).
+coordinator is the active controller (its decisions: ``decisions/broker_record_rules``'s
+``decide_records``).
 
 Every coordinator, active or standby, feeds its ``BrokerSightings`` from its metadata cache
 for as long as it runs (``follow``): a broker registration written or deleted, a record
@@ -36,7 +37,11 @@ from yak.metadata.store import (
     Op,
     PutOp,
 )
-from yak_coordinator.broker_records import BrokerSightings, RecordChange, decide_records
+from yak_coordinator.decisions.broker_record_rules import (
+    BrokerSightings,
+    RecordChange,
+    decide_records,
+)
 from yak_coordinator.election import Term, fenced_txn
 
 __all__ = ["BrokerRecorder"]

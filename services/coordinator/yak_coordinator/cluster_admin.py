@@ -2,14 +2,14 @@
 forgetting a broker.
 
 - ``elect_leaders`` (Kafka's ElectLeaders, type PREFERRED): the decision per partition is
-  ``reconcile.elect_preferred_leader`` on the partition state read from etcd; the writes are
+  ``partition_plan.elect_preferred_leader`` on the partition state read from etcd; the writes are
   one transaction per chunk of partitions, each key compared on its ``mod_revision`` and the
   whole fenced by the controller's term (a deposed controller writes nothing and answers
   ``NOT_CONTROLLER``). A lost compare (a leader changed the ISR meanwhile) reads and decides
   again, up to ``_CAS_ATTEMPTS`` times. Elections written count in
   ``yak_coordinator_leader_elections_total{kind="preferred"}``.
 - ``decommission`` / ``recommission`` write or delete ``decommissions/<id>``, fenced likewise;
-  the reconciler does the draining (``decommission.py``). Decommissioning is refused for a
+  the reconciler does the draining (``decisions/decommission.py``). Decommissioning is refused for a
   broker that is neither registered nor a replica of anything (``BROKER_NOT_AVAILABLE``) and
   when the brokers left could not hold some partition of it
   (``INVALID_REPLICATION_FACTOR``). Both are idempotent.
@@ -54,10 +54,10 @@ from yak.metadata.store import (
     PutOp,
     TxnResult,
 )
-from yak_coordinator.decommission import drain_progress, eligible_brokers
+from yak_coordinator.decisions.decommission import drain_progress, eligible_brokers
+from yak_coordinator.decisions.partition_plan import elect_preferred_leader, stopping_brokers
 from yak_coordinator.election import Election, Term, fenced_txn
 from yak_coordinator.metrics import ControllerStats
-from yak_coordinator.reconcile import elect_preferred_leader, stopping_brokers
 
 __all__ = ["ClusterAdmin"]
 
@@ -170,7 +170,7 @@ class ClusterAdmin:
         return [_status(snapshot, b) for b in sorted(snapshot.decommissions)]
 
     async def decommission(self, broker_id: int) -> DecommissionStatus:
-        """Mark ``broker_id`` draining (see ``decommission.py``); idempotent."""
+        """Mark ``broker_id`` draining (see ``decisions/decommission.py``); idempotent."""
         async with self._drain_lock:
             snapshot = self._cache.snapshot
             if broker_id not in snapshot.decommissions:

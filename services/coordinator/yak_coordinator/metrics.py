@@ -24,7 +24,7 @@ from prometheus_client.registry import Collector
 
 from yak.metadata.models import NO_LEADER, PartitionState
 from yak.metadata.snapshot import ClusterSnapshot
-from yak_coordinator.partition_health import HealthCounts, health_counts
+from yak_coordinator.decisions.partition_health import HealthCounts, health_counts
 
 __all__ = ["ControllerCollector", "ControllerStats", "election_kind"]
 

@@ -1,5 +1,5 @@
-"""The reconcile driver: applies ``reconcile.reconcile`` decisions to etcd while this
-coordinator is the active controller.
+"""The reconcile driver: applies the decisions of ``decisions/partition_plan.reconcile`` to etcd
+while this coordinator is the active controller.
 
 Work follows change (issue 19): the driver subscribes to the metadata cache and notes what
 each etcd event touched — a topic record or partition state marks that topic; a broker
@@ -49,15 +49,15 @@ from yak.metadata.store import (
     PutOp,
     TxnResult,
 )
-from yak_coordinator.election import Term, fenced_txn
-from yak_coordinator.metrics import ControllerStats
-from yak_coordinator.reconcile import (
+from yak_coordinator.decisions.partition_plan import (
     Action,
     CreatePartitions,
     DeleteTopic,
     UpdatePartition,
     reconcile,
 )
+from yak_coordinator.election import Term, fenced_txn
+from yak_coordinator.metrics import ControllerStats
 
 __all__ = ["Reconciler"]
 

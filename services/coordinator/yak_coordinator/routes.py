@@ -36,13 +36,13 @@ from yak.errors import InvalidRequestError
 from yak.metadata.models import PartitionState
 from yak.metadata.snapshot import ClusterSnapshot
 from yak.security.acl import ResourceType
-from yak_coordinator.forwarding import ADMIN_BODY_LIMIT
-from yak_coordinator.partition_health import (
+from yak_coordinator.decisions.partition_health import (
     HealthCounts,
     HealthFilter,
     health_counts,
     partition_health,
 )
+from yak_coordinator.forwarding import ADMIN_BODY_LIMIT
 from yak_coordinator.security.guard import visible
 from yak_coordinator.service import Coordinator
 from yak_coordinator.topic_admin import TopicView

@@ -36,11 +36,11 @@ from yak.observability.request_id import propagate_request_id
 from yak.security.cluster_secret import CLUSTER_SECRET_HEADER
 from yak_coordinator.broker_recorder import BrokerRecorder
 from yak_coordinator.cluster_admin import ClusterAdmin
+from yak_coordinator.decisions.partition_health import HealthCounter
 from yak_coordinator.election import Candidate, Election, Term
 from yak_coordinator.groups.group_admin import GroupAdmin
 from yak_coordinator.groups.group_coordinator import GroupCoordinator
 from yak_coordinator.metrics import ControllerCollector, ControllerStats
-from yak_coordinator.partition_health import HealthCounter
 from yak_coordinator.reconciler import Reconciler
 from yak_coordinator.settings import CoordinatorSettings
 from yak_coordinator.topic_admin import TopicAdmin

@@ -4,12 +4,12 @@ Each write validates first (Kafka's error names: ``INVALID_TOPIC_EXCEPTION``,
 ``INVALID_PARTITIONS``, ``INVALID_REPLICATION_FACTOR``, ``INVALID_CONFIG``), then makes exactly
 one etcd transaction on the topic record, fenced by the controller epoch: create-if-absent for
 a new topic (race-safe: ``TOPIC_ALREADY_EXISTS``), compare-and-swap on the record's
-``mod_revision`` for changes. A partition reassignment (``reassignment.py``) is the one write
-to a partition state: a compare-and-swap on its ``mod_revision``, also fenced. Nothing else is
-written here: the reconciler (same process) creates partition states, elects leaders, completes
-reassignments and removes deleted topics, so an operation
-interrupted by a failover is finished by the next controller. A write then waits (at most
-``wait_s``) until the cache shows the reconciler's work, so the answer describes the result.
+``mod_revision`` for changes. A partition reassignment (``decisions/reassignment.py``) is the
+one write to a partition state: a compare-and-swap on its ``mod_revision``, also fenced. Nothing
+else is written here: the reconciler (same process) creates partition states, elects leaders,
+completes reassignments and removes deleted topics, so an operation interrupted by a failover
+is finished by the next controller. A write then waits (at most ``wait_s``) until the cache
+shows the reconciler's work, so the answer describes the result.
 
 Reads come from the metadata cache. Single event loop; methods may run concurrently (the
 transactions serialise conflicting writes).
@@ -41,12 +41,12 @@ from yak.metadata.snapshot import ClusterSnapshot
 from yak.metadata.store import Compare, GetOp, GetResponse, MetadataStore, PutOp
 from yak.names import validate_topic_name
 from yak.topic_config import CATALOGUE, validate_min_insync_replicas, validate_topic_configs
-from yak_coordinator.election import Election
-from yak_coordinator.reassignment import (
+from yak_coordinator.decisions.reassignment import (
     cancel_reassignment,
     start_reassignment,
     validate_target,
 )
+from yak_coordinator.election import Election
 
 __all__ = ["TopicAdmin", "TopicView"]
 

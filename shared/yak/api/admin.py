@@ -24,8 +24,8 @@ from yak.api.log_dirs import (
     TopicLog,
     TopicLogDirs,
 )
-from yak.metadata.cache import ClusterSnapshot
-from yak.metadata.models import PartitionState, TopicRecord
+from yak.metadata.models import BrokerLoad, PartitionState, TopicRecord
+from yak.metadata.snapshot import ClusterSnapshot
 
 __all__ = [
     "ADMIN_PREFIX",
@@ -34,6 +34,7 @@ __all__ = [
     "AssignedPartitions",
     "BrokerForgotten",
     "BrokerInfo",
+    "BrokerLoadInfo",
     "BrokerLogDir",
     "BrokerStatus",
     "BrokerTopicLogs",
@@ -300,6 +301,34 @@ class BrokerStatus(StrEnum):
     DOWN = "down"
 
 
+class BrokerLoadInfo(_Body):
+    """A broker's latest load sample, as its registration carries it (``BrokerLoad``): CPU in
+    cores and records appended per second over its sampling window, resident memory, the used
+    fraction of its data folder's filesystem. ``stale``: older than three of its publish
+    intervals when the answering server read it (the load-aware partitioners ignore it)."""
+
+    cpu: float
+    memory_bytes: int
+    disk_used_ratio: float
+    records_per_second: float
+    sampled_at_ms: int
+    publish_interval_ms: int
+    stale: bool = False
+
+    @classmethod
+    def of(cls, load: BrokerLoad, now_ms: int) -> BrokerLoadInfo:
+        """The wire form of a registration's sample, judged at ``now_ms``."""
+        return cls(
+            cpu=load.cpu,
+            memory_bytes=load.memory_bytes,
+            disk_used_ratio=load.disk_used_ratio,
+            records_per_second=load.records_per_second,
+            sampled_at_ms=load.sampled_at_ms,
+            publish_interval_ms=load.publish_interval_ms,
+            stale=load.stale(now_ms),
+        )
+
+
 class BrokerInfo(_Body):
     """A broker the cluster knows: registered now, or known from its ``broker-records/`` entry.
 
@@ -322,6 +351,8 @@ class BrokerInfo(_Body):
     first_registered_ms: int | None = None
     #: When the process of its last registration started.
     started_at_ms: int | None = None
+    #: Its latest load sample (None: down, or it published none yet).
+    load: BrokerLoadInfo | None = None
 
     @classmethod
     def listing(cls, snapshot: ClusterSnapshot, now_ms: int) -> list[BrokerInfo]:
@@ -352,6 +383,9 @@ class BrokerInfo(_Body):
                 last_seen_ms=now_ms,
                 first_registered_ms=first if first is not None else registration.started_at_ms,
                 started_at_ms=registration.started_at_ms,
+                load=None
+                if registration.load is None
+                else BrokerLoadInfo.of(registration.load, now_ms),
             )
         if record is None:
             return None

@@ -8,15 +8,15 @@ from prometheus_client import CollectorRegistry
 
 from yak.metadata.models import NO_LEADER, BrokerRegistration, PartitionState, TopicRecord
 from yak.metadata.snapshot import ClusterSnapshot
-from yak_coordinator.metrics import ControllerCollector, ControllerStats, election_kind
-from yak_coordinator.partition_health import (
+from yak_coordinator.decisions.partition_health import (
     HealthCounter,
     HealthCounts,
     HealthFilter,
     health_counts,
     partition_health,
 )
-from yak_coordinator.reconcile import next_partition_state
+from yak_coordinator.decisions.partition_plan import next_partition_state
+from yak_coordinator.metrics import ControllerCollector, ControllerStats, election_kind
 
 
 def _part(p: int, leader: int, isr: tuple[int, ...], replicas=(0, 1, 2)) -> PartitionState:

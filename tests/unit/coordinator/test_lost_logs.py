@@ -13,7 +13,7 @@ from types import MappingProxyType
 
 from yak.metadata.models import NO_LEADER, BrokerRegistration, PartitionState, TopicRecord
 from yak.metadata.snapshot import ClusterSnapshot
-from yak_coordinator.reconcile import (
+from yak_coordinator.decisions.partition_plan import (
     UpdatePartition,
     elect_preferred_leader,
     next_partition_state,

@@ -18,8 +18,8 @@ from yak.metadata.memory_store import MemoryMetadataStore
 from yak.metadata.models import BrokerRegistration, PartitionState, TopicRecord
 from yak.metadata.snapshot import ClusterSnapshot
 from yak.metadata.store import Compare
+from yak_coordinator.decisions.partition_plan import CreatePartitions, DeleteTopic, UpdatePartition
 from yak_coordinator.election import Term
-from yak_coordinator.reconcile import CreatePartitions, DeleteTopic, UpdatePartition
 from yak_coordinator.reconciler import Reconciler
 
 KS = Keyspace("drv")

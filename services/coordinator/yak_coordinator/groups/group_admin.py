@@ -22,7 +22,7 @@ from yak.metadata.cache import MetadataCache
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.models import GroupMember, GroupState, GroupStateName
 from yak.metadata.store import MetadataStore
-from yak_coordinator.groups.group_reconcile import partition_counts, rebalance_pending
+from yak_coordinator.decisions.group_reconcile import partition_counts, rebalance_pending
 from yak_coordinator.groups.groups_view import GroupRecords, GroupsView
 
 __all__ = ["GroupAdmin", "GroupSnapshot", "reported_state"]

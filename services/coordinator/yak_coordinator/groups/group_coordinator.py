@@ -35,12 +35,12 @@ from yak.errors import MetadataStoreError, RevisionCompactedError
 from yak.metadata.cache import MetadataCache
 from yak.metadata.keyspace import KeyKind, Keyspace, ParsedKey
 from yak.metadata.store import Compare, DeleteOp, GetOp, GetResponse, MetadataStore, Op, PutOp
-from yak_coordinator.election import Term
-from yak_coordinator.groups.group_reconcile import (
+from yak_coordinator.decisions.group_reconcile import (
     GroupDecision,
     partition_counts,
     reconcile_group,
 )
+from yak_coordinator.election import Term
 from yak_coordinator.groups.groups_view import GroupRecords, GroupsView
 
 __all__ = ["GroupCoordinator"]

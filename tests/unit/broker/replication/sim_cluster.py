@@ -10,10 +10,10 @@ given roles from metadata exactly as ``ReplicaManager`` gives them. Simulated ar
 - the **fetch path** (``sim_fetch``): followers' rounds with or without incremental fetch
   sessions (``Mode``, chosen per run), the leaders' reads and their ``FetchSessionCache`` with
   parked long polls, session eviction, rounds given up after a timeout;
-- the **controller**: ``yak_coordinator.reconcile.next_partition_state`` over the registered
-  brokers (election of the first live ISR member in replica order, dead brokers out of the ISR
-  without emptying it, preferred leader back), and the leaders' ``AlterIsr`` applied by
-  compare-and-swap on ``partition_epoch`` (the broker's ``isr_writer``), fenced by the
+- the **controller**: ``yak_coordinator.decisions.partition_plan.next_partition_state`` over
+  the registered brokers (election of the first live ISR member in replica order, dead brokers
+  out of the ISR without emptying it, preferred leader back), and the leaders' ``AlterIsr``
+  applied by compare-and-swap on ``partition_epoch`` (the broker's ``isr_writer``), fenced by the
   proposing process's registration: a proposal lands only while the registration is the one
   that process wrote (``holders``: same incarnation, same folder) — an older process's
   proposal still in flight when a newer one registered or announced its folder is refused;
@@ -72,7 +72,7 @@ from yak_broker.replication.state.messages import (
 )
 from yak_broker.storage.log import Log
 from yak_broker.storage.log_config import LogConfig
-from yak_coordinator.reconcile import next_partition_state
+from yak_coordinator.decisions.partition_plan import next_partition_state
 
 TOPIC = "sim"
 BROKERS = (0, 1, 2)

@@ -22,7 +22,7 @@ from tests.unit.broker.replication.sim_fetch import MAX_WAIT_MS, Mode
 from tests.unit.broker.replication.sim_network import Envelope, Fetch
 from tests.unit.broker.replication.test_scenarios import Script
 from yak.metadata.models import NO_LEADER
-from yak_coordinator.reconcile import next_partition_state
+from yak_coordinator.decisions.partition_plan import next_partition_state
 
 
 @pytest.fixture(params=[Mode.SESSIONLESS, Mode.SESSIONS], ids=lambda mode: mode.value)

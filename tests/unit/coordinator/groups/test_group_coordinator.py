@@ -22,10 +22,10 @@ from yak.metadata.models import (
 )
 from yak.metadata.snapshot import ClusterSnapshot
 from yak.metadata.store import Compare, Op, TxnResult
+from yak_coordinator.decisions.group_reconcile import partition_counts, partition_set
 from yak_coordinator.election import Term
 from yak_coordinator.groups import group_coordinator
 from yak_coordinator.groups.group_coordinator import GroupCoordinator
-from yak_coordinator.groups.group_reconcile import partition_counts, partition_set
 
 KS = Keyspace("groups")
 TIMEOUT_MS = 30_000

@@ -23,8 +23,8 @@ from yak.metadata.models import (
     TopicPartitions,
 )
 from yak_coordinator.app import create_app
+from yak_coordinator.decisions.group_reconcile import reconcile_group
 from yak_coordinator.groups.group_admin import reported_state
-from yak_coordinator.groups.group_reconcile import reconcile_group
 from yak_coordinator.service import Coordinator
 from yak_coordinator.settings import CoordinatorSettings
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from yak.metadata.models import GroupMember, GroupState, GroupStateName, TopicPartitions
 from yak.types import TopicPartition
-from yak_coordinator.groups.group_reconcile import (
+from yak_coordinator.decisions.group_reconcile import (
     GroupDecision,
     as_assignment,
     partition_set,

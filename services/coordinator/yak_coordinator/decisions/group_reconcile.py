@@ -32,7 +32,7 @@ from typing import NamedTuple
 from yak.metadata.models import Assignment, GroupMember, GroupState, GroupStateName, TopicPartitions
 from yak.metadata.snapshot import ClusterSnapshot
 from yak.types import TopicPartition
-from yak_coordinator.groups.assignors import ASSIGNORS
+from yak_coordinator.decisions.assignors import ASSIGNORS
 
 __all__ = [
     "DEFAULT_ASSIGNOR",

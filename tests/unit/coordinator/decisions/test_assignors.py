@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from yak.types import TopicPartition
-from yak_coordinator.groups.assignors import (
+from yak_coordinator.decisions.assignors import (
     ASSIGNORS,
     MemberPartitions,
     range_assign,

@@ -8,8 +8,12 @@ from types import MappingProxyType
 
 from yak.metadata.models import BrokerDecommission, BrokerRegistration, PartitionState, TopicRecord
 from yak.metadata.snapshot import ClusterSnapshot
-from yak_coordinator.decommission import drain_moves, drain_progress
-from yak_coordinator.reconcile import UpdatePartition, elect_preferred_leader, reconcile
+from yak_coordinator.decisions.decommission import drain_moves, drain_progress
+from yak_coordinator.decisions.partition_plan import (
+    UpdatePartition,
+    elect_preferred_leader,
+    reconcile,
+)
 
 
 def _broker(broker_id: int, rack: str | None = None) -> BrokerRegistration:

@@ -59,8 +59,8 @@ from dataclasses import dataclass
 from yak.metadata.models import NO_LEADER, BrokerRegistration, PartitionState, TopicRecord
 from yak.metadata.snapshot import ClusterSnapshot, PartitionMap
 from yak.topic_config import UNCLEAN_LEADER_ELECTION, is_enabled
-from yak_coordinator.decommission import drain_moves
-from yak_coordinator.placement import BrokerSlot, assign_replicas
+from yak_coordinator.decisions.decommission import drain_moves
+from yak_coordinator.decisions.placement import BrokerSlot, assign_replicas
 
 __all__ = [
     "Action",

@@ -6,7 +6,11 @@ import pytest
 
 from yak.errors import InvalidReplicaAssignmentError
 from yak.metadata.models import PartitionState
-from yak_coordinator.reassignment import cancel_reassignment, start_reassignment, validate_target
+from yak_coordinator.decisions.reassignment import (
+    cancel_reassignment,
+    start_reassignment,
+    validate_target,
+)
 
 LIVE = (1, 2, 3, 4)
 

@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from yak.errors import InvalidPartitionsError, InvalidReplicationFactorError
-from yak_coordinator.placement import BrokerSlot, assign_replicas
+from yak_coordinator.decisions.placement import BrokerSlot, assign_replicas
 
 
 def brokers(n: int, racks: int = 0) -> list[BrokerSlot]:

@@ -4,7 +4,7 @@ broker event, none per look, and a last-seen time no takeover moves."""
 from __future__ import annotations
 
 from yak.metadata.models import BrokerRecord, BrokerRegistration
-from yak_coordinator.broker_records import (
+from yak_coordinator.decisions.broker_record_rules import (
     BrokerSightings,
     RecordChange,
     Sighting,

@@ -9,7 +9,7 @@ import pytest
 
 from yak.metadata.models import NO_LEADER, BrokerRegistration, PartitionState, TopicRecord
 from yak.metadata.snapshot import ClusterSnapshot, PartitionMap
-from yak_coordinator.reconcile import (
+from yak_coordinator.decisions.partition_plan import (
     CreatePartitions,
     DeleteTopic,
     UpdatePartition,

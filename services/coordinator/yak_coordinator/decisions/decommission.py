@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from yak.metadata.models import BrokerRegistration, PartitionState
 from yak.metadata.snapshot import ClusterSnapshot
-from yak_coordinator.reassignment import start_reassignment
+from yak_coordinator.decisions.reassignment import start_reassignment
 
 __all__ = ["DrainProgress", "drain_moves", "drain_progress", "eligible_brokers"]
 
