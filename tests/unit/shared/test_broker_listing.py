@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from yak.api.admin import BrokerInfo, BrokerStatus
 from yak.metadata.cache import ClusterSnapshot
-from yak.metadata.models import BrokerDecommission, BrokerRecord, BrokerRegistration
+from yak.metadata.models import (
+    BrokerDecommission,
+    BrokerLoad,
+    BrokerRecord,
+    BrokerRegistration,
+)
 
 NOW = 1_700_000_100_000
 
@@ -106,3 +111,36 @@ def test_a_down_broker_being_drained_says_so() -> None:
     )
     (listed,) = BrokerInfo.listing(snapshot, NOW)
     assert (listed.status, listed.decommissioning) == (BrokerStatus.DOWN, True)
+
+
+def test_a_registered_brokers_load_sample_is_listed_and_judged_stale_or_not() -> None:
+    def sample(age_ms: int) -> BrokerLoad:
+        return BrokerLoad(
+            cpu=0.75,
+            memory_bytes=123,
+            disk_used_ratio=0.5,
+            records_per_second=2_000.0,
+            sampled_at_ms=NOW - age_ms,
+            publish_interval_ms=1_000,
+        )
+
+    snapshot = ClusterSnapshot(
+        revision=4,
+        brokers={0: _broker(0, load=sample(3_000)), 1: _broker(1, load=sample(3_001))},
+        broker_records={2: _record(2), 3: _record(3)},
+    )
+    fresh, stale, down, _ = BrokerInfo.listing(snapshot, NOW)
+    assert fresh.load is not None
+    assert (fresh.load.cpu, fresh.load.records_per_second, fresh.load.stale) == (
+        0.75,
+        2_000.0,
+        False,
+    )
+    assert fresh.load.sampled_at_ms == NOW - 3_000
+    assert stale.load is not None
+    assert stale.load.stale
+    assert down.load is None  # a down broker has no sample
+    wire = BrokerInfo.model_validate_json(fresh.model_dump_json())
+    assert wire.load == fresh.load
+    older = BrokerInfo.model_validate({"broker_id": 5, "host": "h", "port": 1})
+    assert older.load is None  # an older server's answer
