@@ -4,7 +4,10 @@
 returns a future that resolves to the record's ``RecordMetadata`` once the batch holding it was
 written (or to its typed ``YakError``). Partitions are chosen here, exactly as Kafka's Java
 client does (``yak.partitioner``): murmur2 of the key bytes over the topic's partition count,
-keyless records sticky to one partition per batch; the count comes from
+keyless records sticky to one partition per batch (``partitioner="sticky"``, the default), in
+turn (``"round_robin"``) or sticky per batch away from the most loaded leaders
+(``"load_aware"``: the brokers' load samples and the leaders come from the proxy's metadata
+API, cached and refreshed in the background, ``yak.sdk.cluster_load``); the count comes from
 ``GET /api/v1/topics/{t}`` and is looked up again after an ``UNKNOWN_TOPIC_OR_PARTITION``.
 Batching, linger (adaptive: an idle producer sends at once, ``linger_ms`` bounds the wait
 behind requests in flight), retries and idempotence are the ``Sender``'s (``yak.sdk.sender``).
@@ -34,10 +37,18 @@ from yak.errors import (
     KafkaTimeoutError,
     UnknownTopicOrPartitionError,
 )
-from yak.partitioner import StickyPartitioner
+from yak.partitioner import (
+    PARTITIONERS,
+    LoadAwarePartitioner,
+    Partitioner,
+    PartitionerName,
+    RoundRobinPartitioner,
+    StickyPartitioner,
+)
 from yak.record import RecordInput
 from yak.sdk._client import ApiClient
 from yak.sdk.accumulator import RECORD_OVERHEAD, record_size
+from yak.sdk.cluster_load import ProxyClusterLoad
 from yak.sdk.metadata import TopicMetadata
 from yak.sdk.records import Data, Headers, RecordMetadata, as_bytes, header_list
 from yak.sdk.sender import Compression, Sender, SenderConfig
@@ -126,6 +137,7 @@ class AsyncProducer(AsyncClosing):
         api_key: str | None = None,
         username: str | None = None,
         password: str | None = None,
+        partitioner: PartitionerName = "sticky",
     ) -> None:
         wire_acks = _ACKS.get(acks)
         if wire_acks is None:
@@ -141,6 +153,10 @@ class AsyncProducer(AsyncClosing):
             raise InvalidConfigError("linger_ms, delivery_timeout_ms, max_block_ms out of range")
         if batch_max_records < 1 or batch_max_bytes < 1 or buffer_max_bytes < 1:
             raise InvalidConfigError("batch and buffer sizes must be positive")
+        if partitioner not in PARTITIONERS:
+            raise InvalidConfigError(
+                f"partitioner must be one of {', '.join(PARTITIONERS)}, not {partitioner!r}"
+            )
         self._api = ApiClient(
             url,
             timeout_s=request_timeout_ms / 1000,
@@ -168,7 +184,15 @@ class AsyncProducer(AsyncClosing):
             ),
             self._buffer.release,
         )
-        self._partitioner = StickyPartitioner(batch_bytes=batch_max_bytes)
+        self._cluster_load: ProxyClusterLoad | None = None
+        self._partitioner: Partitioner
+        if partitioner == "load_aware":
+            self._cluster_load = ProxyClusterLoad(self._api)
+            self._partitioner = LoadAwarePartitioner(self._cluster_load, batch_max_bytes)
+        elif partitioner == "round_robin":
+            self._partitioner = RoundRobinPartitioner()
+        else:
+            self._partitioner = StickyPartitioner(batch_bytes=batch_max_bytes)
         self._max_block_s = max_block_ms / 1000
         self._loop: asyncio.AbstractEventLoop | None = None  # the one it runs on, from send
         self._closed = False
@@ -274,4 +298,6 @@ class AsyncProducer(AsyncClosing):
             await self._sender.close()
         finally:
             await self._metadata.aclose()
+            if self._cluster_load is not None:
+                await self._cluster_load.aclose()
             await self._api.aclose()
