@@ -142,7 +142,8 @@ class BrokerRecord(MetadataValue):
     until ``yak brokers forget`` deletes it. The active controller writes it: when a
     registration appears that the record does not describe (a new broker, a restart: new
     ``incarnation``, a new address), and when the registration it describes vanishes. A
-    broker that stays registered costs no write (see ``yak_coordinator.broker_records``).
+    broker that stays registered costs no write (see
+    ``yak_coordinator.decisions.broker_record_rules``).
 
     Fields unknown to this version are kept when a record is rewritten (``extra="allow"``),
     so a field added later (issue 21 item 2: the broker epoch and the log directory id of
@@ -181,7 +182,7 @@ class BrokerDecommission(MetadataValue):
     Not on a lease: the mark outlives the broker, so a dead broker can be drained too and a
     broker that restarts with the same id stays drained until recommissioned (the key is
     deleted). The controller moves leadership off it and reassigns its replicas onto the
-    other brokers (``yak_coordinator.decommission``).
+    other brokers (``yak_coordinator.decisions.decommission``).
     """
 
     broker_id: int = Field(ge=0)
