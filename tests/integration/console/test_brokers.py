@@ -1,5 +1,5 @@
 """The broker pages in a real browser: every broker with its status, partitions led and
-followed and disk usage; one broker's replicas; an unknown broker."""
+followed, disk usage and its load sample; one broker's replicas; an unknown broker."""
 
 from __future__ import annotations
 
@@ -48,6 +48,18 @@ def test_brokers_show_led_and_followed_partitions_and_disk(
         expect(row.get_by_test_id("status")).to_have_text("up")
         expect(row.get_by_test_id("disk")).to_contain_text(re.compile(r"free of .* used"))
         expect(row.locator("meter")).to_have_attribute("aria-label", re.compile("Disk used"))
+    # Each broker publishes its load every 5 s (its first sample one interval after it started).
+    while rows.locator('[data-testid="load-cpu"]').count() < 3:
+        assert time.monotonic() < deadline + 15, "a broker's load sample never showed"
+        page.wait_for_timeout(500)  # the next sample; the page has no event for it
+        page.reload()
+    for index in range(3):
+        row = rows.nth(index)
+        expect(row.get_by_test_id("load-cpu")).to_have_text(re.compile(r"^\d+\.\d\d$"))
+        expect(row.get_by_test_id("load-memory")).to_contain_text("MiB")
+        expect(row.get_by_test_id("load-disk")).to_have_text(re.compile(r"^\d+%$"))
+        expect(row.get_by_test_id("load-rate")).to_have_text(re.compile(r"^[\d,]+$"))
+        expect(row.get_by_test_id("load-age")).to_contain_text(re.compile(r"ago|now"))
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "brokers_list.png"), full_page=True)

@@ -7,6 +7,7 @@ import pytest
 
 from yak.api.admin import (
     BrokerInfo,
+    BrokerLoadInfo,
     BrokerStatus,
     BrokerTopicLogs,
     ClusterInfo,
@@ -212,3 +213,30 @@ def test_broker_rows_join_registrations_and_log_dirs() -> None:
         300,
         75.0,
     )
+
+
+def test_broker_rows_carry_each_brokers_load_sample() -> None:
+    load = BrokerLoadInfo(
+        cpu=0.42,
+        memory_bytes=300 << 20,
+        disk_used_ratio=0.61,
+        records_per_second=1_234.5,
+        sampled_at_ms=1_000,
+        publish_interval_ms=5_000,
+        stale=True,
+    )
+    cluster = ClusterInfo(
+        cluster_id="c",
+        coordinator_id="k",
+        controller=None,
+        brokers=[
+            BrokerInfo(broker_id=1, host="h", port=1, load=load),
+            BrokerInfo(broker_id=2, host="h", port=2),
+        ],
+        topic_count=0,
+        partition_count=0,
+        offline_partition_count=0,
+    )
+    rows = broker_rows(derive(None, 1, 1.0, cluster, TopicLogDirs(brokers=[]), {}))
+    assert rows[0].load == load
+    assert rows[1].load is None  # none published yet (or an older proxy)

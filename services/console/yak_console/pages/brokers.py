@@ -1,6 +1,7 @@
 """The broker pages: every broker the cluster knows with its status, partitions led and
-followed, and disk usage (``/brokers``); one broker's replicas with their role, ISR membership,
-size and offsets (``/brokers/{id}``).
+followed, disk usage and its latest load sample — CPU, memory, disk, records appended per
+second and the sample's age, stale ones marked (``/brokers``); one broker's replicas with
+their role, ISR membership, size and offsets (``/brokers/{id}``).
 
 Both render from the sampler's latest sample (the cluster's brokers, registered or recorded,
 and every live broker's log dirs summed per topic); a broker's page asks that broker's replicas
@@ -17,7 +18,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from starlette.exceptions import HTTPException
 
-from yak.api.admin import BrokerInfo, BrokerStatus, BrokerTopicLogs, ReplicaLog
+from yak.api.admin import BrokerInfo, BrokerLoadInfo, BrokerStatus, BrokerTopicLogs, ReplicaLog
 from yak_console.pages.common import Pages
 from yak_console.sampler import Sample
 
@@ -43,6 +44,9 @@ class BrokerRow:
     #: When it was last seen registered: now for a registered broker, when it left for a down
     #: one (ms; None when unknown).
     last_seen_ms: int | None = None
+    #: Its latest load sample (None: down, or none published yet); ``stale`` as the API
+    #: judged it when the console sampled.
+    load: BrokerLoadInfo | None = None
 
     @property
     def disk_used_bytes(self) -> int:
@@ -94,6 +98,7 @@ def broker_rows(sample: Sample) -> list[BrokerRow]:
                 disk_free_bytes=log_dir.disk_free_bytes if log_dir else 0,
                 error=log_dir.error if log_dir else None,
                 last_seen_ms=info.last_seen_ms if info else None,
+                load=info.load if info else None,
             )
         )
     return rows
