@@ -37,7 +37,6 @@ owner applies one input at a time.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 
 from yak.errors import FencedLeaderEpochError, InvalidRecordStateError, InvalidRequestError
@@ -135,8 +134,9 @@ class SharePartition:
                 break
             window.append(record.offset, _AVAILABLE, record.timestamp_ms)
             entered += 1
-        self.scan_offset = scan_to
-        self._changed()
+        if entered or scan_to != self.scan_offset:
+            self.scan_offset = scan_to
+            self._changed()
         return entered
 
     def inject_due(self, entries: Iterable[DueEntry], through_ms: int) -> DelayWatermark:
@@ -239,17 +239,7 @@ class SharePartition:
 
     def dead_letter_pending(self) -> list[DeadLetter]:
         """Archived records whose copy to the dead-letter topic is still owed, by offset."""
-        window = self._window
-        return [
-            DeadLetter(
-                window.offsets[i],
-                window.counts[i],
-                DeadLetterReason(window.reasons[i]),
-                window.timestamps[i],
-            )
-            for i in window.slots_in(_ARCHIVED)
-            if window.reasons[i]
-        ]
+        return self._window.dead_letters()
 
     def dead_lettered(self, offsets: Iterable[int]) -> None:
         """The dead-letter topic acknowledged these records' copies: they are complete.
@@ -391,17 +381,4 @@ class SharePartition:
         return [self._window.view(i) for i in range(len(self._window))]
 
     def stats(self) -> ShareStats:
-        window = self._window
-        acquired = list(window.slots_in(_ACQUIRED))
-        unacked = [*acquired, *window.slots_in(_AVAILABLE)]
-        archived = list(window.slots_in(_ARCHIVED))
-        return ShareStats(
-            available=len(unacked) - len(acquired),
-            acquired=len(acquired),
-            acknowledged=window.count(_ACKNOWLEDGED),
-            archived=len(archived),
-            dead_letter_pending=sum(1 for i in archived if window.reasons[i]),
-            in_flight=len(window),
-            oldest_unacked_timestamp_ms=min((window.timestamps[i] for i in unacked), default=None),
-            acquired_by_member=dict(Counter(window.members[i] or "" for i in acquired)),
-        )
+        return self._window.stats()

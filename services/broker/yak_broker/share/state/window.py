@@ -7,8 +7,8 @@ acquired). A few thousand records cost ~40 bytes each and no object per record; 
 next available or acquired record is ``bytearray.find`` (C speed), an offset is found by
 bisection. Offsets may be sparse (compacted topics, delayed records that left the window).
 
-This module keeps the arrays consistent and knows nothing of the rules: ``SharePartition``
-decides every transition. Not thread-safe; one owner.
+This module keeps the arrays consistent and answers reads over them (views, runs, counts);
+``SharePartition`` decides every transition. Not thread-safe; one owner.
 """
 
 from __future__ import annotations
@@ -16,9 +16,17 @@ from __future__ import annotations
 import sys
 from array import array
 from bisect import bisect_left, bisect_right
+from collections import Counter
 from collections.abc import Iterator
 
-from yak_broker.share.state.records import DeadLetterReason, RecordState, RecordView, Run
+from yak_broker.share.state.records import (
+    DeadLetter,
+    DeadLetterReason,
+    RecordState,
+    RecordView,
+    Run,
+    ShareStats,
+)
 
 __all__ = ["InFlightWindow"]
 
@@ -85,6 +93,30 @@ class InFlightWindow:
             self.deadlines[i],
             DeadLetterReason(self.reasons[i]),
             self.timestamps[i],
+        )
+
+    def dead_letters(self) -> list[DeadLetter]:
+        """Archived records with a dead-letter reason, by offset."""
+        out = []
+        for i in self.slots_in(_ARCHIVED):
+            if self.reasons[i]:
+                reason = DeadLetterReason(self.reasons[i])
+                out.append(DeadLetter(self.offsets[i], self.counts[i], reason, self.timestamps[i]))
+        return out
+
+    def stats(self) -> ShareStats:
+        acquired = list(self.slots_in(_ACQUIRED))
+        unacked = [*acquired, *self.slots_in(RecordState.AVAILABLE)]
+        archived = list(self.slots_in(_ARCHIVED))
+        return ShareStats(
+            available=len(unacked) - len(acquired),
+            acquired=len(acquired),
+            acknowledged=self.count(_ACKNOWLEDGED),
+            archived=len(archived),
+            dead_letter_pending=sum(1 for i in archived if self.reasons[i]),
+            in_flight=len(self.offsets),
+            oldest_unacked_timestamp_ms=min((self.timestamps[i] for i in unacked), default=None),
+            acquired_by_member=dict(Counter(self.members[i] or "" for i in acquired)),
         )
 
     # --- changing ------------------------------------------------------------------------
