@@ -1,7 +1,7 @@
-"""A simulated share-partition for ``test_simulation``: a log that grows (gaps, delayed records,
-records a filter rejects), a driver that reads it, injects due delays, persists a snapshot after
-every change and copies dead letters, members that acquire and acknowledge, and a model of what
-each was told. ``Model`` holds the truth the invariants are checked against.
+"""A simulated share-partition for ``test_share_simulation``: a log that grows (gaps, delayed
+records, records a filter rejects), a driver that reads it, injects due delays, persists a
+snapshot after every change and copies dead letters, members that acquire and acknowledge, and
+a model of what each was told. ``Model`` holds the truth the invariants are checked against.
 """
 
 from __future__ import annotations
