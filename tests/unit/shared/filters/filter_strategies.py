@@ -178,10 +178,11 @@ def records_for(draw: st.DrawFn, expression: Expression) -> Record:
             text = draw(st.sampled_from([c for c in choices if isinstance(c, str)] or ["a"]))
             record = record._replace(headers=((field.name, text.encode()), *record.headers))
     if draw(st.integers(0, 5)) > 0:
-        value = json.dumps(document, ensure_ascii=draw(st.booleans())).encode()
-        record = record._replace(value=value)
-    if texts_seen and draw(st.booleans()):
-        record = record._replace(key=draw(st.sampled_from(texts_seen)).encode())
+        ascii_only: bool = draw(st.booleans())
+        record = record._replace(value=json.dumps(document, ensure_ascii=ascii_only).encode())
+    if draw(st.booleans()) and texts_seen:
+        key: str = draw(st.sampled_from(texts_seen))
+        record = record._replace(key=key.encode())
     return record
 
 

@@ -90,12 +90,13 @@ def field_value(field: Field, record: Record) -> object:
         return _text(record.value)
     document = _json(record.value)
     for step in field.path:
-        if (isinstance(step, str) and isinstance(document, dict) and step in document) or (
-            isinstance(step, int) and isinstance(document, list) and step < len(document)
-        ):
+        if isinstance(document, dict) and isinstance(step, str) and step in document:
             document = document[step]
-        else:
-            return MISSING
+            continue
+        if isinstance(document, list) and isinstance(step, int) and step < len(document):
+            document = document[step]
+            continue
+        return MISSING
     return document
 
 
