@@ -12,6 +12,7 @@ All keys live under ``/yak/<cluster-id>/`` (DESIGN.md §4)::
     groups/<group>/state                      GroupState
     groups/<group>/positions/<member>         GroupPositions
     offsets/<group>/<topic>/<partition>       CommittedOffset
+    share-groups/<group>                      ShareGroupRecord     (admin API) a share group
     producers/next-id                         ProducerIdBlock
     security/principals/<name>                Principal
     security/acls/<acl-id>                    AclEntry
@@ -68,6 +69,7 @@ class KeyKind(StrEnum):
     PRODUCER_ID_BLOCK = "producer_id_block"
     PRINCIPAL = "principal"
     ACL = "acl"
+    SHARE_GROUP = "share_group"
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +129,10 @@ class Keyspace:
         return f"{self.root}offsets/"
 
     @property
+    def share_groups_prefix(self) -> str:
+        return f"{self.root}share-groups/"
+
+    @property
     def security_prefix(self) -> str:
         return f"{self.root}security/"
 
@@ -175,6 +181,9 @@ class Keyspace:
     def committed_offset(self, group: str, topic: str, partition: int) -> str:
         topic = validate_topic_name(topic)
         return f"{self.group_offsets_prefix(group)}{topic}/{_non_negative(partition, 'partition')}"
+
+    def share_group(self, group: str) -> str:
+        return f"{self.share_groups_prefix}{validate_group_id(group)}"
 
     @property
     def producer_id_block(self) -> str:
@@ -236,6 +245,8 @@ def _parse_parts(parts: list[str]) -> ParsedKey | None:
             return ParsedKey(
                 KeyKind.COMMITTED_OFFSET, group=group, topic=topic, partition=_int(partition)
             )
+        case ["share-groups", group]:
+            return ParsedKey(KeyKind.SHARE_GROUP, group=group)
         case ["producers", "next-id"]:
             return ParsedKey(KeyKind.PRODUCER_ID_BLOCK)
         case ["security", "principals", name]:

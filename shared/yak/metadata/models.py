@@ -25,6 +25,8 @@ from pydantic import (
 
 __all__ = [
     "NO_LEADER",
+    "SHARE_LOCK_DURATION_MS",
+    "SHARE_MAX_DELIVERY_ATTEMPTS",
     "AclEntry",
     "Assignment",
     "BrokerDecommission",
@@ -41,6 +43,8 @@ __all__ = [
     "PartitionState",
     "Principal",
     "ProducerIdBlock",
+    "ShareGroupRecord",
+    "ShareOffsetReset",
     "TopicPartitions",
     "TopicRecord",
 ]
@@ -406,6 +410,36 @@ class CommittedOffset(MetadataValue):
     leader_epoch: int = -1
     member_epoch: int = -1
     commit_time_ms: int
+
+
+class ShareOffsetReset(StrEnum):
+    """Where a share-partition starts when its group first reads it (Kafka's
+    ``share.auto.offset.reset``)."""
+
+    EARLIEST = "earliest"
+    LATEST = "latest"
+
+
+#: The delivery limit's bounds and default (Kafka's ``group.share.delivery.count.limit``).
+SHARE_MAX_DELIVERY_ATTEMPTS = 5
+#: The record lock's default (Kafka's ``group.share.record.lock.duration.ms``).
+SHARE_LOCK_DURATION_MS = 30_000
+
+
+class ShareGroupRecord(MetadataValue):
+    """``share-groups/<g>``: a share group (queue semantics over topics, KIP-932) and its
+    settings. Written by the admin API; read by the partitions' leaders, which keep each
+    share-partition's state in the internal state topic, never here (docs/decisions.md)."""
+
+    name: str
+    created_at_ms: int
+    #: Where a record goes once rejected or past the delivery limit; None: it is archived.
+    dead_letter_topic: str | None = None
+    max_delivery_attempts: int = Field(default=SHARE_MAX_DELIVERY_ATTEMPTS, ge=1, le=100)
+    lock_duration_ms: int = Field(default=SHARE_LOCK_DURATION_MS, ge=1_000, le=3_600_000)
+    offset_reset: ShareOffsetReset = ShareOffsetReset.LATEST
+    #: Set when deletion starts; leaders drop the group's share-partitions, then the key goes.
+    deleting: bool = False
 
 
 class ProducerIdBlock(MetadataValue):

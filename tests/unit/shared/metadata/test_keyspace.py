@@ -25,6 +25,7 @@ def test_every_key_lives_under_the_cluster_prefix() -> None:
         KS.producer_id_block,
         KS.principal("alice"),
         KS.acl("acl-1"),
+        KS.share_group("jobs"),
     ]
     assert all(k.startswith("/yak/prod-1/") for k in keys)
     assert len(set(keys)) == len(keys)
@@ -41,6 +42,9 @@ def test_builders_and_parser_agree(topic: str, group: str, member: str, partitio
     assert KS.parse(KS.group_member(group, member)) == ParsedKey(
         KeyKind.GROUP_MEMBER, group=group, member=member
     )
+    assert KS.parse(KS.share_group(group)) == ParsedKey(KeyKind.SHARE_GROUP, group=group)
+    assert KS.share_group(group).startswith(KS.share_groups_prefix)
+    assert not KS.share_group(group).startswith(KS.groups_prefix)
     assert KS.parse(KS.committed_offset(group, topic, partition).encode()) == ParsedKey(
         KeyKind.COMMITTED_OFFSET, group=group, topic=topic, partition=partition
     )
@@ -71,6 +75,8 @@ def test_names_are_validated_before_they_become_keys(bad: str) -> None:
         KS.topic(bad)
     with pytest.raises(InvalidGroupIdError):
         KS.group_state(bad)
+    with pytest.raises(InvalidGroupIdError):
+        KS.share_group(bad)
 
 
 def test_bad_cluster_ids_and_negative_numbers_are_refused() -> None:

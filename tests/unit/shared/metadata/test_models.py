@@ -8,6 +8,8 @@ from yak.metadata.models import (
     GroupState,
     GroupStateName,
     PartitionState,
+    ShareGroupRecord,
+    ShareOffsetReset,
     TopicPartitions,
     TopicRecord,
 )
@@ -97,3 +99,14 @@ def test_a_load_sample_is_stale_after_three_publish_intervals() -> None:
     )
     assert not sample.stale(4_000)
     assert sample.stale(4_001)
+
+
+def test_a_share_group_record_has_kafkas_defaults_and_bounds() -> None:
+    record = ShareGroupRecord(name="jobs", created_at_ms=5)
+    assert (record.max_delivery_attempts, record.lock_duration_ms) == (5, 30_000)
+    assert record.offset_reset is ShareOffsetReset.LATEST
+    assert record.dead_letter_topic is None
+    assert ShareGroupRecord.decode(record.encode()) == record
+    for bad in ({"max_delivery_attempts": 0}, {"lock_duration_ms": 999}, {"offset_reset": "x"}):
+        with pytest.raises(ValidationError):
+            ShareGroupRecord.model_validate({"name": "jobs", "created_at_ms": 5, **bad})
