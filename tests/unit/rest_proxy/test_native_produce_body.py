@@ -133,3 +133,12 @@ def test_what_the_model_would_coerce_goes_to_the_model() -> None:
     raw = b'{"records": [{"timestamp": "12"}]}'
     assert fast_path(raw) is None
     assert model_path(raw) == [(RecordInput(None, None, (), 12), None)]
+
+
+@pytest.mark.parametrize("number", [2**64, -(2**63) - 1, 10**30])
+def test_an_integer_past_64_bits_takes_the_model_path_and_is_refused(number: int) -> None:
+    raw = json.dumps({"records": [{"value": number}]}).encode()
+    assert fast_path(raw) is None  # orjson would have read it as a float
+    refused = model_path(raw)
+    assert isinstance(refused, InvalidRequestError)
+    assert "64-bit" in refused.message

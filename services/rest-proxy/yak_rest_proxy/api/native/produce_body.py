@@ -17,6 +17,7 @@ answered exactly as the schema says, and only well-formed bodies take this path.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,6 +40,9 @@ _ENCODINGS = {e.value: e for e in Encoding}
 _HEADER_ENCODINGS = {e.value: e for e in HeaderEncoding}
 _EMPTY: tuple[tuple[str, bytes | None], ...] = ()
 _NO_HEADERS: list[Any] = []
+#: 19 digits in a row: maybe an integer past 64 bits (or just below -2**63), which orjson reads
+#: as a float where the model keeps it exact (and refuses it); such a body takes the model path.
+_LONG_NUMBER = re.compile(rb"\d{19}")
 _NULL = b"\x01"  # the varint -1: a null key or value
 _ZERO = b"\x00"  # the varint 0: no headers
 _NULL_BODY = _NULL + _NULL + _ZERO  # no key, a null value, no headers
@@ -82,6 +86,8 @@ def fast_outgoing(body: bytes, now_ms: int) -> Sequence[OutgoingRecord] | None:
     Data the encodings refuse (a non-string key with ``key_encoding`` string, bad base64, a
     lone surrogate) also returns None: the model path reports it, after any shape error of a
     later record, as it always has."""
+    if _LONG_NUMBER.search(body) is not None:
+        return None  # orjson reads an integer past 64 bits as a float; the model keeps it exact
     try:
         data = orjson.loads(body)
         return _outgoing(data, now_ms)
