@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from array import array
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 from yak_broker.storage import delay_checkpoint
 from yak_broker.storage.delay_bucket import bucket_file
 from yak_broker.storage.delay_checkpoint import CHECKPOINT_NAME
-from yak_broker.storage.delay_index import DelayIndex
+from yak_broker.storage.delay_index import DelayIndex, write_checkpoint
 from yak_broker.storage.delay_scan import Cancellation, DelayScan
 
 W = 1000  # bucket width in these tests
@@ -250,3 +251,29 @@ def test_the_files_bucket_width_wins_on_reopen(tmp_path: Path) -> None:
     reopened = DelayIndex.open(tmp_path / "delays", bucket_ms=60_000)
     assert reopened.bucket_ms == W
     assert pairs(reopened.due(0, 5000, 10)) == [(1500, 0)]
+
+
+def test_a_checkpoint_written_on_another_thread_skips_buckets_forgotten_meanwhile(
+    tmp_path: Path,
+) -> None:
+    index = open_index(tmp_path)
+    index.append(scan((1500, 0), (5500, 1)), new_cursor=2)
+    ticket = index.prepare_checkpoint()
+    assert ticket.starts == (1000, 5000)
+    index.forget_through(1999)  # the owner goes on while the worker thread fsyncs
+    thread = threading.Thread(target=write_checkpoint, args=(ticket,))
+    thread.start()
+    thread.join()
+    reopened = open_index(tmp_path)
+    assert reopened.cursor == 2
+    assert pairs(reopened.due(0, 9000, 10)) == [(5500, 1)]
+
+
+def test_open_removes_an_unfinished_checkpoint_write(tmp_path: Path) -> None:
+    index = open_index(tmp_path)
+    index.append(scan((1500, 0)), new_cursor=1)
+    index.close()
+    leftover = tmp_path / "delays" / (CHECKPOINT_NAME + ".tmp")
+    leftover.write_bytes(b"0\ncursor 99\n")
+    assert open_index(tmp_path).cursor == 1
+    assert not leftover.exists()
