@@ -4,7 +4,8 @@ while this coordinator is the active controller.
 Work follows change (issue 19): the driver subscribes to the metadata cache and notes what
 each etcd event touched — a topic record or partition state marks that topic; a broker
 registration or decommission, or a reload of the cache, marks everything (liveness and
-draining bear on every partition). Loop: take the cache's snapshot and the marks together
+draining bear on every partition) — but not a registration rewritten only for its load
+sample. Loop: take the cache's snapshot and the marks together
 (no await in between, so an event is either in the snapshot or marked for the next round),
 decide for the marked topics only (every topic when everything is marked), write, then wait
 until the cache has seen what the round wrote or read and something is marked, or
@@ -36,7 +37,7 @@ from typing import TypeVar
 from yak.errors import MetadataStoreError
 from yak.metadata.cache import MetadataCache
 from yak.metadata.keyspace import KeyKind, Keyspace, ParsedKey
-from yak.metadata.models import PartitionState
+from yak.metadata.models import BrokerRegistration, PartitionState
 from yak.metadata.snapshot import ClusterSnapshot
 from yak.metadata.store import (
     Compare,
@@ -97,6 +98,8 @@ class Reconciler:
         #: What changed since the last round's snapshot: every topic, or these topics.
         self._everything = True
         self._topics: set[str] = set()
+        #: Each broker's registration as the decisions read it (no load sample), or None.
+        self._registrations: dict[int, BrokerRegistration | None] = {}
         #: The newest revision of a key the current round found changed (its decision stale).
         self._seen = 0
         #: Rounds run, and the partitions they looked at (for tests and tools).
@@ -112,6 +115,7 @@ class Reconciler:
     async def run(self, term: Term) -> None:
         """Reconcile until cancelled or until the term ends."""
         self._everything, self._topics = True, set()
+        self._registrations = {}
         unsubscribe = self._cache.subscribe(self._changed)
         try:
             while not term.ended:
@@ -120,10 +124,24 @@ class Reconciler:
             unsubscribe()
 
     def _changed(self, key: ParsedKey | None) -> None:
-        if key is None or key.kind in (KeyKind.BROKER, KeyKind.DECOMMISSION):
+        if key is not None and key.kind is KeyKind.BROKER and key.broker_id is not None:
+            if self._registration_moved(key.broker_id):
+                self._everything = True
+        elif key is None or key.kind is KeyKind.DECOMMISSION:
             self._everything = True
         elif key.kind in (KeyKind.TOPIC, KeyKind.PARTITION) and key.topic is not None:
             self._topics.add(key.topic)
+
+    def _registration_moved(self, broker_id: int) -> bool:
+        """Whether a registration event changed what decisions read: its presence, address,
+        data folder or shutdown mark — not its load sample, which the broker rewrites every
+        few seconds (docs/partitioning.md) and which would otherwise cost a full round each."""
+        registration = self._cache.snapshot.brokers.get(broker_id)
+        view = None if registration is None else registration.model_copy(update={"load": None})
+        if broker_id in self._registrations and self._registrations[broker_id] == view:
+            return False
+        self._registrations[broker_id] = view
+        return True
 
     async def _round(self, term: Term) -> None:
         snapshot = self._cache.snapshot

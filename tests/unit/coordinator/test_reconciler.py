@@ -15,7 +15,7 @@ from yak.clock import FakeClock
 from yak.metadata.cache import MetadataCache
 from yak.metadata.keyspace import Keyspace, ParsedKey
 from yak.metadata.memory_store import MemoryMetadataStore
-from yak.metadata.models import BrokerRegistration, PartitionState, TopicRecord
+from yak.metadata.models import BrokerLoad, BrokerRegistration, PartitionState, TopicRecord
 from yak.metadata.snapshot import ClusterSnapshot
 from yak.metadata.store import Compare
 from yak_coordinator.decisions.partition_plan import CreatePartitions, DeleteTopic, UpdatePartition
@@ -175,6 +175,28 @@ async def test_a_broker_change_decides_every_topic(running: Running) -> None:
         assert state.leader == 1, tp
         assert state.isr == (1,), tp
         assert state.leader_epoch == int(tp in led)
+
+
+async def test_a_load_sample_alone_decides_nothing(running: Running) -> None:
+    store, cache, reconciler = running
+    rounds = reconciler.rounds
+    for n in range(5):  # the broker republishes its load every few seconds
+        sample = BrokerLoad(
+            cpu=0.1 * n,
+            memory_bytes=n,
+            disk_used_ratio=0.5,
+            records_per_second=100.0 * n,
+            sampled_at_ms=n,
+            publish_interval_ms=5_000,
+        )
+        loaded = registration(2).model_copy(update={"load": sample})
+        await store.put(KS.broker(2), loaded.encode())
+        await _settled(store, cache, reconciler)
+    assert cache.snapshot.brokers[2].load is not None
+    assert reconciler.rounds == rounds
+    await store.put(KS.broker(2), registration(2).model_copy(update={"port": 9999}).encode())
+    await _settled(store, cache, reconciler)
+    assert reconciler.rounds > rounds  # an address change still decides everything
 
 
 async def test_nothing_changing_runs_no_round(running: Running) -> None:
