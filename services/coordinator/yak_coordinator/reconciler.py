@@ -115,7 +115,10 @@ class Reconciler:
     async def run(self, term: Term) -> None:
         """Reconcile until cancelled or until the term ends."""
         self._everything, self._topics = True, set()
-        self._registrations = {}
+        self._registrations = {
+            broker_id: registration.model_copy(update={"load": None})
+            for broker_id, registration in self._cache.snapshot.brokers.items()
+        }
         unsubscribe = self._cache.subscribe(self._changed)
         try:
             while not term.ended:
