@@ -44,8 +44,9 @@ from yak.clients._http import error_from_response
 from yak.clients.broker_connection import BrokerConnection
 from yak.clients.tls import ClientTls
 from yak.closing import AsyncClosing
-from yak.errors import KafkaTimeoutError, NetworkError, YakError
+from yak.errors import BrokerNotAvailableError, KafkaTimeoutError, NetworkError, YakError
 from yak.observability.request_id import propagate_request_id, request_id_header
+from yak.protocol import kafka_share as ks
 from yak.protocol.broker_models import (
     DeleteRecordsPartition,
     DeleteRecordsRequest,
@@ -198,6 +199,27 @@ class BrokerClient(AsyncClosing):
             )
         sessionless = request._replace(session_id=0, session_epoch=-1, forgotten=())
         return FetchResponse(await self.fetch(sessionless))
+
+    async def share_fetch(self, request: ks.ShareFetchRequest) -> ks.ShareFetchResponse:
+        """Acquire records of a share group at this broker (KIP-932's ShareFetch), long-polling
+        up to ``request.max_wait_ms``. Share groups live on the internal plane only: a broker
+        without an internal listener (``data_port``) cannot serve them."""
+        return await self._internal("ShareFetch").share_fetch(
+            request, self._timeout_s + request.max_wait_ms / 1000
+        )
+
+    async def share_acknowledge(
+        self, request: ks.ShareAcknowledgeRequest
+    ) -> tuple[ks.AckResult, ...]:
+        """Accept, release, reject or renew acquired records (KIP-932's ShareAcknowledge)."""
+        return await self._internal("ShareAcknowledge").share_acknowledge(request, self._timeout_s)
+
+    def _internal(self, what: str) -> BrokerConnection:
+        if self._connection is None:
+            raise BrokerNotAvailableError(
+                f"{what} needs the broker's internal listener; {self.base_url} advertises none"
+            )
+        return self._connection
 
     async def fetch_one(
         self,

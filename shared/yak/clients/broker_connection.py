@@ -1,6 +1,7 @@
 """``BrokerConnection``: one persistent, multiplexed connection to a broker's internal listener.
 
-Produce and fetch requests in Kafka's framing (``yak.protocol.kafka_wire``) share one TCP
+Produce and fetch requests (and a share group's ShareFetch and ShareAcknowledge,
+``yak.protocol.kafka_share``) in Kafka's framing (``yak.protocol.kafka_wire``) share one TCP
 connection: each request is written at once with the next correlation id, its answer is
 matched by that id whenever it comes (the listener answers out of order: a parked long-poll
 fetch does not hold back a produce), so any number of requests are pipelined without a pool of
@@ -33,6 +34,7 @@ from yak.errors import (
 )
 from yak.observability.request_id import current_request_id
 from yak.protocol import kafka_sasl as sasl
+from yak.protocol import kafka_share as ks
 from yak.protocol import kafka_wire as kw
 from yak.protocol.broker_wire import (
     Buffer,
@@ -101,6 +103,27 @@ class BrokerConnection:
         parts = kw.encode_fetch_request(request, correlation_id, _client_id())
         body = await protocol.call(correlation_id, parts, timeout_s, self.address)
         return kw.decode_fetch_session_response(body)
+
+    async def share_fetch(
+        self, request: ks.ShareFetchRequest, timeout_s: float
+    ) -> ks.ShareFetchResponse:
+        """Acquire records of a share group (and send acknowledgements with it), long-polling
+        up to ``request.max_wait_ms``; ``records`` are slices of the answer's frame."""
+        protocol = await self._connected()
+        correlation_id = next(self._ids)
+        parts = ks.encode_share_fetch_request(request, correlation_id, _client_id())
+        body = await protocol.call(correlation_id, parts, timeout_s, self.address)
+        return ks.decode_share_fetch_response(body)
+
+    async def share_acknowledge(
+        self, request: ks.ShareAcknowledgeRequest, timeout_s: float
+    ) -> tuple[ks.AckResult, ...]:
+        """Acknowledge (accept, release, reject, renew) acquired records of a share group."""
+        protocol = await self._connected()
+        correlation_id = next(self._ids)
+        parts = ks.encode_share_acknowledge_request(request, correlation_id, _client_id())
+        body = await protocol.call(correlation_id, parts, timeout_s, self.address)
+        return ks.decode_share_acknowledge_response(body)
 
     async def aclose(self) -> None:
         self._closed = True
