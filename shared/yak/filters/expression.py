@@ -19,7 +19,7 @@ A ``Literal`` is a plain Python value: ``str``, ``int``, ``float`` (finite), ``b
 text when literal types matter.
 
 The size limits live here so that the parser (which enforces them) and the docs name the same
-constants. Values only; no behaviour beyond ``__str__``-free dataclass equality; safe to share.
+constants. Immutable values with no behaviour; safe to share between threads.
 """
 
 from __future__ import annotations
