@@ -44,6 +44,7 @@ from yak.metadata.models import (
     BrokerRegistration,
     ControllerRecord,
     PartitionState,
+    ShareGroupRecord,
     TopicRecord,
 )
 from yak.metadata.snapshot import ClusterSnapshot, PartitionMap
@@ -61,6 +62,7 @@ _CACHED_KINDS = {
     KeyKind.TOPIC,
     KeyKind.PARTITION,
     KeyKind.CONTROLLER,
+    KeyKind.SHARE_GROUP,
 }
 
 
@@ -97,6 +99,7 @@ class MetadataCache:
         self._owned: set[str] = set()
         self._decommissions: dict[int, BrokerDecommission] = {}
         self._broker_records: dict[int, BrokerRecord] = {}
+        self._share_groups: dict[str, ShareGroupRecord] = {}
         self._snapshot: ClusterSnapshot | None = None
 
     @property
@@ -111,6 +114,7 @@ class MetadataCache:
                 partitions=PartitionMap(dict(self._partitions)),
                 decommissions=MappingProxyType(dict(self._decommissions)),
                 broker_records=MappingProxyType(dict(self._broker_records)),
+                share_groups=MappingProxyType(dict(self._share_groups)),
             )
             self._owned.clear()  # every topic's states are shared with the snapshot now
         return self._snapshot
@@ -167,6 +171,7 @@ class MetadataCache:
     def _load(self, kvs: Sequence[KeyValue]) -> None:
         self._controller, self._brokers, self._topics, self._partitions = None, {}, {}, {}
         self._decommissions, self._broker_records, self._owned = {}, {}, set()
+        self._share_groups = {}
         self._snapshot = None
         for kv in kvs:
             self._apply_put(kv.key, kv.value)
@@ -227,6 +232,9 @@ class MetadataCache:
                 self._topic_states(parsed.topic)[parsed.partition] = state
             case KeyKind.CONTROLLER:
                 self._controller = ControllerRecord.decode(value)
+            case KeyKind.SHARE_GROUP:
+                assert parsed.group is not None
+                self._share_groups[parsed.group] = ShareGroupRecord.decode(value)
 
     def _apply_delete(self, parsed: ParsedKey) -> None:
         match parsed.kind:
@@ -248,6 +256,8 @@ class MetadataCache:
                         self._owned.discard(topic)
             case KeyKind.CONTROLLER:
                 self._controller = None
+            case KeyKind.SHARE_GROUP:
+                self._share_groups.pop(parsed.group or "", None)
 
     def _topic_states(self, topic: str) -> dict[int, PartitionState]:
         """``topic``'s states, to change: copied first if a snapshot shares them."""

@@ -26,6 +26,7 @@ from yak.metadata.models import (
     BrokerRegistration,
     ControllerRecord,
     PartitionState,
+    ShareGroupRecord,
     TopicRecord,
 )
 
@@ -88,6 +89,8 @@ class ClusterSnapshot:
     decommissions: Mapping[int, BrokerDecommission] = field(default_factory=dict)
     #: Every broker the cluster has known, registered now or not (by id).
     broker_records: Mapping[int, BrokerRecord] = field(default_factory=dict)
+    #: Share groups by name (``share-groups/<g>``).
+    share_groups: Mapping[str, ShareGroupRecord] = field(default_factory=dict)
     #: ``partitions`` by topic, in partition order: built on first use (``partitions_of``).
     _by_topic: dict[str, list[PartitionState]] | None = field(
         default=None, init=False, repr=False, compare=False

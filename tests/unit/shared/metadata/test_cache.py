@@ -11,7 +11,13 @@ from yak.errors import KafkaTimeoutError, MetadataStoreError, RevisionCompactedE
 from yak.metadata.cache import MetadataCache
 from yak.metadata.keyspace import Keyspace, ParsedKey
 from yak.metadata.memory_store import MemoryMetadataStore
-from yak.metadata.models import BrokerRecord, BrokerRegistration, PartitionState, TopicRecord
+from yak.metadata.models import (
+    BrokerRecord,
+    BrokerRegistration,
+    PartitionState,
+    ShareGroupRecord,
+    TopicRecord,
+)
 from yak.metadata.snapshot import ClusterSnapshot
 from yak.metadata.store import KeyLike, RangeResult, Watch, as_key
 
@@ -91,6 +97,28 @@ async def test_broker_records_are_followed_apart_from_registrations() -> None:
         await store.delete(KS.broker_record(3))
         snap = await cache.wait_for(lambda s: not s.broker_records, timeout_s=5)
         assert set(snap.brokers) == {3}
+    finally:
+        await cache.stop()
+
+
+async def test_share_groups_are_loaded_and_followed() -> None:
+    store = MemoryMetadataStore(FakeClock())
+    jobs = ShareGroupRecord(name="jobs", created_at_ms=1, dead_letter_topic="jobs-dlq")
+    await store.put(KS.share_group("jobs"), jobs.encode())
+    cache = MetadataCache(store, KS)
+    seen: list[ParsedKey | None] = []
+    cache.subscribe(seen.append)
+    await cache.start()
+    try:
+        assert cache.snapshot.share_groups == {"jobs": jobs}
+        mail = ShareGroupRecord(name="mail", created_at_ms=2, max_delivery_attempts=3)
+        await store.put(KS.share_group("mail"), mail.encode())
+        snap = await cache.wait_for(lambda s: "mail" in s.share_groups, timeout_s=5)
+        assert snap.share_groups["mail"].max_delivery_attempts == 3
+        await store.delete(KS.share_group("jobs"))
+        snap = await cache.wait_for(lambda s: "jobs" not in s.share_groups, timeout_s=5)
+        assert set(snap.share_groups) == {"mail"}
+        assert [k.group for k in seen if k is not None] == ["mail", "jobs"]
     finally:
         await cache.stop()
 
