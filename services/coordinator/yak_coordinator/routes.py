@@ -13,7 +13,6 @@ from yak.api.admin import (
     ADMIN_PREFIX,
     AlterConfigsRequest,
     BrokerForgotten,
-    BrokerInfo,
     ClusterInfo,
     ControllerInfo,
     CreatePartitionsRequest,
@@ -33,6 +32,8 @@ from yak.api.admin import (
     TopicSummary,
 )
 from yak.errors import InvalidRequestError
+from yak.metadata.describe import broker_listing, partition_info
+from yak.metadata.describe import topic_description as describe_topic
 from yak.metadata.models import PartitionState
 from yak.metadata.snapshot import ClusterSnapshot
 from yak.security.acl import ResourceType
@@ -51,12 +52,12 @@ __all__ = ["admin_router", "cluster_info", "topic_description"]
 
 
 def _partition(state: PartitionState) -> PartitionInfo:
-    return PartitionInfo.of(state)
+    return partition_info(state)
 
 
 def topic_description(view: TopicView) -> TopicDescription:
     """The wire form of a topic and its partitions."""
-    return TopicDescription.of(view.record, view.partitions)
+    return describe_topic(view.record, view.partitions)
 
 
 def cluster_info(
@@ -78,7 +79,7 @@ def cluster_info(
         else ControllerInfo(
             coordinator_id=controller.coordinator_id, url=controller.url, epoch=controller.epoch
         ),
-        brokers=BrokerInfo.listing(snapshot, now_ms),
+        brokers=broker_listing(snapshot, now_ms),
         topic_count=len(snapshot.topics),
         partition_count=len(snapshot.partitions),
         offline_partition_count=health.offline,

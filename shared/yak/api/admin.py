@@ -11,7 +11,6 @@ catalogue of accepted names and ranges is ``yak.topic_config``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,8 +23,6 @@ from yak.api.log_dirs import (
     TopicLog,
     TopicLogDirs,
 )
-from yak.metadata.models import BrokerLoad, PartitionState, TopicRecord
-from yak.metadata.snapshot import ClusterSnapshot
 
 __all__ = [
     "ADMIN_PREFIX",
@@ -121,20 +118,6 @@ class PartitionInfo(_Body):
     isr: list[int]
     adding_replicas: list[int] = []
     removing_replicas: list[int] = []
-
-    @classmethod
-    def of(cls, state: PartitionState) -> PartitionInfo:
-        """The wire form of a partition's state in etcd."""
-        return cls(
-            partition=state.partition,
-            leader=state.leader,
-            leader_epoch=state.leader_epoch,
-            partition_epoch=state.partition_epoch,
-            replicas=list(state.replicas),
-            isr=list(state.isr),
-            adding_replicas=list(state.adding_replicas),
-            removing_replicas=list(state.removing_replicas),
-        )
 
 
 class ReassignmentRequest(_Request):
@@ -264,19 +247,6 @@ class TopicDescription(_Body):
     deleting: bool = False
     partitions: list[PartitionInfo]
 
-    @classmethod
-    def of(cls, record: TopicRecord, states: Sequence[PartitionState]) -> TopicDescription:
-        """The wire form of a topic record and its partitions' states."""
-        return cls(
-            name=record.name,
-            topic_id=record.topic_id,
-            partition_count=record.partitions,
-            replication_factor=record.replication_factor,
-            configs=dict(record.configs),
-            deleting=record.deleting,
-            partitions=[PartitionInfo.of(state) for state in states],
-        )
-
 
 class TopicDescriptionList(_Body):
     """``GET /api/v1/topic-descriptions``: many topics described in one answer (Kafka's
@@ -315,19 +285,6 @@ class BrokerLoadInfo(_Body):
     publish_interval_ms: int
     stale: bool = False
 
-    @classmethod
-    def of(cls, load: BrokerLoad, now_ms: int) -> BrokerLoadInfo:
-        """The wire form of a registration's sample, judged at ``now_ms``."""
-        return cls(
-            cpu=load.cpu,
-            memory_bytes=load.memory_bytes,
-            disk_used_ratio=load.disk_used_ratio,
-            records_per_second=load.records_per_second,
-            sampled_at_ms=load.sampled_at_ms,
-            publish_interval_ms=load.publish_interval_ms,
-            stale=load.stale(now_ms),
-        )
-
 
 class BrokerInfo(_Body):
     """A broker the cluster knows: registered now, or known from its ``broker-records/`` entry.
@@ -353,53 +310,6 @@ class BrokerInfo(_Body):
     started_at_ms: int | None = None
     #: Its latest load sample (None: down, or it published none yet).
     load: BrokerLoadInfo | None = None
-
-    @classmethod
-    def listing(cls, snapshot: ClusterSnapshot, now_ms: int) -> list[BrokerInfo]:
-        """Every broker of ``snapshot``, registered or recorded, by id, as the admin APIs
-        list them (``now_ms``: the last-seen time of registered ones)."""
-        ids = sorted({*snapshot.brokers, *snapshot.broker_records})
-        listed = (cls.of(snapshot, broker_id, now_ms) for broker_id in ids)
-        return [info for info in listed if info is not None]
-
-    @classmethod
-    def of(cls, snapshot: ClusterSnapshot, broker_id: int, now_ms: int) -> BrokerInfo | None:
-        """One broker of ``snapshot`` (None: neither registered nor recorded)."""
-        registration = snapshot.brokers.get(broker_id)
-        record = snapshot.broker_records.get(broker_id)
-        decommissioning = broker_id in snapshot.decommissions
-        first = record.first_registered_ms if record is not None else None
-        if registration is not None:
-            return cls(
-                broker_id=broker_id,
-                host=registration.host,
-                port=registration.port,
-                rack=registration.rack,
-                status=BrokerStatus.SHUTTING_DOWN
-                if registration.shutting_down
-                else BrokerStatus.UP,
-                shutting_down=registration.shutting_down,
-                decommissioning=decommissioning,
-                last_seen_ms=now_ms,
-                first_registered_ms=first if first is not None else registration.started_at_ms,
-                started_at_ms=registration.started_at_ms,
-                load=None
-                if registration.load is None
-                else BrokerLoadInfo.of(registration.load, now_ms),
-            )
-        if record is None:
-            return None
-        return cls(
-            broker_id=broker_id,
-            host=record.host,
-            port=record.port,
-            rack=record.rack,
-            status=BrokerStatus.DOWN,
-            decommissioning=decommissioning,
-            last_seen_ms=None if record.registered else record.last_seen_ms,
-            first_registered_ms=first,
-            started_at_ms=record.started_at_ms,
-        )
 
 
 class BrokerForgotten(_Body):

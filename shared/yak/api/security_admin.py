@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from yak.api.security import AclBody, ApiKeyCreated, ApiKeyInfo, UserInfo
-from yak.security.credentials import UserRecord
+from yak.api.security import AclBody, ApiKeyCreated, UserInfo
 
-__all__ = ["AclsWritten", "KeyWritten", "SecurityWritten", "UserWritten", "user_info"]
+__all__ = ["AclsWritten", "KeyWritten", "SecurityWritten", "UserWritten"]
 
 
 class _Answer(BaseModel):
@@ -47,18 +46,3 @@ class AclsWritten(SecurityWritten):
     """ACL bindings added or removed."""
 
     acls: list[AclBody]
-
-
-def user_info(record: UserRecord) -> UserInfo:
-    """The public form of a stored user: its keys by age, never a hash."""
-    keys = [
-        ApiKeyInfo(key_id=key_id, created_ms=key.created_ms, description=key.description)
-        for key_id, key in sorted(record.keys.items(), key=lambda item: item[1].created_ms)
-    ]
-    return UserInfo(
-        name=record.name,
-        principal=record.principal,
-        created_ms=record.created_ms,
-        has_password=record.password is not None,
-        keys=keys,
-    )

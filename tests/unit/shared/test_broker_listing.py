@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from yak.api.admin import BrokerInfo, BrokerStatus
 from yak.metadata.cache import ClusterSnapshot
+from yak.metadata.describe import broker_listing
 from yak.metadata.models import (
     BrokerDecommission,
     BrokerLoad,
@@ -44,7 +45,7 @@ def test_registered_brokers_are_listed_by_id_with_their_state() -> None:
         brokers={2: _broker(2, rack="r2"), 0: _broker(0, shutting_down=True), 1: _broker(1)},
         decommissions={1: BrokerDecommission(broker_id=1, requested_at_ms=5)},
     )
-    listed = BrokerInfo.listing(snapshot, NOW)
+    listed = broker_listing(snapshot, NOW)
     assert [b.broker_id for b in listed] == [0, 1, 2]
     assert [(b.status, b.shutting_down, b.decommissioning) for b in listed] == [
         (BrokerStatus.SHUTTING_DOWN, True, False),
@@ -68,7 +69,7 @@ def test_a_broker_that_left_is_down_with_its_last_seen_time() -> None:
             3: _record(3, rack="r3"),
         },
     )
-    up, down = BrokerInfo.listing(snapshot, NOW)
+    up, down = broker_listing(snapshot, NOW)
     # The registration wins over its record: address and status are the live ones.
     assert (up.status, up.host, up.last_seen_ms, up.first_registered_ms) == (
         BrokerStatus.UP,
@@ -92,7 +93,7 @@ def test_a_broker_whose_leaving_is_not_recorded_yet_is_down_without_a_last_seen_
     # The registration is gone, the controller has not closed the record yet: the record's
     # time is when it was written (perhaps days ago), not when the broker left.
     snapshot = ClusterSnapshot(revision=2, broker_records={5: _record(5, registered=True)})
-    (listed,) = BrokerInfo.listing(snapshot, NOW)
+    (listed,) = broker_listing(snapshot, NOW)
     assert (listed.status, listed.last_seen_ms) == (BrokerStatus.DOWN, None)
 
 
@@ -100,7 +101,7 @@ def test_a_drained_broker_without_registration_or_record_is_not_listed() -> None
     snapshot = ClusterSnapshot(
         revision=1, decommissions={4: BrokerDecommission(broker_id=4, requested_at_ms=1)}
     )
-    assert BrokerInfo.listing(snapshot, NOW) == []
+    assert broker_listing(snapshot, NOW) == []
 
 
 def test_a_down_broker_being_drained_says_so() -> None:
@@ -109,7 +110,7 @@ def test_a_down_broker_being_drained_says_so() -> None:
         decommissions={4: BrokerDecommission(broker_id=4, requested_at_ms=1)},
         broker_records={4: _record(4)},
     )
-    (listed,) = BrokerInfo.listing(snapshot, NOW)
+    (listed,) = broker_listing(snapshot, NOW)
     assert (listed.status, listed.decommissioning) == (BrokerStatus.DOWN, True)
 
 
@@ -129,7 +130,7 @@ def test_a_registered_brokers_load_sample_is_listed_and_judged_stale_or_not() ->
         brokers={0: _broker(0, load=sample(3_000)), 1: _broker(1, load=sample(3_001))},
         broker_records={2: _record(2), 3: _record(3)},
     )
-    fresh, stale, down, _ = BrokerInfo.listing(snapshot, NOW)
+    fresh, stale, down, _ = broker_listing(snapshot, NOW)
     assert fresh.load is not None
     assert (fresh.load.cpu, fresh.load.records_per_second, fresh.load.stale) == (
         0.75,

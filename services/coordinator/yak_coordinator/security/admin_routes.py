@@ -37,12 +37,12 @@ from yak.api.security_admin import (
     KeyWritten,
     SecurityWritten,
     UserWritten,
-    user_info,
 )
 from yak.metadata.keyspace import Keyspace
 from yak.security.acl import AclFilter
 from yak.security.quota_store import QuotaConfig, QuotaStore
 from yak.security.store import NewApiKey, SecurityStore
+from yak.security.user_view import user_info
 from yak.web.acl_params import acl_binding, acl_filter
 from yak_coordinator.service import Coordinator
 

@@ -30,10 +30,10 @@ from yak.api.security import (
     UserList,
     WhoAmI,
 )
-from yak.api.security_admin import user_info
 from yak.security.acl import AclBinding, AclFilter
 from yak.security.audit import audit
 from yak.security.store import valid_user_name
+from yak.security.user_view import user_info
 from yak.web.acl_params import acl_binding, acl_filter
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response

@@ -36,6 +36,7 @@ from yak.api.admin import (
 from yak.api.records import API_PREFIX
 from yak.errors import InvalidRequestError, YakError
 from yak.metadata.cache import ClusterSnapshot
+from yak.metadata.describe import broker_listing, topic_description
 from yak.metadata.models import BrokerRegistration
 from yak.names import validate_topic_name
 from yak.security.acl import Operation, ResourceType
@@ -75,7 +76,7 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
     async def brokers() -> Response:
         """Every broker the cluster knows, from the proxy's metadata: registered ones (``up``,
         ``shutting_down``) and recorded ones that left (``down``, with ``last_seen_ms``)."""
-        listing = BrokerInfo.listing(runtime.cache.snapshot, runtime.clock.time_ms())
+        listing = broker_listing(runtime.cache.snapshot, runtime.clock.time_ms())
         listed = [b.model_dump(mode="json") for b in listing]
         return json_response(listed, _JSON)
 
@@ -157,7 +158,7 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
     async def describe_topic(topic: str) -> Response:
         """Served from the proxy's metadata cache (no round trip to the controller)."""
         record, partitions = await runtime.topics.described(topic)
-        return json_response(TopicDescription.of(record, partitions), _JSON)
+        return json_response(topic_description(record, partitions), _JSON)
 
     @router.get("/topic-descriptions", response_model=TopicDescriptionList)
     async def describe_topics(
@@ -180,7 +181,7 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
             snapshot = await runtime.topics.snapshot_of(set(topic))
             names = sorted({n for n in topic if n in snapshot.topics})
         described = [
-            TopicDescription.of(snapshot.topics[name], snapshot.partitions_of(name))
+            topic_description(snapshot.topics[name], snapshot.partitions_of(name))
             for name in visible(ResourceType.TOPIC, names, Operation.DESCRIBE)
             if not snapshot.topics[name].deleting
         ]
