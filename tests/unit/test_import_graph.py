@@ -91,17 +91,6 @@ def test_strongly_connected_finds_a_circle_and_nothing_else() -> None:
     assert strongly_connected({"a": {"b"}, "b": set()}) == []
 
 
-@pytest.mark.parametrize(
-    "package",
-    [
-        *(p for p in PACKAGES if p != "yak_rest_proxy"),
-        pytest.param(
-            "yak_rest_proxy",
-            # Issue 31, item 2: produce/accumulator.py <-> produce/sender.py, to be made one-way
-            # with the producers' rework; drop this mark then.
-            marks=pytest.mark.xfail(reason="issue 31: the proxy producer's back-pointer loop"),
-        ),
-    ],
-)
+@pytest.mark.parametrize("package", PACKAGES)
 def test_no_import_circle(package: str) -> None:
     assert cycles_of(_graph(), package) == []

@@ -18,15 +18,12 @@ import asyncio
 from collections import deque
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import TYPE_CHECKING, NamedTuple, cast
+from typing import NamedTuple, cast
 
 from yak.errors import YakError
 from yak.record import CompressionType, RecordInput
 from yak.record.batch import encode_batch_of
 from yak.record.record_encoder import encode_bodies
-
-if TYPE_CHECKING:
-    from yak_rest_proxy.produce.sender import Sender
 
 __all__ = [
     "Call",
@@ -173,7 +170,9 @@ class PartitionQueue:
     pending_bytes: int = 0
     in_flight: InFlight | None = None
     timer: asyncio.TimerHandle | None = None
-    lingering: Sender | None = None  # the busy sender this queue waits on (its linger)
+    #: The broker whose busy sender this queue waits on (its linger), by id: the sender owns
+    #: the list of queues lingering on it, the queue knows only where it waits.
+    lingering_on: int | None = None
     routing: bool = False
     producer_id: int = -1
     next_sequence: int = 0

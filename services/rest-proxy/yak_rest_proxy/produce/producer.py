@@ -199,7 +199,7 @@ class Producer:
         if queue.in_flight is not None or queue.routing or not queue.pending:
             return
         full = queue.pending_bytes >= self._max_batch_bytes(queue.topic)
-        if queue.lingering is None or full:
+        if queue.lingering_on is None or full:
             self._route(queue, linger=not full and self._linger_s > 0)
 
     def _route(self, queue: PartitionQueue, *, linger: bool = False) -> None:
@@ -224,9 +224,9 @@ class Producer:
                 self, broker.broker_id, self._max_in_flight
             )
         if linger and sender.outstanding:
-            if queue.lingering is None:
-                queue.lingering = sender
-                sender.lingering[id(queue)] = queue
+            if queue.lingering_on is None:
+                queue.lingering_on = sender.broker_id
+                sender.linger(queue)
                 queue.timer = asyncio.get_running_loop().call_later(
                     self._linger_s, self._route, queue
                 )
@@ -239,9 +239,11 @@ class Producer:
         if queue.timer is not None:
             queue.timer.cancel()
             queue.timer = None
-        if queue.lingering is not None:
-            queue.lingering.lingering.pop(id(queue), None)
-            queue.lingering = None
+        if queue.lingering_on is not None:
+            sender = self._senders.get(queue.lingering_on)
+            if sender is not None:
+                sender.stop_lingering(queue)
+            queue.lingering_on = None
 
     def release_lingering(self, queue: PartitionQueue) -> None:
         """The broker a queue lingered on answered: route it now (unless it moved on)."""

@@ -70,6 +70,13 @@ class Sender:
             self._run(), context=contextvars.Context()
         )
 
+    def linger(self, queue: PartitionQueue) -> None:
+        """``queue`` waits for this broker's next answer (its linger)."""
+        self.lingering[id(queue)] = queue
+
+    def stop_lingering(self, queue: PartitionQueue) -> None:
+        self.lingering.pop(id(queue), None)
+
     def enqueue(self, queue: PartitionQueue) -> None:
         self.ready[id(queue)] = queue
         self.wake.set()
