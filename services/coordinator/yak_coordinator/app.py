@@ -34,6 +34,7 @@ from yak_coordinator.security.guard import AdminGuard, AdminSecurity
 from yak_coordinator.security.route_acls import missing_routes
 from yak_coordinator.service import Coordinator
 from yak_coordinator.settings import CoordinatorSettings
+from yak_coordinator.share_group_routes import share_groups_router
 
 __all__ = ["create_app"]
 
@@ -78,6 +79,7 @@ def create_app(
     app.include_router(health_router("coordinator", ready))
     app.include_router(admin_router(coordinator))
     app.include_router(groups_router(coordinator))
+    app.include_router(share_groups_router(coordinator))
     app.include_router(security_admin_router(coordinator))  # the proxies' security writes
     if security is not None and (missing := missing_routes(app)):
         raise RuntimeError(f"admin routes without an ACL rule: {missing}")

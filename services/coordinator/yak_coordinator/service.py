@@ -1,6 +1,6 @@
 """The coordinator process's runtime: metadata cache, election, reconciler, broker recorder,
-group coordinator, topic admin and cluster admin (preferred election, decommission, forgetting
-a broker).
+group coordinator, topic admin, share-group admin and cluster admin (preferred election,
+decommission, forgetting a broker).
 
 ``start()`` returns at once and connects in the background, retrying while etcd is unreachable,
 so the HTTP server answers ``/healthz`` from the first moment and ``/readyz`` once the cache
@@ -43,6 +43,7 @@ from yak_coordinator.groups.group_coordinator import GroupCoordinator
 from yak_coordinator.metrics import ControllerCollector, ControllerStats
 from yak_coordinator.reconciler import Reconciler
 from yak_coordinator.settings import CoordinatorSettings
+from yak_coordinator.share_group_admin import ShareGroupAdmin
 from yak_coordinator.topic_admin import TopicAdmin
 
 __all__ = ["Coordinator"]
@@ -91,6 +92,15 @@ class _Parts:
             self.election,
             clock,
             default_replication_factor=settings.default_replication_factor,
+            wait_s=settings.admin_wait_s,
+        )
+        self.share_group_admin = ShareGroupAdmin(
+            store,
+            keyspace,
+            self.cache,
+            self.election,
+            self.admin,
+            clock,
             wait_s=settings.admin_wait_s,
         )
         self.cluster_admin = ClusterAdmin(
@@ -146,6 +156,10 @@ class Coordinator:
     @property
     def group_admin(self) -> GroupAdmin:
         return self._connected().group_admin
+
+    @property
+    def share_group_admin(self) -> ShareGroupAdmin:
+        return self._connected().share_group_admin
 
     @property
     def cache(self) -> MetadataCache:

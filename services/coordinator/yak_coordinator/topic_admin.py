@@ -46,6 +46,7 @@ from yak_coordinator.decisions.reassignment import (
     start_reassignment,
     validate_target,
 )
+from yak_coordinator.decisions.share_group_rules import check_user_topic_name
 from yak_coordinator.election import Election
 
 __all__ = ["TopicAdmin", "TopicView"]
@@ -131,9 +132,17 @@ class TopicAdmin:
         partitions: int,
         replication_factor: int | None,
         configs: Mapping[str, str],
+        *,
+        internal: bool = False,
     ) -> TopicView:
-        """Validate and record a new topic; wait until its partitions have leaders assigned."""
-        validate_topic_name(name)
+        """Validate and record a new topic; wait until its partitions have leaders assigned.
+
+        Names under the reserved ``__yak_`` prefix are refused (``INVALID_TOPIC_EXCEPTION``)
+        unless ``internal``: the coordinator's own internal topics, created the same way."""
+        if internal:
+            validate_topic_name(name)
+        else:
+            check_user_topic_name(name)
         _check_partitions(partitions)
         factor = self._default_rf if replication_factor is None else replication_factor
         _check_replication_factor(factor, _placeable(self._cache.snapshot))

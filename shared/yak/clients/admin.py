@@ -58,6 +58,13 @@ from yak.api.security import (
     QuotaBody,
 )
 from yak.api.security_admin import AclsWritten, KeyWritten, SecurityWritten, UserWritten
+from yak.api.share_groups import (
+    AlterShareGroupRequest,
+    CreateShareGroupRequest,
+    ShareGroupDeleted,
+    ShareGroupDescription,
+    ShareGroupList,
+)
 from yak.clients._http import error_from_response, segment
 from yak.clients.tls import ClientTls
 from yak.closing import AsyncClosing
@@ -204,6 +211,29 @@ class AdminClient(AsyncClosing):
         """A group's state, epochs and members (``GroupIdNotFoundError`` if none exists)."""
         return await self._call("GET", f"/groups/{segment(group_id)}", GroupDescription)
 
+    # -- share groups (``yak.api.share_groups``) ----------------------------------------------
+
+    async def list_share_groups(self) -> ShareGroupList:
+        return await self._call("GET", "/share-groups", ShareGroupList)
+
+    async def describe_share_group(self, name: str) -> ShareGroupDescription:
+        """A share group's settings (``GroupIdNotFoundError`` if none exists)."""
+        return await self._call("GET", f"/share-groups/{segment(name)}", ShareGroupDescription)
+
+    async def create_share_group(self, body: CreateShareGroupRequest) -> ShareGroupDescription:
+        """Create a share group (``DuplicateResourceError`` if the name is taken)."""
+        return await self._call("POST", "/share-groups", ShareGroupDescription, body)
+
+    async def alter_share_group(
+        self, name: str, body: AlterShareGroupRequest
+    ) -> ShareGroupDescription:
+        """Change the settings present in ``body``; the others stay."""
+        path = f"/share-groups/{segment(name)}"
+        return await self._call("PATCH", path, ShareGroupDescription, body, exclude_unset=True)
+
+    async def delete_share_group(self, name: str) -> ShareGroupDeleted:
+        return await self._call("DELETE", f"/share-groups/{segment(name)}", ShareGroupDeleted)
+
     # -- security writes (a proxy's admin API sends them here) ---------------------------
 
     async def create_user(
@@ -262,11 +292,17 @@ class AdminClient(AsyncClosing):
         return await self._call("DELETE", path, SecurityWritten)
 
     async def _call(
-        self, method: str, path: str, model: type[_M], body: BaseModel | None = None
+        self,
+        method: str,
+        path: str,
+        model: type[_M],
+        body: BaseModel | None = None,
+        *,
+        exclude_unset: bool = False,
     ) -> _M:
         kwargs: dict[str, Any] = {}
         if body is not None:
-            kwargs["json"] = body.model_dump(mode="json")
+            kwargs["json"] = body.model_dump(mode="json", exclude_unset=exclude_unset)
         try:
             response = await self._http.request(method, path, **kwargs)
         except httpx.TimeoutException as exc:

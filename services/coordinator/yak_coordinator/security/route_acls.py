@@ -7,7 +7,10 @@ DeleteTopics TOPIC DELETE, AlterConfigs TOPIC ALTER_CONFIGS, CreatePartitions TO
 Metadata and DescribeGroups DESCRIBE, AlterPartitionReassignments and
 ListPartitionReassignments CLUSTER ALTER / DESCRIBE, ElectLeaders CLUSTER ALTER, DescribeCluster
 CLUSTER DESCRIBE, UnregisterBroker (``yak brokers forget``) CLUSTER ALTER; Yak's broker
-decommission is CLUSTER ALTER (its status DESCRIBE). ``None``
+decommission is CLUSTER ALTER (its status DESCRIBE). Share groups are GROUP resources:
+DescribeShareGroups and ListGroups are DESCRIBE, DeleteShareGroups DELETE, and a group's
+settings are group configs (IncrementalAlterConfigs on a GROUP: ALTER_CONFIGS), so creating one
+with its settings and altering them are ALTER_CONFIGS. ``None``
 marks the public routes (health). ``missing_routes(app)`` lists the routes the table does not
 cover: the app refuses to start with security on while there are any, and a unit test keeps
 the list empty. Every change the admin API makes is audited when allowed (``AUDITED``).
@@ -68,6 +71,11 @@ ROUTE_ACLS: dict[RouteKey, tuple[Check, ...] | None] = {
     ("DELETE", f"{_A}/brokers/{{broker_id}}"): (Check(C, Source.CLUSTER, O.ALTER),),
     ("GET", f"{_A}/groups"): (Check(G, Source.LISTED, O.DESCRIBE),),
     ("GET", f"{_A}/groups/{{group_id}}"): (Check(G, Source.PATH, O.DESCRIBE),),
+    ("GET", f"{_A}/share-groups"): (Check(G, Source.LISTED, O.DESCRIBE),),
+    ("POST", f"{_A}/share-groups"): (Check(G, Source.BODY_NAME, O.ALTER_CONFIGS),),
+    ("GET", f"{_A}/share-groups/{{group_id}}"): (Check(G, Source.PATH, O.DESCRIBE),),
+    ("PATCH", f"{_A}/share-groups/{{group_id}}"): (Check(G, Source.PATH, O.ALTER_CONFIGS),),
+    ("DELETE", f"{_A}/share-groups/{{group_id}}"): (Check(G, Source.PATH, O.DELETE),),
     # The security writes a rest-proxy sends on (``admin_routes``): CLUSTER ALTER, as on the
     # proxy (Kafka: CreateAcls, DeleteAcls, AlterUserScramCredentials, AlterClientQuotas).
     **{(method, f"{_A}/security{path}"): _CLUSTER_ALTER for method, path in _SECURITY_WRITES},
