@@ -13,7 +13,12 @@ proxy holds in memory, which applies the member side of the group protocol first
   nothing waits for its group's state to change, up to the timeout. In the steady state a poll
   makes no etcd call. A ``raw`` poll (the binary poll) hands out the fetched record batches
   undecoded (``Poll.batches``) and moves each position to the end of its last whole batch; records
-  below the position in the first batch are the client's to skip.
+  below the position in the first batch are the client's to skip. A poll with a
+  ``record_filter`` (``yak.filters``) hands out only the records it lets through, and each
+  position moves past every record scanned, so records the filter dropped count as consumed
+  (commits cover them) and a poll that scanned only such records answers empty with its
+  positions advanced; a long poll keeps scanning until a record matches or the time is up
+  (``reader``). A filtered poll is never raw.
 - **seek** to offsets, beginning, end or a timestamp, for partitions the instance owns.
 - **commit** offsets (or the current positions) fenced by ownership (``member_protocol.commit``),
   written through: answered once in etcd.
@@ -38,6 +43,7 @@ from yak.errors import (
     OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,
 )
+from yak.filters import RecordFilter
 from yak.metadata.cache import MetadataCache
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.models import CommittedOffset, GroupMember
@@ -103,6 +109,7 @@ class PartitionReader(Protocol):
         min_bytes: int = 1,
         owner: str | None = None,
         raw: bool = False,
+        record_filter: RecordFilter | None = None,
     ) -> list[PartitionRead]: ...
 
     async def list_offsets(
@@ -247,11 +254,15 @@ class Consumers:
         paused: frozenset[TopicPartition] = frozenset(),
         max_timeout_ms: int = 30_000,
         raw: bool = False,
+        record_filter: RecordFilter | None = None,
     ) -> Poll:
         """Records of the owned, not ``paused`` partitions (their positions stay). A None
         ``timeout_ms`` is the instance's own ``request_timeout_ms``; waits are capped at
         ``max_timeout_ms``. ``raw``: their whole batches instead, ``max_bytes`` counting
-        batch bytes (see the module docstring)."""
+        batch bytes; ``record_filter``: only the records it passes, positions past every
+        record scanned (see the module docstring)."""
+        if raw and record_filter is not None:
+            raise InvalidRequestError("a filtered poll cannot be raw: the filter decodes records")
         async with self.members.serving(group, member_id) as session:
             reconciling = time.perf_counter()  # stage timing (metrics.PollStats)
             member = await session.current()
@@ -276,7 +287,9 @@ class Consumers:
             if raw:
                 batches, reached = await self._read_raw(member, start, reading, deadline, max_bytes)
             else:
-                polled, reached = await self._read(member, start, reading, deadline, max_bytes)
+                polled, reached = await self._read(
+                    member, start, reading, deadline, max_bytes, record_filter
+                )
 
             def advance(current: Member) -> Member:
                 return protocol.polled(protocol.positioned(current, found), start, reached)
@@ -298,6 +311,7 @@ class Consumers:
         max_bytes: int,
         *,
         raw: bool,
+        record_filter: RecordFilter | None = None,
     ) -> list[PartitionRead]:
         """The member's fetch of ``reading`` from ``start``, until ``deadline``."""
         return await self._reader.fetch(
@@ -307,6 +321,7 @@ class Consumers:
             min_bytes=max(1, member.base.fetch_min_bytes),
             owner=f"{member.group}/{member.member_id}",
             raw=raw,
+            record_filter=record_filter,
         )
 
     async def _read(
@@ -316,10 +331,14 @@ class Consumers:
         reading: list[TopicPartition],
         deadline: float,
         max_bytes: int,
+        record_filter: RecordFilter | None = None,
     ) -> tuple[list[PolledPartition], dict[TopicPartition, int]]:
         """One fetch from ``start``: the records, and the next offset reached per partition;
-        at least one record, then up to ``max_bytes`` of keys and values."""
-        reads = await self._fetch(member, start, reading, deadline, max_bytes, raw=False)
+        at least one record, then up to ``max_bytes`` of keys and values. A partition whose
+        records a filter dropped all moves past them with none handed out."""
+        reads = await self._fetch(
+            member, start, reading, deadline, max_bytes, raw=False, record_filter=record_filter
+        )
         polled: list[PolledPartition] = []
         reached: dict[TopicPartition, int] = {}
         size = 0
@@ -328,9 +347,13 @@ class Consumers:
             if isinstance(read.error, OffsetOutOfRangeError):
                 reached[tp] = await self._reset(member, read.topic, read.partition)
                 continue
-            if read.error is not None or not read.records:
+            if read.error is not None:
                 continue  # a leader moved: this partition is read again on the next poll
-            records = read.records
+            if not read.records:
+                if read.next_offset > start[tp]:
+                    reached[tp] = read.next_offset  # scanned, and the filter kept nothing
+                continue
+            records, next_offset = read.records, read.next_offset  # past every record scanned
             if read.size >= 0 and size + read.size <= max_bytes:
                 size += read.size  # all of it fits: no count per record
             else:
@@ -342,8 +365,10 @@ class Consumers:
                     records.append(record)
                 if not records:
                     continue
+                if len(records) < len(read.records):  # cut: the rest is read again
+                    next_offset = records[-1].offset + 1
             polled.append(PolledPartition(read.topic, read.partition, records))
-            reached[tp] = records[-1].offset + 1
+            reached[tp] = next_offset
         return polled, reached
 
     async def _read_raw(

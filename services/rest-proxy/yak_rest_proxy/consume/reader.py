@@ -19,6 +19,15 @@ A consumer's poll hands out finished fetches oldest first while their records fi
 ``max_bytes``; one that would overflow stays parked for the consumer's next poll (Kafka's
 consumer keeps completed fetches so) instead of being decoded, cut and fetched again.
 
+With a ``record_filter`` (``yak.filters``) a fetch decodes, then keeps only the records the
+filter lets through, and ``next_offset`` is past every record it *scanned*, matching or not,
+so a filter never stalls a reader. A fetch whose leader answered only records the filter
+dropped counts as empty: while the wait lasts, the next fetch of that leader starts from where
+the scan ended (it keeps scanning, advancing), and when the wait is over the partition is
+reported with no records and the advanced ``next_offset``. A filtered fetch is never ``raw``
+(the brokers' batches cannot be filtered without decoding them), and a parked fetch is taken
+over only by a poll asking the same filter.
+
 Each ``fetch`` observes two poll stages once (``metrics.PollStats``): ``decode``, the decoding
 of the batches it hands out (a fetch taken over from an earlier poll was decoded then), and
 ``fetch``, the rest of its time: waiting for the brokers.
@@ -35,7 +44,8 @@ from operator import itemgetter
 from typing import NamedTuple
 
 from yak.clock import Clock, SystemClock
-from yak.errors import YakError
+from yak.errors import InvalidRequestError, YakError
+from yak.filters import RecordFilter, compile_filter
 from yak.metadata.cache import MetadataCache
 from yak.protocol.broker_models import OffsetResult
 from yak.protocol.broker_wire import Buffer, FetchPartition, FetchRequest
@@ -46,13 +56,30 @@ from yak_rest_proxy.brokers import BrokerPool, leader_of
 from yak_rest_proxy.metrics import PollStats
 from yak_rest_proxy.security.access import require
 
-__all__ = ["PartitionRead", "Reader", "whole_batches"]
+__all__ = ["FILTER_DOC", "PartitionRead", "Reader", "filter_param", "whole_batches"]
 
 #: Beyond its max wait, how long a poll waits for a fetch's answer to travel back.
 _WAIT_MARGIN_S = 2.0
 #: How long an answered fetch that no poll took over is kept for its owner.
 _KEEP_ANSWER_S = 30.0
 _NONE: tuple[None, None] = (None, None)
+
+#: What a parked fetch was asked: raw or decoded, its filter's text, its (topic, partition,
+#: offset) triples sorted; only a poll asking the same takes it over.
+_Signature = tuple[bool, str | None, tuple[tuple[str, int, int], ...]]
+
+
+#: What the ``filter`` query parameter of every consume route says (docs/filters.md).
+FILTER_DOC = (
+    "Only records this expression lets through (docs/filters.md); the others are skipped "
+    "but still advance the position."
+)
+
+
+def filter_param(text: str | None) -> RecordFilter | None:
+    """A route's ``filter`` parameter compiled (cached by text), None when absent; raises
+    ``InvalidFilterError`` / ``FilterTooLargeError`` (400) before anything is fetched."""
+    return None if text is None else compile_filter(text)
 
 
 class PartitionRead(NamedTuple):
@@ -106,10 +133,7 @@ class Reader:
         self._brokers = brokers
         self.stats = stats if stats is not None else PollStats()
         #: Per (consumer, broker): the fetch still running or answered but not handed out.
-        self._parked: dict[
-            tuple[str, int],
-            tuple[tuple[bool, tuple[tuple[str, int, int], ...]], asyncio.Future[_Answer]],
-        ] = {}
+        self._parked: dict[tuple[str, int], tuple[_Signature, asyncio.Future[_Answer]]] = {}
 
     async def fetch(
         self,
@@ -120,6 +144,7 @@ class Reader:
         min_bytes: int = 1,
         owner: str | None = None,
         raw: bool = False,
+        record_filter: RecordFilter | None = None,
     ) -> list[PartitionRead]:
         """Read ``(topic, partition, offset)`` triples; one ``PartitionRead`` each (a partition
         whose leader did not answer within the wait is left out: read it again next time).
@@ -133,8 +158,11 @@ class Reader:
         With security on, every topic read needs READ (``TOPIC_AUTHORIZATION_FAILED`` before
         anything is fetched): a consumer's topics are checked as it reads them, as Kafka does.
         ``raw``: batches undecoded (see the module docstring); a parked fetch is taken over
-        only by a poll asking the same form.
+        only by a poll asking the same form. ``record_filter``: only the records it lets
+        through, positions past every record scanned (see the module docstring).
         """
+        if raw and record_filter is not None:
+            raise InvalidRequestError("a filtered read cannot be raw: the filter decodes records")
         started = time.perf_counter()
         require(ResourceType.TOPIC, (topic for topic, _, _ in positions), Operation.READ)
         by_broker: dict[int, list[tuple[str, int, int]]] = {}
@@ -151,17 +179,26 @@ class Reader:
             return failed
         now = self._clock.monotonic
         deadline = now() + max_wait_ms / 1000
+        text = record_filter.text if record_filter is not None else None
         tasks: dict[int, asyncio.Future[_Answer]] = {}
         fresh: set[asyncio.Future[_Answer]] = set()
+        #: Per broker, a filtered answer that only advanced (no record matched) and was
+        #: superseded by a fetch from where it ended: reported if that one does not answer.
+        scanned: dict[int, _Answer] = {}
+
+        def start(broker_id: int, wait_ms: int) -> None:
+            group = by_broker[broker_id]
+            tasks[broker_id] = self._start(
+                owner, broker_id, group, wait_ms, max_bytes, min_bytes, raw, record_filter
+            )
+            fresh.add(tasks[broker_id])
+
         for broker_id, group in by_broker.items():
             parked = self._parked.get((owner, broker_id)) if owner is not None else None
-            if parked is not None and parked[0] == (raw, tuple(sorted(group))):
+            if parked is not None and parked[0] == (raw, text, tuple(sorted(group))):
                 tasks[broker_id] = parked[1]
             else:
-                tasks[broker_id] = self._start(
-                    owner, broker_id, group, max_wait_ms, max_bytes, min_bytes, raw
-                )
-                fresh.add(tasks[broker_id])
+                start(broker_id, max_wait_ms)
         while True:
             finished = [t for t in tasks.values() if t.done()]
             if any(r.has_data for t in finished for r in t.result().reads):
@@ -169,14 +206,12 @@ class Reader:
             remaining = deadline - now()
             if remaining > 0.001:
                 for broker_id, task in list(tasks.items()):
-                    # A fetch that ran out empty before this poll's wait did: park a new one.
+                    # A fetch that ran out empty before this poll's wait did: park a new one,
+                    # from where a filtered one's scan ended.
                     if task.done() and not any(r.error for r in task.result().reads):
-                        wait_ms = int(remaining * 1000)
-                        group = by_broker[broker_id]
-                        tasks[broker_id] = self._start(
-                            owner, broker_id, group, wait_ms, max_bytes, min_bytes, raw
-                        )
-                        fresh.add(tasks[broker_id])
+                        if _advance(by_broker, broker_id, task.result().reads):
+                            scanned[broker_id] = task.result()
+                        start(broker_id, int(remaining * 1000))
             pending = [t for t in tasks.values() if not t.done()]
             started_here = [t for t in pending if t in fresh]
             if not pending or (remaining <= 0 and not started_here):
@@ -194,6 +229,9 @@ class Reader:
         answered = sorted(
             (task.result().answered, broker_id) for broker_id, task in tasks.items() if task.done()
         )
+        for broker_id in by_broker.keys() - {b for _, b in answered}:
+            if broker_id in scanned:  # still fetching past a scan: report how far it got
+                reads.extend(scanned[broker_id].reads)
         for _, broker_id in answered:
             task = tasks[broker_id]
             result = task.result()
@@ -221,19 +259,23 @@ class Reader:
         max_bytes: int,
         min_bytes: int,
         raw: bool,
+        record_filter: RecordFilter | None = None,
     ) -> asyncio.Future[_Answer]:
         task: asyncio.Future[_Answer] = asyncio.ensure_future(
-            self._fetch_from(broker_id, group, max_wait_ms, max_bytes, min_bytes, raw)
+            self._fetch_from(
+                broker_id, group, max_wait_ms, max_bytes, min_bytes, raw, record_filter
+            )
         )
         if owner is not None:
-            self._park(owner, broker_id, (raw, tuple(sorted(group))), task)
+            text = record_filter.text if record_filter is not None else None
+            self._park(owner, broker_id, (raw, text, tuple(sorted(group))), task)
         return task
 
     def _park(
         self,
         owner: str,
         broker_id: int,
-        signature: tuple[bool, tuple[tuple[str, int, int], ...]],
+        signature: _Signature,
         task: asyncio.Future[_Answer],
     ) -> None:
         key = (owner, broker_id)
@@ -264,6 +306,7 @@ class Reader:
         max_bytes: int,
         min_bytes: int,
         raw: bool = False,
+        record_filter: RecordFilter | None = None,
     ) -> _Answer:
         broker = self._cache.snapshot.brokers.get(broker_id)
         offsets = {(t, p): o for t, p, o in group}
@@ -308,8 +351,11 @@ class Reader:
                 )
                 continue
             records, part_size = _records_from(part.records, offset, max_bytes)
-            size += part_size
             next_offset = records[-1].offset + 1 if records else offset
+            if record_filter is not None and records:
+                records = record_filter.select(records)
+                part_size = _size(records)
+            size += part_size
             reads.append(
                 PartitionRead(
                     part.topic,
@@ -331,6 +377,18 @@ class Reader:
         if result.error is not None:
             raise result.error.exception()
         return result
+
+
+def _advance(
+    by_broker: dict[int, list[tuple[str, int, int]]], broker_id: int, reads: list[PartitionRead]
+) -> bool:
+    """Move ``broker_id``'s asked offsets to where its answer's scan ended; whether any moved
+    (only a filtered fetch that matched nothing ends past its offsets without records)."""
+    reached = {(r.topic, r.partition): r.next_offset for r in reads}
+    group = by_broker[broker_id]
+    moved = [(t, p, max(o, reached.get((t, p), o))) for t, p, o in group]
+    by_broker[broker_id] = moved
+    return moved != group
 
 
 def whole_batches(

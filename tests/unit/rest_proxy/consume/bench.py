@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from yak.clock import FakeClock
 from yak.errors import MetadataStoreError
+from yak.filters import RecordFilter
 from yak.metadata.cache import MetadataCache
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
@@ -42,6 +43,8 @@ class FakeLog:
         #: Bytes cut off the end of a raw fetch's answer (a batch cut short, as a broker's
         #: byte limit may leave it).
         self.cut = 0
+        #: The filter of each fetch, in order (None: unfiltered).
+        self.filters: list[RecordFilter | None] = []
 
     def append(self, topic: str, partition: int, *values: str) -> None:
         records = self.partitions.setdefault(TopicPartition(topic, partition), [])
@@ -63,7 +66,9 @@ class FakeLog:
         min_bytes: int = 1,
         owner: str | None = None,
         raw: bool = False,
+        record_filter: RecordFilter | None = None,
     ) -> list[PartitionRead]:
+        self.filters.append(record_filter)
         reads = []
         for topic, partition, offset in positions:
             if raw:
@@ -72,6 +77,9 @@ class FakeLog:
             records = self.partitions.get(TopicPartition(topic, partition), [])[offset:]
             size = sum(len(r.value or b"") for r in records) if self.count_sizes else -1
             end = len(self.partitions.get(TopicPartition(topic, partition), []))
+            if record_filter is not None:  # as the reader: kept records, position past all
+                records = record_filter.select(records)
+                size = sum(len(r.value or b"") for r in records) if self.count_sizes else -1
             reads.append(PartitionRead(topic, partition, records, end, size=size))
         return reads
 

@@ -11,9 +11,11 @@ body is the binary form (``Content-Type: application/vnd.yak.recordbatch.v2``, t
 idempotent batches), the partition a plain decimal and ``acks`` absent, ``all``, ``-1`` or
 ``1``. And it serves a consumer-group member's long poll, ``GET
 /api/v1/groups/{group}/members/{member}/records``, when its query holds only ``timeout_ms``,
-``max_bytes`` and the three encodings, each at most once, with plain values in range — in JSON,
-or in binary when its ``Accept`` asks for ``application/vnd.yak.fetch.v1`` (the SDK's poll;
-``group_routes.wants_batches`` decides, as for the route). Anything
+``max_bytes``, the three encodings and ``filter``, each at most once, with plain values in
+range — in JSON, or in binary when its ``Accept`` asks for ``application/vnd.yak.fetch.v1``
+(the SDK's poll; ``group_routes.wants_batches`` decides, as for the route) and no filter is
+given. The query is parsed once; a filter is compiled through ``yak.filters``' cache when the
+poll is served (a bad one is the route's 400), so an unfiltered poll pays nothing. Anything
 else passes through to FastAPI untouched, so every unusual request (a bad
 ``acks``, an unknown parameter, a topic with a ``/``, a JSON batch) is answered exactly as the
 documented route answers it. The work is the route's own (``routes.produce_records``,
@@ -45,6 +47,7 @@ from yak_rest_proxy.api.native.group_routes import (
 )
 from yak_rest_proxy.api.native.routes import ACKS, produce_batch, produce_records
 from yak_rest_proxy.consume.consumer import Consumers
+from yak_rest_proxy.consume.reader import filter_param
 from yak_rest_proxy.runtime import ProxyRuntime
 
 __all__ = ["FastLane"]
@@ -65,6 +68,7 @@ _POLL_DEFAULTS = {
     "value_encoding": Encoding.JSON.value,
     "header_encoding": HeaderEncoding.STRING.value,
 }
+_POLL_PARAMETERS = _POLL_DEFAULTS.keys() | {"filter"}
 _ENCODINGS = {e.value: e for e in Encoding}
 _HEADER_ENCODINGS = {e.value: e for e in HeaderEncoding}
 _DIGITS = re.compile(r"[0-9]{1,10}")
@@ -143,7 +147,7 @@ class FastLane:
         query = scope["query_string"].decode("latin-1")
         pairs = parse_qsl(query, keep_blank_values=True) if query else []
         given = dict(pairs)
-        if len(given) != len(pairs) or not given.keys() <= _POLL_DEFAULTS.keys():
+        if len(given) != len(pairs) or not given.keys() <= _POLL_PARAMETERS:
             return None
         values = _POLL_DEFAULTS | given
         timeout, size = values["timeout_ms"], values["max_bytes"]
@@ -161,9 +165,11 @@ class FastLane:
             return None
         consumers, encodings = self._consumers, Encodings(key, value, header)
         accept = _accept(scope)
+        filter_text = given.get("filter")
         scope[ROUTE_TEMPLATE] = _POLL_ROUTE
 
         async def serve(_request: Request) -> Response:
+            record_filter = filter_param(filter_text)  # cached by text; raises 400 if bad
             return await poll_records(
                 self._runtime,
                 consumers,
@@ -173,6 +179,7 @@ class FastLane:
                 max_bytes=int(size),
                 encodings=encodings,
                 batches=wants_batches(accept),
+                record_filter=record_filter,
             )
 
         return serve

@@ -17,6 +17,15 @@ stored them, no record decoded or rendered here; the encodings do not apply. An 
 naming only other ``application/vnd.yak.fetch.*`` versions is 406 ``NOT_ACCEPTABLE``; any other
 (or none) gets the JSON answer, so a client listing both (``application/vnd.yak.fetch.v1,
 application/json;q=0.5``) is served by proxies with and without the binary form.
+
+``filter=`` (docs/filters.md) on the poll, the SSE stream and the WebSocket hands out only the
+records it lets through; the member's position moves past every record scanned, so dropped
+records count as consumed (commits cover them) and a poll that scanned only dropped records
+answers no records with its position advanced (a long poll keeps scanning until a record
+matches or its time is up). A filtered poll is answered in JSON even when ``Accept`` asks for
+the binary form, which carries the brokers' batches unchanged and so cannot leave records out.
+A bad filter is 400 ``INVALID_FILTER`` / ``FILTER_TOO_LARGE`` before the member is touched; on
+the WebSocket it is the first message (``{"type": "error", ...}``) and the socket closes.
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ from yak.api.groups import (
 )
 from yak.api.records import API_PREFIX, FETCH_MEDIA_TYPE, Encoding, HeaderEncoding
 from yak.errors import InvalidRequestError, NotAcceptableError, YakError
+from yak.filters import RecordFilter
 from yak.metadata.keyspace import validate_member_id
 from yak.metadata.models import GroupMember
 from yak.names import validate_group_id
@@ -50,6 +60,7 @@ from yak.types import TopicPartition
 from yak_rest_proxy.api.native.render import partition_renderer
 from yak_rest_proxy.consume.consumer import Consumers, Poll, new_instance_id
 from yak_rest_proxy.consume.membership.member_state import Member
+from yak_rest_proxy.consume.reader import FILTER_DOC, filter_param
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.quotas.quotas import QuotaKind, Quotas
@@ -61,6 +72,8 @@ GROUP_TAG = "native consumer groups"
 _JSON = "application/json"
 _BODY_LIMIT = 1024 * 1024
 _STREAM_POLL_MS = 5_000
+#: The WebSocket close code for a refused request (RFC 6455 §7.4.1).
+_POLICY_VIOLATION = 1008
 #: The largest ``max_bytes`` a poll may ask for.
 MAX_POLL_BYTES = 64 * 1024 * 1024
 _FETCH_FAMILY = FETCH_MEDIA_TYPE.rsplit(".", 1)[0] + "."
@@ -169,13 +182,21 @@ async def poll_records(
     encodings: Encodings,
     paused: frozenset[TopicPartition] = frozenset(),
     batches: bool = False,
+    record_filter: RecordFilter | None = None,
 ) -> Response:
     """The poll route's work, shared with the fast lane (``native/fast_lane.py``);
-    ``batches``: the binary answer (see the module docstring)."""
+    ``batches``: the binary answer unless filtered (see the module docstring)."""
     wait = min(timeout_ms, runtime.settings.consumer_request_max_timeout_ms)
     principal = runtime.quotas.admit(QuotaKind.FETCH)
+    batches = batches and record_filter is None
     polled = await consumers.poll(
-        group, member, timeout_ms=wait, max_bytes=max_bytes, paused=paused, raw=batches
+        group,
+        member,
+        timeout_ms=wait,
+        max_bytes=max_bytes,
+        paused=paused,
+        raw=batches,
+        record_filter=record_filter,
     )
     rendering = time.perf_counter()
     if batches:
@@ -255,9 +276,11 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
             list[str] | None,
             Query(description="Partitions not to read now, as topic:partition (repeatable)."),
         ] = None,
+        filter_text: Annotated[str | None, Query(alias="filter", description=FILTER_DOC)] = None,
     ) -> Response:
         """Records from the member's partitions, as soon as there are any (or at the timeout);
         with ``Accept: application/vnd.yak.fetch.v1``, their record batches in binary."""
+        record_filter = filter_param(filter_text)
         binary = wants_batches(request.headers.get("accept"))
         return await poll_records(
             runtime,
@@ -269,6 +292,7 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
             encodings=Encodings(key_encoding, value_encoding, header_encoding),
             paused=_paused(paused or []),
             batches=binary,
+            record_filter=record_filter,
         )
 
     @router.post(
@@ -318,8 +342,10 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
         key_encoding: Encoding = Encoding.STRING,
         value_encoding: Encoding = Encoding.JSON,
         header_encoding: HeaderEncoding = HeaderEncoding.STRING,
+        filter_text: Annotated[str | None, Query(alias="filter", description=FILTER_DOC)] = None,
     ) -> StreamingResponse:
         """Server-Sent Events: one ``records`` event per batch; ``error`` then end on failure."""
+        record_filter = filter_param(filter_text)  # 400 before the stream starts
         await consumers.instance(group, member)  # 404 before the stream starts
         encodings = Encodings(key_encoding, value_encoding, header_encoding)
         quotas = runtime.quotas
@@ -330,7 +356,11 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
                 await quotas.throttle(QuotaKind.FETCH, principal)
                 try:
                     polled = await consumers.poll(
-                        group, member, timeout_ms=_STREAM_POLL_MS, max_bytes=max_bytes
+                        group,
+                        member,
+                        timeout_ms=_STREAM_POLL_MS,
+                        max_bytes=max_bytes,
+                        record_filter=record_filter,
                     )
                 except YakError as exc:
                     yield b"event: error\ndata: " + orjson.dumps(exc.to_dict()) + b"\n\n"
@@ -354,13 +384,21 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
         key_encoding: Encoding = Encoding.STRING,
         value_encoding: Encoding = Encoding.JSON,
         header_encoding: HeaderEncoding = HeaderEncoding.STRING,
+        filter_text: Annotated[str | None, Query(alias="filter", description=FILTER_DOC)] = None,
     ) -> None:
         """Pull-based stream: ``{"type": "poll", "timeout_ms"?, "max_bytes"?}`` answers one
         ``{"type": "records", ...}``; ``{"type": "commit", "offsets"?: [...]}`` answers
-        ``{"type": "committed"}``; failures answer ``{"type": "error", "code", "message"}``."""
+        ``{"type": "committed"}``; failures answer ``{"type": "error", "code", "message"}``.
+        A bad ``filter`` is answered so at once, and the socket closed (1008)."""
         await socket.accept()
+        try:
+            record_filter = filter_param(filter_text)
+        except YakError as exc:
+            await socket.send_text(orjson.dumps({"type": "error", **exc.to_dict()}).decode())
+            await socket.close(code=_POLICY_VIOLATION)
+            return
         encodings = Encodings(key_encoding, value_encoding, header_encoding)
-        fetch = _Fetch(runtime.quotas, runtime.quotas.principal())
+        fetch = _Fetch(runtime.quotas, runtime.quotas.principal(), record_filter)
         with contextlib.suppress(WebSocketDisconnect):
             while True:
                 message: Any = await socket.receive_json()
@@ -385,10 +423,13 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
 
 
 class _Fetch:
-    """A stream's fetch quota: the principal it is charged to, and the quotas."""
+    """A stream's fetch: the principal its quota is charged to, the quotas, its filter."""
 
-    def __init__(self, quotas: Quotas, principal: str) -> None:
+    def __init__(
+        self, quotas: Quotas, principal: str, record_filter: RecordFilter | None = None
+    ) -> None:
         self._quotas, self._principal = quotas, principal
+        self.record_filter = record_filter
 
     async def throttle(self) -> None:
         await self._quotas.throttle(QuotaKind.FETCH, self._principal)
@@ -412,7 +453,11 @@ async def _ws_reply(
         timeout = min(int(message.get("timeout_ms", 1_000)), max_timeout_ms)
         max_bytes = int(message.get("max_bytes", 1024 * 1024))
         polled = await consumers.poll(
-            group, member, timeout_ms=max(0, timeout), max_bytes=max(1, max_bytes)
+            group,
+            member,
+            timeout_ms=max(0, timeout),
+            max_bytes=max(1, max_bytes),
+            record_filter=fetch.record_filter,
         )
         return {"type": "records", **encodings.poll_body(polled)}
     if kind == "commit":

@@ -9,7 +9,11 @@
 * ``GET /api/v1/topics/{topic}/partitions/{p}/records?offset=&max_bytes=&timeout_ms=`` — read one
   partition from an explicit offset, no consumer group: waits up to ``timeout_ms`` for a first
   record (woken by the append, not by polling) and answers ``next_offset`` and the high
-  watermark. Only records below the high watermark are ever returned.
+  watermark. Only records below the high watermark are ever returned. ``filter=`` (docs/
+  filters.md) returns only the records it lets through; ``next_offset`` is past every record
+  scanned, so a read that scanned only dropped records answers none and a later offset (with
+  ``timeout_ms`` it keeps scanning until a record matches or the time is up). A bad filter is
+  400 ``INVALID_FILTER`` / ``FILTER_TOO_LARGE`` before anything is read.
 
 Each produce and read observes its stages (``metrics``: ``yak_proxy_produce_stage_seconds``,
 ``yak_proxy_poll_stage_seconds``) once, with ``time.perf_counter`` pairs.
@@ -52,6 +56,7 @@ from yak.record import CompressionType, RecordInput, encode_batch
 from yak_rest_proxy.api.native.batch_body import check_batch, is_record_batch
 from yak_rest_proxy.api.native.produce_body import fast_outgoing
 from yak_rest_proxy.api.native.render import renderer
+from yak_rest_proxy.consume.reader import FILTER_DOC, filter_param
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.produce.accumulator import ProducedRecord
@@ -337,13 +342,18 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
         key_encoding: Encoding = Encoding.STRING,
         value_encoding: Encoding = Encoding.JSON,
         header_encoding: HeaderEncoding = HeaderEncoding.STRING,
+        filter_text: Annotated[str | None, Query(alias="filter", description=FILTER_DOC)] = None,
     ) -> Response:
         """Read one partition from ``offset`` (no consumer group, no committed state)."""
+        record_filter = filter_param(filter_text)
         await runtime.topics.record(topic)
         principal = runtime.quotas.admit(QuotaKind.FETCH)
         wait = min(timeout_ms, settings.consumer_request_max_timeout_ms)
         (read,) = await runtime.reader.fetch(
-            [(topic, partition, offset)], max_wait_ms=wait, max_bytes=max_bytes
+            [(topic, partition, offset)],
+            max_wait_ms=wait,
+            max_bytes=max_bytes,
+            record_filter=record_filter,
         )
         if read.error is not None:
             raise read.error

@@ -2,8 +2,9 @@
 
 Thin handlers over ``consumers.Consumers``: the instance lives in etcd, so a client may send
 each request to any proxy. Where Yak differs from Confluent (records returned as soon as there
-are any, a longer wait cap, timestamps and headers in records, Yak's extra create fields) is
-listed in ``docs/rest-api.md``.
+are any, a longer wait cap, timestamps and headers in records, Yak's extra create fields, the
+``filter`` parameter of ``GET .../records``: a Yak extension, docs/filters.md) is listed in
+``docs/rest-api.md``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from yak_rest_proxy.api.v2.models import (
     V2Subscription,
 )
 from yak_rest_proxy.consume.consumer import Consumers, PolledPartition, new_instance_id
+from yak_rest_proxy.consume.reader import FILTER_DOC, filter_param
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.content import EmbeddedFormat, negotiate, request_format
 from yak_rest_proxy.http.responses import json_response
@@ -285,8 +287,12 @@ def consumer_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
             int | None, Query(alias="timeout", description="Longest wait, ms.")
         ] = None,
         max_bytes: Annotated[int | None, Query(ge=1)] = None,
+        filter_text: Annotated[
+            str | None, Query(alias="filter", description=f"Yak extension. {FILTER_DOC}")
+        ] = None,
     ) -> Response:
         """Records from the instance's partitions; answers as soon as there are any."""
+        record_filter = filter_param(filter_text)  # 400 before any position moves
         principal = runtime.quotas.admit(QuotaKind.FETCH)
         fmt = EmbeddedFormat((await consumers.instance(group, instance)).base.format)
         media = negotiate(request.headers.get("accept"), fmt)  # 406 before any position moves
@@ -299,6 +305,7 @@ def consumer_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
             timeout_ms=wait_ms if wait_ms is not None and wait_ms >= 0 else None,
             max_bytes=limit,
             max_timeout_ms=settings.consumer_request_max_timeout_ms,
+            record_filter=record_filter,
         )
         rendering = time.perf_counter()
         body = _records_body(polled.partitions, fmt)
