@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from yak import __version__
-from yak.cli import brokers, cluster, groups, partitions, security, topics
+from yak.cli import brokers, cluster, groups, partitions, queue, security, topics
 from yak.cli.consume import consume
 from yak.cli.produce import produce
 from yak.cli.ps import ps
@@ -26,6 +26,7 @@ app.add_typer(topics.app, name="topics")
 app.add_typer(partitions.app, name="partitions")
 app.add_typer(brokers.app, name="brokers")
 app.add_typer(groups.app, name="groups")
+app.add_typer(queue.app, name="queue")
 app.add_typer(security.users, name="users")
 app.add_typer(security.acls, name="acls")
 app.add_typer(quotas, name="quotas")

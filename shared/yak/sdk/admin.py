@@ -1,9 +1,11 @@
-"""``AsyncAdmin``: topics, the cluster and consumer groups through a rest-proxy's native API.
+"""``AsyncAdmin``: topics, the cluster, consumer and share groups through a rest-proxy's
+native API.
 
-Every method is one request and returns the wire model of ``yak.api.admin`` (topics, cluster)
-or ``yak.api.groups`` (groups). Topic changes are forwarded by the proxy to the active
-controller; errors come back as typed ``YakError``s (``TopicAlreadyExistsError``,
-``GroupNotEmptyError`` ...). One instance may serve concurrent tasks of one event loop.
+Every method is one request and returns the wire model of ``yak.api.admin`` (topics, cluster),
+``yak.api.groups`` (groups) or ``yak.api.share_groups`` (share groups). Topic and share-group
+changes are forwarded by the proxy to the active controller; errors come back as typed
+``YakError``s (``TopicAlreadyExistsError``, ``GroupNotEmptyError`` ...). One instance may
+serve concurrent tasks of one event loop.
 """
 
 from __future__ import annotations
@@ -36,6 +38,14 @@ from yak.api.groups import (
     OffsetResetResult,
 )
 from yak.api.security import WhoAmI
+from yak.api.share_groups import (
+    AlterShareGroupRequest,
+    CreateShareGroupRequest,
+    ShareGroupDeleted,
+    ShareGroupDescription,
+    ShareGroupList,
+    ShareOffsetResetName,
+)
 from yak.clients._http import segment
 from yak.closing import AsyncClosing
 from yak.sdk._client import ApiClient, Params
@@ -232,3 +242,65 @@ class AsyncAdmin(AsyncClosing):
         return await self._api.call(
             "POST", f"/groups/{segment(group)}/offsets/reset", OffsetResetResult, body
         )
+
+    # --- share groups ---------------------------------------------------------------------
+
+    async def create_share_group(
+        self,
+        name: str,
+        *,
+        dead_letter_topic: str | None = None,
+        max_delivery_attempts: int = 5,
+        lock_duration_ms: int = 30_000,
+        offset_reset: ShareOffsetResetName = "latest",
+    ) -> ShareGroupDescription:
+        """A share group (a queue over topics): records past ``max_delivery_attempts`` (1-100)
+        go to ``dead_letter_topic`` (an existing topic; none: archived); a member holds a
+        record for ``lock_duration_ms`` (1 s-1 h). ``DuplicateResourceError`` if it exists."""
+        body = CreateShareGroupRequest(
+            name=name,
+            dead_letter_topic=dead_letter_topic,
+            max_delivery_attempts=max_delivery_attempts,
+            lock_duration_ms=lock_duration_ms,
+            offset_reset=offset_reset,
+        )
+        return await self._api.call("POST", "/share-groups", ShareGroupDescription, body)
+
+    async def list_share_groups(self) -> ShareGroupList:
+        return await self._api.call("GET", "/share-groups", ShareGroupList)
+
+    async def describe_share_group(self, name: str) -> ShareGroupDescription:
+        """The group's settings (``GroupIdNotFoundError`` if there is none)."""
+        path = f"/share-groups/{segment(name)}"
+        return await self._api.call("GET", path, ShareGroupDescription)
+
+    async def alter_share_group(
+        self,
+        name: str,
+        *,
+        dead_letter_topic: str | None = None,
+        clear_dead_letter_topic: bool = False,
+        max_delivery_attempts: int | None = None,
+        lock_duration_ms: int | None = None,
+        offset_reset: ShareOffsetResetName | None = None,
+    ) -> ShareGroupDescription:
+        """Change the settings given (None: unchanged); ``clear_dead_letter_topic`` removes
+        the dead-letter topic."""
+        given = {
+            "dead_letter_topic": dead_letter_topic,
+            "max_delivery_attempts": max_delivery_attempts,
+            "lock_duration_ms": lock_duration_ms,
+            "offset_reset": offset_reset,
+        }
+        fields: dict[str, object] = {k: v for k, v in given.items() if v is not None}
+        if clear_dead_letter_topic:
+            fields["dead_letter_topic"] = None
+        body = AlterShareGroupRequest.model_validate(fields)
+        path = f"/share-groups/{segment(name)}"
+        raw = body.model_dump_json(exclude_unset=True).encode()
+        return await self._api.call("PATCH", path, ShareGroupDescription, raw)
+
+    async def delete_share_group(self, name: str) -> ShareGroupDeleted:
+        """Delete the group (the partitions' leaders drop its state)."""
+        path = f"/share-groups/{segment(name)}"
+        return await self._api.call("DELETE", path, ShareGroupDeleted)

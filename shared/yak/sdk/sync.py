@@ -27,6 +27,12 @@ from yak.api.admin import (
     TopicLogDirs,
 )
 from yak.api.groups import GroupDescription, GroupList, OffsetResetResult
+from yak.api.share_groups import (
+    ShareGroupDeleted,
+    ShareGroupDescription,
+    ShareGroupList,
+    ShareOffsetResetName,
+)
 from yak.closing import Closing
 from yak.sdk.admin import AsyncAdmin, ResetTarget
 from yak.sdk.consumer import AsyncConsumer
@@ -338,6 +344,55 @@ class Admin(_Twin):
                 dry_run=dry_run,
             )
         )
+
+    def create_share_group(
+        self,
+        name: str,
+        *,
+        dead_letter_topic: str | None = None,
+        max_delivery_attempts: int = 5,
+        lock_duration_ms: int = 30_000,
+        offset_reset: ShareOffsetResetName = "latest",
+    ) -> ShareGroupDescription:
+        return self._runner.run(
+            self._admin.create_share_group(
+                name,
+                dead_letter_topic=dead_letter_topic,
+                max_delivery_attempts=max_delivery_attempts,
+                lock_duration_ms=lock_duration_ms,
+                offset_reset=offset_reset,
+            )
+        )
+
+    def list_share_groups(self) -> ShareGroupList:
+        return self._runner.run(self._admin.list_share_groups())
+
+    def describe_share_group(self, name: str) -> ShareGroupDescription:
+        return self._runner.run(self._admin.describe_share_group(name))
+
+    def alter_share_group(
+        self,
+        name: str,
+        *,
+        dead_letter_topic: str | None = None,
+        clear_dead_letter_topic: bool = False,
+        max_delivery_attempts: int | None = None,
+        lock_duration_ms: int | None = None,
+        offset_reset: ShareOffsetResetName | None = None,
+    ) -> ShareGroupDescription:
+        return self._runner.run(
+            self._admin.alter_share_group(
+                name,
+                dead_letter_topic=dead_letter_topic,
+                clear_dead_letter_topic=clear_dead_letter_topic,
+                max_delivery_attempts=max_delivery_attempts,
+                lock_duration_ms=lock_duration_ms,
+                offset_reset=offset_reset,
+            )
+        )
+
+    def delete_share_group(self, name: str) -> ShareGroupDeleted:
+        return self._runner.run(self._admin.delete_share_group(name))
 
     def close(self) -> None:
         self._stop(self._admin.aclose())

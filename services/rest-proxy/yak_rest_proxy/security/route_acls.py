@@ -102,6 +102,12 @@ ROUTE_ACLS: dict[RouteKey, tuple[Check, ...] | None] = {
     ("GET", "/api/v1/groups/{group}"): (Check(G, Source.PATH, O.DESCRIBE),),
     ("DELETE", "/api/v1/groups/{group}"): (Check(G, Source.PATH, O.DELETE),),
     ("POST", "/api/v1/groups/{group}/offsets/reset"): _GROUP_READ_TOPICS,
+    # Share groups are GROUP resources (the coordinator's table says why these operations).
+    ("GET", "/api/v1/share-groups"): (Check(G, Source.LISTED, O.DESCRIBE),),
+    ("POST", "/api/v1/share-groups"): (Check(G, Source.BODY_NAME, O.ALTER_CONFIGS),),
+    ("GET", "/api/v1/share-groups/{group}"): (Check(G, Source.PATH, O.DESCRIBE),),
+    ("PATCH", "/api/v1/share-groups/{group}"): (Check(G, Source.PATH, O.ALTER_CONFIGS),),
+    ("DELETE", "/api/v1/share-groups/{group}"): (Check(G, Source.PATH, O.DELETE),),
     # -- native: security admin (Kafka: DescribeAcls is CLUSTER DESCRIBE, the rest ALTER) ----
     ("GET", f"{_SECURITY}/whoami"): AUTHENTICATED,
     ("GET", f"{_SECURITY}/users"): _CLUSTER_DESCRIBE,
@@ -126,7 +132,9 @@ AUDITED: frozenset[RouteKey] = frozenset(
     key
     for key in ROUTE_ACLS
     if key[0] in ("POST", "PUT", "PATCH", "DELETE")
-    and key[1].startswith(("/api/v1/topics", "/api/v1/groups/{group}", _SECURITY))
+    and key[1].startswith(
+        ("/api/v1/topics", "/api/v1/groups/{group}", "/api/v1/share-groups", _SECURITY)
+    )
     and not key[1].endswith(("/records", "/batches"))
     and "/members" not in key[1]
 )
