@@ -31,6 +31,7 @@ from yak.clock import Clock
 from yak.errors import (
     DuplicateResourceError,
     GroupIdNotFoundError,
+    InvalidGroupIdError,
     InvalidReplicationFactorError,
     KafkaTimeoutError,
     NotControllerError,
@@ -87,7 +88,7 @@ class ShareGroupAdmin:
         return [groups[name] for name in sorted(groups)]
 
     def describe(self, name: str) -> ShareGroupRecord:
-        record = self._cache.snapshot.share_groups.get(validate_group_id(name))
+        record = self._cache.snapshot.share_groups.get(_looked_up(name))
         if record is None:
             raise _not_found(name)
         return record
@@ -160,7 +161,7 @@ class ShareGroupAdmin:
         allow_deleting: bool = False,
     ) -> ShareGroupRecord:
         """Read-modify-write of a group record, compare-and-swap on its mod_revision."""
-        key = self._keyspace.share_group(name)
+        key = self._keyspace.share_group(_looked_up(name))
         for _ in range(_CAS_ATTEMPTS):
             kv = await self._store.get(key)
             if kv is None:
@@ -190,6 +191,14 @@ class ShareGroupAdmin:
             return False
         await self._cache.wait_for_revision(result.revision, self._wait_s)
         return True
+
+
+def _looked_up(name: str) -> str:
+    """``name`` to look up: an illegal one names no group (404, as other lookups answer)."""
+    try:
+        return validate_group_id(name)
+    except InvalidGroupIdError:
+        raise _not_found(name) from None
 
 
 def _not_found(name: str) -> GroupIdNotFoundError:

@@ -126,6 +126,9 @@ async def test_refusals_have_their_codes_and_write_nothing(harness: Harness) -> 
         "min": 1_000,
         "max": 3_600_000,
     }
+    for method in ("GET", "PATCH", "DELETE"):
+        response = await harness.http.request(method, "/admin/v1/share-groups/bad%20name", json={})
+        assert (response.status_code, response.json()["code"]) == (404, "GROUP_ID_NOT_FOUND")
     assert await harness.share_group_keys() == []
     assert SHARE_STATE_TOPIC not in {t.name for t in (await harness.admin.list_topics()).topics}
 

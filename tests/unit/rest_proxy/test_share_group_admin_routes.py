@@ -94,6 +94,8 @@ async def test_errors_come_back_typed(proxy: tuple[AsyncAdmin, FastAPI]) -> None
     with pytest.raises(UnknownTopicOrPartitionError):
         await admin.create_share_group("g", dead_letter_topic="missing")
     with pytest.raises(InvalidGroupIdError):
+        await admin.create_share_group("bad name!")
+    with pytest.raises(GroupIdNotFoundError):
         await admin.describe_share_group("bad name!")
     await admin.create_share_group("g")
     with pytest.raises(DuplicateResourceError):

@@ -6,7 +6,9 @@ the only writer of share groups; found in the metadata, 503 ``NOT_CONTROLLER`` w
 elected), so the bodies, answers and error codes are the coordinator's (``yak.api.
 share_groups``). After a write the handler waits (bounded) until this proxy's metadata cache
 shows it, so the share-fetch paths of this proxy see the group a client has just created.
-The list is filtered to the groups the caller may DESCRIBE.
+The list is filtered to the groups the caller may DESCRIBE. A name that is not legal is 400
+``INVALID_GROUP_ID`` where a group would be created and 404 ``GROUP_ID_NOT_FOUND`` where one is
+looked up (the coordinator decides both).
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from yak.api.share_groups import (
 )
 from yak.errors import YakError
 from yak.metadata.snapshot import ClusterSnapshot
-from yak.names import validate_group_id
 from yak.security.acl import Operation, ResourceType
 from yak_rest_proxy.api.native.admin_routes import ADMIN_TAG
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
@@ -88,7 +89,6 @@ def share_group_admin_router(runtime: ProxyRuntime) -> APIRouter:
 
     @router.get("/{group}", response_model=ShareGroupDescription)
     async def describe_share_group(group: str) -> Response:
-        validate_group_id(group)
         return json_response(await runtime.coordinator().describe_share_group(group), _JSON)
 
     @router.patch(
@@ -98,7 +98,6 @@ def share_group_admin_router(runtime: ProxyRuntime) -> APIRouter:
     )
     async def alter_share_group(request: Request, group: str) -> Response:
         """Change the settings present in the body (``"dead_letter_topic": null`` removes it)."""
-        validate_group_id(group)
         body = parse_model(AlterShareGroupRequest, await read_body(request, _LIMIT))
         altered = await runtime.coordinator().alter_share_group(group, body)
         await _caught_up(runtime, lambda snap: _shows(snap, altered))
@@ -107,7 +106,6 @@ def share_group_admin_router(runtime: ProxyRuntime) -> APIRouter:
     @router.delete("/{group}", response_model=ShareGroupDeleted)
     async def delete_share_group(group: str) -> Response:
         """Delete the group; the partitions' leaders drop its share-partitions and state."""
-        validate_group_id(group)
         deleted = await runtime.coordinator().delete_share_group(group)
         await _caught_up(runtime, lambda snap: group not in snap.share_groups)
         return json_response(deleted, _JSON)
