@@ -1,0 +1,212 @@
+"""``ShareManager``: the share-partitions this broker leads, one driver each, created on their
+first request and dropped when this broker stops leading the partition or the group goes.
+
+A driver is made (once, however many requests ask at the same time) from the partition's
+leader epoch, the group's ``ShareGroupRecord`` settings and the state store: the last saved
+snapshot restored (``SharePartition.restore``; a snapshot of a later leader epoch is refused:
+this broker is stale), or a new share-partition at the group's ``offset_reset`` (earliest:
+the log start; latest: the high watermark), whose starting point is saved before it serves.
+
+Dropping: on every metadata event (``on_metadata_change``), the drivers of the partition,
+topic or share group it names are checked against the snapshot — not led here any more,
+another leader epoch, the group deleted or changed (its settings are re-read by a fresh
+driver, which restores the saved state) — and closed; their long polls are woken and answer
+``NOT_LEADER_OR_FOLLOWER`` or ``GROUP_ID_NOT_FOUND`` (``share_requests``). A request that finds
+a driver of an older epoch replaces it too.
+
+Single event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterator
+
+from yak.clock import Clock
+from yak.errors import GroupIdNotFoundError
+from yak.metadata.keyspace import KeyKind, ParsedKey
+from yak.metadata.models import ShareGroupRecord, ShareOffsetReset
+from yak.metadata.snapshot import ClusterSnapshot
+from yak.types import TopicPartition
+from yak_broker.replication.fetch_waiter import FetchWaiters
+from yak_broker.share.dead_letters import DeadLetterSink
+from yak_broker.share.delay_source import DelaySourceFactory
+from yak_broker.share.share_metrics import ShareMetrics
+from yak_broker.share.share_partition_driver import SharePartitionDriver
+from yak_broker.share.share_reader import ShareLog
+from yak_broker.share.snapshot_committer import SnapshotCommitter
+from yak_broker.share.state.records import ShareSettings, ShareStats
+from yak_broker.share.state.share_partition import SharePartition
+from yak_broker.share.state.snapshot import decode_snapshot
+from yak_broker.share.state_store import SharePartitionKey, ShareStateStore
+from yak_broker.share.topic_ids import TopicIds
+
+__all__ = ["LeaderLookup", "ShareManager"]
+
+#: The log of a partition this broker leads now, with its leader epoch; raises
+#: ``NotLeaderOrFollowerError`` / ``UnknownTopicOrPartitionError`` otherwise.
+LeaderLookup = Callable[[TopicPartition], tuple[ShareLog, int]]
+#: Whether a topic has ``delayed.delivery.enable=true``.
+DelaysEnabled = Callable[[str], bool]
+
+
+class ShareManager:
+    """The share-partition drivers of one broker; see the module doc."""
+
+    def __init__(
+        self,
+        snapshot: Callable[[], ClusterSnapshot],
+        leader_log: LeaderLookup,
+        store: ShareStateStore,
+        waiters: FetchWaiters[TopicPartition],
+        *,
+        clock: Clock,
+        metrics: ShareMetrics,
+        dead_letters: DeadLetterSink | None = None,
+        delay_source: DelaySourceFactory | None = None,
+        delays_enabled: DelaysEnabled | None = None,
+        max_in_flight: int = 2_000,
+    ) -> None:
+        self.snapshot = snapshot
+        self.leader_log = leader_log
+        self.waiters = waiters
+        self.clock = clock
+        self.topic_ids = TopicIds(snapshot)
+        self._store = store
+        self._committer = SnapshotCommitter(store)
+        self._metrics = metrics
+        self._dead_letters = dead_letters
+        self._delay_source = delay_source
+        self._delays_enabled = delays_enabled or (lambda _topic: False)
+        self._max_in_flight = max_in_flight
+        self._drivers: dict[SharePartitionKey, SharePartitionDriver] = {}
+        self._loading: dict[SharePartitionKey, asyncio.Task[SharePartitionDriver]] = {}
+        self.closed = False
+
+    @property
+    def saves(self) -> int:
+        """Group-committed saves of snapshots so far."""
+        return self._committer.saves
+
+    def group(self, name: str) -> ShareGroupRecord:
+        record = self.snapshot().share_groups.get(name)
+        if record is None or record.deleting:
+            raise GroupIdNotFoundError(f"share group {name} does not exist", group=name)
+        return record
+
+    async def driver(self, key: SharePartitionKey) -> SharePartitionDriver:
+        """The driver of ``key``, led here now (made or replaced as the module doc says)."""
+        group = self.group(key.group)
+        log, epoch = self.leader_log(TopicPartition(key.topic, key.partition))
+        driver = self._drivers.get(key)
+        if driver is not None and not driver.closed and driver.leader_epoch == epoch:
+            return driver
+        if driver is not None:
+            self._drop(key)
+        loading = self._loading.get(key)
+        if loading is None:
+            loading = asyncio.create_task(self._load(key, group, log, epoch), name="share-load")
+            self._loading[key] = loading
+            loading.add_done_callback(lambda _t: self._loading.pop(key, None))
+        driver = await asyncio.shield(loading)
+        if driver.leader_epoch != epoch:  # loaded for an epoch that moved on meanwhile
+            return await self.driver(key)
+        return driver
+
+    async def _load(
+        self, key: SharePartitionKey, group: ShareGroupRecord, log: ShareLog, epoch: int
+    ) -> SharePartitionDriver:
+        settings = ShareSettings(
+            lock_duration_ms=group.lock_duration_ms,
+            max_delivery_attempts=group.max_delivery_attempts,
+            max_in_flight=self._max_in_flight,
+        )
+        raw = await self._store.load(key)
+        if raw is not None:
+            machine = SharePartition.restore(decode_snapshot(raw), settings, leader_epoch=epoch)
+        else:
+            earliest = group.offset_reset == ShareOffsetReset.EARLIEST
+            start = log.log_start_offset if earliest else log.high_watermark
+            machine = SharePartition(settings, start_offset=start, leader_epoch=epoch)
+        tp = TopicPartition(key.topic, key.partition)
+        delays = None
+        if self._delays_enabled(key.topic) and self._delay_source is not None:
+            delays = self._delay_source(key.topic, key.partition)
+        driver = SharePartitionDriver(
+            key,
+            machine,
+            log,
+            committer=self._committer,
+            clock=self.clock,
+            counters=self._metrics.counters(key.group, key.topic),
+            notify=lambda: self.waiters.notify(tp),
+            delays=delays,
+            dead_letter_topic=group.dead_letter_topic,
+            dead_letters=self._dead_letters,
+        )
+        if raw is None:
+            await driver.persist_now()
+        if self.closed:
+            driver.close()
+        else:
+            self._drivers[key] = driver
+        return driver
+
+    def _drop(self, key: SharePartitionKey) -> None:
+        driver = self._drivers.pop(key, None)
+        if driver is not None:
+            driver.close()
+            self.waiters.notify(TopicPartition(key.topic, key.partition))
+
+    # --- metadata ------------------------------------------------------------------------
+
+    def on_metadata_change(self, parsed: ParsedKey) -> None:
+        """``MetadataCache`` callback: drop the drivers the event may have ended."""
+        kind = parsed.kind
+        if kind is KeyKind.SHARE_GROUP:
+            keys = [k for k in self._drivers if k.group == parsed.group]
+        elif kind is KeyKind.TOPIC:
+            keys = [k for k in self._drivers if k.topic == parsed.topic]
+        elif kind is KeyKind.PARTITION:
+            keys = [
+                k
+                for k in self._drivers
+                if k.topic == parsed.topic and k.partition == (parsed.partition or 0)
+            ]
+        else:
+            return
+        for key in keys:
+            if not self._still_served(key, group_changed=kind is KeyKind.SHARE_GROUP):
+                self._drop(key)
+
+    def _still_served(self, key: SharePartitionKey, *, group_changed: bool) -> bool:
+        driver = self._drivers[key]
+        if group_changed:
+            return False  # deleted, or new settings: a fresh driver restores the saved state
+        try:
+            _log, epoch = self.leader_log(TopicPartition(key.topic, key.partition))
+        except Exception:
+            return False
+        return epoch == driver.leader_epoch
+
+    # --- introspection and shutdown ------------------------------------------------------
+
+    def stats(self) -> Iterator[tuple[str, ShareStats]]:
+        """Each share-partition's counts, by group (the metrics collector's)."""
+        for key, driver in list(self._drivers.items()):
+            yield key.group, driver.machine.stats()
+
+    def drivers(self) -> dict[SharePartitionKey, SharePartitionDriver]:
+        return dict(self._drivers)
+
+    async def close(self) -> None:
+        """Close every driver (their long polls answer NOT_LEADER) and stop saving."""
+        self.closed = True
+        for key in list(self._drivers):
+            self._drop(key)
+        for task in list(self._loading.values()):
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+        await self._committer.close()

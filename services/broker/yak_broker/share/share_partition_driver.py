@@ -1,0 +1,354 @@
+"""``SharePartitionDriver``: the asyncio owner of one share-partition's machine on the leader.
+
+The machine (``state.SharePartition``) decides; the driver does the awaiting, in the order its
+contract asks: apply an input, read the log when the machine asks (``share_reader``), then
+**persist** the snapshot through the group-committed ``SnapshotCommitter`` whenever
+``changes`` moved, and only then answer. A failed save rolls the machine back to its last
+durable snapshot and raises: the request gets the error and the next one sees the state as it
+was (nothing answered was lost, nothing unanswered was kept).
+
+Inputs, one at a time under the driver's lock (requests, timers and dead-letter hand-offs of
+one share-partition never interleave; different share-partitions run concurrently and share
+saves):
+
+- ``acquire``: acknowledgements first, then due delayed records (``DelaySource``), then
+  acquire, reading and admitting log while the machine asks and nothing was acquired (a few
+  rounds at most), then the read-back of the acquired records' whole batches. Records the log
+  no longer has, and ones the request's filter rejects, are accepted on the member's behalf.
+- ``acknowledge``: the batches, each applied whole or refused (``InvalidRecordStateError``).
+- the timer: one task per share-partition, sleeping until the earliest lock deadline or the
+  next due delayed record; it ticks, takes due records, persists, and wakes long polls.
+- dead letters: a background task copies pending dead letters to the group's dead-letter topic
+  (``dead_letters``), outside the lock, then marks them ``dead_lettered`` and persists; with no
+  dead-letter topic they are marked at once (archived).
+
+``close`` stops the timer and the dead-letter task; every later input raises
+``NotLeaderOrFollowerError`` (the manager drops drivers when leadership or the group goes).
+Single event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from yak.clock import Clock
+from yak.errors import NotLeaderOrFollowerError, YakError
+from yak.filters import RecordFilter
+from yak.protocol.broker_wire import Buffer
+from yak_broker.share.dead_letters import DeadLetterSink, dead_letter_copy
+from yak_broker.share.delay_source import DelaySource
+from yak_broker.share.share_metrics import ShareCounters
+from yak_broker.share.share_reader import ShareLog, find_records, read_back, scan
+from yak_broker.share.snapshot_committer import SnapshotCommitter
+from yak_broker.share.state.records import (
+    AcknowledgementBatch,
+    AcknowledgeType,
+    AcquiredRecord,
+    ShareSnapshot,
+)
+from yak_broker.share.state.share_partition import AckResult, SharePartition
+from yak_broker.share.state.snapshot import encode_snapshot
+from yak_broker.share.state_store import SharePartitionKey
+
+__all__ = ["Acquisition", "SharePartitionDriver"]
+
+_log = logging.getLogger(__name__)
+#: Log reads one acquisition makes at most before answering what it has.
+_READ_ROUNDS = 8
+#: Wait before copying dead letters again after a failed produce.
+_DEAD_LETTER_RETRY_S = 1.0
+
+
+class Acquisition(NamedTuple):
+    """What one ShareFetch got from one share-partition."""
+
+    records: list[Buffer]
+    acquired: list[AcquiredRecord]
+    #: Why the acknowledgements sent with the request were refused (None: all applied).
+    ack_error: YakError | None = None
+
+
+class SharePartitionDriver:
+    """See the module doc."""
+
+    def __init__(
+        self,
+        key: SharePartitionKey,
+        machine: SharePartition,
+        log: ShareLog,
+        *,
+        committer: SnapshotCommitter,
+        clock: Clock,
+        counters: ShareCounters,
+        notify: Callable[[], object],
+        delays: DelaySource | None = None,
+        dead_letter_topic: str | None = None,
+        dead_letters: DeadLetterSink | None = None,
+    ) -> None:
+        self.key = key
+        self.machine = machine
+        self.log = log
+        self._committer = committer
+        self._clock = clock
+        self._counters = counters
+        self._notify = notify
+        self._delays = delays
+        self._dlq_topic = dead_letter_topic
+        self._sink = dead_letters
+        self._lock = asyncio.Lock()
+        self._durable: ShareSnapshot = machine.snapshot()
+        self._saved_changes = machine.changes
+        self._timer: asyncio.Task[None] | None = None
+        self._timer_at: int | None = None
+        self._dead_letter_task: asyncio.Task[None] | None = None
+        self.closed = False
+
+    @property
+    def leader_epoch(self) -> int:
+        return self.machine.leader_epoch
+
+    # --- inputs --------------------------------------------------------------------------
+
+    async def persist_now(self) -> None:
+        """Save the current state even if unchanged (a new share-partition's starting point)."""
+        async with self._lock:
+            self._check_open()
+            self._saved_changes = -1
+            await self._persist()
+
+    async def acquire(
+        self,
+        member_id: str,
+        acks: Sequence[AcknowledgementBatch],
+        max_records: int,
+        record_filter: RecordFilter | None,
+    ) -> Acquisition:
+        async with self._lock:
+            self._check_open()
+            now = self._clock.time_ms()
+            ack_error = self._acknowledge(member_id, acks, now) if acks else None
+            self._take_due(now)
+            acquired = self._acquire(member_id, now, max_records, record_filter)
+            records: list[Buffer] = []
+            if acquired:
+                records, acquired = self._read_back(member_id, acquired, record_filter, now)
+            await self._settle()
+            self._counters.acquired.inc(len(acquired))
+            return Acquisition(records, acquired, ack_error)
+
+    async def acknowledge(
+        self, member_id: str, acks: Sequence[AcknowledgementBatch]
+    ) -> YakError | None:
+        """Apply ``acks``; the first refusal (the other batches still apply)."""
+        async with self._lock:
+            self._check_open()
+            error = self._acknowledge(member_id, acks, self._clock.time_ms())
+            await self._settle()
+            return error
+
+    def close(self) -> None:
+        """Stop the timer and the dead-letter copies; later inputs raise NOT_LEADER."""
+        self.closed = True
+        for task in (self._timer, self._dead_letter_task):
+            if task is not None:
+                task.cancel()
+        self._timer = self._dead_letter_task = None
+
+    # --- steps ---------------------------------------------------------------------------
+
+    def _closed_meanwhile(self) -> bool:
+        """``closed``, read after an await (a method, so no narrowing holds it stale)."""
+        return self.closed
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise NotLeaderOrFollowerError(
+                f"share-partition {self.key.group}/{self.key.topic}-{self.key.partition} "
+                "is no longer served here",
+                topic=self.key.topic,
+                partition=self.key.partition,
+            )
+
+    def _acknowledge(
+        self, member_id: str, acks: Sequence[AcknowledgementBatch], now: int
+    ) -> YakError | None:
+        results: list[AckResult] = self.machine.acknowledge(member_id, acks, now)
+        released = False
+        for batch, result in zip(acks, results, strict=True):
+            if result is None:
+                size = batch.last_offset - batch.first_offset + 1
+                self._counters.acknowledged(batch.type).inc(size)
+                released |= batch.type == AcknowledgeType.RELEASE
+        if released:
+            self._notify()
+        return next((r for r in results if r is not None), None)
+
+    def _take_due(self, now: int) -> bool:
+        """Feed due delayed records to the machine; whether any entered."""
+        if self._delays is None:
+            return False
+        machine = self.machine
+        before = machine.changes
+        mark = machine.delay_watermark
+        entries = self._delays.due(mark.deliver_at_ms, now, machine.scan_offset)
+        machine.inject_due(entries, now)
+        return machine.changes != before
+
+    def _acquire(
+        self, member_id: str, now: int, max_records: int, record_filter: RecordFilter | None
+    ) -> list[AcquiredRecord]:
+        machine = self.machine
+        for _ in range(_READ_ROUNDS):
+            acquired = machine.acquire(member_id, now, max_records)
+            if acquired:
+                return acquired
+            request = machine.read_request()
+            if request is None or request.offset >= self.log.high_watermark:
+                return []
+            found = scan(self.log, request, record_filter, delays=self._delays is not None)
+            if found.next_offset <= machine.scan_offset:
+                return []
+            machine.admit(found.records, found.next_offset)
+        return machine.acquire(member_id, now, max_records)
+
+    def _read_back(
+        self,
+        member_id: str,
+        acquired: list[AcquiredRecord],
+        record_filter: RecordFilter | None,
+        now: int,
+    ) -> tuple[list[Buffer], list[AcquiredRecord]]:
+        """The batches holding ``acquired``; the records not to be given are accepted."""
+        found = read_back(self.log, [a.offset for a in acquired], record_filter)
+        dropped = set(found.missing) | set(found.rejected)
+        if not dropped:
+            return found.batches, acquired
+        accept = [AcknowledgementBatch(o, o, AcknowledgeType.ACCEPT) for o in sorted(dropped)]
+        self.machine.acknowledge(member_id, accept, now)
+        return found.batches, [a for a in acquired if a.offset not in dropped]
+
+    async def _settle(self) -> None:
+        """Archive dead letters when there is no dead-letter topic, persist, re-arm."""
+        machine = self.machine
+        pending = machine.dead_letter_pending()
+        if pending and self._dlq_topic is None:
+            machine.dead_lettered(d.offset for d in pending)
+            self._counters.dead_lettered.inc(len(pending))
+            pending = []
+        await self._persist()
+        self._arm()
+        if pending and self._dead_letter_task is None and not self.closed:
+            self._dead_letter_task = asyncio.create_task(
+                self._copy_dead_letters(), name=f"share-dlq-{self.key.encode()!r}"
+            )
+
+    async def _persist(self) -> None:
+        machine = self.machine
+        if machine.changes == self._saved_changes:
+            return
+        snapshot = machine.snapshot()
+        try:
+            await self._committer.commit(self.key, encode_snapshot(snapshot))
+        except BaseException:
+            # Nothing of it was answered: back to the last durable state.
+            self.machine = SharePartition.restore(
+                self._durable, machine.settings, leader_epoch=machine.leader_epoch
+            )
+            self._saved_changes = self.machine.changes
+            raise
+        self._durable = snapshot
+        self._saved_changes = machine.changes
+
+    # --- timers --------------------------------------------------------------------------
+
+    def _wake_at(self) -> int | None:
+        machine = self.machine
+        times = [machine.next_deadline_ms]
+        if self._delays is not None:
+            times.append(self._delays.next_due_ms(machine.delay_watermark.deliver_at_ms))
+        return min((t for t in times if t is not None), default=None)
+
+    def _arm(self) -> None:
+        """One timer at the earliest time the machine may have work."""
+        if self.closed:
+            return
+        when = self._wake_at()
+        if when is None or (self._timer is not None and self._timer_at == when):
+            return
+        if self._timer is not None and self._timer_at is not None and self._timer_at < when:
+            return  # the earlier timer re-arms when it fires
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = when
+        self._timer = asyncio.create_task(self._fire(when), name="share-timer")
+
+    async def _fire(self, when: int) -> None:
+        await self._clock.sleep(max(when - self._clock.time_ms(), 0) / 1000)
+        self._timer = self._timer_at = None
+        try:
+            async with self._lock:
+                if self.closed:
+                    return
+                now = self._clock.time_ms()
+                machine = self.machine
+                before_acquired = machine.stats().acquired if machine.next_deadline_ms else 0
+                changes = machine.changes
+                machine.tick(now)
+                if changes != machine.changes:
+                    self._counters.expired.inc(before_acquired - machine.stats().acquired)
+                self._take_due(now)
+                moved = changes != machine.changes
+                await self._settle()
+            if moved:
+                self._notify()
+        except YakError as exc:  # the save failed: rolled back; try again shortly
+            _log.warning("share-partition %s: timer work failed: %s", self.key, exc)
+            self._retry_later()
+        except Exception:
+            _log.exception("share-partition %s: timer work failed", self.key)
+            self._retry_later()
+
+    def _retry_later(self) -> None:
+        if not self.closed and self._timer is None:
+            when = self._clock.time_ms() + int(_DEAD_LETTER_RETRY_S * 1000)
+            self._timer_at = when
+            self._timer = asyncio.create_task(self._fire(when), name="share-timer")
+
+    # --- dead letters --------------------------------------------------------------------
+
+    async def _copy_dead_letters(self) -> None:
+        try:
+            while not self.closed:
+                pending = self.machine.dead_letter_pending()
+                if not pending or self._sink is None or self._dlq_topic is None:
+                    return
+                try:
+                    found = find_records(self.log, [d.offset for d in pending])
+                    copies = [
+                        dead_letter_copy(
+                            found[d.offset],
+                            d,
+                            group=self.key.group,
+                            topic=self.key.topic,
+                            partition=self.key.partition,
+                        )
+                        for d in pending
+                        if d.offset in found
+                    ]
+                    if copies:
+                        await self._sink.produce(self._dlq_topic, self.key.partition, copies)
+                    async with self._lock:
+                        if self._closed_meanwhile():  # the next leader copies them again
+                            return
+                        self.machine.dead_lettered(d.offset for d in pending)
+                        await self._persist()
+                    self._counters.dead_lettered.inc(len(pending))
+                except Exception as exc:  # the topic's leader, the produce, the save: retried
+                    _log.warning("share-partition %s: dead letters not copied: %r", self.key, exc)
+                    await self._clock.sleep(_DEAD_LETTER_RETRY_S)
+        finally:
+            if asyncio.current_task() is self._dead_letter_task:
+                self._dead_letter_task = None

@@ -1,0 +1,164 @@
+"""The share-partition driver on fakes: its timer (lock expiry wakes a long poll and
+redelivers), dead letters with their headers, persist-before-answer with a failing save, the
+state a new leader restores, and the share metrics."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from prometheus_client import generate_latest
+
+from tests.unit.broker.share.share_support import (
+    DLQ,
+    GROUP,
+    LOCK_MS,
+    TOPIC,
+    ShareWorld,
+    acquired_offsets,
+    cluster,
+    group_record,
+)
+from yak.errors import NotEnoughReplicasError
+from yak.protocol import kafka_share as ks
+from yak_broker.share.share_metrics import ShareCollector
+from yak_broker.share.state.records import RecordState
+from yak_broker.share.state_store import SharePartitionKey
+
+KEY = SharePartitionKey(GROUP, TOPIC, 0)
+
+
+@pytest.fixture
+def world() -> ShareWorld:
+    w = ShareWorld()
+    w.start()
+    return w
+
+
+async def test_an_expired_lock_wakes_a_long_poll_and_redelivers_with_a_higher_count(
+    world: ShareWorld,
+) -> None:
+    world.append(0, "a")
+    await world.fetch("m1")
+    poll = asyncio.create_task(world.fetch("m2", max_wait_ms=20_000))
+    await world.waiters.until_parked()
+    world.clock.advance(LOCK_MS / 1000)  # the driver's timer fires: the lock expires
+    (answer,) = (await asyncio.wait_for(poll, 5)).partitions
+    assert acquired_offsets(answer) == [(0, 2)]
+    assert 'yak_share_records_expired_total{group="workers",topic="jobs"} 1.0' in (
+        generate_latest(world.registry).decode()
+    )
+
+
+async def test_the_delivery_limit_dead_letters_a_copy_with_its_headers(world: ShareWorld) -> None:
+    world.logs[0].values("poison", headers=(("trace", b"t-1"),))
+    for member in ("m1", "m2", "m3"):  # max_delivery_attempts = 3
+        (answer,) = (await world.fetch(member)).partitions
+        assert acquired_offsets(answer)
+        await world.ack(member, (0, 0, ks.AckType.RELEASE))
+    await asyncio.wait_for(world.sink.produced.wait(), 5)
+    ((topic, source, copy),) = world.sink.copies
+    assert (topic, source, copy.value) == (DLQ, 0, b"poison")
+    assert dict(copy.headers) == {
+        "trace": b"t-1",
+        "yak-dlq-topic": b"jobs",
+        "yak-dlq-partition": b"0",
+        "yak-dlq-offset": b"0",
+        "yak-dlq-delivery-count": b"3",
+        "yak-dlq-reason": b"max delivery attempts",
+        "yak-dlq-group": b"workers",
+    }
+    assert world.manager is not None
+    driver = world.manager.drivers()[KEY]
+    async with driver._lock:  # the copy's hand-off persisted: the record is complete
+        assert driver.machine.start_offset == 1
+
+
+async def test_a_rejected_record_is_dead_lettered_with_reason_rejected(world: ShareWorld) -> None:
+    world.append(0, "bad")
+    await world.fetch("m1")
+    await world.ack("m1", (0, 0, ks.AckType.REJECT))
+    await asyncio.wait_for(world.sink.produced.wait(), 5)
+    ((_, _, copy),) = world.sink.copies
+    assert dict(copy.headers)["yak-dlq-reason"] == b"rejected"
+
+
+async def test_without_a_dead_letter_topic_a_rejected_record_is_archived_at_once() -> None:
+    world = ShareWorld(snapshot=cluster(group=group_record(dead_letter_topic=None)))
+    world.start()
+    world.append(0, "bad", "good")
+    await world.fetch("m1")
+    await world.ack("m1", (0, 0, ks.AckType.REJECT))
+    assert world.sink.copies == []
+    assert world.manager is not None
+    assert world.manager.drivers()[KEY].machine.start_offset == 1
+
+
+async def test_a_failed_save_answers_an_error_and_the_next_request_sees_the_old_state(
+    world: ShareWorld,
+) -> None:
+    world.append(0, "a", "b")
+    await world.fetch("m0", max_records=0 + 1)  # loaded; offset 0 acquired and saved
+    world.store.fail_next = NotEnoughReplicasError("the state topic lost its quorum")
+    (failed,) = (await world.fetch("m1")).partitions
+    assert failed.error is not None
+    assert failed.error.code == "NOT_ENOUGH_REPLICAS"
+    assert failed.acquired == ()
+    (answer,) = (await world.fetch("m2")).partitions
+    assert acquired_offsets(answer) == [(1, 1)]  # m1's acquisition was never durable
+
+
+async def test_a_new_leader_restores_the_saved_state(world: ShareWorld) -> None:
+    world.append(0, "a", "b", "c")
+    await world.fetch("m1", max_records=2)
+    await world.ack("m1", (0, 0, ks.AckType.ACCEPT))
+    assert world.manager is not None
+    await world.manager.close()
+    # leadership moves away and back (a new epoch): a new manager over the same store
+    successor = ShareWorld(
+        store=world.store,
+        clock=world.clock,
+        logs=world.logs,
+        snapshot=cluster(leader_epoch=1, group=group_record(), revision=5),
+    )
+    manager = successor.start()
+    assert (await successor.ack("m1", (1, 1, ks.AckType.ACCEPT))).error is None  # still m1's
+    (answer,) = (await successor.fetch("m2")).partitions
+    assert acquired_offsets(answer) == [(2, 1)]
+    machine = manager.drivers()[KEY].machine
+    assert machine.leader_epoch == 1
+    assert machine.start_offset == 2
+
+
+async def test_losing_leadership_drops_the_driver_and_answers_not_leader(
+    world: ShareWorld,
+) -> None:
+    from yak.metadata.keyspace import KeyKind, ParsedKey
+
+    world.append(0, "a")
+    await world.fetch("m1")
+    poll = asyncio.create_task(world.fetch("m2", max_wait_ms=20_000))
+    await world.waiters.until_parked()
+    world.snapshot = cluster(leader=1, leader_epoch=1, group=group_record(), revision=9)
+    assert world.manager is not None
+    world.manager.on_metadata_change(ParsedKey(KeyKind.PARTITION, topic=TOPIC, partition=0))
+    assert world.manager.drivers() == {}
+    (answer,) = (await asyncio.wait_for(poll, 5)).partitions
+    assert answer.error is not None
+    assert answer.error.code == "NOT_LEADER_OR_FOLLOWER"
+    assert answer.leader_id == 1
+
+
+async def test_gauges_per_group(world: ShareWorld) -> None:
+    world.append(0, "a", "b", "c")
+    await world.fetch("m1", max_records=2)
+    assert world.manager is not None
+    collector = ShareCollector(world.manager.stats, lambda: world.clock.time_ms() + 5_000)
+    families = {f.name: f.samples for f in collector.collect()}
+    value = {name: samples[0].value for name, samples in families.items()}
+    assert value["yak_share_records_acquired"] == 2
+    assert value["yak_share_records_available"] == 1
+    assert value["yak_share_records_in_flight"] == 3
+    assert value["yak_share_oldest_unacked_age_seconds"] > 0
+    views = world.manager.drivers()[KEY].machine.records()
+    assert [v.state for v in views] == [RecordState.ACQUIRED] * 2 + [RecordState.AVAILABLE]

@@ -1,0 +1,62 @@
+"""Reading the log for a share-partition: the scan ``admit`` is fed (control batches, delays,
+filters, the log start), and the read-back of acquired records' whole batches."""
+
+from __future__ import annotations
+
+from tests.unit.broker.share.share_support import MemoryLog
+from yak.delays import delay_header
+from yak.filters import compile_filter
+from yak.record import RecordInput
+from yak_broker.share.share_reader import find_records, read_back, scan
+from yak_broker.share.state.records import LogRecord, ReadRequest
+
+
+def _log() -> MemoryLog:
+    log = MemoryLog()
+    log.values("a", "b")  # 0-1
+    log.append([RecordInput(None, b"ctl")], control=True)  # 2
+    log.append([RecordInput(None, b"later", (delay_header(5_000),))])  # 3
+    log.values('{"k": 1}', '{"k": 2}')  # 4-5
+    return log
+
+
+def test_scan_skips_control_batches_and_reads_due_times_on_delayed_topics() -> None:
+    found = scan(_log(), ReadRequest(0, 100), None, delays=True)
+    assert found.next_offset == 6
+    assert [(r.offset, r.deliver_at_ms) for r in found.records] == [
+        (0, None), (1, None), (3, 5_000), (4, None), (5, None),
+    ]  # fmt: skip
+    plain = scan(_log(), ReadRequest(0, 100), None, delays=False)
+    assert all(r.deliver_at_ms is None for r in plain.records)
+
+
+def test_scan_marks_what_the_filter_rejects_and_starts_mid_batch() -> None:
+    found = scan(_log(), ReadRequest(5, 100), compile_filter("value.k == 2"), delays=False)
+    assert found.records == [LogRecord(5, found.records[0].timestamp_ms, None, True)]
+    found = scan(_log(), ReadRequest(4, 100), compile_filter("value.k == 2"), delays=False)
+    assert [r.accepted for r in found.records] == [False, True]
+
+
+def test_scan_stops_at_the_high_watermark_and_jumps_to_the_log_start() -> None:
+    log = _log()
+    log.high_watermark = 2
+    assert scan(log, ReadRequest(0, 100), None, delays=False).next_offset == 2
+    log.log_start_offset = 4
+    log.high_watermark = 6
+    found = scan(log, ReadRequest(0, 100), None, delays=False)
+    assert [r.offset for r in found.records] == [4, 5]
+
+
+def test_read_back_gives_whole_batches_and_names_missing_and_rejected_offsets() -> None:
+    log = _log()
+    back = read_back(log, [1, 2, 4, 5, 9], compile_filter("value.k == 2"))
+    assert back.missing == [2, 9]  # a control record; past the end
+    assert back.rejected == [1, 4]  # "b" has no JSON value; k == 1
+    assert [bytes(b) for b in back.batches] == [log.batches[3]]
+    log.log_start_offset = 3
+    assert read_back(log, [0, 4], None).missing == [0]
+
+
+def test_find_records_reads_the_originals() -> None:
+    found = find_records(_log(), [1, 3, 5])
+    assert {o: r.value for o, r in found.items()} == {1: b"b", 3: b"later", 5: b'{"k": 2}'}

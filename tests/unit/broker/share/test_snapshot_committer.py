@@ -1,0 +1,70 @@
+"""Group commit of share snapshots: saves while one is in flight share the next save; a
+failed save fails every commit it carried."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+import pytest
+
+from yak.errors import NotEnoughReplicasError
+from yak_broker.share.snapshot_committer import SnapshotCommitter
+from yak_broker.share.state_store import MemoryShareStateStore, SharePartitionKey
+
+A = SharePartitionKey("g", "t", 0)
+B = SharePartitionKey("g", "t", 1)
+
+
+class GatedStore(MemoryShareStateStore):
+    """A memory store whose saves wait for ``gate``; ``batches`` records each save's keys."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.batches: list[dict[SharePartitionKey, bytes]] = []
+
+    async def save(self, snapshots: Mapping[SharePartitionKey, bytes]) -> None:
+        self.batches.append(dict(snapshots))
+        await self.gate.wait()
+        await super().save(snapshots)
+
+
+async def test_commits_arriving_during_a_save_share_the_next_one() -> None:
+    store = GatedStore()
+    committer = SnapshotCommitter(store)
+    first = asyncio.create_task(committer.commit(A, b"a1"))
+    await asyncio.sleep(0)  # the flusher starts the first save
+    others = [
+        asyncio.create_task(committer.commit(A, b"a2")),
+        asyncio.create_task(committer.commit(B, b"b1")),
+    ]
+    await asyncio.sleep(0)
+    store.gate.set()
+    await asyncio.gather(first, *others)
+    assert store.batches == [{A: b"a1"}, {A: b"a2", B: b"b1"}]
+    assert store.snapshots == {A: b"a2", B: b"b1"}
+    assert committer.saves == 2
+
+
+async def test_a_failed_save_fails_its_commits_and_the_next_save_runs() -> None:
+    store = MemoryShareStateStore()
+    store.fail_next = NotEnoughReplicasError("no quorum")
+    committer = SnapshotCommitter(store)
+    results = await asyncio.gather(
+        committer.commit(A, b"a1"), committer.commit(B, b"b1"), return_exceptions=True
+    )
+    assert all(isinstance(r, NotEnoughReplicasError) for r in results)
+    assert store.snapshots == {}
+    await committer.commit(A, b"a2")
+    assert store.snapshots == {A: b"a2"}
+
+
+async def test_close_cancels_commits_in_flight() -> None:
+    store = GatedStore()
+    committer = SnapshotCommitter(store)
+    pending = asyncio.create_task(committer.commit(A, b"a1"))
+    await asyncio.sleep(0)
+    await committer.close()
+    with pytest.raises(asyncio.CancelledError):
+        await pending
