@@ -30,10 +30,11 @@ a second signal cuts the wait short (the fast path). Then uvicorn closes the HTT
 lets its requests finish, and the lifespan's ``Broker.stop`` does the rest (starting with the
 controlled shutdown when nothing ran it yet: an in-process stop): wake every long-polling
 fetch, deregister (revoke the lease: the key goes at once), close the internal listener and
-its connections, stop the reconcile loop, the ISR ticks and the replica fetchers (waiting
-acks=all producers get ``NOT_LEADER_OR_FOLLOWER``), the cache, shut the log manager down
-cleanly (flush, checkpoints, clean-shutdown marker, unlock), close the etcd connection. A
-failed start undoes what it did.
+its connections, stop the reconcile loop, the ISR ticks, the share-state store's clients
+(``share_state_store``: share-partition snapshots in ``__yak_share_state``) and the replica
+fetchers (waiting acks=all producers get ``NOT_LEADER_OR_FOLLOWER``), the cache, shut the
+log manager down cleanly (flush, checkpoints, clean-shutdown marker, unlock), close the etcd
+connection. A failed start undoes what it did.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from yak.clock import SystemClock
-from yak.errors import MetadataStoreError
+from yak.errors import BrokerNotAvailableError, MetadataStoreError
 from yak.heap import HeapFreezer
 from yak.metadata.cache import MetadataCache
 from yak.metadata.etcd_store import EtcdMetadataStore
@@ -80,6 +81,8 @@ from yak_broker.server.load_sampler import (
 from yak_broker.server.meta_properties import check_meta_properties
 from yak_broker.server.registration import BrokerRegistrar, announce_log_dir
 from yak_broker.settings import BrokerSettings
+from yak_broker.share.state_topic_clients import BrokerClients
+from yak_broker.share.topic_state_store import TopicShareStateStore
 from yak_broker.storage.log_config import LogConfig
 from yak_broker.storage.log_manager import LogManager
 
@@ -165,6 +168,10 @@ class Broker:
         #: Fenced by this process's registration: a previous process's proposals fail.
         self._isr_writer = IsrWriter(lambda: self._store, self.keyspace, fence=self._fence)
         self._cache: MetadataCache | None = None
+        #: Share-partition snapshots in ``__yak_share_state`` (the share drivers' store).
+        self.share_state_store = TopicShareStateStore(
+            self.snapshot, self.wait_for_metadata, BrokerClients()
+        )
         self._registrar: BrokerRegistrar | None = None
         self._load_task: asyncio.Task[None] | None = None
         self._reconcile: asyncio.Task[None] | None = None
@@ -182,6 +189,14 @@ class Broker:
     def snapshot(self) -> ClusterSnapshot:
         """The latest cluster metadata (empty before ``start``)."""
         return self._cache.snapshot if self._cache is not None else _EMPTY
+
+    async def wait_for_metadata(
+        self, predicate: Callable[[ClusterSnapshot], bool], timeout_s: float
+    ) -> ClusterSnapshot:
+        """Wait until ``predicate`` holds for the metadata; TimeoutError after ``timeout_s``."""
+        if self._cache is None:
+            raise BrokerNotAvailableError(f"broker {self.settings.broker_id} is not started")
+        return await self._cache.wait_for(predicate, timeout_s)
 
     def _topic_config(self, topic: str) -> LogConfig | None:
         record = self.snapshot().topics.get(topic)
@@ -230,6 +245,7 @@ class Broker:
                 self, tls.ssl_context() if tls is not None else None
             )
             await self.listener.start(settings.host, settings.data_port)
+            await self.share_state_store.start()
             self._registrar = BrokerRegistrar(
                 self._store,
                 self.keyspace,
@@ -350,6 +366,7 @@ class Broker:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         self._reconcile = self._ticks = None
+        await self.share_state_store.stop()
         await self.replicas.stop()
         await self._isr_writer.close()
         cache, self._cache = self._cache, None
