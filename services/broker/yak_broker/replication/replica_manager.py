@@ -130,6 +130,8 @@ class ReplicaManager(ReplicaRoles):
         #: what the previous one created.
         self._applying = asyncio.Lock()
         self._proposals: set[asyncio.Task[None]] = set()
+        #: Called after each plan carried out (replicas created, deleted, reconfigured).
+        self.on_applied: Callable[[], None] | None = None
 
     @property
     def replicas(self) -> Mapping[TopicPartition, Replica]:
@@ -358,6 +360,8 @@ class ReplicaManager(ReplicaRoles):
             if tp in self._replicas:
                 self._drop(tp)
         self.fetchers.metadata_changed()
+        if self.on_applied is not None:
+            self.on_applied()
 
     async def _create_logs(self, new: list[DesiredReplica]) -> set[TopicPartition]:
         """Create the logs of ``new`` in one batch; the partitions that failed (each logged and

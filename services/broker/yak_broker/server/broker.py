@@ -71,6 +71,7 @@ from yak_broker.replication.isr_writer import IsrWriter
 from yak_broker.replication.replica_manager import ReplicaManager
 from yak_broker.replication.state.messages import AlterIsr
 from yak_broker.replication.state.replica_plan import log_config_of
+from yak_broker.server.delay_indexer import DelayIndexer
 from yak_broker.server.load_sampler import (
     LoadPublisher,
     LoadSampler,
@@ -152,6 +153,9 @@ class Broker:
             fetch_backoff_ms=settings.replica_fetch_backoff_ms,
             stats=BrokerTopicStats(self.metrics.registry),
         )
+        #: The delay index of each replica of a topic with delays (``delay_indexer``).
+        self.delays = DelayIndexer(lambda: self.replicas.replicas, self.snapshot)
+        self.replicas.on_applied = self.delays.sync
         offsets = ConsumerOffsets(lambda: self._store, self.keyspace)
         self.metrics.before_scrape.append(offsets.refresh)
         self.metrics.registry.register(
@@ -238,6 +242,7 @@ class Broker:
             self.replicas.load_local()
             await self.replicas.apply(self.snapshot())
             await self.logs.start()
+            self.delays.start()
             self._reconcile = asyncio.create_task(self.replicas.run(), name="replica-reconcile")
             self._ticks = asyncio.create_task(self.replicas.run_ticks(), name="isr-ticks")
             tls = ServerTls.from_env() if settings.tls else None
@@ -372,6 +377,7 @@ class Broker:
         cache, self._cache = self._cache, None
         if cache is not None:
             await cache.stop()
+        await self.delays.stop()
         if self._logs_open:
             self._logs_open = False
             await self.logs.shutdown()

@@ -23,6 +23,10 @@ deleted data or trusting unflushed bytes after a truncation.
 Dirty tracking: an append to a flushed log, and a truncation that restarts the log above its
 recovery point, call the owner's ``on_unflushed`` hook (see ``log_durability``).
 
+Observer: an owner of data derived from the log (the delay index) sets ``observer``
+(``LogObserver``) and hears, synchronously, of every append, truncation, move of the log start
+and close; ``None`` (the default) costs one attribute check per append.
+
 Thread-safety: single writer. Every method runs on the owner's thread (the broker's event
 loop); only the descriptors from ``prepare_flush`` (duplicates, owned by the ticket) may be
 fsynced on another thread.
@@ -32,10 +36,11 @@ from __future__ import annotations
 
 import bisect
 from pathlib import Path
+from typing import Protocol
 
 from yak.clock import Clock, SystemClock
 from yak.errors import OffsetOutOfRangeError
-from yak.record.batch_header import BatchHeader
+from yak.record.batch_header import BatchHeader, patch_offset_and_epoch
 from yak_broker.storage.checkpoint import fsync_dir
 from yak_broker.storage.file_handles import FileHandleCache
 from yak_broker.storage.log_cleaner import SwapPlan, complete_swap
@@ -66,15 +71,36 @@ __all__ = [
     "FlushTicket",
     "Log",
     "LogAppendInfo",
+    "LogObserver",
 ]
 
 _EMPTY = memoryview(b"")
+
+
+class LogObserver(Protocol):
+    """Hears what changes a log's data, on the log's thread, after the change is made."""
+
+    def appended(self) -> None:
+        """Batches were appended (leader or follower): the log end offset moved."""
+
+    def truncated(self, log_end_offset: int, log_start_offset: int) -> None:
+        """Everything at or above ``log_end_offset`` is gone (``truncate_to``), and below
+        ``log_start_offset`` too after ``truncate_fully_and_start_at``."""
+
+    def log_start_moved(self, log_start_offset: int) -> None:
+        """Retention or DeleteRecords moved the log start offset up."""
+
+    def closed(self, clean: bool) -> None:
+        """The log is closing (``clean``: a clean shutdown; otherwise it may be deleted)."""
 
 
 class Log(LogDurability):
     """One partition replica's log in ``directory``; ``Log.open`` loads or creates it
     (``loaded``: what ``log_loader`` already loaded, e.g. a ``new_log``). Its state, offsets,
     flushes, checkpoint and close are ``LogDurability``'s."""
+
+    #: Told of appends, truncations, log start moves and close (see the module doc).
+    observer: LogObserver | None = None
 
     @classmethod
     def open(
@@ -133,6 +159,20 @@ class Log(LogDurability):
         self._write(view, validated, patch=False)
         return self._info(validated)
 
+    def append_control(self, batch: bytes, leader_epoch: int) -> LogAppendInfo:
+        """Append one control batch the broker wrote itself (a delay cancel), as leader of
+        ``leader_epoch``. Clients' control batches are refused by ``append``; this path takes
+        the batch as a follower copy would, after stamping its base offset (the log end) and
+        leader epoch, both outside the batch CRC."""
+        stamped = bytearray(batch)
+        patch_offset_and_epoch(stamped, 0, self.log_end_offset, leader_epoch)
+        view = memoryview(stamped)
+        validated = validate_follower_append(view, self.log_end_offset, self.config)
+        if len(validated.batches) != 1 or not validated.batches[0].header.is_control:
+            raise ValueError("append_control takes exactly one control batch")
+        self._write(view, validated, patch=False)
+        return self._info(validated)
+
     def _info(self, validated: ValidatedAppend) -> LogAppendInfo:
         return LogAppendInfo(
             validated.first_offset,
@@ -173,6 +213,8 @@ class Log(LogDurability):
         self._unflushed_messages += validated.record_count
         if self._unflushed_messages >= self.config.flush_messages:
             self.flush()
+        if self.observer is not None:
+            self.observer.appended()
 
     def _assign_epoch(self, header: BatchHeader) -> None:
         epoch = header.partition_leader_epoch
@@ -312,6 +354,8 @@ class Log(LogDurability):
         replay_from = self.producers.truncate_to(self._log_start_offset, end)
         replay_producer_state(self.producers, self._segments, replay_from)
         self.write_checkpoint()
+        if self.observer is not None:
+            self.observer.truncated(end, self._log_start_offset)
 
     def delete_records(self, offset: int) -> int:
         """DeleteRecords: move the log start offset up to ``offset`` (<= high watermark)."""
@@ -358,6 +402,8 @@ class Log(LogDurability):
         self.leader_epochs.truncate_from_start(offset)
         self._current_epoch = self.leader_epochs.latest_epoch
         self.producers.delete_snapshots_below(offset)
+        if self.observer is not None:
+            self.observer.log_start_moved(offset)
 
     def replace_segments(self, base_offset: int, replaced: tuple[int, ...]) -> None:
         """Swap in a compacted segment: ``<base_offset>.log.swap`` replaces the closed
@@ -378,6 +424,22 @@ class Log(LogDurability):
         self._index_sync_pending.append(fresh)
         self._segments = sorted([*kept, fresh], key=lambda segment: segment.base_offset)
         self._bases = [segment.base_offset for segment in self._segments]
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Tell the observer, then close cleanly (``LogDurability.close``)."""
+        self._tell_closed(clean=True)
+        super().close()
+
+    def close_without_marker(self) -> None:
+        self._tell_closed(clean=False)
+        super().close_without_marker()
+
+    def _tell_closed(self, clean: bool) -> None:
+        observer, self.observer = self.observer, None
+        if observer is not None:
+            observer.closed(clean)
 
     def remove_expired_producers(self) -> list[int]:
         return self.producers.remove_expired(self._clock.time_ms())
