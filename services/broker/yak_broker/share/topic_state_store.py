@@ -22,7 +22,9 @@ pass ``max_batch_bytes``), produced with acks=all to each leader concurrently; i
 every one is acknowledged, else raises the first failure's typed error (then nothing may be
 assumed durable; what was written is harmless: the next save of those keys supersedes it).
 ``NOT_LEADER_OR_FOLLOWER``, no leader, or a leader that cannot be reached: wait for the
-metadata to name another leader or epoch (not a sleep), then retry — ``max_retries`` times.
+metadata to name another leader or epoch (not a sleep; at most ``retry_backoff_ms`` after a
+refusal, as the refusing broker may be the one whose metadata lags), then retry —
+``max_retries`` times.
 
 **load** catches up the key's state partition, then answers from memory
 (``StatePartitionView``: the latest value per key and the offset read to). Catching up reads,
@@ -84,6 +86,9 @@ _MOVED = (
     NetworkError,
     KafkaTimeoutError,
 )
+#: Refusals by the broker the metadata names as leader: it may not have applied its new
+#: leadership yet (its metadata lags ours), so the retry waits for a change at most a backoff.
+_BEHIND = (NotLeaderOrFollowerError, UnknownLeaderEpochError, UnknownTopicOrPartitionError)
 
 
 class _Leader(NamedTuple):
@@ -103,7 +108,8 @@ class TopicShareStateStore:
         now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
         topic: str = SHARE_STATE_TOPIC,
         timeout_ms: int = 30_000,
-        max_retries: int = 3,
+        max_retries: int = 5,
+        retry_backoff_ms: int = 250,
         max_batch_bytes: int = 512 * 1024,
         fetch_max_bytes: int = 4 * 1024 * 1024,
     ) -> None:
@@ -114,6 +120,7 @@ class TopicShareStateStore:
         self._now_ms = now_ms
         self._timeout_ms = timeout_ms
         self._max_retries = max_retries
+        self._retry_backoff_ms = retry_backoff_ms
         self._max_batch_bytes = max_batch_bytes
         self._fetch_max_bytes = fetch_max_bytes
         self._views: dict[int, StatePartitionView] = {}
@@ -179,10 +186,10 @@ class TopicShareStateStore:
                     if result.error is not None:
                         raise result.error.exception()
                     break
-                except _MOVED:
+                except _MOVED as error:
                     if attempt == self._max_retries:
                         raise
-                    await self._leader_moved(partition, leader)
+                    await self._leader_moved(partition, leader, error)
             acked.append((chunk, result.base_offset))
         return acked
 
@@ -227,10 +234,10 @@ class TopicShareStateStore:
             try:
                 await self._read(partition, view, leader)
                 return
-            except _MOVED:
+            except _MOVED as error:
                 if attempt == self._max_retries:
                     raise
-                await self._leader_moved(partition, leader)
+                await self._leader_moved(partition, leader, error)
 
     async def _read(self, partition: int, view: StatePartitionView, leader: _Leader) -> None:
         """Read to the high watermark of the first fetch, and at least to where the leader's
@@ -344,12 +351,15 @@ class TopicShareStateStore:
         assert found is not None  # the predicate held
         return found
 
-    async def _leader_moved(self, partition: int, failed: _Leader) -> None:
-        """Wait until the metadata names another leader, epoch or address than ``failed``."""
+    async def _leader_moved(self, partition: int, failed: _Leader, error: Exception) -> None:
+        """Wait until the metadata names another leader, epoch or address than ``failed``: a
+        dead leader's lease has to expire first; a refusal (``_BEHIND``) waits a backoff at
+        most, in case the refusing broker is the one behind."""
+        wait_ms = self._retry_backoff_ms if isinstance(error, _BEHIND) else self._timeout_ms
         # On a timeout the retry asks the same leader once more, then its error stands.
         with contextlib.suppress(TimeoutError):
             await self._wait_for_metadata(
-                lambda s: self._current_leader(s, partition) != failed, self._timeout_ms / 1000
+                lambda s: self._current_leader(s, partition) != failed, wait_ms / 1000
             )
 
     def _client(self, leader: _Leader) -> StateTopicClient:
