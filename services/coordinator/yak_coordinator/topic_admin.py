@@ -46,7 +46,10 @@ from yak_coordinator.decisions.reassignment import (
     start_reassignment,
     validate_target,
 )
-from yak_coordinator.decisions.share_group_rules import check_user_topic_name
+from yak_coordinator.decisions.share_group_rules import (
+    check_user_may_change,
+    check_user_topic_name,
+)
 from yak_coordinator.election import Election
 
 __all__ = ["TopicAdmin", "TopicView"]
@@ -163,6 +166,7 @@ class TopicAdmin:
 
     async def delete_topic(self, name: str) -> bool:
         """Mark the topic for deletion; True once the controller has removed it."""
+        check_user_may_change(name, "deleted")
         await self._update(name, lambda record: record.model_copy(update={"deleting": True}))
         with contextlib.suppress(TimeoutError):
             await self._cache.wait_for(lambda s: name not in s.topics, self._wait_s)
@@ -173,6 +177,7 @@ class TopicAdmin:
         self, name: str, set_configs: Mapping[str, str], delete_configs: Sequence[str]
     ) -> TopicView:
         """Set and remove config overrides of a topic (the result is validated as a whole)."""
+        check_user_may_change(name, "altered")
         updates = validate_topic_configs(set_configs)
         for config in delete_configs:
             if config not in CATALOGUE:
@@ -189,6 +194,7 @@ class TopicAdmin:
 
     async def create_partitions(self, name: str, count: int) -> TopicView:
         """Raise the partition count of a topic to ``count``; decreases are refused."""
+        check_user_may_change(name, "given more partitions")
         _check_partitions(count)
 
         def change(record: TopicRecord) -> TopicRecord:

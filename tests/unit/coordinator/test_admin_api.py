@@ -371,3 +371,20 @@ async def test_invalid_reassignments_are_refused_and_write_nothing(harness: Harn
         await harness.admin.cancel_reassignment("iv", 3)
     assert await harness.topic_keys() == before
     assert await harness.partition_state("iv", 0) == stored
+
+
+async def test_internal_topics_cannot_be_deleted_altered_or_grown(harness: Harness) -> None:
+    coordinator: Coordinator = harness.app.state.coordinator
+    await coordinator.admin.create_topic("__yak_share_state", 2, 1, {}, internal=True)
+    before = await harness.topic_keys()
+    for response in (
+        await harness.http.delete("/admin/v1/topics/__yak_share_state"),
+        await harness.http.patch(
+            "/admin/v1/topics/__yak_share_state/configs", json={"set": {"retention.ms": "1"}}
+        ),
+        await harness.http.post("/admin/v1/topics/__yak_share_state/partitions", json={"count": 3}),
+    ):
+        assert response.status_code == 400, response.text
+        assert response.json()["code"] == "POLICY_VIOLATION"
+        assert "internal" in response.json()["message"]
+    assert await harness.topic_keys() == before  # nothing written

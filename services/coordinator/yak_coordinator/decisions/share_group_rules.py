@@ -25,7 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeVar
 
-from yak.errors import InvalidConfigError, InvalidTopicError, UnknownTopicOrPartitionError
+from yak.errors import (
+    InvalidConfigError,
+    InvalidTopicError,
+    PolicyViolationError,
+    UnknownTopicOrPartitionError,
+)
 from yak.metadata.models import (
     SHARE_LOCK_DURATION_MS,
     SHARE_MAX_DELIVERY_ATTEMPTS,
@@ -45,6 +50,7 @@ __all__ = [
     "ShareGroupSettings",
     "StateTopicSpec",
     "altered_share_group",
+    "check_user_may_change",
     "check_user_topic_name",
     "new_share_group",
     "settings_of",
@@ -122,6 +128,18 @@ def check_user_topic_name(name: str) -> str:
         raise InvalidTopicError(
             f"topic names starting with {INTERNAL_TOPIC_PREFIX!r} are reserved for Yak's "
             f"internal topics; {name!r} cannot be created",
+            topic=name,
+        )
+    return name
+
+
+def check_user_may_change(name: str, what: str) -> str:
+    """``name`` if a user may ``what`` (delete, alter, grow) the topic: not an internal one.
+    Kafka refuses deleting its internal topics too; a user who deleted ``__yak_share_state``
+    would lose every share group's progress."""
+    if name.startswith(INTERNAL_TOPIC_PREFIX):
+        raise PolicyViolationError(
+            f"{name!r} is one of Yak's internal topics: it cannot be {what}",
             topic=name,
         )
     return name
