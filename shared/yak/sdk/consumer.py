@@ -23,6 +23,14 @@ The member stays in the group while it sends a request at least every ``session_
 uncommitted positions lost, as a Kafka consumer re-joins after a session timeout. ``aclose``
 leaves the group. One event loop; use ``yak.sdk.Consumer`` from threads.
 
+``filter`` (docs/filters.md) is sent with every poll and applied by the proxy, never here: only
+the records it lets through come back, and the member's position at the proxy moves past the
+others. A filtered poll is asked for in JSON (the binary form carries the brokers' batches
+whole). ``commit()`` then covers the dropped records too: once every record of the last poll
+has been handed out it commits the proxy's positions (``CommitRequest`` without offsets),
+which are past them; in the middle of an iteration it commits the records handed out. A bad
+filter raises ``InvalidFilterError`` at the first poll.
+
 Over the principal's fetch quota the proxy answers a poll with 429 and ``Retry-After``
 (positions do not move): ``poll`` waits as told and polls again, for at most
 ``max_throttle_ms`` in all (default 60 s), then raises ``ThrottlingQuotaExceededError``.
@@ -64,6 +72,8 @@ OffsetReset = Literal["earliest", "latest", "none"]
 _BASE64 = "base64"
 #: The poll's Accept: the binary answer, else (an older proxy) JSON.
 _POLL_ACCEPT = f"{FETCH_MEDIA_TYPE}, application/json;q=0.5"
+#: A filtered poll's Accept: the proxy filters decoded records and answers them in JSON.
+_JSON = "application/json"
 
 #: An assignment as answers carry it: ``TopicPartitionList`` models or (topic, partitions).
 Assignment = Iterable[TopicPartitionList] | Iterable[tuple[str, Iterable[int]]]
@@ -102,8 +112,10 @@ class AsyncConsumer(AsyncClosing):
         api_key: str | None = None,
         username: str | None = None,
         password: str | None = None,
+        filter: str | None = None,
     ) -> None:
         self.group = group
+        self.filter = filter
         self._max_throttle_s = max_throttle_ms / 1000
         self._join = JoinGroupRequest(
             member_id=member_id,
@@ -124,7 +136,7 @@ class AsyncConsumer(AsyncClosing):
             password=password,
         )
         self._max_bytes = max_bytes
-        self._accept = _POLL_ACCEPT
+        self._accept = _POLL_ACCEPT if filter is None else _JSON
         self._request_timeout_s = request_timeout_ms / 1000
         self._member_id: str | None = None
         self._epoch = 0
@@ -133,6 +145,8 @@ class AsyncConsumer(AsyncClosing):
         self._paused: set[TopicPartition] = set()
         self._resumed = asyncio.Event()
         self._closed = False
+        #: Every record of the last poll handed out (the proxy's positions are then ours).
+        self._drained = True
 
     # --- membership -----------------------------------------------------------------------
 
@@ -204,13 +218,18 @@ class AsyncConsumer(AsyncClosing):
         records = await self._fetch(timeout_ms, max_bytes)
         for record in records:
             self._positions[TopicPartition(record.topic, record.partition)] = record.offset + 1
+        self._drained = True
         return records
 
     async def __aiter__(self) -> AsyncGenerator[ConsumerRecord, None]:
         """Every record, one by one, polling as needed, until the consumer is closed."""
         while not self._closed:
-            for record in await self._fetch(1_000, None):
+            records = await self._fetch(1_000, None)
+            last = len(records) - 1
+            self._drained = last < 0
+            for index, record in enumerate(records):
                 self._positions[TopicPartition(record.topic, record.partition)] = record.offset + 1
+                self._drained = index == last
                 yield record
 
     async def _fetch(self, timeout_ms: int, max_bytes: int | None) -> list[ConsumerRecord]:
@@ -225,6 +244,8 @@ class AsyncConsumer(AsyncClosing):
         }
         if self._paused:
             params["paused"] = [f"{t}:{p}" for t, p in sorted(self._paused)]
+        if self.filter is not None:
+            params["filter"] = self.filter
         try:
             response = await self._api.exchange(
                 "GET",
@@ -268,7 +289,15 @@ class AsyncConsumer(AsyncClosing):
         return self._positions.get(tp)
 
     async def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
-        """Commit next offsets: ``offsets``, or the consumed positions of assigned partitions."""
+        """Commit next offsets: ``offsets``, or the consumed positions of assigned partitions
+        (filtered and every record handed out: the proxy's, past the dropped records)."""
+        if offsets is None and self.filter is not None and self._drained:
+            await self.start()
+            info = await self._api.call(
+                "POST", self._path("/commit"), GroupMemberInfo, CommitRequest()
+            )
+            self._update(info.member_epoch, info.assignment)
+            return
         if offsets is None:
             offsets = {tp: o for tp, o in self._positions.items() if tp in self._assignment}
         if not offsets:

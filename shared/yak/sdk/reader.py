@@ -6,6 +6,11 @@
 the caller keeps its own position (``PartitionRead.next_offset``). A read refused with 429
 over the principal's fetch quota is sent again after its ``Retry-After``, for at most
 ``max_throttle_ms`` in all (default 60 s), then ``ThrottlingQuotaExceededError`` is raised.
+
+``filter`` (docs/filters.md; the reader's, or one read's) is applied by the proxy, never here:
+only matching records come back and ``next_offset`` is past every record the proxy scanned, so
+reading on from it never sees a dropped record again; a read may answer no records and a later
+``next_offset``. A bad filter raises ``InvalidFilterError``.
 """
 
 from __future__ import annotations
@@ -48,7 +53,9 @@ class AsyncPartitionReader(AsyncClosing):
         api_key: str | None = None,
         username: str | None = None,
         password: str | None = None,
+        filter: str | None = None,
     ) -> None:
+        self.filter = filter
         self._request_timeout_s = request_timeout_ms / 1000
         self._max_throttle_s = max_throttle_ms / 1000
         self._api = ApiClient(
@@ -77,8 +84,10 @@ class AsyncPartitionReader(AsyncClosing):
         *,
         max_bytes: int = 1024 * 1024,
         timeout_ms: int = 0,
+        filter: str | None = None,
     ) -> PartitionRead:
-        """Records from ``offset`` (``OffsetOutOfRangeError`` outside the log)."""
+        """Records from ``offset`` (``OffsetOutOfRangeError`` outside the log), only those
+        ``filter`` (else the reader's) lets through."""
         params: dict[str, str | int] = {
             "offset": offset,
             "max_bytes": max_bytes,
@@ -87,6 +96,9 @@ class AsyncPartitionReader(AsyncClosing):
             "value_encoding": _BASE64,
             "header_encoding": _BASE64,
         }
+        chosen = filter if filter is not None else self.filter
+        if chosen is not None:
+            params["filter"] = chosen
         answer = await self._api.call(
             "GET",
             f"/topics/{segment(topic)}/partitions/{partition}/records",
