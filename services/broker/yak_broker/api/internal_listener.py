@@ -2,7 +2,9 @@
 
 The rest-proxies' producers and readers and the followers replicating from this broker keep one
 TCP connection (or a few) open here instead of one HTTP/1.1 exchange per request. Messages are
-Kafka's (``yak.protocol.kafka_wire``): Produce v9, Fetch v12, and SaslHandshake v1 +
+Kafka's (``yak.protocol.kafka_wire``): Produce v9, Fetch v12, ShareFetch v1 and ShareAcknowledge
+v1 (``yak.protocol.kafka_share``, served by the share manager: ``share.share_requests``), and
+SaslHandshake v1 +
 SaslAuthenticate v2 when a cluster secret is configured. The port is ``data_port`` (0: one the
 system picks), advertised in the broker's registration (``BrokerRegistration.data_port``); TLS
 when the broker's HTTP listener has it (the same certificate).
@@ -49,6 +51,7 @@ from yak.errors import InvalidRequestError, YakError
 from yak.observability.logs import ACCESS_LOGGER, access_log_enabled
 from yak.observability.request_id import begin_request, end_request, valid_request_id
 from yak.protocol import kafka_sasl as sasl
+from yak.protocol import kafka_share as ks
 from yak.protocol import kafka_wire as kw
 from yak.protocol.broker_wire import Buffer
 from yak.security.cluster_secret import secret_matches
@@ -56,6 +59,7 @@ from yak_broker.replication.state.fetch_metadata import FINAL_EPOCH
 from yak_broker.server.appender import append_partitions
 from yak_broker.server.fetcher import serve_fetch
 from yak_broker.server.session_fetcher import serve_session_fetch
+from yak_broker.share.share_requests import serve_share_acknowledge, serve_share_fetch
 
 if TYPE_CHECKING:
     from yak_broker.server.broker import Broker
@@ -238,6 +242,16 @@ class _Connection(asyncio.BufferedProtocol):
                 session_id=response.session_id,
                 error_code=response.error_code,
             )
+        if key == ks.API_SHARE_FETCH and version == ks.SHARE_FETCH_VERSION:
+            share_fetch = ks.decode_share_fetch_request(body)
+            answer = await serve_share_fetch(
+                broker.shares, share_fetch, max_wait_limit_ms=broker.settings.max_wait_ms_limit
+            )
+            return ks.encode_share_fetch_response(correlation_id, answer)
+        if key == ks.API_SHARE_ACKNOWLEDGE and version == ks.SHARE_ACKNOWLEDGE_VERSION:
+            share_ack = ks.decode_share_acknowledge_request(body)
+            acked = await serve_share_acknowledge(broker.shares, share_ack)
+            return ks.encode_share_acknowledge_response(correlation_id, acked)
         raise InvalidRequestError(
             f"the internal listener does not serve api key {key} version {version}",
             api_key=key,
@@ -284,7 +298,12 @@ class _Connection(asyncio.BufferedProtocol):
         transport.close()
 
 
-_API_NAMES = {kw.API_PRODUCE: "Produce", kw.API_FETCH: "Fetch"}
+_API_NAMES = {
+    kw.API_PRODUCE: "Produce",
+    kw.API_FETCH: "Fetch",
+    ks.API_SHARE_FETCH: "ShareFetch",
+    ks.API_SHARE_ACKNOWLEDGE: "ShareAcknowledge",
+}
 
 
 def _log_access(header: kw.RequestHeader, status: int, elapsed: float) -> None:

@@ -30,11 +30,13 @@ a second signal cuts the wait short (the fast path). Then uvicorn closes the HTT
 lets its requests finish, and the lifespan's ``Broker.stop`` does the rest (starting with the
 controlled shutdown when nothing ran it yet: an in-process stop): wake every long-polling
 fetch, deregister (revoke the lease: the key goes at once), close the internal listener and
-its connections, stop the reconcile loop, the ISR ticks, the share-state store's clients
-(``share_state_store``: share-partition snapshots in ``__yak_share_state``) and the replica
-fetchers (waiting acks=all producers get ``NOT_LEADER_OR_FOLLOWER``), the cache, shut the
-log manager down cleanly (flush, checkpoints, clean-shutdown marker, unlock), close the etcd
-connection. A failed start undoes what it did.
+its connections, stop the reconcile loop, the ISR ticks, the share-partition drivers
+(``shares``: ShareFetch/ShareAcknowledge at the leader) and their dead-letter clients, the
+share-state store's clients (``share_state_store``: share-partition snapshots in
+``__yak_share_state``) and the replica fetchers (waiting acks=all producers get
+``NOT_LEADER_OR_FOLLOWER``), the cache, shut the log manager down cleanly (flush,
+checkpoints, clean-shutdown marker, unlock), close the etcd connection. A failed start undoes
+what it did.
 """
 
 from __future__ import annotations
@@ -82,6 +84,10 @@ from yak_broker.server.load_sampler import (
 from yak_broker.server.meta_properties import check_meta_properties
 from yak_broker.server.registration import BrokerRegistrar, announce_log_dir
 from yak_broker.settings import BrokerSettings
+from yak_broker.share.dead_letters import LeaderProducer
+from yak_broker.share.share_manager import ShareManager
+from yak_broker.share.share_metrics import ShareCollector, ShareMetrics
+from yak_broker.share.share_reader import ShareLog
 from yak_broker.share.state_topic_clients import BrokerClients
 from yak_broker.share.topic_state_store import TopicShareStateStore
 from yak_broker.storage.log_config import LogConfig
@@ -90,6 +96,11 @@ from yak_broker.storage.log_manager import LogManager
 __all__ = ["Broker", "Listener", "ListenerFactory", "StoreFactory"]
 
 _log = logging.getLogger(__name__)
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
 
 #: Opens the metadata store for an etcd URL (tests pass an in-memory store).
 StoreFactory = Callable[[str], MetadataStore]
@@ -176,6 +187,18 @@ class Broker:
         self.share_state_store = TopicShareStateStore(
             self.snapshot, self.wait_for_metadata, BrokerClients()
         )
+        #: The share-partitions led here (ShareFetch/ShareAcknowledge on the internal plane).
+        self._dead_letters = LeaderProducer(self.snapshot)
+        self.shares = ShareManager(
+            self.snapshot,
+            self._share_log,
+            self.share_state_store,
+            self.waiters,
+            clock=SystemClock(),
+            metrics=ShareMetrics(self.metrics.registry),
+            dead_letters=self._dead_letters,
+        )
+        self.metrics.registry.register(ShareCollector(self.shares.stats, _now_ms))
         self._registrar: BrokerRegistrar | None = None
         self._load_task: asyncio.Task[None] | None = None
         self._reconcile: asyncio.Task[None] | None = None
@@ -206,8 +229,14 @@ class Broker:
         record = self.snapshot().topics.get(topic)
         return log_config_of(record.configs) if record is not None else None
 
+    def _share_log(self, tp: TopicPartition) -> tuple[ShareLog, int]:
+        """The log of a partition led here and its leader epoch (the share manager's)."""
+        replica, state = self.replicas.leader(tp)
+        return replica.log, state.leader_epoch
+
     def _on_metadata_change(self, parsed: ParsedKey) -> None:
         self.replicas.on_metadata_change(parsed)
+        self.shares.on_metadata_change(parsed)
         self._metadata_changed.set()
 
     async def start(self) -> None:
@@ -371,6 +400,8 @@ class Broker:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         self._reconcile = self._ticks = None
+        await self.shares.close()
+        await self._dead_letters.aclose()
         await self.share_state_store.stop()
         await self.replicas.stop()
         await self._isr_writer.close()

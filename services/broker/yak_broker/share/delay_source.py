@@ -47,5 +47,6 @@ class NullDelaySource:
 
 NULL_DELAY_SOURCE = NullDelaySource()
 
-#: The broker's hook: the delay source of ``(topic, partition)`` on this broker.
-DelaySourceFactory = Callable[[str, int], DelaySource]
+#: The broker's hook: the delay source of ``(topic, partition)`` on this broker, None for a
+#: topic without ``delayed.delivery.enable=true`` (its records' headers are not read).
+DelaySourceFactory = Callable[[str, int], DelaySource | None]

@@ -47,8 +47,6 @@ __all__ = ["LeaderLookup", "ShareManager"]
 #: The log of a partition this broker leads now, with its leader epoch; raises
 #: ``NotLeaderOrFollowerError`` / ``UnknownTopicOrPartitionError`` otherwise.
 LeaderLookup = Callable[[TopicPartition], tuple[ShareLog, int]]
-#: Whether a topic has ``delayed.delivery.enable=true``.
-DelaysEnabled = Callable[[str], bool]
 
 
 class ShareManager:
@@ -65,7 +63,6 @@ class ShareManager:
         metrics: ShareMetrics,
         dead_letters: DeadLetterSink | None = None,
         delay_source: DelaySourceFactory | None = None,
-        delays_enabled: DelaysEnabled | None = None,
         max_in_flight: int = 2_000,
     ) -> None:
         self.snapshot = snapshot
@@ -77,8 +74,9 @@ class ShareManager:
         self._committer = SnapshotCommitter(store)
         self._metrics = metrics
         self._dead_letters = dead_letters
-        self._delay_source = delay_source
-        self._delays_enabled = delays_enabled or (lambda _topic: False)
+        #: Where a share-partition of a topic with delays finds its due records (the
+        #: broker's delay indexer); None: no delays anywhere.
+        self.delay_source = delay_source
         self._max_in_flight = max_in_flight
         self._drivers: dict[SharePartitionKey, SharePartitionDriver] = {}
         self._loading: dict[SharePartitionKey, asyncio.Task[SharePartitionDriver]] = {}
@@ -131,8 +129,8 @@ class ShareManager:
             machine = SharePartition(settings, start_offset=start, leader_epoch=epoch)
         tp = TopicPartition(key.topic, key.partition)
         delays = None
-        if self._delays_enabled(key.topic) and self._delay_source is not None:
-            delays = self._delay_source(key.topic, key.partition)
+        if self.delay_source is not None:
+            delays = self.delay_source(key.topic, key.partition)
         driver = SharePartitionDriver(
             key,
             machine,

@@ -19,10 +19,11 @@ from tests.unit.broker.share.share_support import (
     cluster,
     group_record,
 )
+from yak.delays import delay_header
 from yak.errors import NotEnoughReplicasError
 from yak.protocol import kafka_share as ks
 from yak_broker.share.share_metrics import ShareCollector
-from yak_broker.share.state.records import RecordState
+from yak_broker.share.state.records import DueEntry, RecordState
 from yak_broker.share.state_store import SharePartitionKey
 
 KEY = SharePartitionKey(GROUP, TOPIC, 0)
@@ -162,3 +163,38 @@ async def test_gauges_per_group(world: ShareWorld) -> None:
     assert value["yak_share_oldest_unacked_age_seconds"] > 0
     views = world.manager.drivers()[KEY].machine.records()
     assert [v.state for v in views] == [RecordState.ACQUIRED] * 2 + [RecordState.AVAILABLE]
+
+
+class ListedDelays:
+    """A ``DelaySource`` over a fixed list of (offset, due time) entries."""
+
+    def __init__(self, *entries: tuple[int, int]) -> None:
+        self.entries = [DueEntry(o, t) for o, t in entries]
+
+    def due(self, after_ms: int, through_ms: int, below_offset: int) -> list[DueEntry]:
+        return [
+            e
+            for e in self.entries
+            if after_ms <= e.deliver_at_ms <= through_ms and e.offset < below_offset
+        ]
+
+    def next_due_ms(self, after_ms: int) -> int | None:
+        return min(
+            (e.deliver_at_ms for e in self.entries if e.deliver_at_ms > after_ms), default=None
+        )
+
+
+async def test_a_delayed_record_is_held_back_until_its_timer_makes_it_available() -> None:
+    world = ShareWorld()
+    due = world.clock.time_ms() + 500
+    delays = ListedDelays((0, due))
+    world.start().delay_source = lambda _topic, _partition: delays
+    world.logs[0].values("later", headers=(delay_header(due),))
+    world.append(0, "now")
+    (answer,) = (await world.fetch("m1")).partitions
+    assert acquired_offsets(answer) == [(1, 1)]  # offset 0 waits for its time
+    poll = asyncio.create_task(world.fetch("m2", max_wait_ms=20_000))
+    await world.waiters.until_parked()
+    world.clock.advance(0.5)  # the driver's timer: the delayed record came due
+    (answer,) = (await asyncio.wait_for(poll, 5)).partitions
+    assert acquired_offsets(answer) == [(0, 1)]
