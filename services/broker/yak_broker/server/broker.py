@@ -197,6 +197,7 @@ class Broker:
             clock=SystemClock(),
             metrics=ShareMetrics(self.metrics.registry),
             dead_letters=self._dead_letters,
+            delay_source=self.delays.delay_source,
         )
         self.metrics.registry.register(ShareCollector(self.shares.stats, _now_ms))
         self._registrar: BrokerRegistrar | None = None

@@ -9,10 +9,10 @@ the log start; latest: the high watermark), whose starting point is saved before
 
 Dropping: on every metadata event (``on_metadata_change``), the drivers of the partition,
 topic or share group it names are checked against the snapshot — not led here any more,
-another leader epoch, the group deleted or changed (its settings are re-read by a fresh
-driver, which restores the saved state) — and closed; their long polls are woken and answer
-``NOT_LEADER_OR_FOLLOWER`` or ``GROUP_ID_NOT_FOUND`` (``share_requests``). A request that finds
-a driver of an older epoch replaces it too.
+another leader epoch, the group or the topic deleted or changed (settings, delays: re-read
+by a fresh driver, which restores the saved state) — and closed; their long polls are woken
+and answer ``NOT_LEADER_OR_FOLLOWER`` or ``GROUP_ID_NOT_FOUND`` (``share_requests``). A request
+that finds a driver of an older epoch replaces it too.
 
 Single event loop.
 """
@@ -175,13 +175,13 @@ class ShareManager:
         else:
             return
         for key in keys:
-            if not self._still_served(key, group_changed=kind is KeyKind.SHARE_GROUP):
+            if not self._still_served(key, refresh=kind is not KeyKind.PARTITION):
                 self._drop(key)
 
-    def _still_served(self, key: SharePartitionKey, *, group_changed: bool) -> bool:
+    def _still_served(self, key: SharePartitionKey, *, refresh: bool) -> bool:
         driver = self._drivers[key]
-        if group_changed:
-            return False  # deleted, or new settings: a fresh driver restores the saved state
+        if refresh:
+            return False  # new settings or configs: a fresh driver restores the saved state
         try:
             _log, epoch = self.leader_log(TopicPartition(key.topic, key.partition))
         except Exception:
