@@ -134,8 +134,16 @@ class YakHttp(Closing):
         path = f"/topics/{segment(topic)}/partitions/{partition}/offsets"
         return self._call("GET", path, PartitionOffset, params={"timestamp": str(timestamp)}).offset
 
-    def read(self, topic: str, partition: int, offset: int, max_bytes: int) -> PartitionRecords:
-        """A stateless read from ``offset`` (keys, values, headers base64); no waiting."""
+    def read(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_bytes: int,
+        record_filter: str | None = None,
+    ) -> PartitionRecords:
+        """A stateless read from ``offset`` (keys, values, headers base64); no waiting. With
+        ``record_filter`` only the records it passes, ``next_offset`` past all scanned."""
         params: dict[str, str | int] = {
             "offset": offset,
             "max_bytes": max_bytes,
@@ -144,6 +152,8 @@ class YakHttp(Closing):
             "value_encoding": _B64,
             "header_encoding": _B64,
         }
+        if record_filter is not None:
+            params["filter"] = record_filter
         path = f"/topics/{segment(topic)}/partitions/{partition}/records"
         return self._call("GET", path, PartitionRecords, params=params)
 

@@ -7,6 +7,10 @@ are one option. A bad value raises ``OptionError`` naming the option and what it
 Offsets follow Spark's Kafka source: ``earliest``, ``latest`` or JSON
 ``{"topic": {"0": 23, "1": -2}}`` where -2 means earliest and -1 latest. Partitions a JSON spec
 does not name take the option's default (earliest for starting, latest for ending offsets).
+
+``filter`` (docs/filters.md) is checked here, when the query is defined (a bad one raises
+``OptionError`` with the parser's position), and sent with every read: the proxy returns only
+the records it lets through, and offsets still advance past the others.
 """
 
 from __future__ import annotations
@@ -16,6 +20,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
+
+from yak.errors import InvalidFilterError
+from yak.filters import compile_filter
 
 __all__ = [
     "EARLIEST",
@@ -98,6 +105,8 @@ class ReadOptions:
     fail_on_data_loss: bool
     fetch_max_bytes: int
     request_timeout_s: float
+    #: A record filter the proxy applies to every read (None: every record).
+    filter: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +232,17 @@ def _offsets(
     return OffsetSpec(default, tuple(sorted(specific)))
 
 
+def _filter(opts: Mapping[str, str]) -> str | None:
+    text = opts.get("filter")
+    if text is None:
+        return None
+    try:
+        compile_filter(text)
+    except InvalidFilterError as exc:
+        raise OptionError("filter", exc.message) from None
+    return text
+
+
 def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
     """The options of ``spark.read`` (``streaming=False``) or ``spark.readStream``."""
     opts = _lower(options)
@@ -251,6 +271,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
         fetch_max_bytes=_required_int(opts, "fetchMaxBytes", 4 * 1024 * 1024),
         request_timeout_s=_required_int(opts, "requestTimeoutMs", 30_000) / 1000,
+        filter=_filter(opts),
     )
 
 

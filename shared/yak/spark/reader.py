@@ -6,6 +6,9 @@ offsets (``endingOffsets``, never past the high watermark seen then), cut into
 ``RangePartition``s by ``maxRecordsPerPartition`` / ``minPartitions``. A task reads its range
 with stateless partition reads (no consumer group) and yields Arrow record batches in the
 schema of Spark's Kafka source, in offset order; records appended after planning are not read.
+With the ``filter`` option each read sends it and the proxy returns only the records it passes;
+the read offset still moves to the proxy's ``next_offset``, past the records it dropped (a page
+may hold none), so ranges, offsets and ``maxOffsetsPerTrigger`` count the partition's offsets.
 
 Data loss (``yak.spark.offsets``): a range whose first offsets were deleted fails the task with
 ``DataLossError``, or with ``failOnDataLoss=false`` starts at the log start; a range reaching
@@ -107,7 +110,7 @@ def read_range(
         offset = http.bounds(topic, partition)[0] if start is None else start
         while offset < end:
             try:
-                page = http.read(topic, partition, offset, options.fetch_max_bytes)
+                page = http.read(topic, partition, offset, options.fetch_max_bytes, options.filter)
             except OffsetOutOfRangeError as exc:
                 log_start = exc.details.get("log_start_offset")
                 log_end = exc.details.get("log_end_offset")
