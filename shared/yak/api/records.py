@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -145,6 +146,11 @@ class ProduceRecord(_Body):
     timestamp: int | None = Field(default=None, ge=0, le=INT64_MAX)
     #: Explicit partition (default: murmur2 of the key, else sticky).
     partition: int | None = Field(default=None, ge=0, le=INT32_MAX)
+    #: Delay delivery to share groups by this many ms from when the proxy received it
+    #: (the ``yak-deliver-at`` header; the topic needs ``delayed.delivery.enable=true``).
+    deliver_after_ms: int | None = Field(default=None, ge=0, le=INT64_MAX)
+    #: Deliver to share groups at this time: epoch ms, or RFC 3339 with a time zone.
+    deliver_at: int | datetime | None = None
 
 
 class ProduceRecordsRequest(_Body):
@@ -152,6 +158,10 @@ class ProduceRecordsRequest(_Body):
     key_encoding: Encoding = Encoding.STRING
     value_encoding: Encoding = Encoding.JSON
     header_encoding: HeaderEncoding = HeaderEncoding.STRING
+    #: The default delay of the records that give none (``ProduceRecord.deliver_after_ms``).
+    deliver_after_ms: int | None = Field(default=None, ge=0, le=INT64_MAX)
+    #: The default due time of the records that give none (``ProduceRecord.deliver_at``).
+    deliver_at: int | datetime | None = None
 
 
 class RecordError(BaseModel):

@@ -26,7 +26,9 @@ Checks, in this order, each raising the typed error named (statuses in docs/rest
 * the records decode (``yak.record.decode_batch``: lengths, varints, offset deltas, header keys
   as UTF-8; a compressed section is decompressed first) — ``CorruptRecordError`` /
   ``InvalidRecordError``. The brokers check framing and CRC only, so a well-framed batch of
-  undecodable records would otherwise be stored and fail every read of its partition.
+  undecodable records would otherwise be stored and fail every read of its partition;
+* with the topic's delay settings: each record's ``yak-deliver-at`` header
+  (``yak.delays.check_delay_headers``) — ``InvalidDelayError`` / ``DelaysNotEnabledError``.
 
 Pure functions over bytes; safe from any thread.
 """
@@ -34,6 +36,7 @@ Pure functions over bytes; safe from any thread.
 from __future__ import annotations
 
 from yak.api.records import RECORD_BATCH_MEDIA_TYPE
+from yak.delays import DelaySettings, check_delay_headers
 from yak.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -78,9 +81,16 @@ def is_record_batch(content_type: str | None) -> bool:
 
 
 def check_batch(
-    body: bytes, *, topic: str, max_message_bytes: int, max_records: int
+    body: bytes,
+    *,
+    topic: str,
+    max_message_bytes: int,
+    max_records: int,
+    delays: DelaySettings | None = None,
+    now_ms: int = 0,
 ) -> BatchHeader:
-    """The header of the one batch ``body`` holds, once every check above passed."""
+    """The header of the one batch ``body`` holds, once every check above passed (with
+    ``delays``: the topic's, also the records' ``yak-deliver-at`` headers at ``now_ms``)."""
     if len(body) < RECORD_BATCH_OVERHEAD:
         raise CorruptRecordError(
             f"the body holds {len(body)} bytes; a record batch header alone takes "
@@ -123,7 +133,10 @@ def check_batch(
         raise CorruptRecordError(
             f"CRC-32C mismatch: the batch stores {header.crc:#010x}, its bytes give {actual:#010x}"
         )
-    decode_batch(body, verify_crc=False)  # checked just above
+    decoded = decode_batch(body, verify_crc=False)  # checked just above
+    if delays is not None:
+        for record in decoded.records:
+            check_delay_headers(record.headers, now_ms, delays)
     return header
 
 

@@ -9,7 +9,8 @@ expected JSON types — and turns it straight into ``RequestRecords`` stamped ``
 record's body encoded as it will sit in the batch (``encode_record_body``; inline for the
 common record without key or headers), and no object made per record.
 
-Anything else (malformed JSON, an unknown field, a string where an integer belongs, an
+Anything else (malformed JSON, an unknown field — ``deliver_after_ms`` and ``deliver_at`` among
+them —, a ``yak-deliver-at`` header, a string where an integer belongs, an
 out-of-range number, an empty list) makes ``fast_outgoing`` return ``None``, and the caller
 parses the body with the model: so every error, and every value the model would coerce, is
 answered exactly as the schema says, and only well-formed bodies take this path.
@@ -24,6 +25,7 @@ from typing import Any
 import orjson
 
 from yak.api.records import INT32_MAX, INT64_MAX, Encoding, HeaderEncoding, encode_data, utf8
+from yak.delays import DELIVER_AT_HEADER
 from yak.errors import InvalidRequestError
 from yak.record import RecordInput
 from yak.record.record_encoder import encode_record_body
@@ -68,6 +70,8 @@ def _headers(given: Any, encoding: HeaderEncoding, where: str) -> tuple[Any, ...
         key, value = header.get("key"), header.get("value")
         if type(key) is not str or (value is not None and type(value) is not str):
             return None
+        if key == DELIVER_AT_HEADER:
+            return None  # a delay: the model path checks it against the topic's configs
         at = f"{where}.headers[{i}]"
         utf8(key, f"{at}.key")
         if value is None:

@@ -5,7 +5,8 @@
   status 200 when at least one record was written and the first error's status when none was.
   The request is checked whole before anything is sent. ``partitioner=sticky|round_robin|
   load_aware`` chooses the partition of its keyless records without one (default: the proxy's
-  ``YAK_PARTITIONER``; ``produce.partitioners``).
+  ``YAK_PARTITIONER``; ``produce.partitioners``). ``deliver_after_ms`` / ``deliver_at`` per
+  record or for the whole body delay delivery to share groups (``produce_delays``).
 * ``GET /api/v1/topics/{topic}/partitions/{p}/records?offset=&max_bytes=&timeout_ms=`` — read one
   partition from an explicit offset, no consumer group: waits up to ``timeout_ms`` for a first
   record (woken by the append, not by polling) and answers ``next_offset`` and the high
@@ -45,6 +46,7 @@ from yak.api.records import (
     encode_data,
     utf8,
 )
+from yak.delays import DelaySettings, delay_settings
 from yak.errors import (
     InvalidRequestError,
     MessageTooLargeError,
@@ -55,6 +57,7 @@ from yak.partitioner import PartitionerName
 from yak.record import CompressionType, RecordInput, encode_batch
 from yak_rest_proxy.api.native.batch_body import check_batch, is_record_batch
 from yak_rest_proxy.api.native.produce_body import fast_outgoing
+from yak_rest_proxy.api.native.produce_delays import record_headers
 from yak_rest_proxy.api.native.render import renderer
 from yak_rest_proxy.consume.reader import FILTER_DOC, filter_param
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
@@ -77,6 +80,7 @@ NATIVE_TAG = "native records"
 #: The ``acks`` query values and what they mean to the producer.
 ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
 _JSON = "application/json"
+_NO_DELAYS = DelaySettings(enabled=False, max_delay_ms=0)
 
 
 def _header_bytes(value: str | None, encoding: HeaderEncoding, where: str) -> bytes | None:
@@ -90,8 +94,17 @@ def _header_key(key: str, where: str) -> str:
     return key
 
 
-def _outgoing(body: ProduceRecordsRequest | ProduceBatchRequest) -> list[OutgoingRecord]:
+def _outgoing(
+    body: ProduceRecordsRequest | ProduceBatchRequest,
+    now_ms: int = 0,
+    delays: DelaySettings = _NO_DELAYS,
+) -> list[OutgoingRecord]:
+    """The body's records, each with its delay as a header (``produce_delays``; by default as
+    on a topic without delays)."""
     records = []
+    default_after = default_at = None
+    if isinstance(body, ProduceRecordsRequest):
+        default_after, default_at = body.deliver_after_ms, body.deliver_at
     for index, item in enumerate(body.records):
         where = f"records[{index}]"
         headers = tuple(
@@ -101,6 +114,10 @@ def _outgoing(body: ProduceRecordsRequest | ProduceBatchRequest) -> list[Outgoin
             )
             for i, h in enumerate(item.headers)
         )
+        after, at = item.deliver_after_ms, item.deliver_at
+        if after is None and at is None:
+            after, at = default_after, default_at
+        headers = record_headers(headers, after, at, now_ms, delays, where)
         record = RecordInput(
             key=encode_data(item.key, body.key_encoding, f"{where}.key"),
             value=encode_data(item.value, body.value_encoding, f"{where}.value"),
@@ -144,14 +161,16 @@ async def produce_records(
     the keyless records' strategy (None: the proxy's setting)."""
     settings = runtime.settings
     started = time.perf_counter()
-    await runtime.topics.record(topic)
+    topic_state = await runtime.topics.record(topic)
     principal = runtime.quotas.admit(QuotaKind.PRODUCE)
     raw = await read_body(request, settings.max_request_bytes)
     read = time.perf_counter()
     runtime.quotas.charge(QuotaKind.PRODUCE, principal, len(raw))
-    outgoing = fast_outgoing(raw, runtime.clock.time_ms())
-    if outgoing is None:  # not the plain shape: the model parses it (and names any error)
-        outgoing = _outgoing(parse_model(ProduceRecordsRequest, raw))
+    now_ms = runtime.clock.time_ms()
+    outgoing = fast_outgoing(raw, now_ms)
+    if outgoing is None:  # not the plain shape (or a delay): the model parses it
+        body = parse_model(ProduceRecordsRequest, raw)
+        outgoing = _outgoing(body, now_ms, delay_settings(topic_state.configs))
     check_record_count(len(outgoing), settings.max_records_per_request)
     publication = enqueue(
         runtime.producer,
@@ -179,12 +198,12 @@ def _batch_openapi() -> dict[str, Any]:
 
 
 def _json_records(
-    runtime: ProxyRuntime, topic: str, partition: int, raw: bytes
+    runtime: ProxyRuntime, topic: str, partition: int, raw: bytes, delays: DelaySettings
 ) -> tuple[ProduceBatchRequest, list[OutgoingRecord]]:
     """A JSON body parsed and its records checked."""
     body = parse_model(ProduceBatchRequest, raw)
     check_record_count(len(body.records), runtime.settings.max_records_per_request)
-    records = _outgoing(body)
+    records = _outgoing(body, runtime.clock.time_ms(), delays)
     if any(r.partition is not None for r in records):
         raise InvalidRequestError(
             "records of a batch take no partition: the URL names it", kind="invalid_data"
@@ -221,7 +240,12 @@ def _encode_json_batch(
 
 
 def _binary_batch(
-    runtime: ProxyRuntime, topic: str, partition: int, partitions: int, raw: bytes
+    runtime: ProxyRuntime,
+    topic: str,
+    partition: int,
+    partitions: int,
+    raw: bytes,
+    delays: DelaySettings,
 ) -> tuple[bytes, int]:
     """The client's record batch, checked (``native.batch_body``), and its record count."""
     if not 0 <= partition < partitions:
@@ -235,6 +259,8 @@ def _binary_batch(
         topic=topic,
         max_message_bytes=max_message_bytes(runtime.cache.snapshot, topic),
         max_records=runtime.settings.max_records_per_request,
+        delays=delays,
+        now_ms=runtime.clock.time_ms(),
     )
     return raw, header.record_count
 
@@ -253,11 +279,12 @@ async def produce_batch(
     raw = await read_body(request, settings.max_request_bytes)
     read = time.perf_counter()
     runtime.quotas.charge(QuotaKind.PRODUCE, principal, len(raw))
+    delays = delay_settings(topic_state.configs)
     if binary:
-        batch, count = _binary_batch(runtime, topic, partition, topic_state.partitions, raw)
+        batch, count = _binary_batch(runtime, topic, partition, topic_state.partitions, raw, delays)
         parsed = time.perf_counter()
     else:
-        body, records = _json_records(runtime, topic, partition, raw)
+        body, records = _json_records(runtime, topic, partition, raw, delays)
         parsed = time.perf_counter()
         batch, count = _encode_json_batch(runtime, topic, body, records), len(records)
     sent = time.perf_counter()
