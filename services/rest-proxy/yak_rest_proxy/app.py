@@ -38,11 +38,14 @@ from yak_rest_proxy.api.native.group_admin_routes import group_admin_router
 from yak_rest_proxy.api.native.group_routes import group_router
 from yak_rest_proxy.api.native.routes import native_router
 from yak_rest_proxy.api.native.share_group_admin_routes import share_group_admin_router
+from yak_rest_proxy.api.native.share_routes import share_router
 from yak_rest_proxy.api.v2.consumer_routes import consumer_router
 from yak_rest_proxy.api.v2.metadata_routes import metadata_router
 from yak_rest_proxy.api.v2.produce_routes import produce_router
 from yak_rest_proxy.consume.consumer import Consumers
 from yak_rest_proxy.consume.group_admin import GroupAdmin
+from yak_rest_proxy.consume.share.share_consumer import ShareConsumers
+from yak_rest_proxy.consume.share.share_stats import ShareStats
 from yak_rest_proxy.http.errors import install_error_handlers
 from yak_rest_proxy.http.openapi import install_openapi
 from yak_rest_proxy.http.read_timeout import BodyReadTimeout
@@ -90,6 +93,7 @@ def create_app(
                 yield
         finally:
             await consumers.stop()  # the instances it holds: positions written behind
+            await shares.aclose()  # parked share fetches: their records released
             await runtime.stop()
 
     guard = [] if runtime.security_cache is None else [Depends(Guard(runtime.security_cache))]
@@ -123,6 +127,14 @@ def create_app(
     )
     app.include_router(consumer_router(runtime, consumers))
     app.include_router(group_router(runtime, consumers))
+    shares = ShareConsumers(
+        runtime.cache,
+        runtime.topics,
+        runtime.brokers.fetch_client,
+        node_id=runtime.settings.node_id,
+        stats=ShareStats(metrics.registry),
+    )
+    app.include_router(share_router(runtime, shares))
     app.include_router(admin_router(runtime))
     group_admin = GroupAdmin(
         runtime.store, runtime.keyspace, runtime.cache, runtime.reader, clock=clock

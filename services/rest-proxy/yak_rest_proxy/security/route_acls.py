@@ -35,6 +35,7 @@ _GROUP_READ_TOPICS = (*_GROUP_READ, Check(T, Source.BODY, O.READ))
 _GROUP_FETCH = (*_GROUP_READ, Check(T, Source.FETCHED, O.READ))
 _INSTANCE = "/consumers/{group}/instances/{instance}"
 _MEMBER = "/api/v1/groups/{group}/members/{member}"
+_SHARE = "/api/v1/share-groups/{group}"
 _SECURITY = "/api/v1/security"
 
 #: (METHOD, path template) -> the checks (None: public).
@@ -84,6 +85,12 @@ ROUTE_ACLS: dict[RouteKey, tuple[Check, ...] | None] = {
     ("WEBSOCKET", f"{_MEMBER}/ws"): _GROUP_FETCH,
     ("POST", f"{_MEMBER}/commit"): _GROUP_READ_TOPICS,
     ("POST", f"{_MEMBER}/seek"): _GROUP_READ_TOPICS,
+    # -- native: share-group records (a share group is a GROUP resource, as in Kafka; the
+    # topics are checked as they are read or acknowledged) ----------------------------------
+    ("POST", f"{_SHARE}/acquire"): _GROUP_FETCH,
+    ("POST", f"{_SHARE}/acknowledgements"): _GROUP_FETCH,
+    ("GET", f"{_SHARE}/stream"): _GROUP_FETCH,
+    ("WEBSOCKET", f"{_SHARE}/ws"): _GROUP_FETCH,
     # -- native: admin ----------------------------------------------------------------------
     ("GET", "/api/v1/cluster"): _CLUSTER_DESCRIBE,
     ("GET", "/api/v1/brokers"): _CLUSTER_DESCRIBE,
