@@ -1,0 +1,130 @@
+"""ShareFetch and ShareAcknowledge at a partition's leader on a real cluster (etcd, a
+coordinator, three brokers as processes; the share group and its dead-letter topic created
+through the coordinator's admin API, snapshots in the real ``__yak_share_state``): records
+acquired, accepted, released and redelivered with a higher count, rejected into the
+dead-letter topic with its headers; an unknown group is refused per partition."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from loadtest.local_cluster import LocalCluster, local_cluster
+from yak.api.share_groups import CreateShareGroupRequest
+from yak.clients.admin import AdminClient
+from yak.clients.broker import BrokerClient
+from yak.etcd_server import EmbeddedEtcd
+from yak.metadata.etcd_store import EtcdMetadataStore
+from yak.metadata.keyspace import Keyspace
+from yak.metadata.models import BrokerRegistration
+from yak.protocol import kafka_share as ks
+from yak.record import RecordInput, decode_batches, encode_batch
+from yak_broker.share.topic_ids import topic_uuid
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, etcd: EmbeddedEtcd) -> Iterator[LocalCluster]:
+    folder: Path = tmp_path_factory.mktemp("share-fetch")
+    with local_cluster(folder, etcd, f"sf-{uuid.uuid4().hex[:8]}", brokers=3) as running:
+        yield running
+
+
+async def _leader_client(cluster: LocalCluster, broker_id: int) -> BrokerClient:
+    store = EtcdMetadataStore.from_url(cluster.etcd.endpoint)
+    try:
+        raw = await store.get(Keyspace(cluster.cluster_id).broker(broker_id))
+        assert raw is not None
+        registration = BrokerRegistration.decode(raw.value)
+    finally:
+        await store.aclose()
+    return BrokerClient(registration.url, timeout_s=30, data_port=registration.data_port)
+
+
+def _acks(topic_id: uuid.UUID, first: int, last: int, kind: ks.AckType) -> ks.SharePartitionAcks:
+    return ks.SharePartitionAcks(topic_id, 0, (ks.AckBatch(first, last, (int(kind),)),))
+
+
+async def test_acquire_acknowledge_redeliver_and_dead_letter(cluster: LocalCluster) -> None:
+    async with AdminClient(cluster.coordinator_url) as admin:
+        await admin.create_topic("jobs-dlq", replication_factor=3)
+        described = await admin.create_topic("jobs", replication_factor=3)
+        await admin.create_share_group(
+            CreateShareGroupRequest(
+                name="workers",
+                dead_letter_topic="jobs-dlq",
+                max_delivery_attempts=2,
+                offset_reset="earliest",
+            )
+        )
+    topic_id = topic_uuid(described.topic_id)
+    assert topic_id is not None
+    leader = described.partitions[0].leader
+    async with await _leader_client(cluster, leader) as broker:
+        records = [RecordInput(None, f"job-{i}".encode()) for i in range(3)]
+        await broker.produce_one("jobs", 0, encode_batch(records), acks=-1)
+
+        async def fetch(member: str, *acks: ks.SharePartitionAcks) -> ks.ShareFetchedPartition:
+            partition = acks[0] if acks else ks.SharePartitionAcks(topic_id, 0)
+            request = ks.ShareFetchRequest("workers", member, (partition,), max_wait_ms=2_000)
+            (answer,) = (await broker.share_fetch(request)).partitions
+            assert answer.error is None, answer.error
+            return answer
+
+        first = await fetch("m1")
+        assert first.acquired == (ks.AcquiredRecords(0, 2, 1),)
+        values = [r.value for b in decode_batches(bytes(first.records)) for r in b.records]
+        assert values == [b"job-0", b"job-1", b"job-2"]
+        (accepted,) = await broker.share_acknowledge(
+            ks.ShareAcknowledgeRequest("workers", "m1", (_acks(topic_id, 0, 0, ks.AckType.ACCEPT),))
+        )
+        assert accepted.error is None
+        # release 1 and 2 inside the next fetch: they come back to m1, count 2
+        again = await fetch("m1", _acks(topic_id, 1, 2, ks.AckType.RELEASE))
+        assert again.ack_error is None
+        assert again.acquired == (ks.AcquiredRecords(1, 2, 2),)
+        (late,) = await broker.share_acknowledge(
+            ks.ShareAcknowledgeRequest("workers", "m2", (_acks(topic_id, 1, 1, ks.AckType.ACCEPT),))
+        )
+        assert late.error is not None
+        assert late.error.code == "INVALID_RECORD_STATE"
+        (done,) = await broker.share_acknowledge(
+            ks.ShareAcknowledgeRequest(
+                "workers",
+                "m1",
+                (
+                    ks.SharePartitionAcks(
+                        topic_id,
+                        0,
+                        (ks.AckBatch(1, 2, (int(ks.AckType.ACCEPT), int(ks.AckType.REJECT))),),
+                    ),
+                ),
+            )
+        )
+        assert done.error is None
+
+        unknown = ks.ShareFetchRequest("nobody", "m1", (ks.SharePartitionAcks(topic_id, 0),))
+        (refused,) = (await broker.share_fetch(unknown)).partitions
+        assert refused.error is not None
+        assert refused.error.code == "GROUP_ID_NOT_FOUND"
+
+    async with AdminClient(cluster.coordinator_url) as admin:
+        dlq_leader = (await admin.describe_topic("jobs-dlq")).partitions[0].leader
+    async with await _leader_client(cluster, dlq_leader) as dlq:
+        copies = []
+        for _ in range(20):  # produced in the background after the reject: long polls
+            fetched = await dlq.fetch_one("jobs-dlq", 0, 0, max_wait_ms=1_000)
+            copies = [r for b in decode_batches(bytes(fetched.records)) for r in b.records]
+            if copies:
+                break
+        (copy,) = copies
+        headers = dict(copy.headers)
+        assert copy.value == b"job-2"
+        assert headers["yak-dlq-reason"] == b"rejected"
+        assert headers["yak-dlq-offset"] == b"2"
+        assert headers["yak-dlq-delivery-count"] == b"2"
+        assert headers["yak-dlq-group"] == b"workers"
