@@ -59,9 +59,11 @@ __all__ = [
     "OutOfOrderSequenceError",
     "PolicyViolationError",
     "RebalanceInProgressError",
+    "RecordAlreadyDueError",
     "RequestBodyTimeoutError",
     "ResourceNotFoundError",
     "RevisionCompactedError",
+    "ScheduledRecordNotFoundError",
     "ThrottlingQuotaExceededError",
     "TooManyRecordsError",
     "TopicAlreadyExistsError",
@@ -607,6 +609,22 @@ class DelaysNotEnabledError(YakError):
 
     code = "DELAYS_NOT_ENABLED"
     http_status = 400
+
+
+class ScheduledRecordNotFoundError(YakError):
+    """No pending schedule at that offset: the record is not delayed, its schedule was
+    cancelled already, or the offset is outside the partition's readable records."""
+
+    code = "SCHEDULED_RECORD_NOT_FOUND"
+    http_status = 404
+
+
+class RecordAlreadyDueError(YakError):
+    """A cancel came for a delayed record whose due time has passed: share groups may hold
+    it already, so it can no longer be cancelled."""
+
+    code = "RECORD_ALREADY_DUE"
+    http_status = 409
 
 
 def _all_error_classes() -> dict[str, type[YakError]]:

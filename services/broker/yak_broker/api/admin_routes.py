@@ -10,7 +10,10 @@ table (``yak.web.errors``).
 - ``POST /v1/offsets-for-leader-epoch`` — followers find their divergence point (KIP-279);
 - ``GET /v1/partitions?topic=orders`` — every replica hosted here (of the given topics) with its
   offsets and role, and the data folder's disk usage;
-- ``GET /v1/log-dir`` — the data folder's disk usage and the replicas summed per topic.
+- ``GET /v1/log-dir`` — the data folder's disk usage and the replicas summed per topic;
+- ``GET /v1/scheduled/{topic}/{partition}?after_ms=&after_offset=&limit=`` and ``DELETE
+  /v1/scheduled/{topic}/{partition}/{offset}`` — a led partition's scheduled records and their
+  cancel (``server.scheduled``, which says why these live here).
 """
 
 from __future__ import annotations
@@ -21,6 +24,12 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel
 
+from yak.api.scheduled import (
+    CancelledSchedule,
+    ScheduledPage,
+    ScheduledRecordItem,
+    ScheduledRecords,
+)
 from yak.errors import InvalidRequestError
 from yak.protocol.broker_models import (
     EARLIEST,
@@ -36,6 +45,7 @@ from yak.protocol.broker_models import (
 from yak.types import TopicPartition
 from yak_broker.server import offsets
 from yak_broker.server.broker import Broker
+from yak_broker.server.scheduled import cancel_scheduled, list_scheduled
 
 __all__ = ["admin_router", "parse_partition", "parse_timestamp"]
 
@@ -116,6 +126,45 @@ def admin_router(broker: Broker) -> APIRouter:
             topics=await offsets.hosted_topics(broker.replicas),
         )
         return _json(answer)
+
+    @router.get("/scheduled/{topic}/{partition}")
+    async def scheduled(
+        topic: str,
+        partition: int,
+        after_ms: int | None = None,
+        after_offset: int = -1,
+        limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
+    ) -> ScheduledRecords:
+        """The pending scheduled records of a partition led here, in due order."""
+        found = list_scheduled(
+            broker.replicas,
+            broker.delays,
+            TopicPartition(topic, partition),
+            after_ms=after_ms,
+            after_offset=after_offset,
+            limit=limit,
+        )
+        last = found[-1] if len(found) == limit else None
+        return ScheduledRecords(
+            topic=topic,
+            partition=partition,
+            records=[
+                ScheduledRecordItem(offset=r.offset, deliver_at=r.deliver_at_ms) for r in found
+            ],
+            next=ScheduledPage(after_ms=last.deliver_at_ms, after_offset=last.offset)
+            if last is not None
+            else None,
+        )
+
+    @router.delete("/scheduled/{topic}/{partition}/{offset}")
+    async def cancel(topic: str, partition: int, offset: int) -> CancelledSchedule:
+        """Cancel the schedule of the record at ``offset`` (a control batch, replicated)."""
+        done = await cancel_scheduled(
+            broker.replicas, broker.delays, TopicPartition(topic, partition), offset
+        )
+        return CancelledSchedule(
+            topic=topic, partition=partition, offset=done.offset, deliver_at=done.deliver_at_ms
+        )
 
     return router
 
