@@ -1,8 +1,9 @@
 """Yak's Python client SDK: producer, consumer and admin over a rest-proxy's native API.
 
-Async first — ``AsyncProducer``, ``AsyncConsumer``, ``AsyncAdmin`` (and
-``AsyncPartitionReader`` for group-less reads) — with blocking twins ``Producer``,
-``Consumer`` and ``Admin`` that run the async objects on a private event loop thread. Every
+Async first — ``AsyncProducer``, ``AsyncConsumer``, ``AsyncShareConsumer`` (a share group's
+member: a queue, records answered one by one), ``AsyncAdmin`` (and ``AsyncPartitionReader``
+for group-less reads) — with blocking twins ``Producer``, ``Consumer``, ``ShareConsumer`` and
+``Admin`` that run the async objects on a private event loop thread. Every
 error is a typed ``yak.errors.YakError``; keys, values and headers are bytes (``str`` is sent
 as UTF-8)::
 
@@ -22,16 +23,19 @@ from yak.sdk.producer import Acks, AsyncProducer
 from yak.sdk.reader import AsyncPartitionReader, PartitionRead
 from yak.sdk.records import ConsumerRecord, RecordMetadata
 from yak.sdk.sender import Compression
-from yak.sdk.sync import Admin, Consumer, Producer
+from yak.sdk.share_consumer import AckFailure, AsyncShareConsumer, ShareRecord
+from yak.sdk.sync import Admin, Consumer, Producer, ShareConsumer
 from yak.types import TopicPartition
 
 __all__ = [
+    "AckFailure",
     "Acks",
     "Admin",
     "AsyncAdmin",
     "AsyncConsumer",
     "AsyncPartitionReader",
     "AsyncProducer",
+    "AsyncShareConsumer",
     "Compression",
     "Consumer",
     "ConsumerRecord",
@@ -40,5 +44,7 @@ __all__ = [
     "Producer",
     "RecordMetadata",
     "ResetTarget",
+    "ShareConsumer",
+    "ShareRecord",
     "TopicPartition",
 ]

@@ -1,11 +1,12 @@
-"""Blocking twins of the SDK: ``Producer``, ``Consumer`` and ``Admin``.
+"""Blocking twins of the SDK: ``Producer``, ``Consumer``, ``ShareConsumer`` and ``Admin``.
 
-Each runs its async counterpart (``AsyncProducer``, ``AsyncConsumer``, ``AsyncAdmin``, built
-with the same arguments) on a private event loop in a daemon thread and forwards every call to
-it — no logic of their own, so both flavours behave the same. Calls block the calling thread
-until the loop answers; ``Producer.send`` returns a ``concurrent.futures.Future``. An instance
-may be used from several threads (calls are serialised on its loop). ``close`` (or leaving the
-``with`` block) closes the async object and stops the thread.
+Each runs its async counterpart (``AsyncProducer``, ``AsyncConsumer``, ``AsyncShareConsumer``,
+``AsyncAdmin``, built with the same arguments) on a private event loop in a daemon thread and
+forwards every call to it — no logic of their own, so both flavours behave the same. Calls
+block the calling thread until the loop answers; ``Producer.send`` returns a
+``concurrent.futures.Future``. An instance may be used from several threads (calls are
+serialised on its loop). ``close`` (or leaving the ``with`` block) closes the async object and
+stops the thread.
 """
 
 from __future__ import annotations
@@ -38,9 +39,10 @@ from yak.sdk.admin import AsyncAdmin, ResetTarget
 from yak.sdk.consumer import AsyncConsumer
 from yak.sdk.producer import AsyncProducer
 from yak.sdk.records import ConsumerRecord, Data, Headers, RecordMetadata
+from yak.sdk.share_consumer import AckFailure, AcknowledgeType, AsyncShareConsumer, ShareRecord
 from yak.types import TopicPartition
 
-__all__ = ["Admin", "Consumer", "Producer"]
+__all__ = ["Admin", "Consumer", "Producer", "ShareConsumer"]
 
 _T = TypeVar("_T")
 
@@ -238,6 +240,48 @@ class Consumer(_Twin):
 
     def paused(self) -> set[TopicPartition]:
         return self._runner.call(self._consumer.paused)
+
+    def close(self) -> None:
+        self._stop(self._consumer.aclose())
+
+
+class ShareConsumer(_Twin):
+    """Blocking ``AsyncShareConsumer``: ``ShareConsumer(url, group, topics, **options)`` takes
+    its arguments. A record's ``ack()``, ``release()``, ``reject()`` and ``renew()`` may be
+    called from any thread (the answer is noted on the consumer's loop); ``flush`` sends them."""
+
+    def __init__(self, url: str, group: str, topics: Sequence[str] | str, **options: Any) -> None:
+        super().__init__("yak-share-consumer")
+        self._consumer = self._runner.build(
+            lambda: AsyncShareConsumer(url, group, topics, **options)
+        )
+        self._consumer.note = self._note
+
+    def _note(self, record: ShareRecord, kind: AcknowledgeType) -> None:
+        self._runner.call(lambda: self._consumer.answer(record, kind))
+
+    @property
+    def member_id(self) -> str | None:
+        return self._consumer.member_id
+
+    def acquire(self, timeout_ms: int = 1_000, max_records: int | None = None) -> list[ShareRecord]:
+        return self._runner.run(self._consumer.acquire(timeout_ms, max_records))
+
+    def __iter__(self) -> Iterator[ShareRecord]:
+        """Every record, one by one (the async iteration, driven from this thread)."""
+        records = self._consumer.__aiter__()
+        try:
+            while True:
+                try:
+                    yield self._runner.run(anext(records))
+                except StopAsyncIteration:
+                    return
+        finally:
+            if not self._runner.stopped:
+                self._runner.run(records.aclose())
+
+    def flush(self) -> list[AckFailure]:
+        return self._runner.run(self._consumer.flush())
 
     def close(self) -> None:
         self._stop(self._consumer.aclose())

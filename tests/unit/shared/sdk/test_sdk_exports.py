@@ -7,12 +7,14 @@ import yak.sdk
 
 def test_public_names() -> None:
     assert yak.sdk.__all__ == [
+        "AckFailure",
         "Acks",
         "Admin",
         "AsyncAdmin",
         "AsyncConsumer",
         "AsyncPartitionReader",
         "AsyncProducer",
+        "AsyncShareConsumer",
         "Compression",
         "Consumer",
         "ConsumerRecord",
@@ -21,6 +23,8 @@ def test_public_names() -> None:
         "Producer",
         "RecordMetadata",
         "ResetTarget",
+        "ShareConsumer",
+        "ShareRecord",
         "TopicPartition",
     ]
     for name in yak.sdk.__all__:
