@@ -9,6 +9,7 @@ from yak.cli import brokers, cluster, groups, partitions, queue, security, topic
 from yak.cli.consume import consume
 from yak.cli.produce import produce
 from yak.cli.ps import ps
+from yak.cli.queue_consume import queue_consume
 from yak.cli.quotas import quotas
 from yak.cli.up import up
 
@@ -26,6 +27,7 @@ app.add_typer(topics.app, name="topics")
 app.add_typer(partitions.app, name="partitions")
 app.add_typer(brokers.app, name="brokers")
 app.add_typer(groups.app, name="groups")
+queue.app.command("consume")(queue_consume)
 app.add_typer(queue.app, name="queue")
 app.add_typer(security.users, name="users")
 app.add_typer(security.acls, name="acls")
