@@ -25,6 +25,7 @@ from yak_rest_proxy.consume.share.share_metadata import (
     ShareLookup,
     check_member,
     leader_moved,
+    topic_uuid,
 )
 from yak_rest_proxy.security.access import require
 
@@ -50,11 +51,12 @@ class Acknowledger:
         names = {entry.topic for entry in entries}
         require(ResourceType.TOPIC, names, Operation.READ)
         snapshot = await self._lookup.snapshot_of(names)
-        ids = {
-            name: uuid.UUID(record.topic_id)
-            for name in names
-            if (record := snapshot.topics.get(name)) is not None and not record.deleting
-        }
+        ids = {}
+        for name in names:
+            record = snapshot.topics.get(name)
+            topic_id = None if record is None or record.deleting else topic_uuid(record.topic_id)
+            if topic_id is not None:
+                ids[name] = topic_id
         results: list[YakError | None] = [None] * len(entries)
         for round_ in plan_rounds(entries):
             sendable = []

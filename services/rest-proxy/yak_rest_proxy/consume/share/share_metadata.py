@@ -10,6 +10,8 @@ leader the metadata names next. Single event loop.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import Protocol
@@ -43,6 +45,7 @@ __all__ = [
     "check_member",
     "leader_moved",
     "topic_ids",
+    "topic_uuid",
 ]
 
 #: Errors after which a partition is tried once more, at the leader the metadata names next.
@@ -106,15 +109,28 @@ def _has_group(snapshot: ClusterSnapshot, group: str) -> bool:
     return record is not None and not record.deleting
 
 
+def topic_uuid(topic_id: str) -> uuid.UUID | None:
+    """The UUID of a ``TopicRecord.topic_id``: Kafka's text form (URL-safe base64 of the 16
+    bytes, unpadded, as the coordinator writes it) or 32 hex digits; None for neither. The
+    leaders read it the same way (``yak_broker.share.topic_ids``)."""
+    try:
+        if len(topic_id) == 22:
+            return uuid.UUID(bytes=base64.urlsafe_b64decode(topic_id + "=="))
+        return uuid.UUID(hex=topic_id)
+    except (ValueError, binascii.Error):
+        return None
+
+
 def topic_ids(snapshot: ClusterSnapshot, topics: Sequence[str]) -> dict[str, uuid.UUID]:
     """Each named topic's id, in the order named; ``UNKNOWN_TOPIC_OR_PARTITION`` for one the
     metadata does not know."""
     ids: dict[str, uuid.UUID] = {}
     for name in dict.fromkeys(topics):
         record = snapshot.topics.get(name)
-        if record is None or record.deleting:
+        topic_id = None if record is None or record.deleting else topic_uuid(record.topic_id)
+        if topic_id is None:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist", topic=name)
-        ids[name] = uuid.UUID(record.topic_id)
+        ids[name] = topic_id
     return ids
 
 
