@@ -14,6 +14,10 @@ JSON number member (which must parse every value).
 CPU time is the process's (``time.process_time``), in one thread. Rounds interleave the cases so
 that load from other processes slows all alike; the figure per case is the best round, the
 median is recorded beside it. Results go to ``loadtest/results/filter.json``.
+
+``--proxy`` measures the whole read path instead: stateless reads of these records through a
+real rest-proxy, unfiltered against each filter, as CPU of the proxy process per record
+scanned (``loadtest.bench_filter_proxy``; results in ``loadtest/results/filter_proxy.json``).
 """
 
 from __future__ import annotations
@@ -153,4 +157,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--proxy"]:
+        from loadtest import bench_filter_proxy  # a cluster's worth of imports: only here
+
+        bench_filter_proxy.main()
+    else:
+        main()
