@@ -9,7 +9,9 @@ hands records out and the WebSocket takes acknowledgements."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -23,6 +25,8 @@ from yak.clients.admin import AdminClient
 from yak.sdk import AsyncProducer, AsyncShareConsumer, ShareRecord
 
 pytestmark = pytest.mark.integration
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "examples" / "queue_workers.py"
 
 
 async def _queue(
@@ -186,3 +190,14 @@ def _entry(record: dict[str, Any], kind: str) -> dict[str, Any]:
         "offset": record["offset"],
         "type": kind,
     }
+
+
+async def test_the_worker_pool_example_runs(cluster: LocalCluster) -> None:
+    """docs/examples/queue_workers.py: every job done once but the poison one, which is in
+    the dead-letter topic (the example asserts both)."""
+    spec = importlib.util.spec_from_file_location("example_queue_workers", EXAMPLE)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    await module.main(cluster.proxy_url(0))
