@@ -37,6 +37,7 @@ from yak_rest_proxy.api.native.fast_lane import FastLane
 from yak_rest_proxy.api.native.group_admin_routes import group_admin_router
 from yak_rest_proxy.api.native.group_routes import group_router
 from yak_rest_proxy.api.native.routes import native_router
+from yak_rest_proxy.api.native.scheduled_routes import scheduled_router
 from yak_rest_proxy.api.native.share_group_admin_routes import share_group_admin_router
 from yak_rest_proxy.api.native.share_routes import share_router
 from yak_rest_proxy.api.v2.consumer_routes import consumer_router
@@ -141,6 +142,7 @@ def create_app(
     )
     app.include_router(group_admin_router(runtime, group_admin))
     app.include_router(share_group_admin_router(runtime))
+    app.include_router(scheduled_router(runtime))
     app.include_router(native_router(runtime))
     app.include_router(security_router(runtime))
     app.include_router(quota_router(runtime))

@@ -1,7 +1,8 @@
 """``BrokerClient``: the typed async client of one broker's data plane and JSON endpoints.
 
 Produce and fetch speak the frames of ``yak.protocol.broker_wire`` (JSON header + raw batch
-bytes); offsets, delete-records and partitions the models of ``yak.protocol.broker_models``.
+bytes); offsets, delete-records and partitions the models of ``yak.protocol.broker_models``;
+scheduled records (delayed delivery) those of ``yak.api.scheduled``.
 
 Errors: per-partition failures come back inside the results (``ProduceResult.error``,
 ``FetchedPartition.error``: a ``PartitionError``, ``.exception()`` gives the typed error), so a
@@ -40,7 +41,8 @@ import httpcore
 import httpx
 import orjson
 
-from yak.clients._http import error_from_response
+from yak.api.scheduled import CancelledSchedule, ScheduledRecords
+from yak.clients._http import error_from_response, segment
 from yak.clients.broker_connection import BrokerConnection
 from yak.clients.tls import ClientTls
 from yak.closing import AsyncClosing
@@ -288,6 +290,32 @@ class BrokerClient(AsyncClosing):
         """The data folder's usage and the hosted replicas summed per topic."""
         response = await self._send("GET", "/v1/log-dir")
         return LogDirResponse.model_validate_json(_ok(response).content)
+
+    async def list_scheduled(
+        self,
+        topic: str,
+        partition: int,
+        *,
+        after_ms: int | None = None,
+        after_offset: int = -1,
+        limit: int = 100,
+    ) -> ScheduledRecords:
+        """A page of the partition's pending scheduled records, in due order (at its leader;
+        ``after_ms`` None: those not due yet)."""
+        params: dict[str, str | int] = {"after_offset": after_offset, "limit": limit}
+        if after_ms is not None:
+            params["after_ms"] = after_ms
+        path = f"/v1/scheduled/{segment(topic)}/{partition}"
+        response = await self._send("GET", path, params=httpx.QueryParams(params))
+        return ScheduledRecords.model_validate_json(_ok(response).content)
+
+    async def cancel_scheduled(
+        self, topic: str, partition: int, offset: int, *, timeout_s: float | None = None
+    ) -> CancelledSchedule:
+        """Cancel the schedule of the record at ``offset`` (at the partition's leader)."""
+        path = f"/v1/scheduled/{segment(topic)}/{partition}/{offset}"
+        response = await self._send("DELETE", path, timeout_s=timeout_s)
+        return CancelledSchedule.model_validate_json(_ok(response).content)
 
     # --- plumbing ------------------------------------------------------------------------
 

@@ -37,6 +37,7 @@ _INSTANCE = "/consumers/{group}/instances/{instance}"
 _MEMBER = "/api/v1/groups/{group}/members/{member}"
 _SHARE = "/api/v1/share-groups/{group}"
 _SECURITY = "/api/v1/security"
+_SCHEDULED = "/api/v1/topics/{topic}/partitions/{partition}/scheduled"
 
 #: (METHOD, path template) -> the checks (None: public).
 ROUTE_ACLS: dict[RouteKey, tuple[Check, ...] | None] = {
@@ -97,6 +98,10 @@ ROUTE_ACLS: dict[RouteKey, tuple[Check, ...] | None] = {
     ("GET", "/api/v1/log-dirs"): _CLUSTER_DESCRIBE,
     ("GET", "/api/v1/log-dirs/topics"): _CLUSTER_DESCRIBE,
     ("GET", "/api/v1/topics/{topic}/partitions/{partition}/offsets"): _TOPIC[O.DESCRIBE],
+    # Scheduled records: listing shows offsets and due times only (as offsets do); a cancel
+    # appends to the partition (a control batch), as a produce writes.
+    ("GET", _SCHEDULED): _TOPIC[O.DESCRIBE],
+    ("DELETE", f"{_SCHEDULED}/{{offset}}"): _TOPIC[O.WRITE],
     ("GET", "/api/v1/topics"): (Check(T, Source.LISTED, O.DESCRIBE),),
     # CLUSTER CREATE also allows it (the guard's one special case, as in Kafka).
     ("POST", "/api/v1/topics"): (Check(T, Source.BODY_NAME, O.CREATE),),
