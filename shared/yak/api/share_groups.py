@@ -11,6 +11,11 @@ naming the bound; this module only shapes the bodies.
 
 ``PATCH`` changes the settings present in the body (JSON merge-patch style): a setting left
 out stays, ``"dead_letter_topic": null`` removes the dead-letter topic.
+
+Live state: each broker answers ``GET /v1/share-groups/{group}`` with the group's
+share-partitions it leads (``ShareGroupLeaderState``); the rest-proxy sums every broker's
+answer into the description's ``live`` part (``ShareGroupLive``: per share-partition, per topic
+counters, totals, brokers that did not answer). Counters count since the brokers started.
 """
 
 from __future__ import annotations
@@ -22,10 +27,16 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "AlterShareGroupRequest",
     "CreateShareGroupRequest",
+    "ShareBrokerError",
     "ShareGroupDeleted",
     "ShareGroupDescription",
+    "ShareGroupLeaderState",
     "ShareGroupList",
+    "ShareGroupLive",
+    "ShareGroupTotals",
     "ShareOffsetResetName",
+    "SharePartitionState",
+    "ShareTopicCounters",
 ]
 
 #: Where a new share-partition starts reading.
@@ -77,6 +88,91 @@ class ShareGroupDescription(_Body):
     offset_reset: ShareOffsetResetName
     #: True between the two steps of a deletion (DELETE again to finish it).
     deleting: bool = False
+    #: What the partitions' leaders hold now (filled by the rest-proxy; the coordinator,
+    #: which holds only the settings, answers None).
+    live: ShareGroupLive | None = None
+
+
+class SharePartitionState(_Body):
+    """One share-partition as its leader holds it now. A share-partition is loaded on its
+    first acquire or acknowledgement since the broker became the partition's leader; until
+    then (``loaded`` false) only the high watermark is known."""
+
+    topic: str
+    partition: int
+    leader_id: int
+    leader_epoch: int
+    loaded: bool
+    high_watermark: int
+    start_offset: int | None = Field(default=None, description="SPSO: all below is done.")
+    scan_offset: int | None = Field(default=None, description="Next offset to read from the log.")
+    in_flight: int = 0
+    available: int = 0
+    acquired: int = 0
+    #: Acknowledged records still in the window (above a record not yet done).
+    acknowledged: int = 0
+    archived: int = 0
+    dead_letter_pending: int = 0
+    oldest_unacked_timestamp_ms: int | None = None
+    acquired_by_member: dict[str, int] = Field(default_factory=dict)
+    #: Delivery count -> records not yet acknowledged that were delivered that often.
+    delivery_counts: dict[int, int] = Field(default_factory=dict)
+    #: Records between SPSO and the high watermark neither acknowledged nor archived (an upper
+    #: bound: offsets the log no longer holds count); None when not loaded.
+    lag: int | None = None
+
+
+class ShareTopicCounters(_Body):
+    """A group's counters for one topic since the brokers started (``/metrics``' counters)."""
+
+    topic: str
+    acquired: int = 0
+    accepted: int = 0
+    released: int = 0
+    rejected: int = 0
+    renewed: int = 0
+    expired: int = 0
+    dead_lettered: int = 0
+
+
+class ShareGroupLeaderState(_Body):
+    """A broker's ``GET /v1/share-groups/{group}``: the group's share-partitions it leads and
+    its counters there."""
+
+    broker_id: int
+    group: str
+    partitions: list[SharePartitionState]
+    topics: list[ShareTopicCounters]
+
+
+class ShareBrokerError(_Body):
+    """A broker that did not answer (its share-partitions are missing from the answer)."""
+
+    broker_id: int
+    error: str
+
+
+class ShareGroupTotals(_Body):
+    """The group's figures summed over its share-partitions and topics."""
+
+    in_flight: int = 0
+    available: int = 0
+    acquired: int = 0
+    #: Records accepted since the brokers started.
+    acknowledged: int = 0
+    dead_lettered: int = 0
+    dead_letter_pending: int = 0
+    lag: int = 0
+    oldest_unacked_timestamp_ms: int | None = None
+
+
+class ShareGroupLive(_Body):
+    """The live part of a share group's description, summed over every broker's answer."""
+
+    totals: ShareGroupTotals
+    partitions: list[SharePartitionState]
+    topics: list[ShareTopicCounters]
+    errors: list[ShareBrokerError] = Field(default_factory=list)
 
 
 class ShareGroupList(_Body):

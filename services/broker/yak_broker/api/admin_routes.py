@@ -13,7 +13,10 @@ table (``yak.web.errors``).
 - ``GET /v1/log-dir`` — the data folder's disk usage and the replicas summed per topic;
 - ``GET /v1/scheduled/{topic}/{partition}?after_ms=&after_offset=&limit=`` and ``DELETE
   /v1/scheduled/{topic}/{partition}/{offset}`` — a led partition's scheduled records and their
-  cancel (``server.scheduled``, which says why these live here).
+  cancel (``server.scheduled``, which says why these live here);
+- ``GET /v1/share-groups/{group}?topic=orders`` — the group's share-partitions led here
+  (loaded ones, and the led partitions of ``topic`` as not loaded: nothing is loaded to answer)
+  and its counters here (``share.group_state``).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from yak.api.scheduled import (
     ScheduledRecordItem,
     ScheduledRecords,
 )
+from yak.api.share_groups import ShareGroupLeaderState
 from yak.errors import InvalidRequestError
 from yak.protocol.broker_models import (
     EARLIEST,
@@ -43,6 +47,7 @@ from yak.protocol.broker_models import (
     PartitionsResponse,
 )
 from yak.types import TopicPartition
+from yak_broker.api.share_group_state import leader_state
 from yak_broker.server import offsets
 from yak_broker.server.broker import Broker
 from yak_broker.server.scheduled import cancel_scheduled, list_scheduled
@@ -165,6 +170,15 @@ def admin_router(broker: Broker) -> APIRouter:
         return CancelledSchedule(
             topic=topic, partition=partition, offset=done.offset, deliver_at=done.deliver_at_ms
         )
+
+    @router.get("/share-groups/{group}")
+    async def share_group(
+        group: str,
+        topic: Annotated[list[str], Query(description="Also these topics' led partitions.")] = [],  # noqa: B006 (FastAPI copies defaults)
+    ) -> ShareGroupLeaderState:
+        """The live state of ``group`` on this broker (404 ``GROUP_ID_NOT_FOUND``)."""
+        live = broker.shares.live_state(group, topic)
+        return leader_state(broker.settings.broker_id, group, live)
 
     return router
 

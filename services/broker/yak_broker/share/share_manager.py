@@ -14,6 +14,12 @@ by a fresh driver, which restores the saved state) — and closed; their long po
 and answer ``NOT_LEADER_OR_FOLLOWER`` or ``GROUP_ID_NOT_FOUND`` (``share_requests``). A request
 that finds a driver of an older epoch replaces it too.
 
+A group's **incarnation** (its ``created_at_ms``) is part of every key (``share_key``): a
+request names the live record's, so a group deleted and created again loads none of its
+predecessor's snapshots. A share-group event that ends an incarnation — the record marked
+``deleting``, gone, or replaced by another incarnation — also starts the deletion sweep
+(``state_sweep``): the group's stale keys of partitions led here get tombstones.
+
 Single event loop.
 """
 
@@ -21,10 +27,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 
 from yak.clock import Clock
-from yak.errors import GroupIdNotFoundError
+from yak.errors import GroupIdNotFoundError, YakError
 from yak.metadata.keyspace import KeyKind, ParsedKey
 from yak.metadata.models import ShareGroupRecord, ShareOffsetReset
 from yak.metadata.snapshot import ClusterSnapshot
@@ -32,6 +38,7 @@ from yak.types import TopicPartition
 from yak_broker.replication.fetch_waiter import FetchWaiters
 from yak_broker.share.dead_letters import DeadLetterSink
 from yak_broker.share.delay_source import DelaySourceFactory
+from yak_broker.share.group_state import ShareGroupLive, group_live_state
 from yak_broker.share.share_metrics import ShareMetrics
 from yak_broker.share.share_partition_driver import SharePartitionDriver
 from yak_broker.share.share_reader import ShareLog
@@ -40,6 +47,7 @@ from yak_broker.share.state.records import ShareSettings, ShareStats
 from yak_broker.share.state.share_partition import SharePartition
 from yak_broker.share.state.snapshot import decode_snapshot
 from yak_broker.share.state_store import SharePartitionKey, ShareStateStore
+from yak_broker.share.state_sweep import StateSweeper
 from yak_broker.share.topic_ids import TopicIds
 
 __all__ = ["LeaderLookup", "ShareManager"]
@@ -80,6 +88,15 @@ class ShareManager:
         self._max_in_flight = max_in_flight
         self._drivers: dict[SharePartitionKey, SharePartitionDriver] = {}
         self._loading: dict[SharePartitionKey, asyncio.Task[SharePartitionDriver]] = {}
+        #: The incarnation last seen per group (a put of another one ends the old).
+        self._incarnations: dict[str, int] = {}
+        self.sweeper = StateSweeper(
+            store,
+            self._committer,
+            live_incarnation=self._live_incarnation,
+            leads=self._leads,
+            clock=clock,
+        )
         self.closed = False
 
     @property
@@ -93,9 +110,20 @@ class ShareManager:
             raise GroupIdNotFoundError(f"share group {name} does not exist", group=name)
         return record
 
+    def share_key(self, group: str, topic: str, partition: int) -> SharePartitionKey:
+        """The key of a share-partition of the group's live incarnation (or
+        ``GroupIdNotFoundError``)."""
+        incarnation = self.group(group).created_at_ms
+        self._incarnations.setdefault(group, incarnation)
+        return SharePartitionKey(group, topic, partition, incarnation)
+
     async def driver(self, key: SharePartitionKey) -> SharePartitionDriver:
         """The driver of ``key``, led here now (made or replaced as the module doc says)."""
         group = self.group(key.group)
+        if group.created_at_ms != key.incarnation:
+            raise GroupIdNotFoundError(
+                f"share group {key.group} was deleted and created again", group=key.group
+            )
         log, epoch = self.leader_log(TopicPartition(key.topic, key.partition))
         driver = self._drivers.get(key)
         if driver is not None and not driver.closed and driver.leader_epoch == epoch:
@@ -143,10 +171,10 @@ class ShareManager:
             dead_letter_topic=group.dead_letter_topic,
             dead_letters=self._dead_letters,
         )
-        if raw is None:
+        if raw is None and self._live_incarnation(key.group) == key.incarnation:
             await driver.persist_now()
-        if self.closed:
-            driver.close()
+        if self.closed or self._live_incarnation(key.group) != key.incarnation:
+            driver.close()  # the manager closed, or the group ended, while this loaded
         else:
             self._drivers[key] = driver
         return driver
@@ -164,6 +192,8 @@ class ShareManager:
         kind = parsed.kind
         if kind is KeyKind.SHARE_GROUP:
             keys = [k for k in self._drivers if k.group == parsed.group]
+            if parsed.group is not None:
+                self._check_incarnation(parsed.group)
         elif kind is KeyKind.TOPIC:
             keys = [k for k in self._drivers if k.topic == parsed.topic]
         elif kind is KeyKind.PARTITION:
@@ -177,6 +207,27 @@ class ShareManager:
         for key in keys:
             if not self._still_served(key, refresh=kind is not KeyKind.PARTITION):
                 self._drop(key)
+
+    def _check_incarnation(self, group: str) -> None:
+        """Sweep ``group`` if the event ended an incarnation (see the module doc)."""
+        live = self._live_incarnation(group)
+        seen = self._incarnations.pop(group, None)
+        if live is not None:
+            self._incarnations[group] = live
+        if live is None or (seen is not None and seen != live):
+            self.sweeper.sweep(group)
+
+    def _live_incarnation(self, group: str) -> int | None:
+        """The group's ``created_at_ms``; None when it is gone or being deleted."""
+        record = self.snapshot().share_groups.get(group)
+        return None if record is None or record.deleting else record.created_at_ms
+
+    def _leads(self, key: SharePartitionKey) -> bool:
+        try:
+            self.leader_log(TopicPartition(key.topic, key.partition))
+        except YakError:
+            return False
+        return True
 
     def _still_served(self, key: SharePartitionKey, *, refresh: bool) -> bool:
         driver = self._drivers[key]
@@ -198,9 +249,18 @@ class ShareManager:
     def drivers(self) -> dict[SharePartitionKey, SharePartitionDriver]:
         return dict(self._drivers)
 
+    def live_state(self, group: str, topics: Collection[str] = ()) -> ShareGroupLive:
+        """``group``'s share-partitions led here (loaded ones, and the led partitions of
+        ``topics`` as not loaded) and its counters; loads nothing (``group_state``)."""
+        self.group(group)
+        return group_live_state(
+            group, topics, self._drivers, self.snapshot(), self.leader_log, self._metrics
+        )
+
     async def close(self) -> None:
         """Close every driver (their long polls answer NOT_LEADER) and stop saving."""
         self.closed = True
+        await self.sweeper.close()
         for key in list(self._drivers):
             self._drop(key)
         for task in list(self._loading.values()):
