@@ -2,7 +2,8 @@
 native API.
 
 Every method is one request and returns the wire model of ``yak.api.admin`` (topics, cluster),
-``yak.api.groups`` (groups) or ``yak.api.share_groups`` (share groups). Topic and share-group
+``yak.api.groups`` (groups), ``yak.api.share_groups`` (share groups) or ``yak.api.scheduled``
+(a partition's scheduled records). Topic and share-group
 changes are forwarded by the proxy to the active controller; errors come back as typed
 ``YakError``s (``TopicAlreadyExistsError``, ``GroupNotEmptyError`` ...). One instance may
 serve concurrent tasks of one event loop.
@@ -37,6 +38,7 @@ from yak.api.groups import (
     OffsetResetRequest,
     OffsetResetResult,
 )
+from yak.api.scheduled import CancelledSchedule, ScheduledRecords
 from yak.api.security import WhoAmI
 from yak.api.share_groups import (
     AlterShareGroupRequest,
@@ -129,6 +131,30 @@ class AsyncAdmin(AsyncClosing):
             PartitionOffset,
             params={"timestamp": str(timestamp)},
         )
+
+    async def list_scheduled(
+        self,
+        topic: str,
+        partition: int,
+        *,
+        after_ms: int | None = None,
+        after_offset: int = -1,
+        limit: int = 100,
+    ) -> ScheduledRecords:
+        """A page of the partition's pending scheduled (delayed) records in due order, from
+        its leader: those not due yet, or those after ``(after_ms, after_offset)`` (the
+        ``next`` of the page before; None when that page was the last)."""
+        params: dict[str, str] = {"after_offset": str(after_offset), "limit": str(limit)}
+        if after_ms is not None:
+            params["after_ms"] = str(after_ms)
+        path = f"/topics/{segment(topic)}/partitions/{partition}/scheduled"
+        return await self._api.call("GET", path, ScheduledRecords, params=params)
+
+    async def cancel_scheduled(self, topic: str, partition: int, offset: int) -> CancelledSchedule:
+        """Cancel the schedule of the record at ``offset`` (``ScheduledRecordNotFoundError``:
+        not delayed or cancelled already; ``RecordAlreadyDueError``: its time has passed)."""
+        path = f"/topics/{segment(topic)}/partitions/{partition}/scheduled/{offset}"
+        return await self._api.call("DELETE", path, CancelledSchedule)
 
     async def whoami(self) -> WhoAmI:
         """The principal this client's credential authenticates as (401 when it is refused)."""

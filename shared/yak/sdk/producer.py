@@ -19,20 +19,32 @@ at most ``max_block_ms``; with both at hand (the common case) it does not suspen
 the records' futures are done per batch, as in Kafka's producer. ``flush`` sends everything now
 and waits for it; ``aclose`` (or leaving ``async with``) flushes and closes. One event loop;
 use ``yak.sdk.Producer`` from threads.
+
+**Delays.** ``send(..., deliver_after_ms=, deliver_at=)`` holds a record back from share
+groups until a due time (docs/queues.md, "Delayed and scheduled delivery"): it becomes the
+record's ``yak-deliver-at`` header (``yak.delays``), computed from this producer's clock when
+``send`` is called. The rules that need no topic are checked here (one of the two, a delay
+>= 0, a zoned time after 2000, no ``yak-deliver-at`` header of the caller's own beside them:
+``InvalidDelayError`` at once); the proxy checks them again with the topic's
+``delayed.delivery.enable`` and ``delayed.delivery.max.ms`` and fails the record's future with
+``DelaysNotEnabledError`` or ``InvalidDelayError``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from datetime import datetime
 from typing import Literal
 
 import httpx
 
 from yak.api.records import INT64_MAX
 from yak.closing import AsyncClosing
+from yak.delays import DELIVER_AT_HEADER, delay_header, resolve_delay
 from yak.errors import (
     InvalidConfigError,
+    InvalidDelayError,
     InvalidRecordError,
     KafkaTimeoutError,
     UnknownTopicOrPartitionError,
@@ -53,7 +65,10 @@ from yak.sdk.metadata import TopicMetadata
 from yak.sdk.records import Data, Headers, RecordMetadata, as_bytes, header_list
 from yak.sdk.sender import Compression, Sender, SenderConfig
 
-__all__ = ["Acks", "AsyncProducer"]
+__all__ = ["Acks", "AsyncProducer", "DeliverAt", "with_delay"]
+
+#: A due time: epoch milliseconds, or a ``datetime`` with its time zone.
+DeliverAt = int | datetime
 
 #: Acknowledgement asked of the brokers: every in-sync replica, the leader, or none.
 Acks = Literal["all", "1", "0", -1, 0, 1]
@@ -66,6 +81,31 @@ _ACKS: dict[object, Literal["all", "1", "0"]] = {
     "0": "0",
     0: "0",
 }
+
+
+def with_delay(
+    headers: tuple[tuple[str, bytes | None], ...],
+    deliver_after_ms: int | None,
+    deliver_at: DeliverAt | None,
+    now_ms: int,
+) -> tuple[tuple[str, bytes | None], ...]:
+    """``headers`` and the ``yak-deliver-at`` header of the delay asked for (see the module
+    doc); raises ``InvalidDelayError`` for what is wrong whatever the topic."""
+    if isinstance(deliver_at, datetime):
+        if deliver_at.utcoffset() is None:
+            raise InvalidDelayError(
+                f"deliver_at {deliver_at.isoformat()!r} has no time zone; give one or epoch ms"
+            )
+        deliver_at = int(deliver_at.timestamp() * 1000)
+    if any(key == DELIVER_AT_HEADER for key, _ in headers):
+        raise InvalidDelayError(
+            f"give deliver_after_ms/deliver_at or a {DELIVER_AT_HEADER} header, not both"
+        )
+    # The topic's delayed.delivery.max.ms is the proxy's to check: no bound here but int64.
+    due = resolve_delay(deliver_after_ms, deliver_at, now_ms, INT64_MAX - now_ms)
+    if due is None:  # pragma: no cover - resolve_delay answers a time when one was given
+        return headers
+    return (*headers, delay_header(due))
 
 
 class _Buffer:
@@ -214,12 +254,16 @@ class AsyncProducer(AsyncClosing):
         headers: Headers | None = None,
         partition: int | None = None,
         timestamp: int | None = None,
+        deliver_after_ms: int | None = None,
+        deliver_at: DeliverAt | None = None,
     ) -> asyncio.Future[RecordMetadata]:
         """Queue one record; the future resolves once it was written (see the class doc).
 
         ``timestamp`` (ms) defaults to now, as Kafka's producer stamps a record's create time.
+        ``deliver_after_ms`` / ``deliver_at`` delay it for share groups (the module doc).
         Raises at once for an unknown topic or partition, a timestamp outside 0..2**63-1
-        (``InvalidRecordError``) and when out of buffer space.
+        (``InvalidRecordError``), a bad delay (``InvalidDelayError``) and when out of buffer
+        space.
         """
         if self._closed:
             raise RuntimeError("the producer is closed")
@@ -231,6 +275,10 @@ class AsyncProducer(AsyncClosing):
             size = RECORD_OVERHEAD + len(key_bytes or b"") + len(value_bytes or b"")
         else:
             header_pairs = header_list(headers)
+            size = record_size(key_bytes, value_bytes, header_pairs)
+        if deliver_after_ms is not None or deliver_at is not None:
+            now_ms = time.time_ns() // 1_000_000
+            header_pairs = with_delay(header_pairs, deliver_after_ms, deliver_at, now_ms)
             size = record_size(key_bytes, value_bytes, header_pairs)
         count = self._metadata.cached(topic)  # no coroutine on the hot path
         if count is None:
@@ -271,10 +319,19 @@ class AsyncProducer(AsyncClosing):
         headers: Headers | None = None,
         partition: int | None = None,
         timestamp: int | None = None,
+        deliver_after_ms: int | None = None,
+        deliver_at: DeliverAt | None = None,
     ) -> RecordMetadata:
         """``send`` and wait for the record to be written."""
         future = await self.send(
-            topic, value, key=key, headers=headers, partition=partition, timestamp=timestamp
+            topic,
+            value,
+            key=key,
+            headers=headers,
+            partition=partition,
+            timestamp=timestamp,
+            deliver_after_ms=deliver_after_ms,
+            deliver_at=deliver_at,
         )
         return await future
 

@@ -28,6 +28,7 @@ from yak.api.admin import (
     TopicLogDirs,
 )
 from yak.api.groups import GroupDescription, GroupList, OffsetResetResult
+from yak.api.scheduled import CancelledSchedule, ScheduledRecords
 from yak.api.share_groups import (
     ShareGroupDeleted,
     ShareGroupDescription,
@@ -37,7 +38,7 @@ from yak.api.share_groups import (
 from yak.closing import Closing
 from yak.sdk.admin import AsyncAdmin, ResetTarget
 from yak.sdk.consumer import AsyncConsumer
-from yak.sdk.producer import AsyncProducer
+from yak.sdk.producer import AsyncProducer, DeliverAt
 from yak.sdk.records import ConsumerRecord, Data, Headers, RecordMetadata
 from yak.sdk.share_consumer import AckFailure, AcknowledgeType, AsyncShareConsumer, ShareRecord
 from yak.types import TopicPartition
@@ -123,14 +124,23 @@ class Producer(_Twin):
         headers: Headers | None = None,
         partition: int | None = None,
         timestamp: int | None = None,
+        deliver_after_ms: int | None = None,
+        deliver_at: DeliverAt | None = None,
     ) -> concurrent.futures.Future[RecordMetadata]:
         """Queue a record (blocking only for metadata and buffer space, as the async one);
-        the future resolves once it was written."""
+        the future resolves once it was written. A delay as ``AsyncProducer.send``'s."""
         result: concurrent.futures.Future[RecordMetadata] = concurrent.futures.Future()
 
         async def queue() -> None:
             delivery = await self._producer.send(
-                topic, value, key=key, headers=headers, partition=partition, timestamp=timestamp
+                topic,
+                value,
+                key=key,
+                headers=headers,
+                partition=partition,
+                timestamp=timestamp,
+                deliver_after_ms=deliver_after_ms,
+                deliver_at=deliver_at,
             )
             delivery.add_done_callback(lambda done: _copy(done, result))
 
@@ -146,10 +156,19 @@ class Producer(_Twin):
         headers: Headers | None = None,
         partition: int | None = None,
         timestamp: int | None = None,
+        deliver_after_ms: int | None = None,
+        deliver_at: DeliverAt | None = None,
     ) -> RecordMetadata:
         return self._runner.run(
             self._producer.send_and_wait(
-                topic, value, key=key, headers=headers, partition=partition, timestamp=timestamp
+                topic,
+                value,
+                key=key,
+                headers=headers,
+                partition=partition,
+                timestamp=timestamp,
+                deliver_after_ms=deliver_after_ms,
+                deliver_at=deliver_at,
             )
         )
 
@@ -312,6 +331,24 @@ class Admin(_Twin):
         self, topic: str, partition: int, timestamp: int | Literal["earliest", "latest"]
     ) -> PartitionOffset:
         return self._runner.run(self._admin.partition_offset(topic, partition, timestamp))
+
+    def list_scheduled(
+        self,
+        topic: str,
+        partition: int,
+        *,
+        after_ms: int | None = None,
+        after_offset: int = -1,
+        limit: int = 100,
+    ) -> ScheduledRecords:
+        return self._runner.run(
+            self._admin.list_scheduled(
+                topic, partition, after_ms=after_ms, after_offset=after_offset, limit=limit
+            )
+        )
+
+    def cancel_scheduled(self, topic: str, partition: int, offset: int) -> CancelledSchedule:
+        return self._runner.run(self._admin.cancel_scheduled(topic, partition, offset))
 
     def list_topics(self) -> TopicList:
         return self._runner.run(self._admin.list_topics())
