@@ -7,9 +7,12 @@ a consumer, an assignor). This module imports only the standard library.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import uuid
 from typing import NamedTuple
 
-__all__ = ["TopicPartition"]
+__all__ = ["TopicPartition", "topic_uuid"]
 
 
 class TopicPartition(NamedTuple):
@@ -36,3 +39,15 @@ class TopicPartition(NamedTuple):
         if not sep or not topic or not number.isdigit():
             return None
         return cls(topic, int(number))
+
+
+def topic_uuid(topic_id: str) -> uuid.UUID | None:
+    """The 16-byte UUID of a topic id (``TopicRecord.topic_id``), as Kafka's share and metadata
+    messages carry it: from Kafka's text form (URL-safe base64 of the 16 bytes, unpadded, as the
+    coordinator writes it) or 32 hex digits; None for text that is neither."""
+    try:
+        if len(topic_id) == 22:
+            return uuid.UUID(bytes=base64.urlsafe_b64decode(topic_id + "=="))
+        return uuid.UUID(hex=topic_id)
+    except (ValueError, binascii.Error):
+        return None

@@ -105,8 +105,17 @@ async def test_errors_come_back_typed(proxy: tuple[AsyncAdmin, FastAPI]) -> None
 
 
 def test_every_share_group_route_is_guarded_and_its_writes_audited() -> None:
-    routes = {key for key in ROUTE_ACLS if key[1].startswith("/api/v1/share-groups")}
+    admin = ("/api/v1/share-groups", "/api/v1/share-groups/{group}")
+    routes = {key for key in ROUTE_ACLS if key[1] in admin}
     assert len(routes) == 5
+    # The records' routes (acquire, acknowledgements, stream, ws) are guarded too.
+    records = {key for key in ROUTE_ACLS if key[1].startswith("/api/v1/share-groups/{group}/")}
+    assert {path.rsplit("/", 1)[1] for _, path in records} == {
+        "acquire",
+        "acknowledgements",
+        "stream",
+        "ws",
+    }
     writes = {key for key in routes if key[0] != "GET"}
     assert writes == {
         ("POST", "/api/v1/share-groups"),

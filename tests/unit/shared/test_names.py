@@ -35,3 +35,17 @@ def test_group_ids_follow_the_same_rule_with_their_own_error() -> None:
     with pytest.raises(InvalidGroupIdError) as info:
         validate_group_id("a:b")
     assert info.value.code == "INVALID_GROUP_ID"
+
+
+def test_topic_ids_read_in_both_text_forms() -> None:
+    import base64
+    import uuid
+
+    from yak.types import topic_uuid
+
+    made = uuid.uuid4()
+    kafka_form = base64.urlsafe_b64encode(made.bytes).rstrip(b"=").decode()
+    assert topic_uuid(kafka_form) == made
+    assert topic_uuid(made.hex) == made
+    assert topic_uuid("not-an-id") is None
+    assert topic_uuid("!" * 22) is None

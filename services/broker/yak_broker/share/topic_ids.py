@@ -9,24 +9,13 @@ request costs a dict lookup. Single event loop.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import uuid
 from collections.abc import Callable
 
 from yak.metadata.snapshot import ClusterSnapshot
+from yak.types import topic_uuid
 
 __all__ = ["TopicIds", "topic_uuid"]
-
-
-def topic_uuid(topic_id: str) -> uuid.UUID | None:
-    """The UUID of a topic id in either text form; None for text that is neither."""
-    try:
-        if len(topic_id) == 22:
-            return uuid.UUID(bytes=base64.urlsafe_b64decode(topic_id + "=="))
-        return uuid.UUID(hex=topic_id)
-    except (ValueError, binascii.Error):
-        return None
 
 
 class TopicIds:

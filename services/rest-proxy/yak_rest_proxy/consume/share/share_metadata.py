@@ -10,8 +10,6 @@ leader the metadata names next. Single event loop.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import Protocol
@@ -34,6 +32,7 @@ from yak.protocol.kafka_share import (
     ShareFetchRequest,
     ShareFetchResponse,
 )
+from yak.types import topic_uuid
 from yak_rest_proxy.brokers import leader_of
 from yak_rest_proxy.topics import TopicLookup
 
@@ -107,18 +106,6 @@ def check_member(member: str) -> None:
 def _has_group(snapshot: ClusterSnapshot, group: str) -> bool:
     record = snapshot.share_groups.get(group)
     return record is not None and not record.deleting
-
-
-def topic_uuid(topic_id: str) -> uuid.UUID | None:
-    """The UUID of a ``TopicRecord.topic_id``: Kafka's text form (URL-safe base64 of the 16
-    bytes, unpadded, as the coordinator writes it) or 32 hex digits; None for neither. The
-    leaders read it the same way (``yak_broker.share.topic_ids``)."""
-    try:
-        if len(topic_id) == 22:
-            return uuid.UUID(bytes=base64.urlsafe_b64decode(topic_id + "=="))
-        return uuid.UUID(hex=topic_id)
-    except (ValueError, binascii.Error):
-        return None
 
 
 def topic_ids(snapshot: ClusterSnapshot, topics: Sequence[str]) -> dict[str, uuid.UUID]:
