@@ -6,7 +6,9 @@ the only writer of share groups; found in the metadata, 503 ``NOT_CONTROLLER`` w
 elected), so the bodies, answers and error codes are the coordinator's (``yak.api.
 share_groups``). After a write the handler waits (bounded) until this proxy's metadata cache
 shows it, so the share-fetch paths of this proxy see the group a client has just created.
-The list is filtered to the groups the caller may DESCRIBE. A name that is not legal is 400
+The list is filtered to the groups the caller may DESCRIBE. A description carries the group's
+live state, asked of every broker (``share_group_live``; ``?topic=`` adds those topics'
+partitions nobody has read yet). A name that is not legal is 400
 ``INVALID_GROUP_ID`` where a group would be created and 404 ``GROUP_ID_NOT_FOUND`` where one is
 looked up (the coordinator decides both).
 """
@@ -15,8 +17,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from typing import Annotated
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from yak.api.records import API_PREFIX
 from yak.api.share_groups import (
@@ -30,6 +33,7 @@ from yak.errors import YakError
 from yak.metadata.snapshot import ClusterSnapshot
 from yak.security.acl import Operation, ResourceType
 from yak_rest_proxy.api.native.admin_routes import ADMIN_TAG
+from yak_rest_proxy.api.native.share_group_live import gather_live_state
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.runtime import ProxyRuntime
@@ -88,8 +92,17 @@ def share_group_admin_router(runtime: ProxyRuntime) -> APIRouter:
         return json_response(created, _JSON, 201)
 
     @router.get("/{group}", response_model=ShareGroupDescription)
-    async def describe_share_group(group: str) -> Response:
-        return json_response(await runtime.coordinator().describe_share_group(group), _JSON)
+    async def describe_share_group(
+        group: str,
+        topic: Annotated[
+            list[str], Query(description="Also these topics' partitions nobody read yet.")
+        ] = [],  # noqa: B006 (FastAPI copies defaults)
+    ) -> Response:
+        """The group's settings (the coordinator's) and its live state (``live``: what every
+        broker holds of it now, ``share_group_live``)."""
+        described = await runtime.coordinator().describe_share_group(group)
+        live = await gather_live_state(runtime, group, topic)
+        return json_response(described.model_copy(update={"live": live}), _JSON)
 
     @router.patch(
         "/{group}",
