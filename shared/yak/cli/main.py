@@ -11,6 +11,7 @@ from yak.cli.produce import produce
 from yak.cli.ps import ps
 from yak.cli.queue_consume import queue_consume
 from yak.cli.quotas import quotas
+from yak.cli.scheduled import queue_cancel, queue_scheduled
 from yak.cli.up import up
 
 __all__ = ["app", "main"]
@@ -28,6 +29,8 @@ app.add_typer(partitions.app, name="partitions")
 app.add_typer(brokers.app, name="brokers")
 app.add_typer(groups.app, name="groups")
 queue.app.command("consume")(queue_consume)
+queue.app.command("scheduled")(queue_scheduled)
+queue.app.command("cancel")(queue_cancel)
 app.add_typer(queue.app, name="queue")
 app.add_typer(security.users, name="users")
 app.add_typer(security.acls, name="acls")

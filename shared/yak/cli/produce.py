@@ -8,8 +8,11 @@ murmur2 partitioner picks a keyed record's partition, as the Java client would; 
 pins one; keyless records stick to a partition per batch. Records go through the SDK's
 ``AsyncProducer``: batched (``--batch-records``, ``--linger-ms``), idempotent with
 ``--acks all`` (the default), retried without duplicates. ``--verbose`` prints
-``topic-partition@offset`` per record. Errors print one line ``error: CODE: message`` and exit
-with status 1 (see ``yak.cli.proxy`` for how the proxy is found).
+``topic-partition@offset`` per record. ``--deliver-after 30s`` (``500ms``, ``2m`` ...) or
+``--deliver-at 2026-12-06T10:00:00Z`` delays every record for share groups (the topic needs
+``delayed.delivery.enable=true``; ``yak.cli.scheduled`` parses them). Errors print one line
+``error: CODE: message`` and exit with status 1 (see ``yak.cli.proxy`` for how the proxy is
+found).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import typer
 
 from yak.cli.cluster import DataDirOption
 from yak.cli.proxy import ApiKeyOption, UrlOption, proxy_url, run_or_exit
+from yak.cli.scheduled import parse_deliver_at, parse_duration_ms
 from yak.cli.secure import cluster_api_key
 from yak.sdk import Acks, AsyncProducer, Compression, RecordMetadata
 
@@ -89,7 +93,10 @@ async def _produce(
     partition: int | None,
     headers: list[tuple[str, bytes]],
     verbose: bool,
+    delay: tuple[int | None, int | None] = (None, None),
 ) -> None:
+    """Send each value; ``delay`` is (deliver_after_ms, deliver_at) of every record."""
+    after_ms, at_ms = delay
     waiting: deque[asyncio.Future[RecordMetadata]] = deque()
     async with producer:
         async for line in values:
@@ -99,7 +106,13 @@ async def _produce(
                 record_key, value = (found, rest) if sep else (None, line)
             waiting.append(
                 await producer.send(
-                    topic, value, key=record_key, partition=partition, headers=headers
+                    topic,
+                    value,
+                    key=record_key,
+                    partition=partition,
+                    headers=headers,
+                    deliver_after_ms=after_ms,
+                    deliver_at=at_ms,
                 )
             )
             while waiting and waiting[0].done():  # report (and fail) in input order
@@ -141,6 +154,14 @@ def produce(
         str, typer.Option(help="none, gzip, snappy, lz4 or zstd (with acks all).")
     ] = "none",
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Print offsets.")] = False,
+    deliver_after: Annotated[
+        str | None,
+        typer.Option(help="Hold every record back from share groups for 30s, 500ms, 2m ..."),
+    ] = None,
+    deliver_at: Annotated[
+        str | None,
+        typer.Option(help="Hold every record back until 2026-12-06T10:00:00Z (or epoch ms)."),
+    ] = None,
     url: UrlOption = None,
     api_key: ApiKeyOption = None,
     data_dir: DataDirOption = Path(".yak"),
@@ -157,6 +178,12 @@ def produce(
     codec = _CODECS.get(compression.lower())
     if codec is None:
         raise typer.BadParameter(f"unknown codec {compression!r}", param_hint="--compression")
+    if deliver_after is not None and deliver_at is not None:
+        raise typer.BadParameter("give --deliver-after or --deliver-at, not both")
+    delay = (
+        None if deliver_after is None else parse_duration_ms(deliver_after),
+        None if deliver_at is None else parse_deliver_at(deliver_at),
+    )
     target = proxy_url(url, data_dir)
 
     async def run() -> None:
@@ -178,6 +205,7 @@ def produce(
             partition,
             headers,
             verbose,
+            delay,
         )
 
     run_or_exit(run())
