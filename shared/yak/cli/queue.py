@@ -13,6 +13,7 @@ the server checks the bounds.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -20,7 +21,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from yak.api.share_groups import ShareGroupDescription
+from yak.api.share_groups import ShareGroupDescription, ShareGroupLive
 from yak.cli.cluster import DataDirOption
 from yak.cli.proxy import ApiKeyOption, UrlOption, admin_call
 
@@ -100,15 +101,63 @@ def list_queues(
     _print(listing.share_groups)
 
 
+def _age(timestamp_ms: int | None, now_ms: int) -> str:
+    return "-" if timestamp_ms is None else f"{max(now_ms - timestamp_ms, 0) / 1000:.1f}s"
+
+
+def _live_tables(live: ShareGroupLive, now_ms: int) -> list[Table]:
+    """The live state: totals, one row per share-partition, the counters per topic."""
+    t = live.totals
+    totals = Table("in flight", "available", "acquired", "acknowledged", "dead-lettered",
+                   "dlq pending", "lag", "oldest unacked", title="now")  # fmt: skip
+    totals.add_row(*map(str, (t.in_flight, t.available, t.acquired, t.acknowledged,
+                              t.dead_lettered, t.dead_letter_pending, t.lag)),
+                   _age(t.oldest_unacked_timestamp_ms, now_ms))  # fmt: skip
+    parts = Table("topic", "partition", "leader", "start", "scan", "high watermark", "in flight",
+                  "available", "acquired", "archived", "lag", "oldest unacked", "deliveries",
+                  title="share-partitions")  # fmt: skip
+    for p in live.partitions:
+        if not p.loaded:
+            parts.add_row(p.topic, str(p.partition), str(p.leader_id), "-", "-",
+                          str(p.high_watermark), "not loaded", *["-"] * 6)  # fmt: skip
+            continue
+        counts = " ".join(f"{n}x{c}" for n, c in sorted(p.delivery_counts.items())) or "-"
+        figures = (p.start_offset, p.scan_offset, p.high_watermark, p.in_flight, p.available,
+                   p.acquired, p.archived, p.lag)  # fmt: skip
+        parts.add_row(p.topic, str(p.partition), str(p.leader_id), *map(str, figures),
+                      _age(p.oldest_unacked_timestamp_ms, now_ms), counts)  # fmt: skip
+    topics = Table("topic", "acquired", "accepted", "released", "rejected", "renewed", "expired",
+                   "dead-lettered", title="since the brokers started")  # fmt: skip
+    for c in live.topics:
+        topics.add_row(c.topic, *map(str, (c.acquired, c.accepted, c.released, c.rejected,
+                                           c.renewed, c.expired, c.dead_lettered)))  # fmt: skip
+    return [totals, parts, topics]
+
+
 @app.command()
 def describe(
     name: str,
+    topic: Annotated[
+        list[str] | None,
+        typer.Option("--topic", help="Also list these topics' partitions nobody read yet."),
+    ] = None,
     url: UrlOption = None,
     api_key: ApiKeyOption = None,
     data_dir: DataDirOption = _DATA_DIR,
 ) -> None:
-    """Show a share group's settings."""
-    _print([admin_call(url, api_key, data_dir, lambda admin: admin.describe_share_group(name))])
+    """Show a share group's settings and what its partitions' leaders hold now: records in
+    flight, acquired, acknowledged, dead-lettered, lag and the oldest unacked record's age."""
+    described = admin_call(
+        url, api_key, data_dir, lambda admin: admin.describe_share_group(name, topic or ())
+    )
+    _print([described])
+    if described.live is None:
+        return
+    console = Console()
+    for table in _live_tables(described.live, time.time_ns() // 1_000_000):
+        console.print(table)
+    for error in described.live.errors:
+        console.print(f"broker {error.broker_id} did not answer: {error.error}")
 
 
 @app.command()

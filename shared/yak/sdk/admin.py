@@ -295,10 +295,16 @@ class AsyncAdmin(AsyncClosing):
     async def list_share_groups(self) -> ShareGroupList:
         return await self._api.call("GET", "/share-groups", ShareGroupList)
 
-    async def describe_share_group(self, name: str) -> ShareGroupDescription:
-        """The group's settings (``GroupIdNotFoundError`` if there is none)."""
+    async def describe_share_group(
+        self, name: str, topics: Sequence[str] = ()
+    ) -> ShareGroupDescription:
+        """The group's settings and its live state (``live``: per share-partition in flight,
+        acquired, lag, oldest unacked record, delivery counts; counters per topic; totals) as
+        the brokers hold it now (``GroupIdNotFoundError`` if there is none). ``topics`` also
+        lists those topics' partitions nobody has read yet (not loaded)."""
         path = f"/share-groups/{segment(name)}"
-        return await self._api.call("GET", path, ShareGroupDescription)
+        params = {"topic": list(topics)} if topics else None
+        return await self._api.call("GET", path, ShareGroupDescription, params=params)
 
     async def alter_share_group(
         self,

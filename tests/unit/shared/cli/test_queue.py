@@ -29,7 +29,40 @@ GROUP = {
 Sent = list[tuple[str, str, Any]]
 
 
+LIVE = {
+    "totals": {"in_flight": 7, "acquired": 3, "acknowledged": 41, "dead_lettered": 2, "lag": 9},
+    "partitions": [
+        {
+            "topic": "jobs",
+            "partition": 0,
+            "leader_id": 2,
+            "leader_epoch": 1,
+            "loaded": True,
+            "high_watermark": 50,
+            "start_offset": 41,
+            "scan_offset": 48,
+            "in_flight": 7,
+            "acquired": 3,
+            "lag": 9,
+            "delivery_counts": {"1": 3, "4": 1},
+        },
+        {
+            "topic": "jobs",
+            "partition": 1,
+            "leader_id": 3,
+            "leader_epoch": 0,
+            "loaded": False,
+            "high_watermark": 12,
+        },
+    ],
+    "topics": [{"topic": "jobs", "acquired": 46, "accepted": 41, "rejected": 2}],
+    "errors": [{"broker_id": 4, "error": "cannot reach the broker"}],
+}
+
+
 def _answer(request: httpx.Request) -> httpx.Response:
+    if request.url.path == "/api/v1/share-groups/busy":
+        return httpx.Response(200, json={**GROUP, "name": "busy", "live": LIVE})
     if request.url.path == "/api/v1/share-groups/missing":
         body = {"code": "GROUP_ID_NOT_FOUND", "message": "share group 'missing' does not exist"}
         return httpx.Response(404, json=body)
@@ -111,6 +144,37 @@ def test_list_describe_delete(sent: Sent) -> None:
         ("GET", "/api/v1/share-groups/orders"),
         ("DELETE", "/api/v1/share-groups/orders"),
     ]
+
+
+def test_describe_prints_the_live_state(sent: Sent) -> None:
+    argv = ["queue", "describe", "busy", "--topic", "jobs", "--topic", "more"]
+    result = CliRunner().invoke(app, argv, env={"COLUMNS": "250"})
+    code, output = result.exit_code, result.output
+    assert code == 0, output
+    assert sent == [("GET", "/api/v1/share-groups/busy", None)]
+    lines = output.splitlines()
+    totals = lines[lines.index(next(x for x in lines if "in flight" in x)) + 2]
+    assert [cell.strip() for cell in totals.split("│")[1:6]] == ["7", "0", "3", "41", "2"]
+    loaded = next(x for x in lines if "│ 0 " in x and "jobs" in x)
+    assert "1x3 4x1" in loaded
+    assert "not loaded" in next(x for x in lines if "│ 1 " in x and "jobs" in x)
+    assert "broker 4 did not answer: cannot reach the broker" in output
+
+
+def test_describe_asks_for_the_topics_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url.query, "ascii"))
+        return _answer(request)
+
+    async def run() -> None:
+        async with AsyncAdmin("http://proxy", transport=httpx.MockTransport(handler)) as admin:
+            await admin.describe_share_group("busy", ["jobs", "more"])
+            await admin.describe_share_group("busy")
+
+    run_or_exit(run())
+    assert seen == ["topic=jobs&topic=more", ""]
 
 
 def test_an_error_prints_its_code(sent: Sent) -> None:
