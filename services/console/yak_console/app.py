@@ -33,7 +33,17 @@ from yak.web.errors import describe_validation
 from yak.web.health import health_router
 from yak_console.auth.guard import ConsoleGuard, LoginRequiredError
 from yak_console.auth.sessions import SessionSigner, SessionStore
-from yak_console.pages import brokers, browse, events, groups, login, overview, produce, topics
+from yak_console.pages import (
+    brokers,
+    browse,
+    events,
+    groups,
+    login,
+    overview,
+    produce,
+    queues,
+    topics,
+)
 from yak_console.pages.common import Pages
 from yak_console.runtime import ConsoleRuntime
 from yak_console.settings import ConsoleSettings
@@ -122,7 +132,7 @@ def create_app(
 
 def page_routers(pages: Pages) -> list[APIRouter]:
     """Every page's router (the tests walk their routes)."""
-    modules = (overview, topics, browse, produce, groups, brokers, events)
+    modules = (overview, topics, browse, produce, groups, queues, brokers, events)
     return [module.router(pages) for module in modules]
 
 
