@@ -88,7 +88,7 @@ def _key(
         raise UnknownTopicOrPartitionError(
             f"unknown topic id {topic_id}", topic_id=str(topic_id), partition=partition
         )
-    return SharePartitionKey(group, topic, partition)
+    return manager.share_key(group, topic, partition)
 
 
 async def _fetch_one(

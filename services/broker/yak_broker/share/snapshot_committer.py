@@ -5,7 +5,9 @@ handed in while the previous save was in flight.
 the save's error). While one save is in flight, the snapshots that arrive wait together and go
 in the next save, newest per key (docs/decisions.md: "all acquisitions and acknowledgements
 of the requests that arrived meanwhile share one acks=all produce"). So the number of saves
-follows the store's latency, not the request rate.
+follows the store's latency, not the request rate. A None snapshot is a tombstone (the
+manager's deletion sweep): going through the same queue, it lands after any snapshot of its
+key already handed in, so a save in flight cannot bring a deleted key back.
 
 Ordering: a key's snapshots are saved in commit order, and a commit never answers before a
 save that began after it was handed in has succeeded; a failed save fails every commit it
@@ -31,14 +33,15 @@ class SnapshotCommitter:
 
     def __init__(self, store: ShareStateStore) -> None:
         self._store = store
-        self._pending: dict[SharePartitionKey, bytes] = {}
+        self._pending: dict[SharePartitionKey, bytes | None] = {}
         self._done: asyncio.Future[None] | None = None
         self._flusher: asyncio.Task[None] | None = None
         #: Saves done (tests, metrics).
         self.saves = 0
 
-    async def commit(self, key: SharePartitionKey, snapshot: bytes) -> None:
-        """Make ``snapshot`` durable as ``key``'s latest; raises the save's error."""
+    async def commit(self, key: SharePartitionKey, snapshot: bytes | None) -> None:
+        """Make ``snapshot`` (None: a tombstone) durable as ``key``'s latest; raises the
+        save's error."""
         self._pending[key] = snapshot
         if self._done is None:
             self._done = asyncio.get_running_loop().create_future()

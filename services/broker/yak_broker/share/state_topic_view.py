@@ -71,6 +71,10 @@ class StatePartitionView:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def live_keys(self) -> list[SharePartitionKey]:
+        """The keys whose latest value is a snapshot (not a tombstone)."""
+        return [k for k, entry in self._entries.items() if entry.value is not None]
+
     def apply(self, records: Iterable[Record]) -> None:
         """Records read from the log, in offset order; keys that are not share-partition keys
         (nothing Yak writes) are skipped."""

@@ -10,7 +10,9 @@ partitions, replication factor min(3, brokers), ``cleanup.policy=compact``,
 **Records.** One record per share-partition snapshot, in RecordBatch v2 (``yak.record``), no
 compression, no headers, create-time timestamps:
 
-    key    SharePartitionKey.encode(): UTF-8 ``group \\0 topic \\0 partition`` (decimal)
+    key    SharePartitionKey.encode(): UTF-8 ``group \\0 topic \\0 partition \\0
+           incarnation`` (decimal; the incarnation is the group's created_at_ms, so a group
+           deleted and created again never shares a key with its predecessor: state_store)
     value  the snapshot (``yak_broker.share.state.snapshot``: magic ``YS``, version, CRC-32
            at the end), or null — a tombstone: the key was deleted (its share group was)
 
@@ -37,6 +39,9 @@ is in the new leader's log (it was in the ISR) but maybe not yet below its high 
 Every such write is below the start offset of the new leader epoch, so the first catch-up in
 an epoch asks the leader where the previous epoch ended (OffsetsForLeaderEpoch) and reads at
 least that far, long-polling until the high watermark gets there.
+
+**keys(group)** catches up every state partition (concurrently, each as a load would), then
+lists the keys of the group that hold a snapshot: the deletion sweep's question, rare.
 
 **Crash**: nothing here is durable but the topic; a restarted broker reads it again.
 Concurrency: one event loop; the share driver never has two saves of one key in flight.
@@ -144,11 +149,16 @@ class TopicShareStateStore:
         await self._catch_up(partition)
         return self.view(partition).get(key)
 
-    async def save(self, snapshots: Mapping[SharePartitionKey, bytes]) -> None:
+    async def save(self, snapshots: Mapping[SharePartitionKey, bytes | None]) -> None:
         await self._write(snapshots)
 
-    async def delete(self, key: SharePartitionKey) -> None:
-        await self._write({key: None})
+    async def delete(self, *keys: SharePartitionKey) -> None:
+        await self._write(dict.fromkeys(keys))
+
+    async def keys(self, group: str) -> list[SharePartitionKey]:
+        count = self._partition_count()
+        await asyncio.gather(*(self._catch_up(p) for p in range(count)))
+        return [k for p in range(count) for k in self.view(p).live_keys() if k.group == group]
 
     # --- writes ---------------------------------------------------------------------------
 

@@ -22,9 +22,9 @@ class GatedStore(MemoryShareStateStore):
     def __init__(self) -> None:
         super().__init__()
         self.gate = asyncio.Event()
-        self.batches: list[dict[SharePartitionKey, bytes]] = []
+        self.batches: list[dict[SharePartitionKey, bytes | None]] = []
 
-    async def save(self, snapshots: Mapping[SharePartitionKey, bytes]) -> None:
+    async def save(self, snapshots: Mapping[SharePartitionKey, bytes | None]) -> None:
         self.batches.append(dict(snapshots))
         await self.gate.wait()
         await super().save(snapshots)
@@ -45,6 +45,19 @@ async def test_commits_arriving_during_a_save_share_the_next_one() -> None:
     assert store.batches == [{A: b"a1"}, {A: b"a2", B: b"b1"}]
     assert store.snapshots == {A: b"a2", B: b"b1"}
     assert committer.saves == 2
+
+
+async def test_a_tombstone_lands_after_a_snapshot_of_its_key_already_in_flight() -> None:
+    store = GatedStore()
+    committer = SnapshotCommitter(store)
+    saving = asyncio.create_task(committer.commit(A, b"a1"))
+    await asyncio.sleep(0)  # the save carrying a1 is in flight
+    deleting = asyncio.create_task(committer.commit(A, None))
+    await asyncio.sleep(0)
+    store.gate.set()
+    await asyncio.gather(saving, deleting)
+    assert store.batches == [{A: b"a1"}, {A: None}]
+    assert store.snapshots == {}
 
 
 async def test_a_failed_save_fails_its_commits_and_the_next_save_runs() -> None:

@@ -50,6 +50,13 @@ def test_a_tombstone_guards_its_key_until_read_past_then_goes() -> None:
     assert len(view) == 0
 
 
+def test_live_keys_are_the_keys_whose_latest_value_is_a_snapshot() -> None:
+    view = StatePartitionView()
+    view.apply([rec(0, A, b"a"), rec(1, B, b"b")])
+    view.note_written({A: None}, 2)
+    assert view.live_keys() == [B]
+
+
 def test_records_of_other_keys_are_skipped_and_positions_only_move_forward() -> None:
     view = StatePartitionView()
     view.apply([Record(0, 0, b"not a key", b"x"), Record(1, 0, None, b"y")])

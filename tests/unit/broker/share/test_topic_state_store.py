@@ -89,6 +89,33 @@ async def test_another_store_loads_the_last_value_and_a_tombstone_means_none(
     assert await store.load(writer) == b"two"  # the writer's own view agrees
 
 
+async def test_keys_reads_every_state_partition_and_lists_the_groups_live_keys(
+    topic: FakeStateTopic,
+) -> None:
+    mine = [SharePartitionKey("jobs", "orders", n, incarnation=n % 2) for n in range(30)]
+    others = [key(n, group="other") for n in range(5)]
+    writer = store_on(topic)
+    await writer.save(dict.fromkeys(mine + others, b"s"))
+    await writer.delete(mine[0], mine[1])
+    assert len({of(k) for k in mine}) > 1
+    reader = store_on(topic)
+    assert sorted(await reader.keys("jobs")) == sorted(mine[2:])
+    assert {p for p, _ in topic.fetches} == set(range(PARTITIONS))  # every partition read
+    assert await reader.keys("nobody") == []
+
+
+async def test_a_delete_of_several_keys_is_one_write_per_state_partition(
+    topic: FakeStateTopic,
+) -> None:
+    doomed = keys_in(4, 3)
+    store = store_on(topic)
+    await store.save(dict.fromkeys(doomed, b"v"))
+    topic.produces.clear()
+    await store.delete(*doomed)
+    assert [(p, n) for _, p, n in topic.produces] == [(4, 3)]
+    assert [await store_on(topic).load(k) for k in doomed] == [None, None, None]
+
+
 async def test_a_later_load_reads_only_what_was_written_since(topic: FakeStateTopic) -> None:
     first, second = keys_in(5, 2)
     writer, reader = store_on(topic), store_on(topic)

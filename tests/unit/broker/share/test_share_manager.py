@@ -1,0 +1,114 @@
+"""The share manager's group lifecycle: a group created again under its name starts fresh
+(its incarnation is in every key), and a group deleted has every state key of the partitions
+led here tombstoned, held in memory or not; an alter keeps the state."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.broker.share.share_support import (
+    GROUP,
+    TOPIC,
+    ShareWorld,
+    acquired_offsets,
+    cluster,
+    group_record,
+)
+from yak.errors import GroupIdNotFoundError
+from yak.metadata.keyspace import KeyKind, ParsedKey
+from yak.protocol import kafka_share as ks
+from yak_broker.share.share_manager import ShareManager
+from yak_broker.share.state_store import SharePartitionKey
+
+GROUP_EVENT = ParsedKey(KeyKind.SHARE_GROUP, group=GROUP)
+
+
+@pytest.fixture
+def world() -> ShareWorld:
+    w = ShareWorld()
+    w.start()
+    return w
+
+
+def manager_of(world: ShareWorld) -> ShareManager:
+    assert world.manager is not None
+    return world.manager
+
+
+async def change_group(world: ShareWorld, revision: int, **changes: object) -> None:
+    """Apply a share-group event (``gone=True``: the record removed) and let the sweep end."""
+    gone = changes.pop("gone", False)
+    record = None if gone else group_record(**changes)
+    world.snapshot = cluster(group=record, revision=revision)
+    manager = manager_of(world)
+    manager.on_metadata_change(GROUP_EVENT)
+    await manager.sweeper.idle()
+
+
+async def test_a_group_created_again_loads_nothing_of_its_predecessor(world: ShareWorld) -> None:
+    world.append(0, "a", "b", "c")
+    (first,) = (await world.fetch()).partitions
+    assert acquired_offsets(first) == [(0, 1), (1, 1), (2, 1)]
+    await world.ack("m1", (0, 0, ks.AckType.ACCEPT))
+    assert set(world.store.snapshots) == {SharePartitionKey(GROUP, TOPIC, 0, 0)}
+
+    await change_group(world, 2, created_at_ms=5_000)  # deleted and created again
+
+    (again,) = (await world.fetch("m2")).partitions
+    assert acquired_offsets(again) == [(0, 1), (1, 1), (2, 1)]  # fresh: nothing held, count 1
+    assert set(world.store.snapshots) == {SharePartitionKey(GROUP, TOPIC, 0, 5_000)}
+
+
+async def test_a_key_of_an_ended_incarnation_is_group_id_not_found(world: ShareWorld) -> None:
+    with pytest.raises(GroupIdNotFoundError):
+        await manager_of(world).driver(SharePartitionKey(GROUP, TOPIC, 0, incarnation=99))
+    assert manager_of(world).drivers() == {}
+
+
+async def test_deleting_tombstones_every_key_led_here_held_or_not(world: ShareWorld) -> None:
+    world.append(0, "a")
+    await world.fetch()  # partition 0 held in memory
+    held = SharePartitionKey(GROUP, TOPIC, 0, 0)
+    not_held = SharePartitionKey(GROUP, TOPIC, 1, 0)  # written by a previous leader
+    elsewhere = SharePartitionKey(GROUP, "not-led-here", 0, 0)
+    other_group = SharePartitionKey("other", TOPIC, 0, 0)
+    await world.store.save({not_held: b"state", elsewhere: b"state", other_group: b"state"})
+    assert held in world.store.snapshots
+
+    await change_group(world, 2, deleting=True)
+
+    assert manager_of(world).drivers() == {}
+    assert set(world.store.snapshots) == {elsewhere, other_group}
+    assert manager_of(world).sweeper.tombstones == 2
+    (answer,) = (await world.fetch()).partitions
+    assert answer.error is not None
+    assert answer.error.code == "GROUP_ID_NOT_FOUND"
+    assert held not in world.store.snapshots  # the refused request wrote nothing
+
+    await change_group(world, 3, gone=True)  # the key removed: swept again, nothing left
+    assert manager_of(world).sweeper.tombstones == 2
+
+
+async def test_an_alter_keeps_the_state_and_a_group_seen_first_is_not_swept(
+    world: ShareWorld,
+) -> None:
+    world.append(0, "a", "b")
+    await world.fetch(max_records=1)
+    before = dict(world.store.snapshots)
+    await change_group(world, 2, max_delivery_attempts=5)
+    assert world.store.snapshots == before
+    assert manager_of(world).sweeper.tombstones == 0
+    (answer,) = (await world.fetch("m2")).partitions
+    assert acquired_offsets(answer) == [(1, 1)]  # the restored window: offset 0 still held
+
+
+async def test_a_new_incarnation_seen_without_the_deletion_sweeps_the_old(
+    world: ShareWorld,
+) -> None:
+    world.append(0, "a")
+    await world.fetch()
+    old = SharePartitionKey(GROUP, TOPIC, 0, 0)
+    assert old in world.store.snapshots
+    await change_group(world, 2, created_at_ms=7)  # a put of another incarnation only
+    assert old not in world.store.snapshots
+    assert manager_of(world).sweeper.tombstones == 1
