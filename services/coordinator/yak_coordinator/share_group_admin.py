@@ -14,9 +14,10 @@ are ``decisions/share_group_rules`` (pure); this driver reads the cache, writes 
 
 Hook for the partitions' leaders (the broker side): a leader that sees a group marked
 ``deleting`` *or* gone from the metadata drops the group's share-partitions and writes a
-tombstone for each of their keys in the state topic (``SharePartitionKey.encode()``). A group
-created again under the same name has a new ``created_at_ms``: state written for an older
-incarnation must not be loaded for it.
+tombstone for each of their keys in the state topic (``SharePartitionKey.encode()``), held in
+memory or not (``yak_broker.share.state_sweep``). A group created again under the same name
+has a new ``created_at_ms``, which is part of every state key: state written for an older
+incarnation is never loaded for it, and the older keys are tombstoned too.
 
 Reads come from the metadata cache. Single event loop; methods may run concurrently (the
 transactions serialise conflicting writes).
