@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 YAK_ARGS ?=
 
-.PHONY: install install-run install-test install-bench install-spark etcd chromium java peers deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers bench-latency bench-workers bench-scale soak clean
+.PHONY: install install-run install-test install-bench install-spark etcd chromium java peers deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers bench-latency bench-workers bench-scale bench-queue soak clean
 
 ## One venv, installed by use: each stamp installs its part once (again when pyproject.toml
 ## changes). Running needs the package with its `server` extra (the base package alone is the
@@ -158,7 +158,7 @@ unit: $(TEST_STAMP) chromium java peers deploy-tools docker-tools
 	$(BIN)/pytest
 
 ## Benchmarks (not part of `make test`); each writes loadtest/results/<name>.json.
-bench: bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-latency
+bench: bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-latency bench-queue
 
 bench-codec: $(BENCH_STAMP)
 	$(BIN)/python -m loadtest.bench_codec
@@ -203,6 +203,14 @@ bench-scale: $(BENCH_STAMP)
 
 bench-workers: $(BENCH_STAMP)
 	$(BIN)/python -m loadtest.bench_workers $(BENCH_WORKERS_ARGS)
+
+## Queues (issue 30): share-group acquire + ack rate with 8 consumers beside the group poll,
+## delayed-delivery lateness at 1,000 scheduled records/s, RSS of 1,000,000 pending delays and
+## a 1-in-10 filter's CPU cost, on one cluster: loadtest/results/queue.json, docs/benchmarks.md
+## (BENCH_QUEUE_ARGS="--quick" checks the harness; "--profile DIR" adds py-spy stacks).
+BENCH_QUEUE_ARGS ?=
+bench-queue: $(BENCH_STAMP)
+	$(BIN)/python -m loadtest.bench_queue $(BENCH_QUEUE_ARGS)
 
 ## Soak (not part of `make test`): 30 min (SOAK_MINUTES=120: two hours) at half the max produce
 ## rate with a fault every 5 min from the chaos set; loadtest/results/soak.json,
