@@ -4,21 +4,22 @@ written for them — not on disk outside the brokers' data folders, not in etcd.
 One etcd, a coordinator, a broker, two rest-proxies and the console: proxy 0 and the console
 with security off (the names reach validation), proxy 1 with security on, called by a
 super-user (every name goes through the guard's ACL checks and audit first). A table of
-routes (the proxy's native and Confluent v2 APIs, the security admin API, the coordinator's
-admin API, the console's pages and forms) times a table of names (``..``, ``../x``,
-``%2e%2e``, NUL, control characters, look-alike letters, 250 and 10,000 characters, ...),
-each sent twice where the name fits a request line as typed: percent-encoded (the server sees
-the name itself) and raw (the server decodes ``%2e%2e`` to ``..``). Every answer must be a 4xx
-with one of the documented codes of its dialect — never a 2xx, never a 5xx; a route that
-would *create* something must refuse the name itself (400/422), not merely miss it (404).
-Afterwards no path appeared under the test's temp folder (outside the logs) and no etcd key
-was written. Oversized bodies answer 413 and write nothing.
+routes (the proxy's native and Confluent v2 APIs, share groups' admin and record routes, the
+security admin API, the coordinator's admin API, the console's pages and forms) times a table
+of names (``..``, ``../x``, ``%2e%2e``, NUL, control characters, look-alike letters, 250 and
+10,000 characters, ...), each sent twice where the name fits a request line as typed:
+percent-encoded (the server sees the name itself) and raw (the server decodes ``%2e%2e`` to
+``..``). Every answer must be a 4xx with one of the documented codes of its dialect — never a
+2xx, never a 5xx; a route that would *create* something must refuse the name itself
+(400/422), not merely miss it (404). Afterwards no path appeared under the test's temp folder
+(outside the logs) and no etcd key was written. Oversized bodies answer 413 and write nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,6 +43,8 @@ pytestmark = pytest.mark.integration
 TOPIC = "legit"
 GROUP = "legit-group"
 INSTANCE = "legit-instance"
+SHARE_GROUP = "legit-share-group"
+SHARE_STATE_TOPIC = "__yak_share_state"
 MAX_BODY = 200_000
 
 #: Names no route may accept: traversal, encodings of it, separators, NUL and control
@@ -117,6 +120,13 @@ _J = "application/json"
 _FORM = "application/x-www-form-urlencoded"
 _RECORDS = json.dumps({"records": [{"value": "x"}], "value_encoding": "string"})
 _V2_RECORDS = json.dumps({"records": [{"value": 1}]})
+_ACQUIRE = json.dumps({"topics": [TOPIC], "timeout_ms": 0})
+_SHARE_ACK = json.dumps(
+    {
+        "member_id": "legit-member",
+        "acknowledgements": [{"topic": TOPIC, "partition": 0, "offset": 0, "type": "accept"}],
+    }
+)
 _BATCH = json.dumps(
     {"producer_id": 1, "producer_epoch": 0, "base_sequence": 0, "records": [{"value": "eA=="}]}
 )
@@ -196,6 +206,13 @@ PATH_ROUTES = [
         f"/api/v1/groups/{GROUP}/members/{{name}}/commit",
         json.dumps({"offsets": [{"topic": TOPIC, "partition": 0, "offset": 0}]}),
     ),
+    # native: share groups (admin, then records: acquire, acknowledge, SSE)
+    Route("proxy", "GET", "/api/v1/share-groups/{name}"),
+    Route("proxy", "PATCH", "/api/v1/share-groups/{name}", '{"max_delivery_attempts": 4}'),
+    Route("proxy", "DELETE", "/api/v1/share-groups/{name}"),
+    Route("proxy", "POST", "/api/v1/share-groups/{name}/acquire", _ACQUIRE),
+    Route("proxy", "POST", "/api/v1/share-groups/{name}/acknowledgements", _SHARE_ACK),
+    Route("proxy", "GET", f"/api/v1/share-groups/{{name}}/stream?topic={TOPIC}"),
     # the security admin API: user names and principals
     Route("proxy", "DELETE", "/api/v1/security/users/{name}"),
     Route("proxy", "POST", "/api/v1/security/users/{name}/keys", "{}"),
@@ -224,6 +241,9 @@ PATH_ROUTES = [
     ),
     Route("coordinator", "POST", "/admin/v1/topics/{name}/partitions", '{"count": 2}'),
     Route("coordinator", "GET", "/admin/v1/groups/{name}"),
+    Route("coordinator", "GET", "/admin/v1/share-groups/{name}"),
+    Route("coordinator", "PATCH", "/admin/v1/share-groups/{name}", '{"lock_duration_ms": 5000}'),
+    Route("coordinator", "DELETE", "/admin/v1/share-groups/{name}"),
     # the console's pages and forms
     Route("console", "GET", "/topics/{name}"),
     Route("console", "GET", "/topics/{name}/configs"),
@@ -262,6 +282,40 @@ BODY_ROUTES = [
     ),
     Route(
         "proxy", "POST", "/api/v1/security/users", '{"name": "{name}"}', creates=True, in_body=True
+    ),
+    Route(
+        "proxy", "POST", "/api/v1/share-groups", '{"name": "{name}"}', creates=True, in_body=True
+    ),
+    Route(
+        "coordinator",
+        "POST",
+        "/admin/v1/share-groups",
+        '{"name": "{name}"}',
+        creates=True,
+        in_body=True,
+    ),
+    Route(
+        "proxy",
+        "POST",
+        "/api/v1/share-groups",
+        '{"name": "legit-2", "dead_letter_topic": "{name}"}',
+        creates=True,
+        in_body=True,
+    ),
+    Route(
+        "proxy",
+        "POST",
+        f"/api/v1/share-groups/{SHARE_GROUP}/acquire",
+        '{"topics": ["{name}"], "timeout_ms": 0}',
+        in_body=True,
+    ),
+    Route(
+        "proxy",
+        "POST",
+        f"/api/v1/share-groups/{SHARE_GROUP}/acknowledgements",
+        '{"member_id": "m", "acknowledgements": [{"topic": "{name}", "partition": 0, '
+        '"offset": 0, "type": "accept"}]}',
+        in_body=True,
     ),
     Route(
         "proxy",
@@ -426,8 +480,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, etcd: EmbeddedEtcd) -> Ite
 
 
 async def _prepare(cluster: Cluster) -> None:
-    """The legitimate topic, group and v2 instance the routes refer to, and the group state
-    the coordinator writes for it."""
+    """The legitimate topic, group, share group (and with it the share state topic) and v2
+    instance the routes refer to, and the group state the coordinator writes for it."""
     async with httpx.AsyncClient(base_url=cluster.url("proxy"), timeout=30) as proxy:
         if (await proxy.get(f"/api/v1/topics/{TOPIC}")).status_code == 200:
             return
@@ -440,7 +494,20 @@ async def _prepare(cluster: Cluster) -> None:
             headers={"content-type": V2, "accept": V2},
         )
         assert instance.status_code == 200, instance.text
+        share_group = await proxy.post("/api/v1/share-groups", json={"name": SHARE_GROUP})
+        assert share_group.status_code == 201, share_group.text
     await _group_state_written(cluster)
+    await _state_topic_on_disk(cluster)
+
+
+async def _state_topic_on_disk(cluster: Cluster, timeout_s: float = 30.0) -> None:
+    """Until the broker has made and leads every partition of the share state topic (made
+    with the first share group; the broker creates its folders in the background)."""
+    broker = cluster.folder / "cluster" / "broker-0"
+    deadline = time.monotonic() + timeout_s
+    while len(list(broker.glob(f"{SHARE_STATE_TOPIC}-*/leader-epoch-checkpoint"))) < 16:
+        assert time.monotonic() < deadline, f"{SHARE_STATE_TOPIC}: not on disk"
+        await asyncio.sleep(0.05)  # another process's files: nothing local to wait on
 
 
 async def _group_state_written(cluster: Cluster, timeout_s: float = 30.0) -> None:
@@ -575,6 +642,7 @@ async def test_oversized_bodies_answer_413_and_write_nothing(cluster: Cluster) -
         ("proxy", "POST", "/api/v1/topics", "application/json"),
         ("proxy", "POST", "/api/v1/security/users", "application/json"),
         ("proxy", "POST", f"/consumers/{GROUP}", V2),
+        ("proxy", "POST", "/api/v1/share-groups", "application/json"),
     ):
         answer = await request(
             cluster.url(service),
