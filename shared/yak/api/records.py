@@ -148,7 +148,7 @@ class ProduceRecord(_Body):
     partition: int | None = Field(default=None, ge=0, le=INT32_MAX)
     #: Delay delivery to share groups by this many ms from when the proxy received it
     #: (the ``yak-deliver-at`` header; the topic needs ``delayed.delivery.enable=true``).
-    deliver_after_ms: int | None = Field(default=None, ge=0, le=INT64_MAX)
+    deliver_after_ms: int | None = Field(default=None, le=INT64_MAX)
     #: Deliver to share groups at this time: epoch ms, or RFC 3339 with a time zone.
     deliver_at: int | datetime | None = None
 
@@ -159,7 +159,7 @@ class ProduceRecordsRequest(_Body):
     value_encoding: Encoding = Encoding.JSON
     header_encoding: HeaderEncoding = HeaderEncoding.STRING
     #: The default delay of the records that give none (``ProduceRecord.deliver_after_ms``).
-    deliver_after_ms: int | None = Field(default=None, ge=0, le=INT64_MAX)
+    deliver_after_ms: int | None = Field(default=None, le=INT64_MAX)
     #: The default due time of the records that give none (``ProduceRecord.deliver_at``).
     deliver_at: int | datetime | None = None
 
