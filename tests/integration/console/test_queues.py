@@ -61,7 +61,7 @@ def test_a_queue_shows_acquired_and_acknowledged_records(
         # The leader's /metrics has the same figures as the group's gauges and counters.
         leader = int(row.locator("td").nth(1).inner_text())
         metrics = httpx.get(f"{console_cluster.broker_url(leader)}/metrics", timeout=10).text
-        assert f'yak_share_records_acquired{{group="{group}"}} 2.0' in metrics
+        assert f'yak_share_records_held{{group="{group}"}} 2.0' in metrics
         assert f'yak_share_records_in_flight{{group="{group}"}} 2.0' in metrics
         assert f'yak_share_oldest_unacked_age_seconds{{group="{group}"}}' in metrics
         labels = f'group="{group}",topic="{topic}"'

@@ -12,7 +12,8 @@ Counters, per group and topic, counted once per input (never per record decoded)
   archived without a copy when the group has none.
 
 Gauges per group, computed at scrape time from the share-partitions led here
-(``ShareCollector``, fed ``(group, ShareStats)`` pairs): in flight, acquired, available,
+(``ShareCollector``, fed ``(group, ShareStats)`` pairs): in flight, held (acquired, not yet
+answered: ``yak_share_records_held``), available,
 archived records whose dead-letter copy is pending, and the age in seconds of the oldest
 record not yet acknowledged (``yak_share_oldest_unacked_age_seconds``; 0 when none).
 """
@@ -98,7 +99,9 @@ class ShareCollector(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         names = {
             "in_flight": "Records in the share-partitions' in-flight windows.",
-            "acquired": "Records acquired by members and not yet acknowledged.",
+            # Not "acquired": that is the counter's base name (yak_share_records_acquired_total),
+            # and one name must not be two families in OpenMetrics.
+            "held": "Records acquired by members and not yet acknowledged.",
             "available": "Records in flight waiting for a member.",
             "dead_letter_pending": "Archived records whose dead-letter copy is pending.",
         }

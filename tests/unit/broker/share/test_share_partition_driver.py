@@ -157,7 +157,7 @@ async def test_gauges_per_group(world: ShareWorld) -> None:
     collector = ShareCollector(world.manager.stats, lambda: world.clock.time_ms() + 5_000)
     families = {f.name: f.samples for f in collector.collect()}
     value = {name: samples[0].value for name, samples in families.items()}
-    assert value["yak_share_records_acquired"] == 2
+    assert value["yak_share_records_held"] == 2
     assert value["yak_share_records_available"] == 1
     assert value["yak_share_records_in_flight"] == 3
     assert value["yak_share_oldest_unacked_age_seconds"] > 0
