@@ -448,8 +448,8 @@ class Admin(_Twin):
     def list_share_groups(self) -> ShareGroupList:
         return self._runner.run(self._admin.list_share_groups())
 
-    def describe_share_group(self, name: str) -> ShareGroupDescription:
-        return self._runner.run(self._admin.describe_share_group(name))
+    def describe_share_group(self, name: str, topics: Sequence[str] = ()) -> ShareGroupDescription:
+        return self._runner.run(self._admin.describe_share_group(name, topics))
 
     def alter_share_group(
         self,
