@@ -42,6 +42,7 @@ import httpx
 import orjson
 
 from yak.api.scheduled import CancelledSchedule, ScheduledRecords
+from yak.api.share_groups import ShareGroupLeaderState
 from yak.clients._http import error_from_response, segment
 from yak.clients.broker_connection import BrokerConnection
 from yak.clients.tls import ClientTls
@@ -290,6 +291,16 @@ class BrokerClient(AsyncClosing):
         """The data folder's usage and the hosted replicas summed per topic."""
         response = await self._send("GET", "/v1/log-dir")
         return LogDirResponse.model_validate_json(_ok(response).content)
+
+    async def share_group_state(
+        self, group: str, topics: Sequence[str] = ()
+    ) -> ShareGroupLeaderState:
+        """``group``'s share-partitions this broker leads (and its led partitions of ``topics``,
+        reported not loaded) and its counters here; ``GroupIdNotFoundError`` for a group the
+        broker does not know."""
+        params = httpx.QueryParams([("topic", t) for t in topics]) if topics else None
+        response = await self._send("GET", f"/v1/share-groups/{segment(group)}", params=params)
+        return ShareGroupLeaderState.model_validate_json(_ok(response).content)
 
     async def list_scheduled(
         self,

@@ -1,5 +1,5 @@
 """``GET /v1/share-groups/{group}`` on a running in-process broker, through
-``yak.clients.share_state``: the led partitions of the asked topics before anything was read
+``BrokerClient.share_group_state``: the led partitions of the asked topics before anything was read
 (not loaded), a share-partition after an acquire and an accept (loaded, counted), and an
 unknown group (404 ``GROUP_ID_NOT_FOUND``)."""
 
@@ -9,7 +9,6 @@ import pytest
 
 from tests.unit.broker.broker_harness import BrokerHarness
 from yak.clients.broker import BrokerClient
-from yak.clients.share_state import share_group_state
 from yak.clock import SystemClock
 from yak.errors import GroupIdNotFoundError
 from yak.metadata.models import ShareGroupRecord, ShareOffsetReset
@@ -48,19 +47,19 @@ async def test_the_route_reports_led_share_partitions(
     batch = encode_batch([RecordInput(None, b"one"), RecordInput(None, b"two")])
     await broker.client.produce_one("jobs", 0, batch, acks=-1)
     async with client:
-        before = await share_group_state(client, "g", ["jobs"])
+        before = await client.share_group_state("g", ["jobs"])
         assert [(p.partition, p.loaded, p.high_watermark) for p in before.partitions] == [
             (0, False, 2),
             (1, False, 0),
         ]
-        assert (await share_group_state(client, "g")).partitions == []
+        assert (await client.share_group_state("g")).partitions == []
         request = ks.ShareFetchRequest("g", "m1", (ks.SharePartitionAcks(topic_id, 0),))
         await client.share_fetch(request)
         ack = ks.AckBatch(0, 0, (int(ks.AckType.ACCEPT),))
         await client.share_acknowledge(
             ks.ShareAcknowledgeRequest("g", "m1", (ks.SharePartitionAcks(topic_id, 0, (ack,)),))
         )
-        after = await share_group_state(client, "g")
+        after = await client.share_group_state("g")
         assert after.broker_id == broker.broker.settings.broker_id
         (part,) = after.partitions
         assert (part.loaded, part.start_offset, part.acquired, part.lag) == (True, 1, 1, 1)
@@ -68,4 +67,4 @@ async def test_the_route_reports_led_share_partitions(
         (counters,) = after.topics
         assert (counters.topic, counters.acquired, counters.accepted) == ("jobs", 2, 1)
         with pytest.raises(GroupIdNotFoundError):
-            await share_group_state(client, "nobody")
+            await client.share_group_state("nobody")

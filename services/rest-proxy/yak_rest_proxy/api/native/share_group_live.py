@@ -28,7 +28,6 @@ from yak.api.share_groups import (
     SharePartitionState,
     ShareTopicCounters,
 )
-from yak.clients.share_state import share_group_state
 from yak.errors import GroupIdNotFoundError, YakError
 from yak.metadata.models import BrokerRegistration
 from yak_rest_proxy.runtime import ProxyRuntime
@@ -54,7 +53,7 @@ async def _ask(
 ) -> ShareGroupLeaderState | ShareBrokerError:
     try:
         async with asyncio.timeout(_BROKER_TIMEOUT_S):
-            return await share_group_state(runtime.brokers.client(broker), group, topics)
+            return await runtime.brokers.client(broker).share_group_state(group, topics)
     except GroupIdNotFoundError:
         return ShareGroupLeaderState(
             broker_id=broker.broker_id, group=group, partitions=[], topics=[]
