@@ -24,7 +24,8 @@ One cluster (etcd, a coordinator, 3 brokers, one rest-proxy; ``loadtest.local_cl
    the figure is the worst of the filters (best rounds).
 
 Results (each goal with its verdict, the machine, the load average) go to
-``loadtest/results/queue.json``; every process is stopped at the end, also on errors.
+``loadtest/results/queue.json`` and, but for ``--quick``, the block of ``docs/benchmarks.md``
+(``queue.markdown``); every process is stopped at the end, also on errors.
 """
 
 from __future__ import annotations
@@ -35,11 +36,12 @@ import contextlib
 import json
 import os
 import platform
+import shutil
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -54,6 +56,7 @@ from loadtest.bench_proxy import profiled
 from loadtest.local_cluster import LocalCluster, local_cluster, wait_for
 from loadtest.queue.calc import goal_verdicts
 from loadtest.queue.delays import lateness_run, pending_rss
+from loadtest.queue.markdown import block, replace_block
 from loadtest.queue.throughput import VALUE_BYTES, group_rate, prefill, share_rate
 from yak.clients.admin import AdminClient
 from yak.etcd_server import EmbeddedEtcd, free_ports
@@ -61,6 +64,7 @@ from yak.etcd_server import EmbeddedEtcd, free_ports
 __all__ = ["main"]
 
 RESULTS = Path(__file__).parent / "results" / "queue.json"
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 TOPIC, DELAY_TOPIC = "queue-bench", "queue-delayed"
 PENDING_TOPICS = ("pending-plain", "pending-delayed")
 PARTITIONS, DELAY_PARTITIONS, PENDING_PARTITIONS = 16, 8, 8
@@ -121,9 +125,67 @@ async def _sampled(
         yield
 
 
+async def _throughput(
+    cluster: LocalCluster, admin: AdminClient, http: httpx.AsyncClient, plan: Plan,
+    profile: Path | None,
+) -> dict[str, Any]:  # fmt: skip
+    """Phases 1 and 2: prefill, the share group's rate, the consumer group's rate."""
+    urls = {b: cluster.broker_url(b) for b in cluster.brokers}
+    written, seconds, retries = await prefill(admin, urls, TOPIC, plan.prefill_per_partition)
+    results: dict[str, Any] = {
+        "prefill_records": written,
+        "prefill_rps": round(written / seconds),
+        "prefill_retries": retries,
+    }
+    await _share_group(http, "bench-share")
+    async with _sampled(cluster, profile, WARMUP_S + plan.window_s):
+        share = await share_rate(
+            http, "bench-share", TOPIC, consumers=CONSUMERS, warmup_s=WARMUP_S,
+            window_s=plan.window_s,
+        )  # fmt: skip
+    results |= share.figures("share_ack")
+    group = await group_rate(
+        http, "bench-group", TOPIC, written, members=CONSUMERS, warmup_s=WARMUP_S,
+        window_s=plan.window_s,
+    )  # fmt: skip
+    results |= group.figures("group_poll")
+    group_rps = results["group_poll_rps"]
+    results["share_vs_group_ratio"] = (
+        round(results["share_ack_rps"] / group_rps, 3) if group_rps else None
+    )
+    return results
+
+
+async def _lateness(http: httpx.AsyncClient, plan: Plan) -> dict[str, Any]:
+    """Phase 3: scheduled records at ``DELAY_RATE``/s, acquired by share members."""
+    await _share_group(http, "bench-delays")
+    delayed = await lateness_run(
+        http, "bench-delays", DELAY_TOPIC,
+        per_tick=round(DELAY_RATE * DELAY_TICK_S), tick_s=DELAY_TICK_S,
+        duration_s=plan.delay_s, consumers=DELAY_CONSUMERS, grace_s=10.0,
+    )  # fmt: skip
+    return delayed.figures()
+
+
+async def _pending(cluster: LocalCluster, admin: AdminClient, plan: Plan) -> dict[str, Any]:
+    """Phase 4: the brokers' RSS for ``plan.pending`` pending delays."""
+    urls = {b: cluster.broker_url(b) for b in cluster.brokers}
+    pids = [p.pid for p in cluster.brokers.values()]
+    data_dirs = [cluster.folder / f"broker-{b}" for b in cluster.brokers]
+    return await pending_rss(admin, urls, pids, data_dirs, PENDING_TOPICS, plan.pending, CATCH_UP_S)
+
+
+async def _phase(results: dict[str, Any], name: str, work: Awaitable[dict[str, Any]]) -> None:
+    """Run one phase; a failure is written down (``<name>_error``) and the next phase runs."""
+    try:
+        results |= await work
+    except Exception as exc:  # a benchmark reports what broke rather than losing the run
+        results[f"{name}_error"] = f"{type(exc).__name__}: {exc}"
+        Console(stderr=True).print(f"[red]{name} failed:[/red] {exc!r}")
+
+
 async def run(cluster: LocalCluster, plan: Plan, profile: Path | None) -> dict[str, Any]:
     results: dict[str, Any] = {"load_average_start": os.getloadavg(), "plan": asdict(plan)}
-    broker_urls = {b: cluster.broker_url(b) for b in cluster.brokers}
     await asyncio.to_thread(cluster.start_proxy, PROXY)
     limits = httpx.Limits(max_connections=64)
     async with (
@@ -131,40 +193,18 @@ async def run(cluster: LocalCluster, plan: Plan, profile: Path | None) -> dict[s
         httpx.AsyncClient(base_url=cluster.proxy_url(PROXY), timeout=30, limits=limits) as http,
     ):
         await _topics(admin)
-        written, seconds = await prefill(admin, broker_urls, TOPIC, plan.prefill_per_partition)
-        results |= {"prefill_records": written, "prefill_rps": round(written / seconds)}
-        await _share_group(http, "bench-share")
-        async with _sampled(cluster, profile, WARMUP_S + plan.window_s):
-            share = await share_rate(
-                http, "bench-share", TOPIC, consumers=CONSUMERS, warmup_s=WARMUP_S,
-                window_s=plan.window_s,
-            )  # fmt: skip
-        results |= share.figures("share_ack")
-        group = await group_rate(
-            http, "bench-group", TOPIC, written, members=CONSUMERS, warmup_s=WARMUP_S,
-            window_s=plan.window_s,
-        )  # fmt: skip
-        results |= group.figures("group_poll")
-        group_rps = results["group_poll_rps"]
-        results["share_vs_group_ratio"] = (
-            round(results["share_ack_rps"] / group_rps, 3) if group_rps else None
-        )
-        await _share_group(http, "bench-delays")
-        delayed = await lateness_run(
-            http, "bench-delays", DELAY_TOPIC,
-            per_tick=round(DELAY_RATE * DELAY_TICK_S), tick_s=DELAY_TICK_S,
-            duration_s=plan.delay_s, consumers=DELAY_CONSUMERS, grace_s=10.0,
-        )  # fmt: skip
-        results |= delayed.figures()
-        pids = [p.pid for p in cluster.brokers.values()]
-        data_dirs = [cluster.folder / f"broker-{b}" for b in cluster.brokers]
-        results |= await pending_rss(
-            admin, broker_urls, pids, data_dirs, PENDING_TOPICS, plan.pending, CATCH_UP_S
-        )
-    filtered = await asyncio.to_thread(bench_filter_proxy.measure, cluster)
-    results |= _filter_figures(filtered["micros"])
+        await _phase(results, "throughput", _throughput(cluster, admin, http, plan, profile))
+        await _phase(results, "lateness", _lateness(http, plan))
+        await _phase(results, "pending", _pending(cluster, admin, plan))
+    await _phase(results, "filter", _filter(cluster))
     results["load_average_end"] = os.getloadavg()
     return results
+
+
+async def _filter(cluster: LocalCluster) -> dict[str, Any]:
+    """Phase 5: ``bench_filter_proxy.measure`` (a thread: it is blocking ``httpx``)."""
+    filtered = await asyncio.to_thread(bench_filter_proxy.measure, cluster)
+    return _filter_figures(filtered["micros"])
 
 
 def _filter_figures(micros: dict[str, list[float]]) -> dict[str, Any]:
@@ -178,8 +218,9 @@ def _filter_figures(micros: dict[str, list[float]]) -> dict[str, Any]:
     return out
 
 
-def report(results: dict[str, Any]) -> dict[str, Any]:
-    """Write ``queue.json`` (goals and verdicts first) and print the table."""
+def report(results: dict[str, Any], *, docs: bool) -> dict[str, Any]:
+    """Write ``queue.json`` (goals and verdicts first), with ``docs`` the block of
+    ``docs/benchmarks.md`` (``queue.markdown``), and print the table."""
     goals = goal_verdicts(results)
     document = {
         "benchmark": "queue",
@@ -206,6 +247,8 @@ def report(results: dict[str, Any]) -> dict[str, Any]:
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(document, indent=2) + "\n")
+    if docs:
+        DOCS.write_text(replace_block(DOCS.read_text(), block(document)))
     table = Table("figure", "value", "goal", "verdict", title="yak queues (issue 30)")
     for key, verdict in goals.items():
         shown = verdict["value"]
@@ -221,6 +264,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0] if __doc__ else "")
     parser.add_argument("--profile", type=Path, help="py-spy the proxy and brokers into DIR")
     parser.add_argument("--quick", action="store_true", help="a small run: checks the harness")
+    parser.add_argument("--logs", type=Path, help="copy the services' logs here at the end")
     args = parser.parse_args()
     plan = Plan.quick() if args.quick else Plan()
     if args.profile is not None:
@@ -235,7 +279,9 @@ def main() -> None:
                 results = asyncio.run(run(cluster, plan, args.profile))
         finally:
             etcd.stop()
-    report(results)
+            if args.logs is not None:
+                shutil.copytree(folder / "logs", args.logs, dirs_exist_ok=True)
+    report(results, docs=not args.quick)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ a million delays pending.
   cursor in each replica's ``delays/delays.checkpoint`` (``storage.delay_checkpoint``; written
   at most 10 s after the index moved) reached the partition's end offset — the file is read
   from the brokers' data folders, nothing in the brokers is asked. Records are produced
-  straight to the leaders (acks=all), due one to two days ahead.
+  straight to the leaders (``produce.LeaderWriter``: acks=all, idempotent, retried across
+  leader changes), due one to two days ahead.
 
 Single event loop; the waits on other processes' files poll, there is no event to wait on.
 """
@@ -35,10 +36,10 @@ import orjson
 import psutil
 
 from loadtest.queue.calc import accept_entries, lateness
+from loadtest.queue.produce import LeaderWriter
 from yak.clients.admin import AdminClient
-from yak.clients.broker import BrokerClient
 from yak.delays import DELIVER_AT_HEADER, delay_header
-from yak.record import RecordInput, encode_batch
+from yak.record import RecordInput
 from yak.types import TopicPartition
 from yak_broker.storage.delay_checkpoint import CHECKPOINT_NAME, read_checkpoint
 from yak_broker.storage.delay_index import DELAYS_DIR
@@ -199,36 +200,30 @@ def rss_bytes(pids: list[int]) -> int:
 
 async def _produce_pending(
     admin: AdminClient, broker_urls: dict[int, str], topic: str, count: int, now_ms: int
-) -> dict[int, int]:
-    """``count`` 16-byte records due 1-2 days after ``now_ms``, spread over the partitions;
-    each partition's end offset."""
-    leaders = {p.partition: p.leader for p in (await admin.describe_topic(topic)).partitions}
+) -> tuple[dict[int, int], int]:
+    """``count`` 16-byte records due 1-2 days after ``now_ms``, spread evenly over the
+    partitions in batches of ``PENDING_BATCH``; (each partition's end offset, retried sends)."""
     rng = random.Random(30)
-    clients = {b: BrokerClient(url, timeout_s=60) for b, url in broker_urls.items()}
-    ends = dict.fromkeys(leaders, 0)
+    writer = LeaderWriter(admin, broker_urls, topic)
     try:
-        for first in range(0, count, PENDING_BATCH * len(leaders)):
-            sends = []
-            for partition, leader in sorted(leaders.items()):
-                size = min(PENDING_BATCH, count - first - partition * PENDING_BATCH)
-                if size <= 0:
-                    continue
-                batch = encode_batch(
-                    [
-                        RecordInput(
-                            value=b"%016d" % (first + i),
-                            headers=(delay_header(now_ms + DAY_MS + rng.randrange(DAY_MS)),),
-                        )
-                        for i in range(size)
-                    ]
+        partitions = sorted(await writer.leaders())
+        per_partition = count // len(partitions)
+        batches = -(-per_partition // PENDING_BATCH)
+
+        def make(partition: int, n: int) -> list[RecordInput]:
+            first = n * PENDING_BATCH
+            return [
+                RecordInput(
+                    value=b"%016d" % (partition * per_partition + first + i),
+                    headers=(delay_header(now_ms + DAY_MS + rng.randrange(DAY_MS)),),
                 )
-                sends.append(clients[leader].produce_one(topic, partition, batch, acks=-1))
-                ends[partition] += size
-            await asyncio.gather(*sends)
+                for i in range(min(PENDING_BATCH, per_partition - first))
+            ]
+
+        await writer.fill(batches, make, len(partitions))
     finally:
-        for client in clients.values():
-            await client.aclose()
-    return ends
+        await writer.aclose()
+    return dict.fromkeys(partitions, per_partition), writer.retries
 
 
 def _cursors(data_dirs: list[Path], topic: str, ends: dict[int, int]) -> list[int]:
@@ -258,10 +253,10 @@ async def pending_rss(
     plain, delayed = topics
     now_ms = int(_now_ms())
     before = rss_bytes(pids)
-    await _produce_pending(admin, broker_urls, plain, count, now_ms)
+    _, plain_retries = await _produce_pending(admin, broker_urls, plain, count, now_ms)
     after_plain = rss_bytes(pids)
     started = time.perf_counter()
-    ends = await _produce_pending(admin, broker_urls, delayed, count, now_ms)
+    ends, retries = await _produce_pending(admin, broker_urls, delayed, count, now_ms)
     produced_s = time.perf_counter() - started
     lags = _cursors(data_dirs, delayed, ends)
     while min(lags) < 0 and time.perf_counter() - started < catch_up_s:
@@ -284,4 +279,5 @@ async def pending_rss(
         "delay_pending_replicas": len(lags),
         "delay_pending_produce_s": round(produced_s, 1),
         "delay_pending_caught_up_s": round(caught_up_s, 1),
+        "delay_pending_produce_retries": plain_retries + retries,
     }

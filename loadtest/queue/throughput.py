@@ -1,8 +1,8 @@
 """Share-group acquire + acknowledge and group-poll consume rates through one rest-proxy.
 
 - ``prefill``: ``count`` 1 KiB JSON records into every partition of a topic, produced straight
-  to the partitions' leaders (``BrokerClient.produce_one``, acks=all, batches of ``BATCH``
-  records) so the proxy under test has done no work before the measurement.
+  to the partitions' leaders (``produce.LeaderWriter``: acks=all, idempotent, batches of
+  ``BATCH`` records) so the proxy under test has done no work before the measurement.
 - ``share_rate``: ``consumers`` tasks, each a share-group member with its own member id, loop
   over raw ``httpx`` requests like a worker pool: ``POST …/acquire`` (up to ``max_records``,
   long poll ``timeout_ms``), then one ``POST …/acknowledgements`` accepting everything acquired
@@ -28,9 +28,9 @@ import httpx
 import orjson
 
 from loadtest.queue.calc import Window, accept_entries, summary_ms
+from loadtest.queue.produce import LeaderWriter
 from yak.clients.admin import AdminClient
-from yak.clients.broker import BrokerClient
-from yak.record import RecordInput, encode_batch
+from yak.record import RecordInput
 
 __all__ = ["Rate", "group_rate", "prefill", "record_value", "share_rate"]
 
@@ -51,31 +51,19 @@ def record_value(index: int) -> bytes:
 
 async def prefill(
     admin: AdminClient, broker_urls: dict[int, str], topic: str, per_partition: int
-) -> tuple[int, float]:
+) -> tuple[int, float, int]:
     """``per_partition`` records (rounded up to whole batches) into each partition; (records
-    written, seconds taken)."""
-    described = await admin.describe_topic(topic)
-    leaders = {p.partition: p.leader for p in described.partitions}
-    batch = encode_batch([RecordInput(value=record_value(i)) for i in range(BATCH)])
-    clients = {b: BrokerClient(url, timeout_s=60) for b, url in broker_urls.items()}
-    work = [(p, n) for p in sorted(leaders) for n in range(-(-per_partition // BATCH))]
-    written = 0
+    written, seconds taken, retried sends)."""
+    records = [RecordInput(value=record_value(i)) for i in range(BATCH)]
+    writer = LeaderWriter(admin, broker_urls, topic)
+    batches = -(-per_partition // BATCH)
     started = time.perf_counter()
-
-    async def producer() -> None:
-        nonlocal written
-        while work:
-            partition, _ = work.pop()
-            client = clients[leaders[partition]]
-            await client.produce_one(topic, partition, batch, acks=-1)
-            written += BATCH
-
     try:
-        await asyncio.gather(*(producer() for _ in range(PREFILL_TASKS)))
+        await writer.fill(batches, lambda _p, _n: records, PREFILL_TASKS)
+        partitions = len(await writer.leaders())
     finally:
-        for client in clients.values():
-            await client.aclose()
-    return written, time.perf_counter() - started
+        await writer.aclose()
+    return batches * BATCH * partitions, time.perf_counter() - started, writer.retries
 
 
 @dataclass
