@@ -91,8 +91,9 @@ async def _read_partition(
         read = await reader.read(topic, partition, offset, timeout_ms=_POLL_MS if follow else 0)
         if not follow:
             read = read._replace(records=[r for r in read.records if r.offset < latest])
-            if not read.records:
+            if not read.records and read.next_offset <= offset:
                 return  # nothing more below the high watermark seen at the start
+            # (a filtered read may answer no record and still move past the ones it dropped)
         printer.print(read.records)
         offset = read.next_offset
 
@@ -105,8 +106,9 @@ async def _read_stateless(
     follow: bool,
     printer: _Printer,
     api_key: str | None = None,
+    record_filter: str | None = None,
 ) -> None:
-    async with AsyncPartitionReader(url, api_key=api_key) as reader:
+    async with AsyncPartitionReader(url, api_key=api_key, filter=record_filter) as reader:
         count = await reader.partition_count(topic)
         if partition is not None and not 0 <= partition < count:
             raise InvalidRequestError(f"topic {topic!r} has no partition {partition}")
@@ -138,10 +140,11 @@ async def _read_group(
     timeout_ms: int,
     printer: _Printer,
     api_key: str | None = None,
+    record_filter: str | None = None,
 ) -> None:
     reset: OffsetReset = "earliest" if from_beginning else "latest"
     async with AsyncConsumer(
-        url, group, [topic], auto_offset_reset=reset, api_key=api_key
+        url, group, [topic], auto_offset_reset=reset, api_key=api_key, filter=record_filter
     ) as consumer:
         idle_since = time.monotonic()
         while not printer.done.is_set():
@@ -196,6 +199,14 @@ def consume(
             help="With --group and without --follow: give up after this long without partitions.",
         ),
     ] = 10_000,
+    record_filter: Annotated[
+        str | None,
+        typer.Option(
+            "--filter",
+            help="Only records this expression accepts, applied by the proxy "
+            "(docs/filters.md), e.g. 'value.total >= 100'; positions move past the others.",
+        ),
+    ] = None,
     url: UrlOption = None,
     api_key: ApiKeyOption = None,
     data_dir: DataDirOption = Path(".yak"),
@@ -220,10 +231,20 @@ def consume(
         printer = _Printer(printer_format, max_messages)
         if group is not None:
             await _read_group(
-                target, topic, group, from_beginning, follow, timeout_ms, printer, api_key
+                target,
+                topic,
+                group,
+                from_beginning,
+                follow,
+                timeout_ms,
+                printer,
+                api_key,
+                record_filter,
             )
         else:
             start = _start_offset(offset or "earliest")
-            await _read_stateless(target, topic, partition, start, follow, printer, api_key)
+            await _read_stateless(
+                target, topic, partition, start, follow, printer, api_key, record_filter
+            )
 
     run_or_exit(run())

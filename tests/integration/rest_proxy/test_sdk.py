@@ -366,6 +366,20 @@ async def test_cli_produce_then_consume_round_trip(cluster: LocalCluster, tmp_pa
         f"{k}={v} source=cli {topic}"
         for k, v in zip("abcd", ("one", "two", "three", "four"), strict=True)
     ]
+    # --filter: the proxy keeps only what the expression accepts (stateless and as a member).
+    kept = await yak("consume", topic, "--filter", 'key == "b" or key == "d"', "-f", "%v\\n", *url)
+    assert kept.returncode == 0, kept.stderr
+    assert sorted(kept.stdout.splitlines()) == ["four", "two"]
+    bad = await yak("consume", topic, "--filter", "key ==", *url)
+    assert bad.returncode == 1
+    assert bad.stderr.startswith("error: INVALID_FILTER"), bad.stderr
+    filtered_group = unique("cli-f")
+    member = await yak(
+        "consume", topic, "--group", filtered_group, "--from-beginning",
+        "--filter", 'key startswith "c"', *url,
+    )  # fmt: skip
+    assert member.returncode == 0, member.stderr
+    assert member.stdout.splitlines() == ["three"]
     a_partition = partition_for_key(b"a", 3)
     one = await yak(
         "consume", topic, "--partition", str(a_partition), "--print-offset", "--print-key", *url
