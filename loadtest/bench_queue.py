@@ -11,7 +11,9 @@ One cluster (etcd, a coordinator, 3 brokers, one rest-proxy; ``loadtest.local_cl
    ``CONSUMERS`` raw-``httpx`` members loop acquire (500) + accept-all through the proxy:
    records/s accepted over ``WINDOW_S`` after ``WARMUP_S``; p50/p99 of each request kind.
 2. **group_poll_rps** — a consumer group of ``CONSUMERS`` members drains the same records with
-   the native long poll (1 MiB, values as JSON, a commit a second), same warm-up and window;
+   the native long poll (1 MiB, values as JSON, a commit a second) after ``GROUP_WARMUP_S``,
+   over the same window, closed at the last record when the drain ends first (it does: it is
+   several times faster);
    **share_vs_group_ratio** = share_ack_rps / group_poll_rps.
 3. **delay_lateness_p99_ms** (p50, max, early count) — a topic with delays, ``DELAY_RATE``
    records/s for ``DELAY_S`` s through the proxy, each ``deliver_after_ms`` 2-5 s, acquired and
@@ -70,6 +72,8 @@ PENDING_TOPICS = ("pending-plain", "pending-delayed")
 PARTITIONS, DELAY_PARTITIONS, PENDING_PARTITIONS = 16, 8, 8
 CONSUMERS = 8
 WARMUP_S = 2.0
+#: The group drains the prefill in a few seconds and has its partitions within ~0.2 s.
+GROUP_WARMUP_S = 0.5
 DELAY_RATE, DELAY_TICK_S, DELAY_CONSUMERS = 1_000, 0.05, 4
 CATCH_UP_S = 180.0
 PROXY = 1  # bench_filter_proxy.measure starts proxy 0 for itself
@@ -80,7 +84,7 @@ _DELAYS = {"delayed.delivery.enable": "true", "min.insync.replicas": "2"}
 class Plan:
     """How much of everything: the goals' run, or ``--quick`` (a smoke test of the harness)."""
 
-    prefill_per_partition: int = 15_000
+    prefill_per_partition: int = 30_000
     window_s: float = 10.0
     delay_s: float = 20.0
     pending: int = 1_000_000
@@ -112,15 +116,15 @@ async def _share_group(http: httpx.AsyncClient, name: str) -> None:
 
 @contextlib.asynccontextmanager
 async def _sampled(
-    cluster: LocalCluster, profile: Path | None, seconds: float
+    cluster: LocalCluster, profile: Path | None, phase: str, seconds: float
 ) -> AsyncIterator[None]:
-    """py-spy on the proxy and every broker for the share phase (``--profile``)."""
+    """py-spy on the proxy and every broker during ``phase`` (``--profile``)."""
     async with contextlib.AsyncExitStack() as stack:
         if profile is not None:
             targets = {"proxy": cluster.proxies[PROXY].pid}
             targets |= {f"broker-{b}": p.pid for b, p in cluster.brokers.items()}
             for name, pid in targets.items():
-                out = profile / f"share_{name}.txt"
+                out = profile / f"{phase}_{name}.txt"
                 await stack.enter_async_context(profiled(pid, out, seconds))
         yield
 
@@ -138,14 +142,14 @@ async def _throughput(
         "prefill_retries": retries,
     }
     await _share_group(http, "bench-share")
-    async with _sampled(cluster, profile, WARMUP_S + plan.window_s):
+    async with _sampled(cluster, profile, "share", WARMUP_S + plan.window_s):
         share = await share_rate(
             http, "bench-share", TOPIC, consumers=CONSUMERS, warmup_s=WARMUP_S,
             window_s=plan.window_s,
         )  # fmt: skip
     results |= share.figures("share_ack")
     group = await group_rate(
-        http, "bench-group", TOPIC, written, members=CONSUMERS, warmup_s=WARMUP_S,
+        http, "bench-group", TOPIC, written, members=CONSUMERS, warmup_s=GROUP_WARMUP_S,
         window_s=plan.window_s,
     )  # fmt: skip
     results |= group.figures("group_poll")
@@ -156,14 +160,17 @@ async def _throughput(
     return results
 
 
-async def _lateness(http: httpx.AsyncClient, plan: Plan) -> dict[str, Any]:
+async def _lateness(
+    cluster: LocalCluster, http: httpx.AsyncClient, plan: Plan, profile: Path | None
+) -> dict[str, Any]:
     """Phase 3: scheduled records at ``DELAY_RATE``/s, acquired by share members."""
     await _share_group(http, "bench-delays")
-    delayed = await lateness_run(
-        http, "bench-delays", DELAY_TOPIC,
-        per_tick=round(DELAY_RATE * DELAY_TICK_S), tick_s=DELAY_TICK_S,
-        duration_s=plan.delay_s, consumers=DELAY_CONSUMERS, grace_s=10.0,
-    )  # fmt: skip
+    async with _sampled(cluster, profile, "delays", plan.delay_s + 5):
+        delayed = await lateness_run(
+            http, "bench-delays", DELAY_TOPIC,
+            per_tick=round(DELAY_RATE * DELAY_TICK_S), tick_s=DELAY_TICK_S,
+            duration_s=plan.delay_s, consumers=DELAY_CONSUMERS, grace_s=30.0,
+        )  # fmt: skip
     return delayed.figures()
 
 
@@ -194,7 +201,7 @@ async def run(cluster: LocalCluster, plan: Plan, profile: Path | None) -> dict[s
     ):
         await _topics(admin)
         await _phase(results, "throughput", _throughput(cluster, admin, http, plan, profile))
-        await _phase(results, "lateness", _lateness(http, plan))
+        await _phase(results, "lateness", _lateness(cluster, http, plan, profile))
         await _phase(results, "pending", _pending(cluster, admin, plan))
     await _phase(results, "filter", _filter(cluster))
     results["load_average_end"] = os.getloadavg()
@@ -234,6 +241,7 @@ def report(results: dict[str, Any], *, docs: bool) -> dict[str, Any]:
             "consumer_kind": "raw httpx acquire(500) + accept-all ranges loops, one member id each",
             "value_bytes": VALUE_BYTES,
             "warmup_s": WARMUP_S,
+            "group_warmup_s": GROUP_WARMUP_S,
             "delay_records_per_s": DELAY_RATE,
             "delay_partitions": DELAY_PARTITIONS,
             "pending_subtracted": "RSS growth of the same 1M records to a topic without delays",

@@ -78,11 +78,20 @@ class DelayRun:
         if not self.sending and len(self.seen) >= self.produced:
             self.all_seen.set()
 
+    def quarters(self) -> list[float]:
+        """Lateness p50 of each quarter of the records in due order: a backlog grows."""
+        ordered = sorted(self.seen, key=lambda seen: seen[1])
+        size = -(-len(ordered) // 4)
+        parts = [ordered[i : i + size] for i in range(0, len(ordered), size)] if size else []
+        medians = (lateness((a, h) for a, h, _ in part).figures() for part in parts)
+        return [float(m["delay_lateness_p50_ms"]) for m in medians]
+
     def figures(self) -> dict[str, Any]:
         by_header = lateness((a, h) for a, h, _ in self.seen).figures()
         by_value = lateness((a, v) for a, _, v in self.seen).figures()
         return {
             **by_header,
+            "delay_lateness_p50_by_quarter_ms": self.quarters(),
             "delay_lateness_vs_producer_stamp_p99_ms": by_value["delay_lateness_p99_ms"],
             "delay_records_produced": self.produced,
             "delay_records_acquired": len(self.seen),
