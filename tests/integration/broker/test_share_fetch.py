@@ -2,10 +2,12 @@
 coordinator, three brokers as processes; the share group and its dead-letter topic created
 through the coordinator's admin API, snapshots in the real ``__yak_share_state``): records
 acquired, accepted, released and redelivered with a higher count, rejected into the
-dead-letter topic with its headers; an unknown group is refused per partition."""
+dead-letter topic with its headers; an unknown group is refused per partition; a deleted
+group's state gets its tombstone, and a group created again under its name starts fresh."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,8 +22,10 @@ from yak.etcd_server import EmbeddedEtcd
 from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.models import BrokerRegistration
+from yak.partitioner import partition_for_key
 from yak.protocol import kafka_share as ks
 from yak.record import RecordInput, decode_batches, encode_batch
+from yak_broker.share.state_store import SHARE_STATE_TOPIC, SharePartitionKey
 from yak_broker.share.topic_ids import topic_uuid
 
 pytestmark = pytest.mark.integration
@@ -128,3 +132,76 @@ async def test_acquire_acknowledge_redeliver_and_dead_letter(cluster: LocalClust
         assert headers["yak-dlq-offset"] == b"2"
         assert headers["yak-dlq-delivery-count"] == b"2"
         assert headers["yak-dlq-group"] == b"workers"
+
+
+async def _state_values(
+    cluster: LocalCluster, key: SharePartitionKey, *, until_tombstone: bool = False
+) -> list[bytes | None]:
+    """Every value written for ``key`` in ``__yak_share_state``, in order (None: tombstone);
+    ``until_tombstone``: long-poll at the end until the last one is a tombstone."""
+    async with AdminClient(cluster.coordinator_url) as admin:
+        state = await admin.describe_topic(SHARE_STATE_TOPIC)
+    partition = partition_for_key(key.encode(), len(state.partitions))
+    values: list[bytes | None] = []
+    async with await _leader_client(cluster, state.partitions[partition].leader) as leader:
+        offset = 0
+        waiting = False
+        while True:
+            fetched = await leader.fetch_one(
+                SHARE_STATE_TOPIC, partition, offset, max_wait_ms=1_000 if waiting else 0
+            )
+            batches = list(decode_batches(bytes(fetched.records), from_offset=offset))
+            for batch in batches:
+                values += [r.value for r in batch.records if r.key == key.encode()]
+                offset = batch.header.base_offset + batch.header.last_offset_delta + 1
+            if not batches:
+                if not until_tombstone or (values and values[-1] is None):
+                    return values
+                waiting = True
+
+
+async def test_a_deleted_group_is_tombstoned_and_its_name_starts_fresh(
+    cluster: LocalCluster,
+) -> None:
+    async with AdminClient(cluster.coordinator_url) as admin:
+        described = await admin.create_topic("recycled-jobs", replication_factor=3)
+        first = await admin.create_share_group(
+            CreateShareGroupRequest(name="recycled", offset_reset="earliest")
+        )
+    topic_id = topic_uuid(described.topic_id)
+    assert topic_id is not None
+    wanted = ks.SharePartitionAcks(topic_id, 0)
+    key = SharePartitionKey("recycled", "recycled-jobs", 0, first.created_at_ms)
+    async with await _leader_client(cluster, described.partitions[0].leader) as broker:
+        records = [RecordInput(None, f"job-{i}".encode()) for i in range(3)]
+        await broker.produce_one("recycled-jobs", 0, encode_batch(records), acks=-1)
+
+        async def acquire(member: str) -> ks.ShareFetchedPartition:
+            request = ks.ShareFetchRequest("recycled", member, (wanted,), max_wait_ms=200)
+            async with asyncio.timeout(10):  # until the leader's metadata shows the group
+                while True:
+                    (answer,) = (await broker.share_fetch(request)).partitions
+                    if answer.error is None or answer.error.code != "GROUP_ID_NOT_FOUND":
+                        return answer
+                    await asyncio.sleep(0.05)  # another process's metadata: nothing to await
+
+        taken = await acquire("m1")
+        assert taken.acquired == (ks.AcquiredRecords(0, 2, 1),)
+        accept = _acks(topic_id, 0, 2, ks.AckType.ACCEPT)
+        (accepted,) = await broker.share_acknowledge(
+            ks.ShareAcknowledgeRequest("recycled", "m1", (accept,))
+        )
+        assert accepted.error is None
+        assert (await _state_values(cluster, key))[-1] is not None
+
+        async with AdminClient(cluster.coordinator_url) as admin:
+            await admin.delete_share_group("recycled")
+            async with asyncio.timeout(20):  # the leader's sweep, in the background
+                await _state_values(cluster, key, until_tombstone=True)
+            second = await admin.create_share_group(
+                CreateShareGroupRequest(name="recycled", offset_reset="earliest")
+            )
+        assert second.created_at_ms != first.created_at_ms
+        again = await acquire("m2")
+        assert again.error is None, again.error
+        assert again.acquired == (ks.AcquiredRecords(0, 2, 1),)  # nothing of the old group
