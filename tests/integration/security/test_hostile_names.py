@@ -504,8 +504,10 @@ async def _state_topic_on_disk(cluster: Cluster, timeout_s: float = 30.0) -> Non
     """Until the broker has made and leads every partition of the share state topic (made
     with the first share group; the broker creates its folders in the background)."""
     broker = cluster.folder / "cluster" / "broker-0"
+    # Named paths, not a glob: the broker renames folders while it creates them.
+    wanted = [broker / f"{SHARE_STATE_TOPIC}-{p}" / "leader-epoch-checkpoint" for p in range(16)]
     deadline = time.monotonic() + timeout_s
-    while len(list(broker.glob(f"{SHARE_STATE_TOPIC}-*/leader-epoch-checkpoint"))) < 16:
+    while not all(path.exists() for path in wanted):
         assert time.monotonic() < deadline, f"{SHARE_STATE_TOPIC}: not on disk"
         await asyncio.sleep(0.05)  # another process's files: nothing local to wait on
 
