@@ -12,7 +12,10 @@ record was handed out, this time included.
 An acknowledgement entry names one offset (``offset``) or an inclusive range
 (``first_offset``/``last_offset``); each entry gets its own result, ``error`` None when it was
 applied. An entry that names records the member does not hold (never acquired by it, or its
-lock expired) fails with ``INVALID_RECORD_STATE`` and changes nothing.
+lock expired) fails with ``INVALID_RECORD_STATE`` and changes nothing. An acquire may carry the
+answers to what the member holds (``AcquireRequest.acknowledgements``, the same entries): they
+are applied before it acquires, and its answer has their results (``acknowledgement_results``)
+beside the records — one round trip instead of two, as Kafka's share consumers do it.
 """
 
 from __future__ import annotations
@@ -57,22 +60,6 @@ class AcknowledgeType(StrEnum):
     RENEW = "renew"
 
 
-class AcquireRequest(_Body):
-    """``POST /share-groups/{group}/acquire``."""
-
-    topics: list[str] = Field(min_length=1)
-    #: The member the locks are taken for; generated (and answered) when absent.
-    member_id: str | None = Field(default=None, min_length=1, max_length=249)
-    max_records: int = Field(default=500, ge=1, le=MAX_ACQUIRE_RECORDS)
-    #: How long to wait for records when none is available now (a long poll).
-    timeout_ms: int = Field(default=1_000, ge=0)
-    #: A record filter (docs/filters.md); records it rejects are acknowledged for the group.
-    filter: str | None = None
-    key_encoding: Encoding = Encoding.STRING
-    value_encoding: Encoding = Encoding.JSON
-    header_encoding: HeaderEncoding = HeaderEncoding.STRING
-
-
 class AcquiredRecord(ConsumedRecord):
     """A record the member now holds, and how many times it was delivered (this time too)."""
 
@@ -86,14 +73,6 @@ class PartitionError(BaseModel):
     partition: int
     code: str
     message: str
-
-
-class AcquireResponse(BaseModel):
-    member_id: str
-    #: How long the member holds what it acquired, from the answer (0: nothing acquired).
-    lock_timeout_ms: int
-    records: list[AcquiredRecord]
-    errors: list[PartitionError] = Field(default_factory=list)
 
 
 class AckEntry(_Body):
@@ -132,6 +111,32 @@ class AckEntry(_Body):
         return last
 
 
+class AcquireRequest(_Body):
+    """``POST /share-groups/{group}/acquire``."""
+
+    topics: list[str] = Field(min_length=1)
+    #: The member the locks are taken for; generated (and answered) when absent.
+    member_id: str | None = Field(default=None, min_length=1, max_length=249)
+    max_records: int = Field(default=500, ge=1, le=MAX_ACQUIRE_RECORDS)
+    #: How long to wait for records when none is available now (a long poll).
+    timeout_ms: int = Field(default=1_000, ge=0)
+    #: A record filter (docs/filters.md); records it rejects are acknowledged for the group.
+    filter: str | None = None
+    key_encoding: Encoding = Encoding.STRING
+    value_encoding: Encoding = Encoding.JSON
+    header_encoding: HeaderEncoding = HeaderEncoding.STRING
+    #: Answers to records the member holds, applied before it acquires (Kafka's ShareFetch
+    #: carries them so): each partition's entries at its leader, in one request and one
+    #: state write with the partition's acquisition. Needs ``member_id``.
+    acknowledgements: list[AckEntry] = Field(default_factory=list, max_length=MAX_ACK_ENTRIES)
+
+    @model_validator(mode="after")
+    def _acks_name_member(self) -> Self:
+        if self.acknowledgements and self.member_id is None:
+            raise ValueError("acknowledgements need the member_id that acquired the records")
+        return self
+
+
 class AcknowledgeRequest(_Body):
     """``POST /share-groups/{group}/acknowledgements``."""
 
@@ -154,3 +159,13 @@ class AcknowledgeResponse(BaseModel):
     """Results in the order of the request's entries."""
 
     results: list[AckEntryResult]
+
+
+class AcquireResponse(BaseModel):
+    member_id: str
+    #: How long the member holds what it acquired, from the answer (0: nothing acquired).
+    lock_timeout_ms: int
+    records: list[AcquiredRecord]
+    errors: list[PartitionError] = Field(default_factory=list)
+    #: One result per entry of the request's ``acknowledgements``, in their order.
+    acknowledgement_results: list[AckEntryResult] = Field(default_factory=list)

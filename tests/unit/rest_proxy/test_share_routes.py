@@ -94,6 +94,44 @@ async def test_acknowledgements_answer_per_entry(proxy: Proxy) -> None:
     assert brokers.held("m1") == [(1, 0), (1, 1), (1, 2)]
 
 
+async def test_an_acquire_carries_acknowledgements_and_answers_their_results(
+    proxy: Proxy,
+) -> None:
+    client, brokers = proxy
+    await _acquire(client, member_id="m1", timeout_ms=0)
+    brokers.add(0, b"fresh")
+    answer = await _acquire(
+        client,
+        member_id="m1",
+        timeout_ms=0,
+        acknowledgements=[
+            {"topic": "t", "partition": 0, "first_offset": 0, "last_offset": 2, "type": "accept"},
+            {"topic": "t", "partition": 1, "offset": 9, "type": "reject"},
+        ],
+    )
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    results = body["acknowledgement_results"]
+    assert [r["error"] and r["error"]["code"] for r in results] == [None, "INVALID_RECORD_STATE"]
+    assert (results[0]["first_offset"], results[0]["last_offset"], results[0]["type"]) == (
+        0,
+        2,
+        "accept",
+    )
+    assert [(r["partition"], r["offset"]) for r in body["records"]] == [(0, 3)]
+    assert brokers.held("m1") == [(0, 3), (1, 0), (1, 1), (1, 2)]
+
+
+async def test_acknowledgements_in_an_acquire_need_its_member_id(proxy: Proxy) -> None:
+    client, brokers = proxy
+    entry = {"topic": "t", "partition": 0, "offset": 0, "type": "accept"}
+    answer = await _acquire(client, timeout_ms=0, acknowledgements=[entry])
+    assert answer.status_code == 400
+    assert answer.json()["code"] == "INVALID_REQUEST"
+    assert brokers.requests == []
+    assert "member_id" in answer.json()["message"]
+
+
 async def test_an_acknowledgement_of_records_not_held_is_409_and_changes_nothing(
     proxy: Proxy,
 ) -> None:

@@ -9,6 +9,11 @@ acknowledgements in, on one socket; pull-based like the group WebSocket: ``{"typ
 "acquire"}`` answers one ``records`` message, ``{"type": "acknowledge", "acknowledgements":
 [...]}`` one ``acknowledged``). Keys, values and headers are rendered like the native poll's.
 
+An acquire (POST or WebSocket message) may carry ``acknowledgements``, the entries of the
+acknowledgements route: they are applied before it acquires, at the leaders, inside the
+acquire's ShareFetches, and its answer lists ``acknowledgement_results`` (one per entry, in
+order) beside the records; refused entries never fail the acquire.
+
 An acknowledgement request answers 200 with one result per entry, unless every entry failed:
 then the first entry's error is the answer (409 ``INVALID_RECORD_STATE`` for records the member
 does not hold), its ``details.results`` the entries' results. Acquires answer 429 over the
@@ -19,7 +24,7 @@ principal's fetch quota; streams wait for it instead. Handlers only parse, call
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Annotated, Any
 
 import orjson
@@ -29,6 +34,7 @@ from pydantic import ValidationError
 
 from yak.api.records import API_PREFIX, Encoding, HeaderEncoding
 from yak.api.share_records import (
+    AckEntry,
     AcknowledgeRequest,
     AcknowledgeResponse,
     AcquireRequest,
@@ -59,7 +65,11 @@ _ACK_TYPES = {
 
 
 def acquire_body(
-    got: Acquisition, key: Encoding, value: Encoding, header: HeaderEncoding
+    got: Acquisition,
+    key: Encoding,
+    value: Encoding,
+    header: HeaderEncoding,
+    acknowledgements: Sequence[AckEntry] = (),
 ) -> dict[str, Any]:
     """``AcquireResponse``'s JSON, records rendered as dicts (no model per record)."""
     render = partition_renderer(key, value, header)
@@ -72,26 +82,41 @@ def acquire_body(
     errors = [
         {"topic": t, "partition": p, "code": e.code, "message": e.message} for t, p, e in got.errors
     ]
-    return {
+    answer: dict[str, Any] = {
         "member_id": got.member_id,
         "lock_timeout_ms": got.lock_timeout_ms,
         "records": records,
         "errors": errors,
     }
+    if acknowledgements:
+        answer["acknowledgement_results"] = _results(acknowledgements, got.ack_results)
+    return answer
 
 
-def _entries(body: AcknowledgeRequest) -> list[AckRange]:
+def _entries(acknowledgements: Sequence[AckEntry]) -> list[AckRange]:
     return [
         AckRange(e.topic, e.partition, e.first, e.last, _ACK_TYPES[e.type.value])
-        for e in body.acknowledgements
+        for e in acknowledgements
     ]
 
 
 def acknowledgement_results(
-    body: AcknowledgeRequest, errors: list[YakError | None]
+    body: AcknowledgeRequest, errors: Sequence[YakError | None]
 ) -> dict[str, Any]:
     """``AcknowledgeResponse``'s JSON; raises the first error when every entry failed."""
-    results = [
+    results = _results(body.acknowledgements, errors)
+    if all(error is not None for error in errors):
+        first = errors[0]
+        assert first is not None
+        first.details = {**first.details, "results": results}
+        raise first
+    return {"results": results}
+
+
+def _results(
+    entries: Sequence[AckEntry], errors: Sequence[YakError | None]
+) -> list[dict[str, Any]]:
+    return [
         {
             "topic": e.topic,
             "partition": e.partition,
@@ -100,14 +125,8 @@ def acknowledgement_results(
             "type": e.type.value,
             "error": None if error is None else {"code": error.code, "message": error.message},
         }
-        for e, error in zip(body.acknowledgements, errors, strict=True)
+        for e, error in zip(entries, errors, strict=True)
     ]
-    if all(error is not None for error in errors):
-        first = errors[0]
-        assert first is not None
-        first.details = {**first.details, "results": results}
-        raise first
-    return {"results": results}
 
 
 async def _acquire(
@@ -120,8 +139,11 @@ async def _acquire(
         max_records=body.max_records,
         timeout_ms=min(body.timeout_ms, max_wait_ms),
         filter=body.filter,
+        acknowledgements=_entries(body.acknowledgements),
     )
-    return acquire_body(got, body.key_encoding, body.value_encoding, body.header_encoding)
+    return acquire_body(
+        got, body.key_encoding, body.value_encoding, body.header_encoding, body.acknowledgements
+    )
 
 
 def share_router(runtime: ProxyRuntime, shares: ShareConsumers) -> APIRouter:
@@ -152,7 +174,7 @@ def share_router(runtime: ProxyRuntime, shares: ShareConsumers) -> APIRouter:
     async def acknowledge(request: Request, group: str) -> Response:
         """Accept, release, reject or renew records the member holds; a result per entry."""
         body = parse_model(AcknowledgeRequest, await read_body(request, _BODY_LIMIT))
-        errors = await shares.acknowledge(group, body.member_id, _entries(body))
+        errors = await shares.acknowledge(group, body.member_id, _entries(body.acknowledgements))
         return json_response(acknowledgement_results(body, errors), _JSON)
 
     @router.get("/stream", response_class=StreamingResponse)
@@ -211,9 +233,10 @@ def share_router(runtime: ProxyRuntime, shares: ShareConsumers) -> APIRouter:
         value_encoding: Encoding = Encoding.JSON,
         header_encoding: HeaderEncoding = HeaderEncoding.STRING,
     ) -> None:
-        """``{"type": "acquire", "max_records"?, "timeout_ms"?}`` answers ``{"type":
-        "records", ...}``; ``{"type": "acknowledge", "acknowledgements": [...]}`` answers
-        ``{"type": "acknowledged", "results": [...]}``; failures ``{"type": "error", ...}``."""
+        """``{"type": "acquire", "max_records"?, "timeout_ms"?, "acknowledgements"?}`` answers
+        ``{"type": "records", ...}``; ``{"type": "acknowledge", "acknowledgements": [...]}``
+        answers ``{"type": "acknowledged", "results": [...]}``; failures ``{"type": "error",
+        ...}``."""
         await socket.accept()
         member = member_id or shares.new_member_id()
         base = {
@@ -256,7 +279,7 @@ async def _ws_reply(
             return {"type": "records", **await _acquire(shares, group, member, body, max_wait_ms)}
         if kind == "acknowledge":
             acks = AcknowledgeRequest.model_validate({"member_id": member, **fields})
-            errors = await shares.acknowledge(group, member, _entries(acks))
+            errors = await shares.acknowledge(group, member, _entries(acks.acknowledgements))
             return {"type": "acknowledged", **acknowledgement_results(acks, errors)}
     except ValidationError as exc:
         raise InvalidRequestError(f"invalid {kind} message: {exc.errors()[0]['msg']}") from None

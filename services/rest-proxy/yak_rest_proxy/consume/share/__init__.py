@@ -7,10 +7,11 @@ topics' partitions, concurrently (``yak.clients.broker.BrokerClient.share_fetch`
 ``acquired.acquired_records``: only the acquired offsets of the answered batches decoded. An
 acknowledgement: ``ShareConsumers.acknowledge`` → ``acknowledgements.plan_rounds`` (one batch per
 partition per request, as Kafka's ShareAcknowledge takes them) → one ShareAcknowledge per leader.
+Acknowledgements an acquire carries ride its ShareFetches (``riding_acks.RidingAcks``).
 The share-partitions' state lives with the leaders (docs/decisions.md, "Share groups: where their
 state lives"): nothing here is durable, and any proxy serves any member.
 
-Layers (import contracts in pyproject): ``share_consumer`` over ``acknowledger`` over
-``share_metadata``, ``acknowledgements``, ``acquired`` and ``share_stats``; ``acquired`` and
-``acknowledgements`` are pure (no asyncio, no I/O).
+Layers (import contracts in pyproject): ``share_consumer`` over ``riding_acks`` over
+``acknowledger`` over ``share_metadata``, ``acknowledgements``, ``acquired`` and ``share_stats``;
+``acquired`` and ``acknowledgements`` are pure (no asyncio, no I/O).
 """

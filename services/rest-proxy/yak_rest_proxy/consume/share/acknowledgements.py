@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from yak.protocol.kafka_share import AckBatch, AckType
 
-__all__ = ["AckRange", "RoundEntry", "plan_rounds"]
+__all__ = ["AckRange", "RoundEntry", "plan_rounds", "split_riders"]
 
 
 class AckRange(NamedTuple):
@@ -56,3 +56,15 @@ def plan_rounds(entries: Sequence[AckRange]) -> list[list[RoundEntry]]:
             rounds.append([])
         rounds[number].append(RoundEntry(index, entry))
     return rounds
+
+
+def split_riders(entries: Sequence[AckRange]) -> tuple[list[RoundEntry], list[RoundEntry]]:
+    """(entries to send before the acquire, the last entry of each partition: it rides the
+    partition's ShareFetch), each with its position among ``entries``."""
+    last: dict[tuple[str, int], int] = {}
+    for index, entry in enumerate(entries):
+        last[(entry.topic, entry.partition)] = index
+    riding = set(last.values())
+    before = [RoundEntry(i, e) for i, e in enumerate(entries) if i not in riding]
+    riders = [RoundEntry(i, e) for i, e in enumerate(entries) if i in riding]
+    return before, riders

@@ -11,6 +11,13 @@ second fetch is sent to that broker meanwhile: one fetch per member and broker).
 no acquire takes within ``keep_s`` (at most half their lock) are released for others. Answers
 are handed out oldest first while they fit ``max_records``; the rest stays parked.
 
+**Acknowledgements riding an acquire** (``riding_acks``): each partition's last entry goes in
+that partition's ShareFetch, sent with no long poll so that its result comes at once; a leader
+that answers it with no records is then asked again with the acquire's long poll (and no
+entries). The answer carries one result per entry beside the records; refused entries do not
+stop the acquire, and an acquire that carried entries answers its partitions' errors rather
+than raising them.
+
 **Acknowledge.** Entries are sent in rounds (``acknowledgements.plan_rounds``), each round one
 ShareAcknowledge per leader, concurrently; each entry gets its own result.
 
@@ -31,7 +38,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import NamedTuple, TypeVar
 
-from yak.errors import NetworkError, YakError, error_for_kafka_code
+from yak.errors import NetworkError, UnknownServerError, YakError, error_for_kafka_code
 from yak.filters import compile_filter
 from yak.metadata.cache import MetadataCache
 from yak.metadata.models import BrokerRegistration
@@ -40,6 +47,7 @@ from yak.security.acl import Operation, ResourceType
 from yak_rest_proxy.consume.share.acknowledgements import AckRange
 from yak_rest_proxy.consume.share.acknowledger import Acknowledger
 from yak_rest_proxy.consume.share.acquired import AcquiredPartition, acquired_records
+from yak_rest_proxy.consume.share.riding_acks import Outcomes, RidingAcks
 from yak_rest_proxy.consume.share.share_metadata import (
     ShareClient,
     ShareLookup,
@@ -66,6 +74,8 @@ class Acquisition(NamedTuple):
     lock_timeout_ms: int
     partitions: list[AcquiredPartition]
     errors: list[tuple[str, int, YakError]]
+    #: One result per acknowledgement entry the acquire carried: None when applied.
+    ack_results: Sequence[YakError | None] = ()
 
     @property
     def records(self) -> int:
@@ -80,6 +90,8 @@ class _Answer(NamedTuple):
     errors: list[tuple[str, int, YakError]]
     lock_timeout_ms: int
     answered: float
+    #: For the entries the fetch carried, by partition: None when applied.
+    acked: Outcomes
 
     @property
     def records(self) -> int:
@@ -134,12 +146,19 @@ class ShareConsumers:
         max_records: int,
         timeout_ms: int,
         filter: str | None = None,
+        acknowledgements: Sequence[AckRange] = (),
     ) -> Acquisition:
-        """Records of ``topics`` the member now holds (see the module docstring)."""
+        """Records of ``topics`` the member now holds, after applying ``acknowledgements``
+        (see the module docstring)."""
+        acks = RidingAcks(self._acknowledger, group, member)
         got = await self._timed(
-            "acquire", self._acquire(group, member, topics, max_records, timeout_ms, filter)
+            "acquire",
+            self._acquire(
+                group, member, topics, max_records, timeout_ms, filter, acks, acknowledgements
+            ),
         )
         self.stats.count("acquire", got.records)
+        self._count_acks(acknowledgements, got.ack_results)
         return got
 
     async def validate(
@@ -162,10 +181,13 @@ class ShareConsumers:
         results = await self._timed(
             "acknowledge", self._acknowledger.acknowledge(group, member, entries)
         )
+        self._count_acks(entries, results)
+        return results
+
+    def _count_acks(self, entries: Sequence[AckRange], results: Sequence[YakError | None]) -> None:
         for entry, error in zip(entries, results, strict=True):
             if error is None:
                 self.stats.count(entry.type.name.lower(), 1)
-        return results
 
     async def aclose(self) -> None:
         """Release the records of parked answers (best effort; their locks expire anyway)."""
@@ -190,31 +212,49 @@ class ShareConsumers:
         max_records: int,
         timeout_ms: int,
         filter: str | None,
+        acks: RidingAcks,
+        entries: Sequence[AckRange],
     ) -> Acquisition:
         ids = await self.validate(group, member, topics, filter)
+        await acks.prepare(self._lookup, entries)
         snapshot = self._lookup.snapshot
         wanted = [(t, p) for t in ids for p in range(snapshot.topics[t].partitions)]
+        wanted += [key for key in acks.partitions if key not in set(wanted)]
+        ids = {**acks.ids, **ids}
         by_broker, failed = by_leader(snapshot, wanted)
         retried = False
         if any(leader_moved(error) for *_, error in failed):
             retried = True
             await self._lookup.sync()
             by_broker, failed = by_leader(self._lookup.snapshot, wanted)
+        acks.send_apart(key for key in wanted if key not in set().union(*by_broker.values()))
         ask = _Ask(group, member, ids, max_records, filter)
         deadline = time.monotonic() + timeout_ms / 1000
         tasks: dict[int, asyncio.Future[_Answer]] = {}
         fresh: set[asyncio.Future[_Answer]] = set()
+        carrying: dict[int, tuple[list[tuple[str, int]], asyncio.Future[_Answer]]] = {}
         for (g, m, broker_id), task in self._parked.items():
             if (g, m) == (group, member) and (broker_id in by_broker or task.done()):
                 tasks[broker_id] = task  # an earlier acquire's fetch: taken over
+                acks.send_apart(by_broker.get(broker_id, ()))
         for broker_id, parts in by_broker.items():
             if broker_id not in tasks:
-                tasks[broker_id] = self._start(ask, broker_id, parts, timeout_ms)
+                riding = acks.riding(parts)
+                wait_ms = 0 if riding else timeout_ms
+                tasks[broker_id] = self._start(ask, broker_id, parts, wait_ms, riding)
                 fresh.add(tasks[broker_id])
+                if riding:
+                    carrying[broker_id] = (list(riding), tasks[broker_id])
         while True:
             done = [t for t in tasks.values() if t.done()]
             if any(t.result().records for t in done):
                 break
+            wait_ms = int((deadline - time.monotonic()) * 1000)
+            for broker_id, (_, task) in carrying.items():
+                if tasks[broker_id] is task and task.done() and wait_ms > 0:
+                    # the entries are answered; now the long poll, at that leader too
+                    tasks[broker_id] = self._start(ask, broker_id, by_broker[broker_id], wait_ms)
+                    fresh.add(tasks[broker_id])
             if not retried:
                 moved = [(t, p) for d in done for t, p, e in d.result().errors if leader_moved(e)]
                 if moved:
@@ -238,7 +278,19 @@ class ShareConsumers:
             )
             if time.monotonic() >= deadline + margin:
                 break
-        return self._hand_out(group, member, tasks, failed, max_records, len(wanted))
+        pending = [task for _, task in carrying.values() if not task.done()]
+        if pending:  # sent without a long poll: their answers are due at once
+            await asyncio.wait(pending, timeout=_WAIT_MARGIN_S)
+        results = await acks.results(
+            [
+                (parts, task.result().acked if task.done() else None)
+                for parts, task in carrying.values()
+            ]
+        )
+        # an acquire that carried entries answers them even when nothing could be read
+        raise_at = None if entries else len(wanted)
+        got = self._hand_out(group, member, tasks, failed, max_records, raise_at)
+        return got._replace(ack_results=results)
 
     def _hand_out(
         self,
@@ -247,10 +299,11 @@ class ShareConsumers:
         tasks: dict[int, asyncio.Future[_Answer]],
         failed: list[tuple[str, int, YakError]],
         max_records: int,
-        wanted: int,
+        wanted: int | None,
     ) -> Acquisition:
         """The finished answers, oldest first, while they fit ``max_records`` (the first one
-        always); the others stay parked for the member's next acquire."""
+        always); the others stay parked for the member's next acquire. With nothing handed
+        out and all ``wanted`` partitions failed, the first error is raised (None: never)."""
         answered = sorted(
             (t.result().answered, broker_id) for broker_id, t in tasks.items() if t.done()
         )
@@ -271,28 +324,43 @@ class ShareConsumers:
             errors.update({(t, p): e for t, p, e in answer.errors})
             if answer.records:
                 lock_ms = max(lock_ms, answer.lock_timeout_ms)
-        if not handed and errors and len(errors) >= wanted:
+        if wanted is not None and not handed and errors and len(errors) >= wanted:
             raise next(iter(errors.values()))  # nothing could be read at all
         listed = [(t, p, e) for (t, p), e in sorted(errors.items())]
         return Acquisition(member, lock_ms, partitions, listed)
 
     def _start(
-        self, ask: _Ask, broker_id: int, parts: list[tuple[str, int]], wait_ms: int
+        self,
+        ask: _Ask,
+        broker_id: int,
+        parts: list[tuple[str, int]],
+        wait_ms: int,
+        riding: dict[tuple[str, int], AckRange] | None = None,
     ) -> asyncio.Future[_Answer]:
-        task = asyncio.ensure_future(self._fetch(ask, broker_id, parts, wait_ms))
+        task = asyncio.ensure_future(self._fetch(ask, broker_id, parts, wait_ms, riding or {}))
         key = (ask.group, ask.member, broker_id)
         self._parked[key] = task
         task.add_done_callback(lambda done: self._answered(key, done))
         return task
 
     async def _fetch(
-        self, ask: _Ask, broker_id: int, parts: list[tuple[str, int]], wait_ms: int
+        self,
+        ask: _Ask,
+        broker_id: int,
+        parts: list[tuple[str, int]],
+        wait_ms: int,
+        riding: dict[tuple[str, int], AckRange],
     ) -> _Answer:
         broker = self._lookup.snapshot.brokers.get(broker_id)
         request = ShareFetchRequest(
             ask.group,
             ask.member,
-            tuple(SharePartitionAcks(ask.ids[t], p) for t, p in parts),
+            tuple(
+                SharePartitionAcks(
+                    ask.ids[t], p, (riding[(t, p)].batch,) if (t, p) in riding else ()
+                )
+                for t, p in parts
+            ),
             max_wait_ms=wait_ms,
             max_records=ask.max_records,
             batch_size=ask.max_records,
@@ -306,24 +374,31 @@ class ShareConsumers:
                 message = response.error_message or "the share fetch was refused"
                 raise error_for_kafka_code(response.error_code, message)
         except YakError as exc:
-            return _Answer([], [(t, p, exc) for t, p in parts], 0, time.perf_counter())
+            acked: Outcomes = dict.fromkeys(riding, exc)
+            return _Answer([], [(t, p, exc) for t, p in parts], 0, time.perf_counter(), acked)
         names = {topic_id: name for name, topic_id in ask.ids.items()}
         partitions: list[AcquiredPartition] = []
         errors: list[tuple[str, int, YakError]] = []
+        acked = {key: _unanswered(broker_id, key) for key in riding}
         for part in response.partitions:
             topic = names.get(part.topic_id)
             if topic is None:
                 continue
+            key = (topic, part.partition)
             if part.error is not None:
                 errors.append((topic, part.partition, part.error.exception()))
+                if key in acked:
+                    acked[key] = part.error.exception()
                 continue
+            if key in acked:
+                acked[key] = None if part.ack_error is None else part.ack_error.exception()
             try:
                 partitions.append(
                     acquired_records(topic, part.partition, part.records, part.acquired)
                 )
             except YakError as exc:  # corrupt batches: the locks expire, others try again
                 errors.append((topic, part.partition, exc))
-        return _Answer(partitions, errors, response.lock_timeout_ms, time.perf_counter())
+        return _Answer(partitions, errors, response.lock_timeout_ms, time.perf_counter(), acked)
 
     def _answered(self, key: _Parked, task: asyncio.Future[_Answer]) -> None:
         """A parked fetch finished: an empty one is forgotten; records wait for an acquire
@@ -372,6 +447,10 @@ class ShareConsumers:
             raise
         finally:
             self.stats.observe(operation, time.perf_counter() - started, outcome)
+
+
+def _unanswered(broker_id: int, key: tuple[str, int]) -> YakError:
+    return UnknownServerError(f"broker {broker_id} did not answer for {key[0]}-{key[1]}")
 
 
 def _retrieve(task: asyncio.Future[None]) -> None:

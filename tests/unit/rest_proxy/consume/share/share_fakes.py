@@ -6,7 +6,8 @@ available offsets of the partitions asked (at most ``max_records``) and answers 
 batch; with nothing available it waits until ``wake`` is set or its max wait runs out — never a
 sleep. ``hold[broker_id]`` (an ``asyncio.Event``) keeps a broker's fetches from answering until
 set. ShareAcknowledge applies one batch per partition and answers ``INVALID_RECORD_STATE`` for
-offsets the member does not hold. Every request is recorded in ``requests``.
+offsets the member does not hold; a ShareFetch applies its partitions' batches so first (once,
+its ``ack_error`` the refusal) and acquires after. Every request is recorded in ``requests``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from yak.protocol.kafka_share import (
     ShareFetchedPartition,
     ShareFetchRequest,
     ShareFetchResponse,
+    SharePartitionAcks,
 )
 from yak.record import RecordInput, encode_batch
 
@@ -88,13 +90,25 @@ class ShareBrokers:
         self.requests.append((broker_id, request))
         if broker_id in self.hold:
             await self.hold[broker_id].wait()
-        answer = self._acquire(request)
+        refused = {
+            p.partition: self._apply(request.member_id, p)
+            for p in request.partitions
+            if p.acks and p.partition not in self.not_leader_once
+        }
+        if refused:
+            self.acked.set()
+        answer = [
+            part._replace(ack_error=refused.get(part.partition)) for part in self._acquire(request)
+        ]
         idle = not any(p.acquired or p.error for p in answer)
         if idle and request.max_wait_ms:
             self.wake.clear()
             with suppress(TimeoutError):
                 await asyncio.wait_for(self.wake.wait(), request.max_wait_ms / 1000)
-            answer = self._acquire(request)
+            answer = [
+                part._replace(ack_error=refused.get(part.partition))
+                for part in self._acquire(request)
+            ]
         return ShareFetchResponse(tuple(answer), LOCK_MS)
 
     def _acquire(self, request: ShareFetchRequest) -> list[ShareFetchedPartition]:
@@ -124,24 +138,28 @@ class ShareBrokers:
     ) -> tuple[AckResult, ...]:
         self.requests.append((broker_id, request))
         self.acked.set()
-        results = []
-        for part in request.partitions:
-            error = None
-            for batch in part.acks:
-                offsets = range(batch.first_offset, batch.last_offset + 1)
-                keys = [(part.partition, o) for o in offsets]
-                if any(self.state.get(k, (None, 0, True))[0] != request.member_id for k in keys):
-                    error = PartitionError.of(InvalidRecordStateError("not held"))
-                    continue
-                kind = AckType(batch.types[0])
-                for key in keys:
-                    _, count, _ = self.state[key]
-                    if kind in (AckType.ACCEPT, AckType.REJECT):
-                        self.state[key] = (None, count, True)
-                    elif kind is AckType.RELEASE:
-                        self.state[key] = (None, count, False)
-            results.append(AckResult(part.topic_id, part.partition, error))
-        return tuple(results)
+        return tuple(
+            AckResult(part.topic_id, part.partition, self._apply(request.member_id, part))
+            for part in request.partitions
+        )
+
+    def _apply(self, member: str, part: SharePartitionAcks) -> PartitionError | None:
+        """A partition's batches, one by one; the first refusal."""
+        error = None
+        for batch in part.acks:
+            offsets = range(batch.first_offset, batch.last_offset + 1)
+            keys = [(part.partition, o) for o in offsets]
+            if any(self.state.get(k, (None, 0, True))[0] != member for k in keys):
+                error = error or PartitionError.of(InvalidRecordStateError("not held"))
+                continue
+            kind = AckType(batch.types[0])
+            for key in keys:
+                _, count, _ = self.state[key]
+                if kind in (AckType.ACCEPT, AckType.REJECT):
+                    self.state[key] = (None, count, True)
+                elif kind is AckType.RELEASE:
+                    self.state[key] = (None, count, False)
+        return error
 
 
 class _Client(BrokerClient):
