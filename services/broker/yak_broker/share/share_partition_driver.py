@@ -17,10 +17,22 @@ saves):
   no longer has, and ones the request's filter rejects, are accepted on the member's behalf.
 - ``acknowledge``: the batches, each applied whole or refused (``InvalidRecordStateError``).
 - the timer: one task per share-partition, sleeping until the earliest lock deadline or the
-  next due delayed record; it ticks, takes due records, persists, and wakes long polls.
+  next due delayed record, and firing at most once per ``TIMER_GRANULARITY_MS`` (everything
+  due by then is taken in one fire); it ticks, takes due records and wakes long polls, but
+  **saves nothing of its own** (below).
 - dead letters: a background task copies pending dead letters to the group's dead-letter topic
   (``dead_letters``), outside the lock, then marks them ``dead_lettered`` and persists; with no
   dead-letter topic they are marked at once (archived).
+
+**Timer work is not persisted by the timer.** What ``tick`` and ``inject_due`` change is
+re-derivable from the last saved snapshot: a lock that expired in memory is, in the restored
+snapshot, a lock past its deadline, which the restored machine expires again at once with the
+same delivery count and the same archive-at-the-limit decision; a due delayed record that
+entered the window is above the snapshot's delay watermark, and the next leader's timer (or
+first acquisition) injects it again from the delay index (injection is idempotent). Archiving
+dead letters when there is no dead-letter topic follows from those. Nothing of it was answered
+to anybody, so the timer only moves ``changes``: the next input's save includes it, before it
+answers with any of it.
 
 ``close`` stops the timer and the dead-letter task; every later input raises
 ``NotLeaderOrFollowerError`` (the manager drops drivers when leadership or the group goes).
@@ -53,13 +65,16 @@ from yak_broker.share.state.share_partition import AckResult, SharePartition
 from yak_broker.share.state.snapshot import encode_snapshot
 from yak_broker.share.state_store import SharePartitionKey
 
-__all__ = ["Acquisition", "SharePartitionDriver"]
+__all__ = ["TIMER_GRANULARITY_MS", "Acquisition", "SharePartitionDriver"]
 
 _log = logging.getLogger(__name__)
 #: Log reads one acquisition makes at most before answering what it has.
 _READ_ROUNDS = 8
 #: Wait before copying dead letters again after a failed produce.
 _DEAD_LETTER_RETRY_S = 1.0
+#: The timer fires at most once per this many ms: due times closer together share a fire
+#: (a delayed record is at most this much later than its time, plus the loop's delay).
+TIMER_GRANULARITY_MS = 5
 
 
 class Acquisition(NamedTuple):
@@ -103,6 +118,8 @@ class SharePartitionDriver:
         self._saved_changes = machine.changes
         self._timer: asyncio.Task[None] | None = None
         self._timer_at: int | None = None
+        #: When the timer last fired (the next fire waits ``TIMER_GRANULARITY_MS`` after it).
+        self._fired_at = -TIMER_GRANULARITY_MS
         self._dead_letter_task: asyncio.Task[None] | None = None
         self.closed = False
 
@@ -232,15 +249,25 @@ class SharePartitionDriver:
 
     async def _settle(self) -> None:
         """Archive dead letters when there is no dead-letter topic, persist, re-arm."""
+        pending = self._archive()
+        await self._persist()
+        self._follow_up(pending)
+
+    def _archive(self) -> bool:
+        """Archive dead letters at once when there is no dead-letter topic; whether copies
+        to a dead-letter topic are pending."""
         machine = self.machine
         pending = machine.dead_letter_pending()
         if pending and self._dlq_topic is None:
             machine.dead_lettered(d.offset for d in pending)
             self._counters.dead_lettered.inc(len(pending))
-            pending = []
-        await self._persist()
+            return False
+        return bool(pending)
+
+    def _follow_up(self, dead_letters: bool) -> None:
+        """Re-arm the timer; start copying dead letters if some are pending."""
         self._arm()
-        if pending and self._dead_letter_task is None and not self.closed:
+        if dead_letters and self._dead_letter_task is None and not self.closed:
             self._dead_letter_task = asyncio.create_task(
                 self._copy_dead_letters(), name=f"share-dlq-{self.key.encode()!r}"
             )
@@ -272,10 +299,13 @@ class SharePartitionDriver:
         return min((t for t in times if t is not None), default=None)
 
     def _arm(self) -> None:
-        """One timer at the earliest time the machine may have work."""
+        """One timer at the earliest time the machine may have work, not sooner than
+        ``TIMER_GRANULARITY_MS`` after the last fire."""
         if self.closed:
             return
         when = self._wake_at()
+        if when is not None:
+            when = max(when, self._fired_at + TIMER_GRANULARITY_MS)
         if when is None or (self._timer is not None and self._timer_at == when):
             return
         if self._timer is not None and self._timer_at is not None and self._timer_at < when:
@@ -292,7 +322,7 @@ class SharePartitionDriver:
             async with self._lock:
                 if self.closed:
                     return
-                now = self._clock.time_ms()
+                now = self._fired_at = self._clock.time_ms()
                 machine = self.machine
                 before_acquired = machine.stats().acquired if machine.next_deadline_ms else 0
                 changes = machine.changes
@@ -301,12 +331,9 @@ class SharePartitionDriver:
                     self._counters.expired.inc(before_acquired - machine.stats().acquired)
                 self._take_due(now)
                 moved = changes != machine.changes
-                await self._settle()
+                self._follow_up(self._archive())  # no save: see the module doc
             if moved:
                 self._notify()
-        except YakError as exc:  # the save failed: rolled back; try again shortly
-            _log.warning("share-partition %s: timer work failed: %s", self.key, exc)
-            self._retry_later()
         except Exception:
             _log.exception("share-partition %s: timer work failed", self.key)
             self._retry_later()

@@ -23,6 +23,7 @@ from yak.delays import delay_header
 from yak.errors import NotEnoughReplicasError
 from yak.protocol import kafka_share as ks
 from yak_broker.share.share_metrics import ShareCollector
+from yak_broker.share.share_partition_driver import TIMER_GRANULARITY_MS
 from yak_broker.share.state.records import DueEntry, RecordState
 from yak_broker.share.state_store import SharePartitionKey
 
@@ -198,3 +199,84 @@ async def test_a_delayed_record_is_held_back_until_its_timer_makes_it_available(
     world.clock.advance(0.5)  # the driver's timer: the delayed record came due
     (answer,) = (await asyncio.wait_for(poll, 5)).partitions
     assert acquired_offsets(answer) == [(0, 1)]
+
+
+async def test_an_expiry_by_the_timer_saves_nothing_and_a_crash_after_it_loses_nothing(
+    world: ShareWorld,
+) -> None:
+    world.append(0, "a")
+    await world.fetch("m1")  # acquired and saved
+    manager = world.manager
+    assert manager is not None
+    driver, saves = manager.drivers()[KEY], manager.saves
+    timer = driver._timer
+    assert timer is not None
+    world.clock.advance(LOCK_MS / 1000)
+    await asyncio.wait_for(timer, 5)  # the lock expired in memory, and nothing was saved
+    view = driver.machine.record(0)
+    assert view is not None
+    assert view.state == RecordState.AVAILABLE
+    assert manager.saves == saves
+    await manager.close()  # the leader crashes: the store holds the lock as acquired
+    successor = ShareWorld(
+        store=world.store,
+        clock=world.clock,
+        logs=world.logs,
+        snapshot=cluster(leader_epoch=1, group=group_record(), revision=5),
+    )
+    successor.start()
+    (answer,) = (await successor.fetch("m2")).partitions
+    assert acquired_offsets(answer) == [(0, 2)]  # expired again: the same delivery count
+
+
+async def test_a_delayed_record_taken_by_the_timer_is_not_saved_and_comes_back_after_a_crash() -> (
+    None
+):
+    world = ShareWorld()
+    due = world.clock.time_ms() + 500
+    delays = ListedDelays((0, due))
+    manager = world.start()
+    manager.delay_source = lambda _topic, _partition: delays
+    world.logs[0].values("later", headers=(delay_header(due),))
+    await world.fetch("m1")  # loaded and saved; offset 0 waits for its time
+    driver, saves = manager.drivers()[KEY], manager.saves
+    timer = driver._timer
+    assert timer is not None
+    world.clock.advance(0.5)
+    await asyncio.wait_for(timer, 5)
+    view = driver.machine.record(0)
+    assert view is not None
+    assert view.state == RecordState.AVAILABLE
+    assert manager.saves == saves
+    await manager.close()
+    successor = ShareWorld(
+        store=world.store,
+        clock=world.clock,
+        logs=world.logs,
+        snapshot=cluster(leader_epoch=1, group=group_record(), revision=5),
+    )
+    successor.start().delay_source = lambda _topic, _partition: delays
+    (answer,) = (await successor.fetch("m2")).partitions
+    assert acquired_offsets(answer) == [(0, 1)]  # injected again from the saved watermark
+
+
+async def test_due_times_within_the_timer_granularity_share_one_fire() -> None:
+    world = ShareWorld()
+    due = world.clock.time_ms() + 500
+    delays = ListedDelays((0, due), (1, due + 1), (2, due + 3))
+    manager = world.start()
+    manager.delay_source = lambda _topic, _partition: delays
+    for at in (due, due + 1, due + 3):
+        world.logs[0].values("later", headers=(delay_header(at),))
+    await world.fetch("m1")
+    driver = manager.drivers()[KEY]
+    first = driver._timer
+    assert first is not None
+    world.clock.advance(0.5)
+    await asyncio.wait_for(first, 5)  # offset 0 came due
+    second = driver._timer
+    assert second is not None
+    assert driver._timer_at == due + TIMER_GRANULARITY_MS
+    world.clock.advance(TIMER_GRANULARITY_MS / 1000)  # not at due + 1, due + 3: once, here
+    await asyncio.wait_for(second, 5)
+    assert [v.offset for v in driver.machine.records()] == [0, 1, 2]  # one fire took both
