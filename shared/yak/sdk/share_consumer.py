@@ -6,18 +6,20 @@ a lock (the group's lock duration); each ``ShareRecord`` says how often it was d
 (``delivery_count``) and is answered with ``await record.ack()`` (done), ``release()`` (deliver
 it again, to anyone), ``reject()`` (never again: the group's dead-letter topic) or ``renew()``
 (keep the lock another lock duration). Answers are batched: noted at once, sent together — the
-contiguous offsets of one partition and one answer as one range — before the next acquire, or
-by ``await consumer.flush()`` (what ``renew`` needs before the lock runs out). A record nobody
+contiguous offsets of one partition and one answer as one range — inside the next acquire (one
+request: the leaders apply them, then acquire, as Kafka's share consumers do), or alone by
+``await consumer.flush()`` (what ``renew`` needs before the lock runs out, if no acquire
+comes sooner). A record nobody
 answers is delivered again once its lock expires, with its delivery count raised: at least once.
 Order is not promised.
 
 ``flush`` returns the answers the proxy refused (``AckFailure``: typically
 ``INVALID_RECORD_STATE``, the lock had expired and the record went to someone else; nothing of
-that entry changed); the flush before an acquire logs them. A flush that cannot reach the proxy
-keeps its answers for the next one and raises. ``aclose`` releases what the member still holds
-(for the others to take at once), then closes. The member id is the caller's, or the one the
-proxy gave at the first acquire; any proxy serves it. One event loop; ``yak.sdk.ShareConsumer``
-is the blocking twin.
+that entry changed); an acquire logs the ones it carried that were refused. A flush or acquire
+that cannot reach the proxy keeps its answers for the next one and raises. ``aclose`` releases
+what the member still holds (for the others to take at once), then closes. The member id is
+the caller's, or the one the proxy gave at the first acquire; any proxy serves it. One event
+loop; ``yak.sdk.ShareConsumer`` is the blocking twin.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import httpx
 from yak.api.records import Encoding, HeaderEncoding
 from yak.api.share_records import (
     AckEntry,
+    AckEntryResult,
     AcknowledgeRequest,
     AcknowledgeResponse,
     AcknowledgeType,
@@ -184,11 +187,10 @@ class AsyncShareConsumer(AsyncClosing):
         self, timeout_ms: int = 1_000, max_records: int | None = None
     ) -> list[ShareRecord]:
         """Records the member now holds: as soon as there are any, else an empty list after
-        ``timeout_ms``. The answers noted since the last flush are sent first."""
+        ``timeout_ms``. The answers noted since the last flush ride it (applied first)."""
         if self._closed:
             raise IllegalStateError("the share consumer is closed")
-        for failure in await self.flush():
-            log.warning("share group %s: an answer was refused: %s", self.group, failure)
+        pending, entries = self._take_pending()
         body = AcquireRequest(
             topics=self._topics,
             member_id=self._member_id,
@@ -198,14 +200,21 @@ class AsyncShareConsumer(AsyncClosing):
             key_encoding=Encoding.BASE64,
             value_encoding=Encoding.BASE64,
             header_encoding=HeaderEncoding.BASE64,
+            acknowledgements=entries,
         )
-        answer = await self._api.call(
-            "POST",
-            self._path("acquire"),
-            AcquireResponse,
-            body,
-            timeout_s=timeout_ms / 1000 + self._request_timeout_s,
-        )
+        try:
+            answer = await self._api.call(
+                "POST",
+                self._path("acquire"),
+                AcquireResponse,
+                body,
+                timeout_s=timeout_ms / 1000 + self._request_timeout_s,
+            )
+        except YakError:  # refused whole (nothing applied) or not known to be sent: kept
+            self._keep(pending)
+            raise
+        for failure in _failures(answer.acknowledgement_results):
+            log.warning("share group %s: an answer was refused: %s", self.group, failure)
         self._member_id = answer.member_id
         records = []
         for acquired in answer.records:
@@ -241,18 +250,8 @@ class AsyncShareConsumer(AsyncClosing):
 
     async def flush(self) -> list[AckFailure]:
         """Send the answers noted so far; the ones the proxy refused."""
-        if not self._pending or self._member_id is None:
-            return []
-        pending, self._pending = self._pending, {}
-        entries = [
-            AckEntry(
-                topic=topic, partition=partition, first_offset=first, last_offset=last, type=kind
-            )
-            for (topic, partition, kind), offsets in sorted(pending.items())
-            for first, last in _runs(offsets)
-            if offsets
-        ]
-        if not entries:
+        pending, entries = self._take_pending()
+        if not entries or self._member_id is None:
             return []
         request = AcknowledgeRequest(member_id=self._member_id, acknowledgements=entries)
         try:
@@ -263,22 +262,30 @@ class AsyncShareConsumer(AsyncClosing):
             results = exc.details.get("results")
             if not isinstance(results, list):
                 if exc.retriable:  # not sent, or not known to be: kept for the next flush
-                    for key, offsets in pending.items():
-                        self._pending.setdefault(key, set()).update(offsets)
+                    self._keep(pending)
                 raise
             return [AckFailure(e.topic, e.partition, e.first, e.last, e.type, exc) for e in entries]
-        return [
-            AckFailure(
-                r.topic,
-                r.partition,
-                r.first_offset,
-                r.last_offset,
-                r.type,
-                _error(r.error),
+        return _failures(answer.results)
+
+    def _take_pending(self) -> tuple[_Pending, list[AckEntry]]:
+        """The answers noted so far, taken (none before the member has an id), as entries."""
+        if not self._pending or self._member_id is None:
+            return {}, []
+        pending, self._pending = self._pending, {}
+        entries = [
+            AckEntry(
+                topic=topic, partition=partition, first_offset=first, last_offset=last, type=kind
             )
-            for r in answer.results
-            if r.error is not None
+            for (topic, partition, kind), offsets in sorted(pending.items())
+            for first, last in _runs(offsets)
+            if offsets
         ]
+        return pending, entries
+
+    def _keep(self, pending: _Pending) -> None:
+        """Answers taken but not applied: back for the next request (later notes win)."""
+        for key, offsets in pending.items():
+            self._pending.setdefault(key, set()).update(offsets)
 
     async def aclose(self) -> None:
         """Release what the member still holds, send the answers noted, close (idempotent)."""
@@ -291,6 +298,14 @@ class AsyncShareConsumer(AsyncClosing):
             await self.flush()
         finally:
             await self._api.aclose()
+
+
+def _failures(results: Sequence[AckEntryResult]) -> list[AckFailure]:
+    return [
+        AckFailure(r.topic, r.partition, r.first_offset, r.last_offset, r.type, _error(r.error))
+        for r in results
+        if r.error is not None
+    ]
 
 
 def _error(body: dict[str, str]) -> YakError:

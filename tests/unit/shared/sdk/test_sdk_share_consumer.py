@@ -1,12 +1,13 @@
 """``AsyncShareConsumer`` and its blocking twin against a scripted proxy (``httpx.MockTransport``):
-answers are batched into ranges and sent before the next acquire or on ``flush``, the member id
+answers are batched into ranges and ride the next acquire or go alone on ``flush``, the member id
 the proxy gives is kept, refused answers come back as ``AckFailure``, an unreachable proxy keeps
-the answers for the next flush, and ``aclose`` releases what is still held."""
+the answers for the next request, and ``aclose`` releases what is still held."""
 
 from __future__ import annotations
 
 import base64
 import json
+import logging
 from typing import Any
 
 import httpx
@@ -24,12 +25,14 @@ def _b64(text: str) -> str:
 
 class Proxy:
     """Hands out ``batches`` (lists of (partition, offset)) one per acquire; records every
-    acknowledgement body; answers INVALID_RECORD_STATE for offsets in ``refused``."""
+    acknowledgement body's entries (``acks``; those that rode an acquire also in ``riding``);
+    answers INVALID_RECORD_STATE for offsets in ``refused``."""
 
     def __init__(self, *batches: list[tuple[int, int]]) -> None:
         self.batches = list(batches)
         self.acquires: list[dict[str, Any]] = []
         self.acks: list[list[dict[str, Any]]] = []
+        self.riding: list[list[dict[str, Any]]] = []
         self.refused: set[int] = set()
         self.down = False
 
@@ -54,21 +57,26 @@ class Proxy:
                 for p, o in batch
             ]
             member = body.get("member_id") or "given-1"
-            return httpx.Response(
-                200, json={"member_id": member, "lock_timeout_ms": 30_000, "records": records}
-            )
+            answer = {"member_id": member, "lock_timeout_ms": 30_000, "records": records}
+            if body.get("acknowledgements"):
+                self.riding.append(body["acknowledgements"])
+                answer["acknowledgement_results"] = self._results(body["acknowledgements"])
+            return httpx.Response(200, json=answer)
         assert request.url.path == f"{PREFIX}/acknowledgements"
-        entries = body["acknowledgements"]
+        results = self._results(body["acknowledgements"])
+        if all(r["error"] for r in results):
+            refused = InvalidRecordStateError("lock expired", results=results)
+            return httpx.Response(409, json=refused.to_dict())
+        return httpx.Response(200, json={"results": results})
+
+    def _results(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         self.acks.append(entries)
         results = []
         for e in entries:
             bad = any(o in self.refused for o in range(e["first_offset"], e["last_offset"] + 1))
             error = {"code": "INVALID_RECORD_STATE", "message": "lock expired"} if bad else None
-            results.append({**e, "error": error})
-        if all(r["error"] for r in results):
-            refused = InvalidRecordStateError("lock expired", results=results)
-            return httpx.Response(409, json=refused.to_dict())
-        return httpx.Response(200, json={"results": results})
+            results.append({"first_offset": e["first_offset"], **e, "error": error})
+        return results
 
 
 def _consumer(proxy: Proxy, **options: Any) -> AsyncShareConsumer:
@@ -99,6 +107,7 @@ async def test_answers_go_as_ranges_with_the_next_acquire() -> None:
         assert proxy.acks == []  # batched
         await consumer.acquire(timeout_ms=0)
         (sent,) = proxy.acks
+        assert proxy.riding == [sent]  # one request: the answers rode the acquire
         assert sorted(_ranges(sent)) == [
             (0, 0, 1, "accept"),
             (0, 2, 2, "reject"),
@@ -153,6 +162,36 @@ async def test_an_unreachable_proxy_keeps_the_answers_for_the_next_flush() -> No
         proxy.down = False
         assert await consumer.flush() == []
         assert [_ranges(a) for a in proxy.acks] == [[(0, 0, 0, "accept")]]
+
+
+async def test_an_acquire_that_fails_keeps_its_answers_for_the_next_request() -> None:
+    proxy = Proxy([(0, 0)], [])
+    async with _consumer(proxy) as consumer:
+        (record,) = await consumer.acquire(timeout_ms=0)
+        await record.ack()
+        proxy.down = True
+        with pytest.raises(NetworkError):
+            await consumer.acquire(timeout_ms=0)
+        proxy.down = False
+        assert await consumer.acquire(timeout_ms=0) == []
+        assert [_ranges(a) for a in proxy.riding] == [[(0, 0, 0, "accept")]]
+
+
+async def test_refused_answers_that_rode_an_acquire_are_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    proxy = Proxy([(0, 0), (0, 1)], [])
+    async with _consumer(proxy) as consumer:
+        first, second = await consumer.acquire(timeout_ms=0)
+        proxy.refused = {1}
+        await first.ack()
+        await second.release()
+        with caplog.at_level(logging.WARNING, logger="yak.sdk.share_consumer"):
+            await consumer.acquire(timeout_ms=0)
+        (logged,) = caplog.records
+        assert "first_offset=1" in logged.getMessage()
+        assert "'release'" in logged.getMessage()
+        assert proxy.riding == proxy.acks  # no request of their own
 
 
 async def test_closing_releases_what_is_still_held() -> None:
