@@ -25,6 +25,11 @@ One cluster (etcd, a coordinator, 3 brokers, one rest-proxy; ``loadtest.local_cl
    RF 1 topic): proxy CPU per record scanned of each 1-in-10 filter over the unfiltered read;
    the figure is the worst of the filters (best rounds).
 
+``--share-ack piggyback|separate``: the share members' accepts ride the next acquire (the
+default, as Kafka's share consumers and the SDK send them) or go as requests of their own (the
+mode is written down as ``share_ack_mode``). ``--phases throughput`` runs only phases 1-2 (a
+partial run writes no docs block); ``--out PATH`` writes the JSON elsewhere.
+
 Results (each goal with its verdict, the machine, the load average) go to
 ``loadtest/results/queue.json`` and, but for ``--quick``, the block of ``docs/benchmarks.md``
 (``queue.markdown``); every process is stopped at the end, also on errors.
@@ -59,7 +64,13 @@ from loadtest.local_cluster import LocalCluster, local_cluster, wait_for
 from loadtest.queue.calc import goal_verdicts
 from loadtest.queue.delays import lateness_run, pending_rss
 from loadtest.queue.markdown import block, replace_block
-from loadtest.queue.throughput import VALUE_BYTES, group_rate, prefill, share_rate
+from loadtest.queue.throughput import (
+    SHARE_ACK_MODES,
+    VALUE_BYTES,
+    group_rate,
+    prefill,
+    share_rate,
+)
 from yak.clients.admin import AdminClient
 from yak.etcd_server import EmbeddedEtcd, free_ports
 
@@ -77,6 +88,7 @@ GROUP_WARMUP_S = 0.5
 DELAY_RATE, DELAY_TICK_S, DELAY_CONSUMERS = 1_000, 0.05, 4
 CATCH_UP_S = 180.0
 PROXY = 1  # bench_filter_proxy.measure starts proxy 0 for itself
+PHASES = ("throughput", "lateness", "pending", "filter")
 _DELAYS = {"delayed.delivery.enable": "true", "min.insync.replicas": "2"}
 
 
@@ -88,10 +100,16 @@ class Plan:
     window_s: float = 10.0
     delay_s: float = 20.0
     pending: int = 1_000_000
+    #: How the share members send their accepts (``throughput.SHARE_ACK_MODES``).
+    share_ack: str = "piggyback"
+    #: The phases to run (``--phases``): all of them unless told.
+    phases: tuple[str, ...] = PHASES
 
     @classmethod
-    def quick(cls) -> Plan:
-        return cls(prefill_per_partition=1_000, window_s=3.0, delay_s=4.0, pending=40_000)
+    def quick(cls, **options: Any) -> Plan:
+        return cls(
+            prefill_per_partition=1_000, window_s=3.0, delay_s=4.0, pending=40_000, **options
+        )
 
 
 async def _topics(admin: AdminClient) -> None:
@@ -140,12 +158,13 @@ async def _throughput(
         "prefill_records": written,
         "prefill_rps": round(written / seconds),
         "prefill_retries": retries,
+        "share_ack_mode": plan.share_ack,
     }
     await _share_group(http, "bench-share")
     async with _sampled(cluster, profile, "share", WARMUP_S + plan.window_s):
         share = await share_rate(
             http, "bench-share", TOPIC, consumers=CONSUMERS, warmup_s=WARMUP_S,
-            window_s=plan.window_s,
+            window_s=plan.window_s, ack=plan.share_ack,
         )  # fmt: skip
     results |= share.figures("share_ack")
     group = await group_rate(
@@ -200,10 +219,14 @@ async def run(cluster: LocalCluster, plan: Plan, profile: Path | None) -> dict[s
         httpx.AsyncClient(base_url=cluster.proxy_url(PROXY), timeout=30, limits=limits) as http,
     ):
         await _topics(admin)
-        await _phase(results, "throughput", _throughput(cluster, admin, http, plan, profile))
-        await _phase(results, "lateness", _lateness(cluster, http, plan, profile))
-        await _phase(results, "pending", _pending(cluster, admin, plan))
-    await _phase(results, "filter", _filter(cluster))
+        if "throughput" in plan.phases:
+            await _phase(results, "throughput", _throughput(cluster, admin, http, plan, profile))
+        if "lateness" in plan.phases:
+            await _phase(results, "lateness", _lateness(cluster, http, plan, profile))
+        if "pending" in plan.phases:
+            await _phase(results, "pending", _pending(cluster, admin, plan))
+    if "filter" in plan.phases:
+        await _phase(results, "filter", _filter(cluster))
     results["load_average_end"] = os.getloadavg()
     return results
 
@@ -225,7 +248,7 @@ def _filter_figures(micros: dict[str, list[float]]) -> dict[str, Any]:
     return out
 
 
-def report(results: dict[str, Any], *, docs: bool) -> dict[str, Any]:
+def report(results: dict[str, Any], *, docs: bool, out: Path = RESULTS) -> dict[str, Any]:
     """Write ``queue.json`` (goals and verdicts first), with ``docs`` the block of
     ``docs/benchmarks.md`` (``queue.markdown``), and print the table."""
     goals = goal_verdicts(results)
@@ -238,7 +261,8 @@ def report(results: dict[str, Any], *, docs: bool) -> dict[str, Any]:
             "replication_factor": 3,
             "partitions": PARTITIONS,
             "consumers": CONSUMERS,
-            "consumer_kind": "raw httpx acquire(500) + accept-all ranges loops, one member id each",
+            "consumer_kind": "raw httpx acquire(500) + accept-all ranges loops, one member id each"
+            f" (accepts: {results.get('share_ack_mode', 'separate')})",
             "value_bytes": VALUE_BYTES,
             "warmup_s": WARMUP_S,
             "group_warmup_s": GROUP_WARMUP_S,
@@ -253,8 +277,8 @@ def report(results: dict[str, Any], *, docs: bool) -> dict[str, Any]:
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         },
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(document, indent=2) + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(document, indent=2) + "\n")
     if docs:
         DOCS.write_text(replace_block(DOCS.read_text(), block(document)))
     table = Table("figure", "value", "goal", "verdict", title="yak queues (issue 30)")
@@ -264,7 +288,7 @@ def report(results: dict[str, Any], *, docs: bool) -> dict[str, Any]:
                       "ok" if verdict["met"] else "missed")  # fmt: skip
     console = Console(width=max(Console().width, 110))
     console.print(table)
-    console.print(f"written to {RESULTS}")
+    console.print(f"written to {out}")
     return document
 
 
@@ -273,8 +297,23 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, help="py-spy the proxy and brokers into DIR")
     parser.add_argument("--quick", action="store_true", help="a small run: checks the harness")
     parser.add_argument("--logs", type=Path, help="copy the services' logs here at the end")
+    parser.add_argument(
+        "--share-ack", choices=SHARE_ACK_MODES, default="piggyback",
+        help="share members accept inside the next acquire, or with a request of their own",
+    )  # fmt: skip
+    parser.add_argument(
+        "--phases", default=",".join(PHASES),
+        help=f"comma-separated phases to run (of {','.join(PHASES)}); a partial run writes "
+        "no docs block",
+    )  # fmt: skip
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where the JSON goes")
     args = parser.parse_args()
-    plan = Plan.quick() if args.quick else Plan()
+    phases = tuple(p for p in args.phases.split(",") if p)
+    unknown = set(phases) - set(PHASES)
+    if unknown:
+        parser.error(f"unknown phases: {', '.join(sorted(unknown))}")
+    options = {"share_ack": args.share_ack, "phases": phases}
+    plan = Plan.quick(**options) if args.quick else Plan(**options)
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="yak-bench-queue-") as tmp:
@@ -289,7 +328,7 @@ def main() -> None:
             etcd.stop()
             if args.logs is not None:
                 shutil.copytree(folder / "logs", args.logs, dirs_exist_ok=True)
-    report(results, docs=not args.quick)
+    report(results, docs=not args.quick and phases == PHASES, out=args.out)
 
 
 if __name__ == "__main__":

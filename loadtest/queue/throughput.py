@@ -5,9 +5,11 @@
   ``BATCH`` records) so the proxy under test has done no work before the measurement.
 - ``share_rate``: ``consumers`` tasks, each a share-group member with its own member id, loop
   over raw ``httpx`` requests like a worker pool: ``POST …/acquire`` (up to ``max_records``,
-  long poll ``timeout_ms``), then one ``POST …/acknowledgements`` accepting everything acquired
-  (contiguous offsets as ranges, ``calc.accept_entries``). Records count when their accept is
-  answered inside the window; each request's time is kept for its p50/p99.
+  long poll ``timeout_ms``), accepting everything acquired (contiguous offsets as ranges,
+  ``calc.accept_entries``) — ``ack="piggyback"``: inside the next acquire (its
+  ``acknowledgements``, as Kafka's share consumers and the SDK do), ``ack="separate"``: one
+  ``POST …/acknowledgements`` after each acquire. Records count when their accept is answered
+  inside the window; each request's time is kept for its p50/p99.
 - ``group_rate``: ``members`` members of one consumer group (``auto_offset_reset`` earliest)
   long-poll ``GET …/records`` (``max_bytes`` 1 MiB, values as JSON like the acquire's) and
   commit their positions once a second, as the peers driver does; records count when their
@@ -32,7 +34,7 @@ from loadtest.queue.produce import LeaderWriter
 from yak.clients.admin import AdminClient
 from yak.record import RecordInput
 
-__all__ = ["Rate", "group_rate", "prefill", "record_value", "share_rate"]
+__all__ = ["SHARE_ACK_MODES", "Rate", "group_rate", "prefill", "record_value", "share_rate"]
 
 VALUE_BYTES = 1024
 BATCH = 500
@@ -40,6 +42,8 @@ PREFILL_TASKS = 8
 POLL_MAX_BYTES = 1024 * 1024
 COMMIT_INTERVAL_S = 1.0
 IDLE_ACQUIRES = 3
+#: How share members send their accepts: inside the next acquire, or a request of their own.
+SHARE_ACK_MODES = ("piggyback", "separate")
 _JSON = {"content-type": "application/json"}
 
 
@@ -120,6 +124,7 @@ async def share_rate(
     window_s: float,
     max_records: int = 500,
     timeout_ms: int = 1_000,
+    ack: str = "piggyback",
 ) -> Rate:
     """Acquire + accept loops of ``consumers`` members (see the module doc)."""
     started = time.perf_counter()
@@ -127,16 +132,31 @@ async def share_rate(
     base = f"/api/v1/share-groups/{group}"
     idle = 0
 
+    def accepted(results: list[dict[str, Any]], count: int) -> None:
+        refused = sum(1 for r in results if r["error"] is not None)
+        rate.refused_entries += refused
+        if refused == 0:
+            now = time.perf_counter()
+            if rate.first_record_s < 0:
+                rate.first_record_s = now - started
+            rate.total_records += count
+            rate.window.count(count, now)
+
     async def member(index: int) -> None:
         nonlocal idle
-        acquire = {
+        acquire: dict[str, Any] = {
             "topics": [topic],
             "member_id": f"bench-share-{index}",
             "max_records": max_records,
             "timeout_ms": timeout_ms,
         }
+        riding = 0  # records whose accepts ride the next acquire
         while time.perf_counter() < rate.window.end and rate.window.exhausted_at is None:
             got = await _post(http, rate, "acquire", f"{base}/acquire", acquire)
+            if riding and got is not None:
+                accepted(got["acknowledgement_results"], riding)
+            acquire.pop("acknowledgements", None)
+            riding = 0
             records = [] if got is None else got["records"]
             if not records:
                 idle += 1
@@ -145,18 +165,13 @@ async def share_rate(
                 continue
             idle = 0
             entries = accept_entries((r["topic"], r["partition"], r["offset"]) for r in records)
+            if ack == "piggyback":
+                acquire["acknowledgements"], riding = entries, len(records)
+                continue
             body = {"member_id": acquire["member_id"], "acknowledgements": entries}
             answer = await _post(http, rate, "acknowledge", f"{base}/acknowledgements", body)
-            if answer is None:
-                continue
-            refused = sum(1 for r in answer["results"] if r["error"] is not None)
-            rate.refused_entries += refused
-            if refused == 0:
-                now = time.perf_counter()
-                if rate.first_record_s < 0:
-                    rate.first_record_s = now - started
-                rate.total_records += len(records)
-                rate.window.count(len(records), now)
+            if answer is not None:
+                accepted(answer["results"], len(records))
 
     await asyncio.gather(*(member(i) for i in range(consumers)))
     return rate
