@@ -2,14 +2,25 @@
 
 The machine (``state.SharePartition``) decides; the driver does the awaiting, in the order its
 contract asks: apply an input, read the log when the machine asks (``share_reader``), then
-**persist** the snapshot through the group-committed ``SnapshotCommitter`` whenever
-``changes`` moved, and only then answer. A failed save rolls the machine back to its last
-durable snapshot and raises: the request gets the error and the next one sees the state as it
-was (nothing answered was lost, nothing unanswered was kept).
+hand the snapshot to the group-committed ``SnapshotCommitter`` whenever ``changes`` moved,
+and answer only once that snapshot is durable.
 
-Inputs, one at a time under the driver's lock (requests, timers and dead-letter hand-offs of
-one share-partition never interleave; different share-partitions run concurrently and share
-saves):
+**Applying is synchronous, saving is not.** An input is applied and its snapshot taken and
+queued without an await in between (the log reads are synchronous), so inputs of one
+share-partition never interleave and need no lock; the wait for durability comes after, so
+the next inputs apply (and queue newer snapshots, which hold this one's changes) while a save
+is in flight. The committer keeps a key's saves in order, so an answer follows the durability
+of everything it saw.
+
+**A failed save ends the driver.** The machine has moved on past the failed snapshot (later
+inputs applied on top of it), so it cannot roll back only its own change: the committer fails
+that snapshot and the ones queued behind it, the driver closes (``closed``: the manager drops
+it and loads the last durable snapshot on the next request), and every request waiting on an
+undurable snapshot gets the save's error. Nothing undurable was answered, so at-least-once
+holds: a failed acquisition's records come back when the reloaded state's locks expire or were
+never taken; a failed acknowledgement is sent again or its lock expires.
+
+Inputs (different share-partitions run concurrently and share saves):
 
 - ``acquire``: acknowledgements first, then due delayed records (``DelaySource``), then
   acquire, reading and admitting log while the machine asks and nothing was acquired (a few
@@ -21,7 +32,7 @@ saves):
   due by then is taken in one fire); it ticks, takes due records and wakes long polls, but
   **saves nothing of its own** (below).
 - dead letters: a background task copies pending dead letters to the group's dead-letter topic
-  (``dead_letters``), outside the lock, then marks them ``dead_lettered`` and persists; with no
+  (``dead_letters``), then marks them ``dead_lettered`` and waits for that save; with no
   dead-letter topic they are marked at once (archived).
 
 **Timer work is not persisted by the timer.** What ``tick`` and ``inject_due`` change is
@@ -59,7 +70,6 @@ from yak_broker.share.state.records import (
     AcknowledgementBatch,
     AcknowledgeType,
     AcquiredRecord,
-    ShareSnapshot,
 )
 from yak_broker.share.state.share_partition import AckResult, SharePartition
 from yak_broker.share.state.snapshot import encode_snapshot
@@ -113,28 +123,32 @@ class SharePartitionDriver:
         self._delays = delays
         self._dlq_topic = dead_letter_topic
         self._sink = dead_letters
-        self._lock = asyncio.Lock()
-        self._durable: ShareSnapshot = machine.snapshot()
-        self._saved_changes = machine.changes
+        #: ``machine.changes`` when the last snapshot was queued, and its durability.
+        self._queued_changes = machine.changes
+        self._last_save: asyncio.Future[None] | None = None
         self._timer: asyncio.Task[None] | None = None
         self._timer_at: int | None = None
         #: When the timer last fired (the next fire waits ``TIMER_GRANULARITY_MS`` after it).
         self._fired_at = -TIMER_GRANULARITY_MS
         self._dead_letter_task: asyncio.Task[None] | None = None
-        self.closed = False
+        self._closed = False
 
     @property
     def leader_epoch(self) -> int:
         return self.machine.leader_epoch
 
+    @property
+    def closed(self) -> bool:
+        """Closed, or a save failed (the manager then loads the durable state again)."""
+        return self._closed or _failed(self._last_save)
+
     # --- inputs --------------------------------------------------------------------------
 
     async def persist_now(self) -> None:
         """Save the current state even if unchanged (a new share-partition's starting point)."""
-        async with self._lock:
-            self._check_open()
-            self._saved_changes = -1
-            await self._persist()
+        self._check_open()
+        self._queued_changes = -1
+        await _durable(self._queue())
 
     async def acquire(
         self,
@@ -143,32 +157,30 @@ class SharePartitionDriver:
         max_records: int,
         record_filter: RecordFilter | None,
     ) -> Acquisition:
-        async with self._lock:
-            self._check_open()
-            now = self._clock.time_ms()
-            ack_error = self._acknowledge(member_id, acks, now) if acks else None
-            self._take_due(now)
-            acquired = self._acquire(member_id, now, max_records, record_filter)
-            records: list[Buffer] = []
-            if acquired:
-                records, acquired = self._read_back(member_id, acquired, record_filter, now)
-            await self._settle()
-            self._counters.acquired.inc(len(acquired))
-            return Acquisition(records, acquired, ack_error)
+        self._check_open()
+        now = self._clock.time_ms()
+        ack_error = self._acknowledge(member_id, acks, now) if acks else None
+        self._take_due(now)
+        acquired = self._acquire(member_id, now, max_records, record_filter)
+        records: list[Buffer] = []
+        if acquired:
+            records, acquired = self._read_back(member_id, acquired, record_filter, now)
+        await _durable(self._settle())
+        self._counters.acquired.inc(len(acquired))
+        return Acquisition(records, acquired, ack_error)
 
     async def acknowledge(
         self, member_id: str, acks: Sequence[AcknowledgementBatch]
     ) -> YakError | None:
         """Apply ``acks``; the first refusal (the other batches still apply)."""
-        async with self._lock:
-            self._check_open()
-            error = self._acknowledge(member_id, acks, self._clock.time_ms())
-            await self._settle()
-            return error
+        self._check_open()
+        error = self._acknowledge(member_id, acks, self._clock.time_ms())
+        await _durable(self._settle())
+        return error
 
     def close(self) -> None:
         """Stop the timer and the dead-letter copies; later inputs raise NOT_LEADER."""
-        self.closed = True
+        self._closed = True
         for task in (self._timer, self._dead_letter_task):
             if task is not None:
                 task.cancel()
@@ -176,7 +188,7 @@ class SharePartitionDriver:
 
     # --- steps ---------------------------------------------------------------------------
 
-    def _closed_meanwhile(self) -> bool:
+    def _ended(self) -> bool:
         """``closed``, read after an await (a method, so no narrowing holds it stale)."""
         return self.closed
 
@@ -247,11 +259,13 @@ class SharePartitionDriver:
         self.machine.acknowledge(member_id, accept, now)
         return found.batches, [a for a in acquired if a.offset not in dropped]
 
-    async def _settle(self) -> None:
-        """Archive dead letters when there is no dead-letter topic, persist, re-arm."""
+    def _settle(self) -> asyncio.Future[None] | None:
+        """Archive dead letters when there is no dead-letter topic, queue the snapshot,
+        re-arm; the queued snapshot's durability (None: nothing changed)."""
         pending = self._archive()
-        await self._persist()
+        saved = self._queue()
         self._follow_up(pending)
+        return saved
 
     def _archive(self) -> bool:
         """Archive dead letters at once when there is no dead-letter topic; whether copies
@@ -272,22 +286,23 @@ class SharePartitionDriver:
                 self._copy_dead_letters(), name=f"share-dlq-{self.key.encode()!r}"
             )
 
-    async def _persist(self) -> None:
+    def _queue(self) -> asyncio.Future[None] | None:
+        """Hand the snapshot to the committer if ``changes`` moved since the last one."""
         machine = self.machine
-        if machine.changes == self._saved_changes:
-            return
-        snapshot = machine.snapshot()
-        try:
-            await self._committer.commit(self.key, encode_snapshot(snapshot))
-        except BaseException:
-            # Nothing of it was answered: back to the last durable state.
-            self.machine = SharePartition.restore(
-                self._durable, machine.settings, leader_epoch=machine.leader_epoch
-            )
-            self._saved_changes = self.machine.changes
-            raise
-        self._durable = snapshot
-        self._saved_changes = machine.changes
+        if machine.changes == self._queued_changes:
+            return None
+        self._queued_changes = machine.changes
+        saved = self._committer.submit(self.key, encode_snapshot(machine.snapshot()))
+        if saved is not self._last_save:
+            self._last_save = saved
+            saved.add_done_callback(self._saved)
+        return saved
+
+    def _saved(self, saved: asyncio.Future[None]) -> None:
+        if _failed(saved) and not self._closed:
+            error = "cancelled" if saved.cancelled() else repr(saved.exception())
+            _log.warning("share-partition %s: a save failed (%s): reloading", self.key, error)
+            self.close()
 
     # --- timers --------------------------------------------------------------------------
 
@@ -319,19 +334,18 @@ class SharePartitionDriver:
         await self._clock.sleep(max(when - self._clock.time_ms(), 0) / 1000)
         self._timer = self._timer_at = None
         try:
-            async with self._lock:
-                if self.closed:
-                    return
-                now = self._fired_at = self._clock.time_ms()
-                machine = self.machine
-                before_acquired = machine.stats().acquired if machine.next_deadline_ms else 0
-                changes = machine.changes
-                machine.tick(now)
-                if changes != machine.changes:
-                    self._counters.expired.inc(before_acquired - machine.stats().acquired)
-                self._take_due(now)
-                moved = changes != machine.changes
-                self._follow_up(self._archive())  # no save: see the module doc
+            if self.closed:
+                return
+            now = self._fired_at = self._clock.time_ms()
+            machine = self.machine
+            before_acquired = machine.stats().acquired if machine.next_deadline_ms else 0
+            changes = machine.changes
+            machine.tick(now)
+            if changes != machine.changes:
+                self._counters.expired.inc(before_acquired - machine.stats().acquired)
+            self._take_due(now)
+            moved = changes != machine.changes
+            self._follow_up(self._archive())  # no save: see the module doc
             if moved:
                 self._notify()
         except Exception:
@@ -367,11 +381,10 @@ class SharePartitionDriver:
                     ]
                     if copies:
                         await self._sink.produce(self._dlq_topic, self.key.partition, copies)
-                    async with self._lock:
-                        if self._closed_meanwhile():  # the next leader copies them again
-                            return
-                        self.machine.dead_lettered(d.offset for d in pending)
-                        await self._persist()
+                    if self._ended():  # the next leader copies them again
+                        return
+                    self.machine.dead_lettered(d.offset for d in pending)
+                    await _durable(self._queue())
                     self._counters.dead_lettered.inc(len(pending))
                 except Exception as exc:  # the topic's leader, the produce, the save: retried
                     _log.warning("share-partition %s: dead letters not copied: %r", self.key, exc)
@@ -379,3 +392,17 @@ class SharePartitionDriver:
         finally:
             if asyncio.current_task() is self._dead_letter_task:
                 self._dead_letter_task = None
+
+
+def _failed(saved: asyncio.Future[None] | None) -> bool:
+    """Whether ``saved`` ended without making its snapshot durable."""
+    return (
+        saved is not None and saved.done() and (saved.cancelled() or saved.exception() is not None)
+    )
+
+
+async def _durable(saved: asyncio.Future[None] | None) -> None:
+    """Wait until a queued snapshot is durable (None: nothing to wait for); raises the
+    save's error. Shielded: a request that goes leaves the save to the others."""
+    if saved is not None:
+        await asyncio.shield(saved)

@@ -8,7 +8,7 @@ import asyncio
 import bisect
 import dataclasses
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import cast
 
@@ -26,7 +26,7 @@ from yak_broker.share.share_manager import ShareManager
 from yak_broker.share.share_metrics import ShareMetrics
 from yak_broker.share.share_reader import ShareLog
 from yak_broker.share.share_requests import serve_share_acknowledge, serve_share_fetch
-from yak_broker.share.state_store import MemoryShareStateStore
+from yak_broker.share.state_store import MemoryShareStateStore, SharePartitionKey
 from yak_broker.storage.log_info import FetchDataInfo
 
 TOPIC = "jobs"
@@ -121,6 +121,24 @@ class ParkingWaiters(FetchWaiters[TopicPartition]):
     async def until_parked(self) -> None:
         await asyncio.wait_for(self.parked.wait(), 5)
         self.parked.clear()
+
+
+class GatedStore(MemoryShareStateStore):
+    """A memory store whose saves wait for ``gate`` (open by default); ``batches`` records
+    each save's snapshots, ``saving`` is set when a save has begun."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self.saving = asyncio.Event()
+        self.batches: list[dict[SharePartitionKey, bytes | None]] = []
+
+    async def save(self, snapshots: Mapping[SharePartitionKey, bytes | None]) -> None:
+        self.batches.append(dict(snapshots))
+        self.saving.set()
+        await self.gate.wait()
+        await super().save(snapshots)
 
 
 class RecordingSink:

@@ -14,6 +14,7 @@ from tests.unit.broker.share.share_support import (
     GROUP,
     LOCK_MS,
     TOPIC,
+    GatedStore,
     ShareWorld,
     acquired_offsets,
     cluster,
@@ -24,7 +25,12 @@ from yak.errors import NotEnoughReplicasError
 from yak.protocol import kafka_share as ks
 from yak_broker.share.share_metrics import ShareCollector
 from yak_broker.share.share_partition_driver import TIMER_GRANULARITY_MS
-from yak_broker.share.state.records import DueEntry, RecordState
+from yak_broker.share.state.records import (
+    AcknowledgementBatch,
+    AcknowledgeType,
+    DueEntry,
+    RecordState,
+)
 from yak_broker.share.state_store import SharePartitionKey
 
 KEY = SharePartitionKey(GROUP, TOPIC, 0)
@@ -72,8 +78,10 @@ async def test_the_delivery_limit_dead_letters_a_copy_with_its_headers(world: Sh
     }
     assert world.manager is not None
     driver = world.manager.drivers()[KEY]
-    async with driver._lock:  # the copy's hand-off persisted: the record is complete
-        assert driver.machine.start_offset == 1
+    copying = driver._dead_letter_task
+    if copying is not None:
+        await asyncio.wait_for(copying, 5)  # the copy's hand-off was saved
+    assert driver.machine.start_offset == 1  # the record is complete
 
 
 async def test_a_rejected_record_is_dead_lettered_with_reason_rejected(world: ShareWorld) -> None:
@@ -280,3 +288,58 @@ async def test_due_times_within_the_timer_granularity_share_one_fire() -> None:
     world.clock.advance(TIMER_GRANULARITY_MS / 1000)  # not at due + 1, due + 3: once, here
     await asyncio.wait_for(second, 5)
     assert [v.offset for v in driver.machine.records()] == [0, 1, 2]  # one fire took both
+
+
+async def test_an_acquisition_applies_while_an_acknowledgement_is_being_saved() -> None:
+    store = GatedStore()
+    world = ShareWorld(store=store)
+    manager = world.start()
+    world.append(0, "a", "b", "c")
+    await world.fetch("m1", max_records=1)  # loaded; offset 0 is m1's, saved
+    driver, saves = manager.drivers()[KEY], len(store.batches)
+    store.gate.clear()
+    store.saving.clear()
+    acking = asyncio.create_task(
+        driver.acknowledge("m1", [AcknowledgementBatch(0, 0, AcknowledgeType.ACCEPT)])
+    )
+    await store.saving.wait()  # the ack's save is in flight
+    acquiring = asyncio.create_task(driver.acquire("m2", [], 1, None))
+    await asyncio.sleep(0)  # one turn: the acquisition applies and queues its snapshot
+    view = driver.machine.record(1)
+    assert view is not None
+    assert view.member_id == "m2"  # applied during the save, not after it
+    assert not acking.done()
+    assert not acquiring.done()  # neither answered before its snapshot is durable
+    assert len(store.batches) == saves + 1
+    store.gate.set()
+    assert await acking is None
+    assert [a.offset for a in (await acquiring).acquired] == [1]
+    assert len(store.batches) == saves + 2  # the acquisition's own save, after the ack's
+
+
+async def test_a_failed_save_fails_every_waiter_and_the_next_request_sees_the_durable_state() -> (
+    None
+):
+    store = GatedStore()
+    world = ShareWorld(store=store)
+    manager = world.start()
+    world.append(0, "a", "b", "c")
+    await world.fetch("m0", max_records=1)  # offset 0 is m0's, saved
+    driver, saves = manager.drivers()[KEY], len(store.batches)
+    store.gate.clear()
+    store.saving.clear()
+    first = asyncio.create_task(driver.acquire("m1", [], 1, None))  # offset 1
+    await store.saving.wait()
+    second = asyncio.create_task(driver.acquire("m2", [], 1, None))  # offset 2, queued
+    await asyncio.sleep(0)
+    store.fail_next = NotEnoughReplicasError("the state topic lost its quorum")
+    store.gate.set()
+    for waiter in (first, second):
+        with pytest.raises(NotEnoughReplicasError):
+            await waiter
+    assert driver.closed
+    assert len(store.batches) == saves + 1  # the queued snapshot stood on the failed one
+    (answer,) = (await world.fetch("m3")).partitions
+    assert manager.drivers()[KEY] is not driver  # reloaded from the store
+    assert acquired_offsets(answer) == [(1, 1), (2, 1)]  # neither acquisition was durable
+    assert (await world.ack("m0", (0, 0, ks.AckType.ACCEPT))).error is None

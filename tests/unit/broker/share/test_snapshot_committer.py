@@ -4,10 +4,10 @@ failed save fails every commit it carried."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 
 import pytest
 
+from tests.unit.broker.share.share_support import GatedStore
 from yak.errors import NotEnoughReplicasError
 from yak_broker.share.snapshot_committer import SnapshotCommitter
 from yak_broker.share.state_store import MemoryShareStateStore, SharePartitionKey
@@ -16,22 +16,9 @@ A = SharePartitionKey("g", "t", 0)
 B = SharePartitionKey("g", "t", 1)
 
 
-class GatedStore(MemoryShareStateStore):
-    """A memory store whose saves wait for ``gate``; ``batches`` records each save's keys."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.gate = asyncio.Event()
-        self.batches: list[dict[SharePartitionKey, bytes | None]] = []
-
-    async def save(self, snapshots: Mapping[SharePartitionKey, bytes | None]) -> None:
-        self.batches.append(dict(snapshots))
-        await self.gate.wait()
-        await super().save(snapshots)
-
-
 async def test_commits_arriving_during_a_save_share_the_next_one() -> None:
     store = GatedStore()
+    store.gate.clear()
     committer = SnapshotCommitter(store)
     first = asyncio.create_task(committer.commit(A, b"a1"))
     await asyncio.sleep(0)  # the flusher starts the first save
@@ -49,6 +36,7 @@ async def test_commits_arriving_during_a_save_share_the_next_one() -> None:
 
 async def test_a_tombstone_lands_after_a_snapshot_of_its_key_already_in_flight() -> None:
     store = GatedStore()
+    store.gate.clear()
     committer = SnapshotCommitter(store)
     saving = asyncio.create_task(committer.commit(A, b"a1"))
     await asyncio.sleep(0)  # the save carrying a1 is in flight
@@ -75,9 +63,40 @@ async def test_a_failed_save_fails_its_commits_and_the_next_save_runs() -> None:
 
 async def test_close_cancels_commits_in_flight() -> None:
     store = GatedStore()
+    store.gate.clear()
     committer = SnapshotCommitter(store)
     pending = asyncio.create_task(committer.commit(A, b"a1"))
     await asyncio.sleep(0)
     await committer.close()
     with pytest.raises(asyncio.CancelledError):
         await pending
+
+
+async def test_a_failed_save_fails_the_snapshots_of_its_keys_queued_behind_it() -> None:
+    store = GatedStore()
+    store.gate.clear()
+    committer = SnapshotCommitter(store)
+    a1 = committer.submit(A, b"a1")
+    await store.saving.wait()  # a1's save is in flight
+    a2 = committer.submit(A, b"a2")  # stands on a1
+    b1 = committer.submit(B, b"b1")
+    store.fail_next = NotEnoughReplicasError("no quorum")
+    store.gate.set()
+    results = await asyncio.gather(a1, a2, b1, return_exceptions=True)
+    failed = NotEnoughReplicasError
+    assert [type(r) for r in results] == [failed, failed, type(None)]
+    assert store.batches == [{A: b"a1"}, {B: b"b1"}]  # a2 was never saved
+    assert store.snapshots == {B: b"b1"}
+
+
+async def test_a_newer_snapshot_queued_for_a_key_replaces_the_older_and_shares_its_future() -> None:
+    store = GatedStore()
+    store.gate.clear()
+    committer = SnapshotCommitter(store)
+    committer.submit(B, b"b1")
+    await store.saving.wait()
+    older, newer = committer.submit(A, b"a1"), committer.submit(A, b"a2")
+    assert older is newer
+    store.gate.set()
+    await newer
+    assert store.batches == [{B: b"b1"}, {A: b"a2"}]
