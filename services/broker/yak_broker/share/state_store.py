@@ -8,8 +8,12 @@ state lives"); tests use ``MemoryShareStateStore``. Contract:
 - ``save`` returns once every value given is durable (in the topic: acknowledged with
   acks=all), or raises; a snapshot that was not saved must not be answered to a client.
   A None value is a tombstone: the key is forgotten. Several values in one call share one
-  write (group commit). Saves of one key are applied in call order (the driver never has two
-  saves of a key in flight).
+  write (group commit). Saves of one key are applied in call order (the committer never has
+  two saves of a key in flight).
+- ``lane(key)`` names the independent write stream of a key (the topic store's state
+  partition): saves of different lanes may be in flight at once (``SnapshotCommitter`` runs
+  one save per lane at a time); a key keeps its lane (the state topic keeps its partition
+  count).
 - ``load`` returns the last snapshot saved for the key, or None if there never was one (a new
   share-partition) or it was deleted. It may wait while the store catches up (a new leader
   reading the topic).
@@ -82,6 +86,8 @@ class ShareStateStore(Protocol):
 
     async def keys(self, group: str) -> list[SharePartitionKey]: ...
 
+    def lane(self, key: SharePartitionKey) -> int: ...
+
 
 class MemoryShareStateStore:
     """A ``ShareStateStore`` in a dict (tests; a broker never uses it). ``saves`` counts the
@@ -91,6 +97,7 @@ class MemoryShareStateStore:
         self.snapshots: dict[SharePartitionKey, bytes] = {}
         self.saves = 0
         self.fail_next: Exception | None = None
+        self.lanes = 1
 
     async def load(self, key: SharePartitionKey) -> bytes | None:
         return self.snapshots.get(key)
@@ -112,3 +119,7 @@ class MemoryShareStateStore:
 
     async def keys(self, group: str) -> list[SharePartitionKey]:
         return [key for key in self.snapshots if key.group == group]
+
+    def lane(self, key: SharePartitionKey) -> int:
+        """``lanes`` lanes, by the key's partition (1 by default: one save at a time)."""
+        return key.partition % self.lanes

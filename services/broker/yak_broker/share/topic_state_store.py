@@ -44,7 +44,8 @@ least that far, long-polling until the high watermark gets there.
 lists the keys of the group that hold a snapshot: the deletion sweep's question, rare.
 
 **Crash**: nothing here is durable but the topic; a restarted broker reads it again.
-Concurrency: one event loop; the share driver never has two saves of one key in flight.
+Concurrency: one event loop; the committer never has two saves of one key in flight, and
+runs one save per state partition (``lane``) at a time.
 """
 
 from __future__ import annotations
@@ -154,6 +155,11 @@ class TopicShareStateStore:
 
     async def delete(self, *keys: SharePartitionKey) -> None:
         await self._write(dict.fromkeys(keys))
+
+    def lane(self, key: SharePartitionKey) -> int:
+        """The key's state partition (0 while the topic is missing: every save fails)."""
+        record = self._snapshot().topics.get(self.topic)
+        return state_partition(key, record.partitions) if record is not None else 0
 
     async def keys(self, group: str) -> list[SharePartitionKey]:
         count = self._partition_count()

@@ -100,3 +100,21 @@ async def test_a_newer_snapshot_queued_for_a_key_replaces_the_older_and_shares_i
     store.gate.set()
     await newer
     assert store.batches == [{B: b"b1"}, {A: b"a2"}]
+
+
+async def test_lanes_save_independently_and_a_slow_lane_holds_back_only_its_own() -> None:
+    store = GatedStore()
+    store.lanes = 2
+    store.gate.clear()
+    committer = SnapshotCommitter(store)
+    slow = committer.submit(A, b"a1")  # lane 0: its save waits at the gate
+    await store.saving.wait()
+    held, store.gate = store.gate, asyncio.Event()
+    store.gate.set()  # saves that begin from now on pass
+    await committer.submit(B, b"b1")  # lane 1 saves beside lane 0's save in flight
+    assert not slow.done()
+    assert store.batches == [{A: b"a1"}, {B: b"b1"}]
+    assert store.snapshots == {B: b"b1"}
+    held.set()
+    await slow
+    assert store.snapshots == {A: b"a1", B: b"b1"}

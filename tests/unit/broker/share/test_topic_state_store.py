@@ -72,6 +72,16 @@ async def test_a_save_writes_one_batch_per_state_partition_on_its_murmur2_partit
     assert all(broker == topic.leaders[p][0] for broker, p, _ in topic.produces)
 
 
+def test_a_keys_lane_is_its_state_partition(topic: FakeStateTopic) -> None:
+    store = store_on(topic)
+    lanes = {store.lane(k) for k in (key(n) for n in range(40))}
+    assert len(lanes) > 1
+    assert all(store.lane(k) == of(k) for k in (key(n) for n in range(40)))
+    topic.topic_exists = False
+    topic.publish()
+    assert store.lane(key(1)) == 0  # no topic: its saves fail anyway
+
+
 async def test_another_store_loads_the_last_value_and_a_tombstone_means_none(
     topic: FakeStateTopic,
 ) -> None:
