@@ -234,7 +234,12 @@ def _assemble(
 
 
 def decode_batch(
-    buf: Buffer, pos: int = 0, *, verify_crc: bool = True, from_offset: int = 0
+    buf: Buffer,
+    pos: int = 0,
+    *,
+    verify_crc: bool = True,
+    from_offset: int = 0,
+    until_offset: int | None = None,
 ) -> DecodedBatch:
     """Decode the batch at ``pos`` of ``buf``: header, CRC, decompression, every record.
 
@@ -242,7 +247,8 @@ def decode_batch(
     ``verify_crc=False`` skips only the checksum; every structural check still runs.
     ``from_offset``: only records at or above it are decoded and returned; a batch wholly
     below it comes back with no records, neither checksummed nor decompressed (a fetch answers
-    whole batches from the one holding the offset asked for).
+    whole batches from the one holding the offset asked for). ``until_offset``: records above
+    it are stepped over too (framing checked, fields not decoded).
     """
     if from_offset:
         header = validate_batch(buf, pos, check_crc=False)
@@ -273,6 +279,7 @@ def decode_batch(
         header.last_offset_delta,
         append_time,
         from_offset,
+        until_offset,
     )
     return DecodedBatch(header, tuple(records))
 

@@ -60,6 +60,8 @@ def _read_headers(data: bytes, pos: int) -> tuple[Headers, int]:
 
 
 _NOTHING_BELOW = -(1 << 64)
+#: Above every int64 offset: nothing is skipped at the top unless a reader asks.
+_NOTHING_ABOVE = 1 << 64
 
 
 def decode_records(
@@ -72,19 +74,31 @@ def decode_records(
     last_offset_delta: int,
     log_append_time: int | None = None,
     from_offset: int = 0,
+    until_offset: int | None = None,
 ) -> list[Record]:
     """Decode exactly ``count`` records from ``data[pos:end]``.
 
     Timestamps are ``base_timestamp + timestampDelta``, or ``log_append_time`` for every record
     when it is given (batches with the LogAppendTime type). Records below ``from_offset`` are
     stepped over (length, attributes, timestamp and offset deltas read; key, value and headers
-    not) and left out: a reader that wants the tail of a large batch pays for the tail.
+    not) and left out: a reader that wants the tail of a large batch pays for the tail. Records
+    above ``until_offset`` likewise (a share group's member holds a few records of a batch).
+    Every record's framing is still checked.
     """
     try:
         # Below every int64 offset: nothing is skipped, whatever a (damaged) base offset says.
         skip_below = from_offset if from_offset > 0 else _NOTHING_BELOW
+        skip_above = _NOTHING_ABOVE if until_offset is None else until_offset
         records, pos = _decode(
-            data, pos, end, count, base_offset, base_timestamp, log_append_time, skip_below
+            data,
+            pos,
+            end,
+            count,
+            base_offset,
+            base_timestamp,
+            log_append_time,
+            skip_below,
+            skip_above,
         )
     except IndexError as exc:
         raise CorruptRecordError("record runs past the end of the batch") from exc
@@ -107,6 +121,7 @@ def _decode(
     base_timestamp: int,
     log_append_time: int | None,
     skip_below: int,
+    skip_above: int,
 ) -> tuple[list[Record], int]:
     # One long loop on purpose: in CPython a function call per field would cost more than
     # the field itself. Each varint is read inline: one byte (b < 0x80), two bytes, else the
@@ -151,8 +166,8 @@ def _decode(
         if delta <= prev:
             raise InvalidRecordError(f"offset delta {delta} does not increase (previous {prev})")
         prev = delta
-        if base_offset + delta < skip_below:
-            pos = record_end  # below what the reader wants: not decoded
+        if base_offset + delta < skip_below or base_offset + delta > skip_above:
+            pos = record_end  # outside what the reader wants: not decoded
             continue
         b = data[pos]
         if b < 0x80 and not b & 1:

@@ -374,3 +374,21 @@ def test_bodies_and_timestamps_must_pair_up_and_deltas_fit() -> None:
     with pytest.raises(InvalidRecordError):
         encode_bodies([b"\x01\x01\x00"] * 2, [-(1 << 63), 1 << 62])
     assert encode_bodies([], []).record_count == 0
+
+
+@given(st.integers(min_value=1, max_value=40), st.integers(0, 45), st.integers(0, 45))
+def test_a_window_of_a_batch_is_the_window_of_a_full_decode(size: int, low: int, high: int) -> None:
+    data = encode_batch([RecordInput(key=b"k%d" % i, value=b"v%d" % i) for i in range(size)])
+    every = decode_batch(data).records
+    window = decode_batch(data, from_offset=low, until_offset=high).records
+    assert list(window) == [r for r in every if low <= r.offset <= high]
+
+
+def test_records_above_until_offset_are_still_framed() -> None:
+    data = bytearray(encode_batch([RecordInput(key=None, value=b"v%d" % i) for i in range(3)]))
+    pos = 61  # the first record's length varint (one byte, zig-zag, for records this small)
+    for _ in range(2):
+        pos += 1 + data[pos] // 2
+    data[pos] = (data[pos] // 2 + 5) * 2  # the last record claims 5 bytes more than there are
+    with pytest.raises(CorruptRecordError, match="overruns"):
+        decode_batch(bytes(data), verify_crc=False, until_offset=0)

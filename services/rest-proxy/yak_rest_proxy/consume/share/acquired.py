@@ -45,7 +45,7 @@ def acquired_records(
     counts: list[int] = []
     if not spans or not len(memoryview(data)):
         return AcquiredPartition(topic, partition, records, counts)
-    lowest = firsts[0]
+    lowest, highest = firsts[0], spans[-1].last_offset
     for position, header in iter_batches(data, check_crc=False):
         last = header.base_offset + header.last_offset_delta
         if (
@@ -54,7 +54,9 @@ def acquired_records(
             or not _overlaps(spans, firsts, header.base_offset, last)
         ):
             continue
-        batch = decode_batch(data, position, from_offset=max(lowest, header.base_offset))
+        batch = decode_batch(
+            data, position, from_offset=max(lowest, header.base_offset), until_offset=highest
+        )
         for record in batch.records:
             count = _count_of(spans, firsts, record.offset)
             if count is not None:
