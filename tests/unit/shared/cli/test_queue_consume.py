@@ -22,6 +22,8 @@ class Proxy:
 
     def handle(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
+        riding: list[dict[str, Any]] = body.get("acknowledgements") or []
+        self.acks += [(e["first_offset"], e["last_offset"], e["type"]) for e in riding]
         if request.url.path.endswith("/acquire"):
             values, self.values = self.values, []
             records = [
@@ -35,12 +37,18 @@ class Proxy:
                 }
                 for i, v in enumerate(values)
             ]
+            # Answers ride the next acquire (the SDK sends them there, not on their own).
+            results = [{**e, "error": None} for e in riding]
             return httpx.Response(
-                200, json={"member_id": "m", "lock_timeout_ms": 1000, "records": records}
+                200,
+                json={
+                    "member_id": "m",
+                    "lock_timeout_ms": 1000,
+                    "records": records,
+                    "acknowledgement_results": results,
+                },
             )
-        entries: list[dict[str, Any]] = body["acknowledgements"]
-        self.acks += [(e["first_offset"], e["last_offset"], e["type"]) for e in entries]
-        return httpx.Response(200, json={"results": [{**e, "error": None} for e in entries]})
+        return httpx.Response(200, json={"results": [{**e, "error": None} for e in riding]})
 
 
 async def _run(
