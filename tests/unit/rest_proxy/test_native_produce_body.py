@@ -142,3 +142,18 @@ def test_an_integer_past_64_bits_takes_the_model_path_and_is_refused(number: int
     refused = model_path(raw)
     assert isinstance(refused, InvalidRequestError)
     assert "64-bit" in refused.message
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"t": "0000006504211752791", "p": "x"},  # 19 digits in a string: a JSON string, no number
+        {"id": "12345678901234567890123"},
+        ["1234567890123456789012"],
+    ],
+)
+def test_long_digit_runs_inside_strings_keep_the_fast_lane(value: Any) -> None:
+    raw = json.dumps({"records": [{"value": value}]}).encode()
+    fast = fast_path(raw)
+    assert fast is not None
+    assert fast == model_path(raw)
