@@ -14,7 +14,15 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    Awaitable,
+    Callable,
+    Collection,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from typing import Any, Literal, TypeVar
 
 from yak.api.admin import (
@@ -100,6 +108,19 @@ class _Twin(Closing):
 
     def __init__(self, name: str) -> None:
         self._runner = _LoopThread(name)
+
+    def _drive(self, records: AsyncGenerator[_T, None]) -> Iterator[_T]:
+        """An async iteration, one item at a time, driven from the calling thread; closed on
+        the loop when the caller stops early (unless the loop is gone)."""
+        try:
+            while True:
+                try:
+                    yield self._runner.run(anext(records))
+                except StopAsyncIteration:
+                    return
+        finally:
+            if not self._runner.stopped:
+                self._runner.run(records.aclose())
 
     def _stop(self, closing: Awaitable[None]) -> None:
         try:
@@ -219,16 +240,7 @@ class Consumer(_Twin):
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         """Every record, one by one (the async iteration, driven from this thread)."""
-        records = self._consumer.__aiter__()
-        try:
-            while True:
-                try:
-                    yield self._runner.run(anext(records))
-                except StopAsyncIteration:
-                    return
-        finally:
-            if not self._runner.stopped:
-                self._runner.run(records.aclose())
+        return self._drive(self._consumer.__aiter__())
 
     def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
         self._runner.run(self._consumer.commit(offsets))
@@ -288,16 +300,7 @@ class ShareConsumer(_Twin):
 
     def __iter__(self) -> Iterator[ShareRecord]:
         """Every record, one by one (the async iteration, driven from this thread)."""
-        records = self._consumer.__aiter__()
-        try:
-            while True:
-                try:
-                    yield self._runner.run(anext(records))
-                except StopAsyncIteration:
-                    return
-        finally:
-            if not self._runner.stopped:
-                self._runner.run(records.aclose())
+        return self._drive(self._consumer.__aiter__())
 
     def flush(self) -> list[AckFailure]:
         return self._runner.run(self._consumer.flush())
