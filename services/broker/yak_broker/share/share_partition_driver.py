@@ -45,6 +45,13 @@ dead letters when there is no dead-letter topic follows from those. Nothing of i
 to anybody, so the timer only moves ``changes``: the next input's save includes it, before it
 answers with any of it.
 
+**Nor is an acquisition that hands out nothing** (and carried no acknowledgements): what it
+changed — records read from the log and admitted (the scan offset moved, delayed ones held back),
+due records injected, locks expired — is the same re-derivable kind, so it queues no snapshot and
+answers at once. This matters to long polls: every append wakes the parked ShareFetch of its
+partition, and on a topic with delays each wake admits records that are not due yet; a save per
+wake would put a replicated write (and its wait) between a record coming due and its delivery.
+
 ``close`` stops the timer and the dead-letter task; every later input raises
 ``NotLeaderOrFollowerError`` (the manager drops drivers when leadership or the group goes).
 Single event loop.
@@ -163,6 +170,9 @@ class SharePartitionDriver:
         self._take_due(now)
         acquired = self._acquire(member_id, now, max_records, record_filter)
         records: list[Buffer] = []
+        if not acquired and not acks:  # nothing to answer: nothing to save (module doc)
+            self._follow_up(self._archive())
+            return Acquisition(records, acquired, ack_error)
         if acquired:
             records, acquired = self._read_back(member_id, acquired, record_filter, now)
         await _durable(self._settle())

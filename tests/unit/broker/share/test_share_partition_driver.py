@@ -343,3 +343,48 @@ async def test_a_failed_save_fails_every_waiter_and_the_next_request_sees_the_du
     assert manager.drivers()[KEY] is not driver  # reloaded from the store
     assert acquired_offsets(answer) == [(1, 1), (2, 1)]  # neither acquisition was durable
     assert (await world.ack("m0", (0, 0, ks.AckType.ACCEPT))).error is None
+
+
+async def test_an_acquisition_that_hands_out_nothing_saves_nothing_and_a_crash_loses_nothing() -> (
+    None
+):
+    world = ShareWorld()
+    due = world.clock.time_ms() + 500
+    delays = ListedDelays((0, due), (1, due))
+    manager = world.start()
+    manager.delay_source = lambda _topic, _partition: delays
+    world.logs[0].values("later", headers=(delay_header(due),))
+    await world.fetch("m1")  # loaded and saved; offset 0 waits for its time
+    driver, saves = manager.drivers()[KEY], manager.saves
+    world.logs[0].values("later too", headers=(delay_header(due),))
+    (answer,) = (await world.fetch("m1")).partitions
+    assert acquired_offsets(answer) == []
+    assert driver.machine.scan_offset == 2  # offset 1 was read and admitted, held back
+    assert manager.saves == saves  # ... and nothing was saved for it
+    await manager.close()  # the leader crashes: the store's scan offset is the older one
+    successor = ShareWorld(
+        store=world.store,
+        clock=world.clock,
+        logs=world.logs,
+        snapshot=cluster(leader_epoch=1, group=group_record(), revision=5),
+    )
+    successor.start().delay_source = lambda _topic, _partition: delays
+    world.clock.advance(0.5)
+    (answer,) = (await successor.fetch("m2")).partitions
+    assert acquired_offsets(answer) == [(0, 1), (1, 1)]  # read again, delivered at their time
+
+
+async def test_an_acquisition_that_carried_acknowledgements_saves_even_with_nothing_to_hand_out(
+    world: ShareWorld,
+) -> None:
+    world.append(0, "a")
+    (answer,) = (await world.fetch("m1")).partitions
+    assert acquired_offsets(answer) == [(0, 1)]
+    manager = world.manager
+    assert manager is not None
+    driver, saves = manager.drivers()[KEY], manager.saves
+    accept = [AcknowledgementBatch(0, 0, AcknowledgeType.ACCEPT)]
+    got = await driver.acquire("m1", accept, 10, None)
+    assert got.acquired == []
+    assert got.ack_error is None
+    assert manager.saves == saves + 1  # the acknowledgement is durable before the answer
