@@ -79,7 +79,7 @@ class ShareManager:
         self.clock = clock
         self.topic_ids = TopicIds(snapshot)
         self._store = store
-        self._committer = SnapshotCommitter(store)
+        self._committer = SnapshotCommitter(store, metrics.save_seconds.observe)
         self._metrics = metrics
         self._dead_letters = dead_letters
         #: Where a share-partition of a topic with delays finds its due records (the

@@ -23,6 +23,9 @@ lane's next save begins: they stand on the failed one, so none of them is saved,
 drivers (whose last future failed) stop submitting; a key's snapshots after a failure come
 only from a driver that loaded the store again.
 
+``observe`` (optional) is told each save's duration in seconds, failed ones included (the
+broker's ``yak_share_state_save_seconds``).
+
 Single event loop.
 """
 
@@ -30,6 +33,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
+from collections.abc import Callable
 
 from yak_broker.share.state_store import SharePartitionKey, ShareStateStore
 
@@ -51,8 +56,11 @@ class _Lane:
 class SnapshotCommitter:
     """Batches snapshots into the store's saves (see the module doc)."""
 
-    def __init__(self, store: ShareStateStore) -> None:
+    def __init__(
+        self, store: ShareStateStore, observe: Callable[[float], None] | None = None
+    ) -> None:
         self._store = store
+        self._observe = observe
         self._lanes: dict[int, _Lane] = {}
         #: Saves done (tests, metrics).
         self.saves = 0
@@ -82,7 +90,7 @@ class SnapshotCommitter:
             while lane.pending:
                 batch, lane.pending = lane.pending, {}
                 try:
-                    await self._store.save({key: raw for key, (raw, _) in batch.items()})
+                    await self._save(batch)
                 except asyncio.CancelledError:
                     for _, done in batch.values():
                         done.cancel()
@@ -101,6 +109,14 @@ class SnapshotCommitter:
                             done.set_result(None)
         finally:
             lane.flusher = None
+
+    async def _save(self, batch: dict[SharePartitionKey, _Entry]) -> None:
+        started = time.perf_counter()
+        try:
+            await self._store.save({key: raw for key, (raw, _) in batch.items()})
+        finally:
+            if self._observe is not None:
+                self._observe(time.perf_counter() - started)
 
     async def close(self) -> None:
         """Stop the flushers (commits in flight and queued fail with CancelledError)."""

@@ -118,3 +118,15 @@ async def test_lanes_save_independently_and_a_slow_lane_holds_back_only_its_own(
     held.set()
     await slow
     assert store.snapshots == {A: b"a1", B: b"b1"}
+
+
+async def test_each_save_is_observed_with_its_duration_failed_ones_too() -> None:
+    store = MemoryShareStateStore()
+    seen: list[float] = []
+    committer = SnapshotCommitter(store, seen.append)
+    await committer.commit(A, b"a1")
+    store.fail_next = NotEnoughReplicasError("not enough")
+    with pytest.raises(NotEnoughReplicasError):
+        await committer.commit(A, b"a2")
+    assert len(seen) == 2
+    assert all(0 <= s < 5 for s in seen)
