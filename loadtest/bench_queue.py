@@ -64,6 +64,7 @@ from loadtest.local_cluster import LocalCluster, local_cluster, wait_for
 from loadtest.queue.calc import goal_verdicts
 from loadtest.queue.delays import lateness_run, pending_rss
 from loadtest.queue.markdown import block, replace_block
+from loadtest.queue.saves import save_figures, scrape_saves
 from loadtest.queue.throughput import (
     SHARE_ACK_MODES,
     VALUE_BYTES,
@@ -135,16 +136,22 @@ async def _share_group(http: httpx.AsyncClient, name: str) -> None:
 @contextlib.asynccontextmanager
 async def _sampled(
     cluster: LocalCluster, profile: Path | None, phase: str, seconds: float
-) -> AsyncIterator[None]:
-    """py-spy on the proxy and every broker during ``phase`` (``--profile``)."""
-    async with contextlib.AsyncExitStack() as stack:
-        if profile is not None:
-            targets = {"proxy": cluster.proxies[PROXY].pid}
-            targets |= {f"broker-{b}": p.pid for b, p in cluster.brokers.items()}
-            for name, pid in targets.items():
-                out = profile / f"{phase}_{name}.txt"
-                await stack.enter_async_context(profiled(pid, out, seconds))
-        yield
+) -> AsyncIterator[dict[str, Any]]:
+    """py-spy on the proxy and every broker during ``phase`` (``--profile``); the phase's
+    share-state saves (``queue.saves``: count, p50, p99) land in the yielded dict at the end."""
+    urls = [cluster.broker_url(b) for b in cluster.brokers]
+    figures: dict[str, Any] = {}
+    async with httpx.AsyncClient() as metrics:
+        before = await scrape_saves(metrics, urls)
+        async with contextlib.AsyncExitStack() as stack:
+            if profile is not None:
+                targets = {"proxy": cluster.proxies[PROXY].pid}
+                targets |= {f"broker-{b}": p.pid for b, p in cluster.brokers.items()}
+                for name, pid in targets.items():
+                    out = profile / f"{phase}_{name}.txt"
+                    await stack.enter_async_context(profiled(pid, out, seconds))
+            yield figures
+        figures |= save_figures(phase, before, await scrape_saves(metrics, urls))
 
 
 async def _throughput(
@@ -161,12 +168,12 @@ async def _throughput(
         "share_ack_mode": plan.share_ack,
     }
     await _share_group(http, "bench-share")
-    async with _sampled(cluster, profile, "share", WARMUP_S + plan.window_s):
+    async with _sampled(cluster, profile, "share", WARMUP_S + plan.window_s) as saves:
         share = await share_rate(
             http, "bench-share", TOPIC, consumers=CONSUMERS, warmup_s=WARMUP_S,
             window_s=plan.window_s, ack=plan.share_ack,
         )  # fmt: skip
-    results |= share.figures("share_ack")
+    results |= share.figures("share_ack") | saves
     group = await group_rate(
         http, "bench-group", TOPIC, written, members=CONSUMERS, warmup_s=GROUP_WARMUP_S,
         window_s=plan.window_s,
@@ -184,13 +191,13 @@ async def _lateness(
 ) -> dict[str, Any]:
     """Phase 3: scheduled records at ``DELAY_RATE``/s, acquired by share members."""
     await _share_group(http, "bench-delays")
-    async with _sampled(cluster, profile, "delays", plan.delay_s + 5):
+    async with _sampled(cluster, profile, "delays", plan.delay_s + 5) as saves:
         delayed = await lateness_run(
             http, "bench-delays", DELAY_TOPIC,
             per_tick=round(DELAY_RATE * DELAY_TICK_S), tick_s=DELAY_TICK_S,
             duration_s=plan.delay_s, consumers=DELAY_CONSUMERS, grace_s=30.0,
         )  # fmt: skip
-    return delayed.figures()
+    return delayed.figures() | saves
 
 
 async def _pending(cluster: LocalCluster, admin: AdminClient, plan: Plan) -> dict[str, Any]:
