@@ -29,6 +29,7 @@ from yak.web.health import health_router
 from yak_broker.api.admin_routes import admin_router
 from yak_broker.api.data_plane import data_plane_routes
 from yak_broker.api.internal_listener import InternalListener
+from yak_broker.kafka.listener import KafkaListener
 from yak_broker.server.broker import Broker, StoreFactory
 from yak_broker.settings import BrokerSettings
 
@@ -48,6 +49,7 @@ def create_app(
         settings or BrokerSettings.from_env(),
         store_factory,
         listener_factory=InternalListener,
+        kafka_listener_factory=KafkaListener,
         metrics=metrics,
         heap=heap,
     )

@@ -46,6 +46,27 @@ def run(
             help="Address other processes reach this broker at (default: --host).",
         ),
     ] = None,
+    kafka_port: Annotated[
+        int,
+        typer.Option(
+            envvar="YAK_KAFKA_PORT",
+            help="Port of the public Kafka listener; 0: any free port; -1: none.",
+        ),
+    ] = 0,
+    kafka_advertised_host: Annotated[
+        str | None,
+        typer.Option(
+            envvar="YAK_KAFKA_ADVERTISED_HOST",
+            help="Host Kafka clients are told to connect to (default: the registered host).",
+        ),
+    ] = None,
+    kafka_advertised_port: Annotated[
+        int | None,
+        typer.Option(
+            envvar="YAK_KAFKA_ADVERTISED_PORT",
+            help="Port Kafka clients are told to connect to (default: the bound one).",
+        ),
+    ] = None,
     broker_id: Annotated[int, typer.Option(envvar="YAK_NODE_ID", help="Broker id.")] = 0,
     data_dir: Annotated[
         Path, typer.Option(envvar="YAK_DATA_DIR", help="Folder of the partition logs.")
@@ -95,6 +116,9 @@ def run(
         port=port,
         data_port=data_port,
         advertised_host=advertised_host or None,
+        kafka_port=kafka_port,
+        kafka_advertised_host=kafka_advertised_host or None,
+        kafka_advertised_port=kafka_advertised_port,
         data_dir=data_dir,
         etcd_url=etcd,
         cluster_id=cluster_id,

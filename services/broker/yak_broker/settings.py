@@ -14,6 +14,12 @@ data_port                   YAK_DATA_PORT          0 (any free port): the intern
                                                    (Kafka framing), advertised in etcd
 advertised_host             YAK_ADVERTISED_HOST    ``host`` (127.0.0.1 for 0.0.0.0): the
                                                    address registered for other processes
+kafka_port                  YAK_KAFKA_PORT         0 (any free port): the public Kafka
+                                                   listener (``yak_broker.kafka``); -1: none
+kafka_advertised_host       YAK_KAFKA_ADVERTISED_  the registered host (above): where Kafka
+                            HOST                   clients are told to connect
+kafka_advertised_port       YAK_KAFKA_ADVERTISED_  the bound Kafka port (a container's
+                            PORT                   published port differs)
 data_dir                    YAK_DATA_DIR           ./.yak-broker
 etcd_url                    YAK_ETCD               http://127.0.0.1:2379 (or several members,
                                                    comma-separated: failover)
@@ -77,6 +83,12 @@ class BrokerSettings:
     data_port: int = 0
     #: The address other processes reach this broker at (registered in etcd); default ``host``.
     advertised_host: str | None = None
+    #: The public Kafka listener's port; 0: any free port; -1: no Kafka listener.
+    kafka_port: int = 0
+    #: The Kafka address advertised to clients (Metadata, the registration); None: the
+    #: registered host and the bound port.
+    kafka_advertised_host: str | None = None
+    kafka_advertised_port: int | None = None
     data_dir: Path = Path(".yak-broker")
     etcd_url: str = "http://127.0.0.1:2379"
     cluster_id: str = "local"
@@ -107,6 +119,8 @@ class BrokerSettings:
         parse_etcd_urls(self.etcd_url)  # one member or several: a typo stops the start
         if self.broker_id < 0:
             raise ValueError(f"broker id must be >= 0, got {self.broker_id}")
+        if not -1 <= self.kafka_port <= 65535:
+            raise ValueError(f"kafka port must be -1 (none), 0 (any) or a port: {self.kafka_port}")
         if self.lease_ttl_s < 1:
             raise ValueError(f"lease TTL must be >= 1 s, got {self.lease_ttl_s}")
         if self.max_open_files is not None and self.max_open_files < 1:
@@ -158,6 +172,9 @@ _ENV: tuple[tuple[str, str, type], ...] = (
     ("port", "YAK_PORT", int),
     ("data_port", "YAK_DATA_PORT", int),
     ("advertised_host", "YAK_ADVERTISED_HOST", str),
+    ("kafka_port", "YAK_KAFKA_PORT", int),
+    ("kafka_advertised_host", "YAK_KAFKA_ADVERTISED_HOST", str),
+    ("kafka_advertised_port", "YAK_KAFKA_ADVERTISED_PORT", int),
     ("data_dir", "YAK_DATA_DIR", Path),
     ("etcd_url", "YAK_ETCD", str),
     ("cluster_id", "YAK_CLUSTER_ID", str),

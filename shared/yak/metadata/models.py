@@ -119,6 +119,11 @@ class BrokerRegistration(MetadataValue):
     #: The internal listener (Kafka framing: produce, fetch, replication) on ``host``; None
     #: for a broker that has none (clients then use HTTP).
     data_port: int | None = Field(default=None, ge=1, le=65535)
+    #: The public Kafka listener (Kafka's own clients) at ``kafka_host`` (None: ``host``);
+    #: None for a broker without one (older, or in a mode that keeps it closed: see
+    #: docs/kafka-protocol.md).
+    kafka_host: str | None = None
+    kafka_port: int | None = Field(default=None, ge=1, le=65535)
     #: The broker's latest load sample (None: a broker older than the field, or none taken
     #: yet). Rewritten on the same lease at a bounded rate (``BrokerLoad``).
     load: BrokerLoad | None = None

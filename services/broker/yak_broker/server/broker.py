@@ -11,8 +11,11 @@ Start (``Broker.start``, from the app's lifespan):
    then start the log manager's background work and the reconcile loop;
 5. open the internal listener (produce, fetch and replication in Kafka's framing; the
    transport layer's ``yak_broker.api.internal_listener``, handed in by the app as
-   ``listener_factory``, so this layer never imports the one above it) on ``data_port``;
-6. register ``brokers/<id>`` with both ports — last, so the broker is announced only once it
+   ``listener_factory``, so this layer never imports the one above it) on ``data_port``,
+   then the public Kafka listener (``yak_broker.kafka``, ``kafka_listener_factory``) on
+   ``kafka_port`` — unless the port is -1, or a cluster secret is configured: the Kafka door
+   has no authentication yet, and it must not open a way around the secret and the ACLs;
+6. register ``brokers/<id>`` with its ports — last, so the broker is announced only once it
    can serve; then sample the process's load every ``load_publish_interval_ms`` and publish it
    in the registration when it moved (``load_sampler``). The ISR writes, fenced by the
    registration's bytes, share the registrar's gate that its rewrites hold alone
@@ -29,14 +32,14 @@ closed port or waiting for the lease to expire. In the process the first SIGTERM
 a second signal cuts the wait short (the fast path). Then uvicorn closes the HTTP listener and
 lets its requests finish, and the lifespan's ``Broker.stop`` does the rest (starting with the
 controlled shutdown when nothing ran it yet: an in-process stop): wake every long-polling
-fetch, deregister (revoke the lease: the key goes at once), close the internal listener and
-its connections, stop the reconcile loop, the ISR ticks, the share-partition drivers
-(``shares``: ShareFetch/ShareAcknowledge at the leader) and their dead-letter clients, the
-share-state store's clients (``share_state_store``: share-partition snapshots in
-``__yak_share_state``) and the replica fetchers (waiting acks=all producers get
-``NOT_LEADER_OR_FOLLOWER``), the cache, shut the log manager down cleanly (flush,
-checkpoints, clean-shutdown marker, unlock), close the etcd connection. A failed start undoes
-what it did.
+fetch, deregister (revoke the lease: the key goes at once), close the Kafka listener, the
+internal listener and their connections, stop the reconcile loop, the ISR ticks, the
+share-partition drivers (``shares``: ShareFetch/ShareAcknowledge at the leader) and their
+dead-letter clients, the share-state store's clients (``share_state_store``:
+share-partition snapshots in ``__yak_share_state``) and the replica fetchers (waiting acks=all
+producers get ``NOT_LEADER_OR_FOLLOWER``), the cache, shut the log manager down cleanly
+(flush, checkpoints, clean-shutdown marker, unlock), close the etcd connection. A failed start
+undoes what it did.
 """
 
 from __future__ import annotations
@@ -131,6 +134,7 @@ class Broker:
         store_factory: StoreFactory | None = None,
         *,
         listener_factory: ListenerFactory,
+        kafka_listener_factory: ListenerFactory | None = None,
         metrics: ServiceMetrics | None = None,
         heap: HeapFreezer | None = None,
     ) -> None:
@@ -138,6 +142,7 @@ class Broker:
         process entry point passes one, tests that run brokers in their own process don't."""
         self.settings = settings
         self._listener_factory = listener_factory
+        self._kafka_listener_factory = kafka_listener_factory
         self.keyspace = Keyspace(settings.cluster_id)
         self.incarnation = uuid.uuid4().hex
         #: The data folder's ``directory.id`` (read by ``start``; see ``meta_properties``).
@@ -210,9 +215,18 @@ class Broker:
         #: The controlled shutdown began (it runs once: the drain's, else the stop's).
         self._handing_over = False
         self.listener: Listener | None = None
+        #: The public Kafka listener (None: not opened; see the module doc).
+        self.kafka_listener: Listener | None = None
 
     def _etcd(self, url: str) -> MetadataStore:
         return EtcdMetadataStore.from_url(url, observer=self.metrics.observe_etcd)
+
+    @property
+    def metadata_store(self) -> MetadataStore:
+        """The metadata store (BrokerNotAvailableError before ``start``)."""
+        if self._store is None:
+            raise BrokerNotAvailableError(f"broker {self.settings.broker_id} is not started")
+        return self._store
 
     def snapshot(self) -> ClusterSnapshot:
         """The latest cluster metadata (empty before ``start``)."""
@@ -280,6 +294,7 @@ class Broker:
                 self, tls.ssl_context() if tls is not None else None
             )
             await self.listener.start(settings.host, settings.data_port)
+            await self._open_kafka_listener(tls.ssl_context() if tls is not None else None)
             await self.share_state_store.start()
             self._registrar = BrokerRegistrar(
                 self._store,
@@ -296,6 +311,19 @@ class Broker:
             await self.stop()
             raise
 
+    async def _open_kafka_listener(self, ssl_context: ssl.SSLContext | None) -> None:
+        settings = self.settings
+        if self._kafka_listener_factory is None or settings.kafka_port < 0:
+            return
+        if settings.cluster_secret is not None:
+            _log.warning(
+                "the Kafka listener stays closed: a cluster secret is configured and the Kafka "
+                "door has no authentication yet (docs/kafka-protocol.md)"
+            )
+            return
+        self.kafka_listener = self._kafka_listener_factory(self, ssl_context)
+        await self.kafka_listener.start(settings.host, settings.kafka_port)
+
     def _registration(self) -> BrokerRegistration:
         return BrokerRegistration(
             broker_id=self.settings.broker_id,
@@ -307,7 +335,16 @@ class Broker:
             log_dir_id=self.log_dir_id,
             scheme="https" if self.settings.tls else "http",
             data_port=self.listener.port if self.listener is not None else None,
+            kafka_host=self.settings.kafka_advertised_host,
+            kafka_port=self.kafka_port,
         )
+
+    @property
+    def kafka_port(self) -> int | None:
+        """The Kafka port advertised to clients (None: no Kafka listener)."""
+        if self.kafka_listener is None:
+            return None
+        return self.settings.kafka_advertised_port or self.kafka_listener.port
 
     def _load_publisher(self, registrar: BrokerRegistrar) -> LoadPublisher:
         interval_ms, clock = self.settings.load_publish_interval_ms, SystemClock()
@@ -392,9 +429,10 @@ class Broker:
         registrar, self._registrar = self._registrar, None
         if registrar is not None:
             await registrar.deregister()
-        listener, self.listener = self.listener, None
-        if listener is not None:
-            await listener.stop()
+        for listener in (self.kafka_listener, self.listener):
+            if listener is not None:
+                await listener.stop()
+        self.kafka_listener = self.listener = None
         for task in (self._reconcile, self._ticks):
             if task is not None:
                 task.cancel()

@@ -1,0 +1,44 @@
+"""What a Kafka API handler is given, and what it returns.
+
+A handler is ``async (KafkaRequest) -> list[Buffer] | None``: the request's header fields, its
+body (the bytes after the header, a read-only view of the frame) and the ``KafkaServer`` it is
+served by; it returns the whole response frame as parts to write in order, or None when the
+request gets no answer (a Produce with acks=0). It raises ``InvalidRequestError`` for a body it
+cannot parse (the listener closes the connection: the client sent something Kafka would
+refuse the same way); per-partition failures travel inside its response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+from yak.protocol.broker_wire import Buffer
+
+if TYPE_CHECKING:
+    from yak_broker.kafka.producer_ids import ProducerIds
+    from yak_broker.server.broker import Broker
+
+__all__ = ["Handler", "KafkaRequest", "KafkaServer"]
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaServer:
+    """One broker's Kafka listener as its handlers see it."""
+
+    broker: Broker
+    #: Producer ids for InitProducerId (blocks reserved in the metadata store).
+    producer_ids: ProducerIds
+
+
+class KafkaRequest(NamedTuple):
+    server: KafkaServer
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body: memoryview
+
+
+Handler = Callable[[KafkaRequest], Awaitable[list[Buffer] | None]]

@@ -1,0 +1,103 @@
+"""The APIs the Kafka listener serves: one table, ``api key -> (versions, handler)``.
+
+``APIS`` is the single place an API is added (later increments: admin, groups, SASL): its name,
+the versions served (advertised as they are in ApiVersions) and its handler
+(``context.Handler``). Every version in a range must have a kio schema — checked when this
+module is imported, which also derives the first flexible version of each API (the request
+header is v2 from there, v1 below).
+
+ApiVersions is served here because its answer is this table. A request for an API or version
+outside the table is ``unsupported``: ApiVersions gets Kafka's answer — a v0 response with
+``UNSUPPORTED_VERSION`` and the table, so the client retries with a version it finds in it;
+anything else closes the connection (the listener's part), as Kafka does.
+Pure table and pure answers (the handlers it names are the async part).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+from yak.protocol.broker_wire import Buffer
+from yak_broker.kafka.context import Handler, KafkaRequest
+from yak_broker.kafka.fetch import handle_fetch
+from yak_broker.kafka.find_coordinator import handle_find_coordinator
+from yak_broker.kafka.list_offsets import handle_list_offsets, handle_offset_for_leader_epoch
+from yak_broker.kafka.metadata import handle_metadata
+from yak_broker.kafka.produce import handle_init_producer_id, handle_produce
+from yak_broker.kafka.schemas import (
+    API_VERSIONS_KEY,
+    read_request,
+    request_is_flexible,
+    write_response,
+)
+
+__all__ = ["APIS", "Api", "api_versions_values", "lookup", "unsupported_version_answer"]
+
+_UNSUPPORTED_VERSION = 35
+
+
+class Api(NamedTuple):
+    name: str
+    min_version: int
+    max_version: int
+    handler: Handler
+    #: The first flexible request version (request header v2 from there); derived from kio.
+    first_flexible: int = 1 << 15
+
+
+async def _handle_api_versions(request: KafkaRequest) -> list[Buffer]:
+    read_request(API_VERSIONS_KEY, request.api_version, request.body)
+    return write_response(
+        API_VERSIONS_KEY, request.api_version, request.correlation_id, api_versions_values(0)
+    )
+
+
+def _table(apis: Mapping[int, Api]) -> dict[int, Api]:
+    checked = {}
+    for key, api in sorted(apis.items()):
+        flexible = [
+            v for v in range(api.min_version, api.max_version + 1) if request_is_flexible(key, v)
+        ]
+        checked[key] = api._replace(first_flexible=min(flexible, default=1 << 15))
+    return checked
+
+
+APIS: Mapping[int, Api] = _table(
+    {
+        0: Api("Produce", 3, 9, handle_produce),
+        1: Api("Fetch", 4, 12, handle_fetch),
+        2: Api("ListOffsets", 1, 7, handle_list_offsets),
+        3: Api("Metadata", 1, 12, handle_metadata),
+        10: Api("FindCoordinator", 0, 4, handle_find_coordinator),
+        API_VERSIONS_KEY: Api("ApiVersions", 0, 3, _handle_api_versions),
+        22: Api("InitProducerId", 0, 4, handle_init_producer_id),
+        23: Api("OffsetForLeaderEpoch", 2, 4, handle_offset_for_leader_epoch),
+    }
+)
+
+
+def lookup(api_key: int, api_version: int) -> Api | None:
+    """The API serving this key and version, or None when it is unsupported."""
+    api = APIS.get(api_key)
+    if api is None or not api.min_version <= api_version <= api.max_version:
+        return None
+    return api
+
+
+def api_versions_values(error_code: int) -> dict[str, object]:
+    return {
+        "error_code": error_code,
+        "api_keys": [
+            {"api_key": key, "min_version": api.min_version, "max_version": api.max_version}
+            for key, api in APIS.items()
+        ],
+        "throttle_time": 0,
+    }
+
+
+def unsupported_version_answer(correlation_id: int) -> list[Buffer]:
+    """ApiVersions of an unsupported version: a v0 answer with UNSUPPORTED_VERSION."""
+    return write_response(
+        API_VERSIONS_KEY, 0, correlation_id, api_versions_values(_UNSUPPORTED_VERSION)
+    )

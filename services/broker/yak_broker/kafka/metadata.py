@@ -1,0 +1,141 @@
+"""Metadata (api key 3, v1-v12): brokers, topics and partition leadership, from the broker's
+metadata cache (``Broker.snapshot``: etcd as of the cache's last revision).
+
+- **Brokers**: every live broker with a Kafka listener (``BrokerRegistration.kafka_port``), at
+  its advertised Kafka address, with its rack. A broker without one is left out, and so are
+  partitions' references to it as leader (``LEADER_NOT_AVAILABLE``: a client must never be
+  told to connect to a broker it cannot reach).
+- **Controller id**: the lowest id among those brokers. Yak's controller is the coordinator
+  service, which speaks no Kafka; clients only use the controller id as the broker to send
+  admin requests to, and any broker can forward those (a later increment), so the answer only
+  needs to be a live Kafka broker that every broker names alike — the lowest id is both.
+  -1 when no broker has a Kafka listener.
+- **Topics**: by name (v10+: or by topic id), all of them for a null list, none for an empty
+  one; an unknown one gets ``UNKNOWN_TOPIC_OR_PARTITION`` (topics are never auto-created, so
+  ``allow_auto_topic_creation`` changes nothing); a topic being deleted is unknown. Internal
+  topics (``__yak_*``) are flagged internal. Topic ids are the topics' own (``TopicRecord.
+  topic_id``, a UUID in hex).
+- **Partitions**: leader, leader epoch, replicas, ISR, and the replicas whose broker is not
+  registered as offline replicas; a partition without a live leader has
+  ``LEADER_NOT_AVAILABLE`` and leader -1.
+
+Authorized-operations fields keep Kafka's "not asked" value. Single event loop.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from yak.metadata.models import BrokerRegistration, PartitionState, TopicRecord
+from yak.metadata.snapshot import ClusterSnapshot
+from yak.protocol.broker_wire import Buffer
+from yak_broker.kafka.context import KafkaRequest
+from yak_broker.kafka.schemas import read_request, write_response
+
+__all__ = ["handle_metadata", "kafka_brokers", "kafka_endpoint"]
+
+API_METADATA = 3
+_NONE = 0
+_UNKNOWN_TOPIC_OR_PARTITION = 3
+_LEADER_NOT_AVAILABLE = 5
+_INTERNAL_PREFIX = "__yak_"
+_ZERO_UUID = uuid.UUID(int=0)
+
+
+def kafka_endpoint(registration: BrokerRegistration) -> tuple[str, int] | None:
+    """Where Kafka clients reach a broker, or None if it has no Kafka listener."""
+    if registration.kafka_port is None:
+        return None
+    return registration.kafka_host or registration.host, registration.kafka_port
+
+
+def kafka_brokers(snapshot: ClusterSnapshot) -> dict[int, tuple[str, int]]:
+    """The live brokers with a Kafka listener, by id, in id order."""
+    found = {}
+    for broker_id in sorted(snapshot.brokers):
+        endpoint = kafka_endpoint(snapshot.brokers[broker_id])
+        if endpoint is not None:
+            found[broker_id] = endpoint
+    return found
+
+
+async def handle_metadata(request: KafkaRequest) -> list[Buffer]:
+    version = request.api_version
+    parsed = read_request(API_METADATA, version, request.body)
+    snapshot = request.server.broker.snapshot()
+    brokers = kafka_brokers(snapshot)
+    if parsed.topics is None:
+        wanted: list[tuple[str | None, uuid.UUID | None]] = [
+            (name, None) for name, record in sorted(snapshot.topics.items()) if not record.deleting
+        ]
+    else:
+        wanted = [(t.name, getattr(t, "topic_id", None)) for t in parsed.topics]
+    by_id = _topics_by_id(snapshot) if any(name is None for name, _ in wanted) else {}
+    topics = [_topic(snapshot, brokers, name, topic_id, by_id) for name, topic_id in wanted]
+    values: dict[str, Any] = {
+        "throttle_time": 0,
+        "brokers": [
+            {"node_id": b, "host": host, "port": port, "rack": snapshot.brokers[b].rack}
+            for b, (host, port) in brokers.items()
+        ],
+        "cluster_id": request.server.broker.settings.cluster_id,
+        "controller_id": min(brokers, default=-1),
+        "topics": topics,
+    }
+    return write_response(API_METADATA, version, request.correlation_id, values)
+
+
+def _topics_by_id(snapshot: ClusterSnapshot) -> dict[uuid.UUID, str]:
+    return {_topic_uuid(r): name for name, r in snapshot.topics.items() if not r.deleting}
+
+
+def _topic_uuid(record: TopicRecord) -> uuid.UUID:
+    try:
+        return uuid.UUID(hex=record.topic_id)
+    except ValueError:  # not a UUID: a topic id is opaque to Yak, Kafka wants 16 bytes
+        return uuid.uuid5(uuid.NAMESPACE_URL, record.topic_id)
+
+
+def _topic(
+    snapshot: ClusterSnapshot,
+    brokers: dict[int, tuple[str, int]],
+    name: str | None,
+    topic_id: uuid.UUID | None,
+    by_id: dict[uuid.UUID, str],
+) -> dict[str, Any]:
+    if name is None and topic_id is not None:
+        name = by_id.get(topic_id)
+    record = snapshot.topics.get(name) if name is not None else None
+    if record is None or record.deleting:
+        return {
+            "error_code": _UNKNOWN_TOPIC_OR_PARTITION,
+            "name": name,
+            "topic_id": topic_id or _ZERO_UUID,
+            "is_internal": False,
+            "partitions": [],
+        }
+    return {
+        "error_code": _NONE,
+        "name": record.name,
+        "topic_id": _topic_uuid(record),
+        "is_internal": record.name.startswith(_INTERNAL_PREFIX),
+        "partitions": [
+            _partition(state, brokers, snapshot) for state in snapshot.partitions_of(record.name)
+        ],
+    }
+
+
+def _partition(
+    state: PartitionState, brokers: dict[int, tuple[str, int]], snapshot: ClusterSnapshot
+) -> dict[str, Any]:
+    led = state.has_leader and state.leader in brokers
+    return {
+        "error_code": _NONE if led else _LEADER_NOT_AVAILABLE,
+        "partition_index": state.partition,
+        "leader_id": state.leader if led else -1,
+        "leader_epoch": state.leader_epoch,
+        "replica_nodes": list(state.replicas),
+        "isr_nodes": list(state.isr),
+        "offline_replicas": [r for r in state.replicas if r not in snapshot.brokers],
+    }
