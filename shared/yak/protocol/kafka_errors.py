@@ -11,6 +11,7 @@ message codec of the internal plane (``kafka_wire``, ``kafka_share``). Safe from
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import IntEnum
 from typing import Any
 
 import orjson
@@ -21,6 +22,7 @@ from yak.protocol.kafka_types import EMPTY_TAGS, tags
 
 __all__ = [
     "YAK_ERROR_TAG",
+    "GroupErrorCode",
     "as_partition_error",
     "error_tags",
     "identity_payload",
@@ -30,6 +32,33 @@ __all__ = [
 
 #: A tagged field number far above Kafka's own (which count up from 0).
 YAK_ERROR_TAG = 0x7961
+
+
+class GroupErrorCode(IntEnum):
+    """Kafka's error numbers of the group APIs (FindCoordinator, JoinGroup, SyncGroup,
+    Heartbeat, LeaveGroup, OffsetCommit/Fetch, List/Describe/DeleteGroups), as the classic
+    group machine answers them; several have no ``YakError`` of their own."""
+
+    NONE = 0
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    OFFSET_METADATA_TOO_LARGE = 12
+    COORDINATOR_LOAD_IN_PROGRESS = 14
+    COORDINATOR_NOT_AVAILABLE = 15
+    NOT_COORDINATOR = 16
+    ILLEGAL_GENERATION = 22
+    INCONSISTENT_GROUP_PROTOCOL = 23
+    INVALID_GROUP_ID = 24
+    UNKNOWN_MEMBER_ID = 25
+    INVALID_SESSION_TIMEOUT = 26
+    REBALANCE_IN_PROGRESS = 27
+    INVALID_COMMIT_OFFSET_SIZE = 28
+    GROUP_AUTHORIZATION_FAILED = 30
+    NON_EMPTY_GROUP = 68
+    GROUP_ID_NOT_FOUND = 69
+    MEMBER_ID_REQUIRED = 79
+    GROUP_MAX_SIZE_REACHED = 81
+    FENCED_INSTANCE_ID = 82
+    UNSTABLE_OFFSET_COMMIT = 88
 
 
 def error_tags(error: PartitionError | None) -> bytes:

@@ -1,0 +1,6 @@
+"""The pure classic-group machine (``classic_group``), its member (``member``) and its value
+types (``records``).
+
+No asyncio, no clock, no metadata store, no network: time is an argument, the answers to parked
+JoinGroups and SyncGroups go to an outbox the driver drains.
+"""
