@@ -310,6 +310,8 @@ class BrokerInfo(_Body):
     started_at_ms: int | None = None
     #: Its latest load sample (None: down, or it published none yet).
     load: BrokerLoadInfo | None = None
+    #: Its public Kafka listener, ``host:port`` (None: down, or it has none open).
+    kafka: str | None = None
 
 
 class BrokerForgotten(_Body):

@@ -1,7 +1,8 @@
 """``yak cluster``: the cluster overview, and how every admin command finds a coordinator.
 
 ``yak cluster status`` lists every broker the cluster knows with its status (``up``,
-``shutting down``, ``down``, plus ``decommissioning``) and when it was last seen: ``now`` for a
+``shutting down``, ``down``, plus ``decommissioning``), its Kafka listener (``host:port``,
+``-`` when it has none open) and when it was last seen: ``now`` for a
 registered broker, for one that left the moment its registration vanished, as ``… ago`` and in
 UTC (``broker_table``, also used by ``yak brokers list``).
 
@@ -182,6 +183,7 @@ def broker_table(brokers: list[BrokerInfo], now_ms: int | None = None) -> Table:
         "host",
         "port",
         "rack",
+        "kafka",
         "status",
         "last seen",
         title=f"{len(brokers)} broker{'' if len(brokers) == 1 else 's'}, {up} up",
@@ -192,6 +194,7 @@ def broker_table(brokers: list[BrokerInfo], now_ms: int | None = None) -> Table:
             broker.host,
             str(broker.port),
             broker.rack or "-",
+            broker.kafka or "-",
             broker_status(broker),
             last_seen(broker, now),
         )

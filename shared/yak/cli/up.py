@@ -5,6 +5,7 @@ Port layout from ``--base-port`` B (defaults in brackets for B = 9400)::
     etcd member i: client B+2i, peer B+2i+1 [9400, 9401; 9402, 9403; ...]
     coordinators B+10+i [9410, 9411]      brokers B+20+i [9420, 9421, 9422]
     rest-proxies B+30+i [9430]            console B+40 [9440]
+    brokers' Kafka listeners B+50+i [9450, 9451, 9452]
 
 ``--brokers``, ``--coordinators`` and ``--proxies`` (1-9 each; defaults 3, 2 and 1) say how
 many of each run. The first rest-proxy is named ``rest-proxy`` (the CLI's default endpoint),
@@ -20,7 +21,9 @@ Every service gets ``YAK_ETCD``, ``YAK_CLUSTER_ID``, ``YAK_NODE_ID`` (its index:
 coordinator id) and ``YAK_DATA_DIR`` in its environment besides ``--host``/``--port``.
 Data lives under ``--data-dir`` (etcd in ``etcd/``, broker i in ``broker-i/``), one log file per
 process in ``logs/``; endpoints, pids, states and restart counts go to ``cluster.json``
-(``yak ps`` prints them). Running ``yak up`` again on the same data dir reuses the same ids.
+(``yak ps`` prints them), with each broker's Kafka address and ``kafka_bootstrap``, the list
+Kafka clients start from (``--bootstrap-server``; docs/kafka-protocol.md). Running ``yak up``
+again on the same data dir reuses the same ids.
 
 ``yak up`` supervises (``yak.supervisor``): etcd and the services each run under a
 ``Supervisor``, and a process that exits on its own is reported (exit code or signal, the tail
@@ -71,13 +74,15 @@ from yak.cli.secure import (
     setup_etcd_auth,
     write_tls_files,
 )
-from yak.cli.up_status import UpReport, Wakeup
+from yak.cli.up_status import UpReport, Wakeup, kafka_address
 from yak.etcd_binary import EtcdBinary, EtcdNotFoundError, NotRecommendedEtcdError, find_etcd
 from yak.supervisor import ManagedProcess, ProcessSpec, RestartPolicy, StartupError, Supervisor
 
 __all__ = ["ClusterPlan", "plan_cluster", "up"]
 
 HOST = "127.0.0.1"
+#: A broker's Kafka port is the base port + this + its index.
+KAFKA_PORT_OFFSET = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +169,11 @@ def plan_cluster(
         for i in range(coordinators)
     ]
     specs += [
-        _service(f"broker-{i}", "yak-broker", base_port + 20 + i, *common) for i in range(brokers)
+        _with_kafka_port(
+            _service(f"broker-{i}", "yak-broker", base_port + 20 + i, *common),
+            -1 if secure else base_port + KAFKA_PORT_OFFSET + i,
+        )
+        for i in range(brokers)
     ]
     specs += [
         _service(_proxy_name(i), "yak-rest-proxy", base_port + 30 + i, *common)
@@ -178,6 +187,12 @@ def plan_cluster(
     return ClusterPlan(
         data_dir, cluster_id, base_port, base_port + 1, tuple(specs), secure, etcd_members
     )
+
+
+def _with_kafka_port(spec: ProcessSpec, port: int) -> ProcessSpec:
+    """A broker's Kafka listener port; -1 (``--secure``): none — the Kafka door has no
+    authentication yet, so a broker with the cluster secret keeps it closed."""
+    return replace(spec, env={**spec.env, "YAK_KAFKA_PORT": str(port)})
 
 
 def _proxy_name(index: int) -> str:
@@ -284,7 +299,7 @@ def _stop_signals(on_signal: Callable[[str], None]) -> Iterator[None]:
 
 
 #: What the services import that the client package does not bring (the `server` extra).
-_SERVER_MODULES = ("fastapi", "uvicorn", "aetcd", "cryptography", "jinja2")
+_SERVER_MODULES = ("fastapi", "uvicorn", "aetcd", "cryptography", "jinja2", "kio")
 
 
 def _require_server() -> None:
@@ -435,7 +450,9 @@ def _start(
             if stop:
                 return False
             process = services.start(spec)
-            typer.echo(f"{spec.name:<14} {spec.url}  (pid {process.pid})")
+            kafka = kafka_address(spec)
+            extra = f"  kafka {kafka}" if kafka else ""
+            typer.echo(f"{spec.name:<14} {spec.url}{extra}  (pid {process.pid})")
     except StartupError as exc:
         if stop:
             return False

@@ -9,6 +9,8 @@
   and after every event, so its pids are those of the running processes and each process has
   its ``state``, ``restarts`` and ``last_exit``; ``supervisor.pid`` is ``yak up``'s own pid.
   ``yak ps`` (``yak.cli.ps``) prints it; the other commands read their endpoints from it.
+  A broker's entry has ``kafka`` (``host:port`` of its Kafka listener, when it has one) and
+  ``kafka_bootstrap`` lists them all, comma-separated.
 
 ``UpReport.event`` is the supervisors' callback: it runs on their watcher threads, so every
 write happens under one lock; after each event it wakes ``yak up``'s main thread
@@ -24,6 +26,7 @@ import os
 import threading
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import typer
 
@@ -34,11 +37,12 @@ from yak.supervisor import (
     Exited,
     GaveUp,
     ManagedProcess,
+    ProcessSpec,
     Supervisor,
     describe,
 )
 
-__all__ = ["UpReport", "Wakeup", "write_cluster_file"]
+__all__ = ["UpReport", "Wakeup", "kafka_address", "write_cluster_file"]
 
 #: Log lines of a crashed process shown on the console (the supervisor's log keeps more).
 CONSOLE_TAIL_LINES = 10
@@ -68,10 +72,20 @@ class Wakeup:
         os.close(self._write)
 
 
+def kafka_address(spec: ProcessSpec) -> str | None:
+    """``host:port`` of a broker's Kafka listener as ``yak up`` laid it out (None: none)."""
+    port = int(spec.env.get("YAK_KAFKA_PORT", "-1"))
+    if port <= 0 or spec.url is None:
+        return None
+    return f"{urlsplit(spec.url).hostname}:{port}"
+
+
 def _process_entry(process: ManagedProcess) -> dict[str, Any]:
+    kafka = kafka_address(process.spec)
     return {
         "name": process.spec.name,
         "url": process.spec.url,
+        **({"kafka": kafka} if kafka else {}),
         "pid": process.pid,
         "log": str(process.spec.log_path),
         "state": str(process.state),
@@ -105,6 +119,10 @@ def write_cluster_file(
         # Every member (``yak up --etcd-members``); "etcd" above is the first.
         "etcd_members": [_process_entry(p) for p in etcd_members or ([etcd] if etcd else [])],
         "processes": [_process_entry(p) for p in services],
+        # The brokers' Kafka listeners, comma-separated (Kafka clients' bootstrap list).
+        "kafka_bootstrap": ",".join(
+            address for p in services if (address := kafka_address(p.spec)) is not None
+        ),
     }
     if secure:
         document["security"] = security_section(data_dir)

@@ -17,7 +17,7 @@ from yak.api.admin import (
     PartitionInfo,
     TopicDescription,
 )
-from yak.metadata.models import BrokerLoad, PartitionState, TopicRecord
+from yak.metadata.models import BrokerLoad, BrokerRegistration, PartitionState, TopicRecord
 from yak.metadata.snapshot import ClusterSnapshot
 
 __all__ = [
@@ -77,6 +77,13 @@ def broker_listing(snapshot: ClusterSnapshot, now_ms: int) -> list[BrokerInfo]:
     return [info for info in listed if info is not None]
 
 
+def _kafka_address(registration: BrokerRegistration) -> str | None:
+    """``host:port`` of a broker's Kafka listener (None: it has none open)."""
+    if registration.kafka_port is None:
+        return None
+    return f"{registration.kafka_host or registration.host}:{registration.kafka_port}"
+
+
 def broker_info(snapshot: ClusterSnapshot, broker_id: int, now_ms: int) -> BrokerInfo | None:
     """One broker of ``snapshot`` (None: neither registered nor recorded)."""
     registration = snapshot.brokers.get(broker_id)
@@ -96,6 +103,7 @@ def broker_info(snapshot: ClusterSnapshot, broker_id: int, now_ms: int) -> Broke
             first_registered_ms=first if first is not None else registration.started_at_ms,
             started_at_ms=registration.started_at_ms,
             load=None if registration.load is None else broker_load_info(registration.load, now_ms),
+            kafka=_kafka_address(registration),
         )
     if record is None:
         return None
