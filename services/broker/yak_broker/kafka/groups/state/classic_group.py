@@ -420,32 +420,6 @@ class ClassicGroup:
 
     def heartbeat(self, request: Heartbeat, now_ms: int) -> GroupErrorCode:
         """Renew the member's session; REBALANCE_IN_PROGRESS tells it to rejoin."""
-        error = self._fence(request)
-        if error is not None:
-            return error
-        self._members[request.member_id].renew(now_ms)
-        return _E.REBALANCE_IN_PROGRESS if self.state is _PREPARING else _E.NONE
-
-    def check_commit(self, request: Heartbeat, now_ms: int) -> GroupErrorCode:
-        """Whether an OffsetCommit by this identity may be written (Kafka's
-        ``validateOffsetCommit``): a member of the current generation (the previous one's
-        too while the group is PreparingRebalance, since its generation is not bumped yet),
-        or a simple commit (generation < 0, no member) while the group is Empty."""
-        if self.state is _DEAD:
-            return _E.COORDINATOR_NOT_AVAILABLE
-        simple = not request.member_id and request.group_instance_id is None
-        if request.generation_id < 0 and simple:
-            return _E.NONE if self.state is _EMPTY else _E.UNKNOWN_MEMBER_ID
-        error = self._fence(request)
-        if error is not None:
-            return error
-        if self.state is _COMPLETING:
-            return _E.REBALANCE_IN_PROGRESS
-        self._members[request.member_id].renew(now_ms)
-        return _E.NONE
-
-    def _fence(self, request: Heartbeat) -> GroupErrorCode | None:
-        """The checks a Heartbeat and a member's OffsetCommit share."""
         if self.state is _DEAD:
             return _E.COORDINATOR_NOT_AVAILABLE
         error = self._member_error(request.member_id, request.group_instance_id)
@@ -453,7 +427,30 @@ class ClassicGroup:
             return error
         if request.generation_id != self.generation_id:
             return _E.ILLEGAL_GENERATION
-        return None
+        self._members[request.member_id].renew(now_ms)
+        return _E.REBALANCE_IN_PROGRESS if self.state is _PREPARING else _E.NONE
+
+    def check_commit(self, request: Heartbeat, now_ms: int) -> GroupErrorCode:
+        """Whether an OffsetCommit by this identity may be written (Kafka's ``doCommitOffsets``
+        checks, in its order): any commit with a negative generation while the group is Empty
+        (a "simple" commit: the group only stores offsets), else a member of the current
+        generation while Stable or PreparingRebalance (its generation is not bumped yet)."""
+        if self.state is _DEAD:
+            return _E.COORDINATOR_NOT_AVAILABLE
+        instance = request.group_instance_id
+        if instance in self._static and self._static[instance] != request.member_id:
+            return _E.FENCED_INSTANCE_ID
+        if request.generation_id < 0 and self.state is _EMPTY:
+            return _E.NONE
+        member = self._members.get(request.member_id)
+        if member is None:
+            return _E.UNKNOWN_MEMBER_ID
+        if request.generation_id != self.generation_id:
+            return _E.ILLEGAL_GENERATION
+        if self.state is _COMPLETING:
+            return _E.REBALANCE_IN_PROGRESS
+        member.renew(now_ms)
+        return _E.NONE
 
     def _member_error(self, member_id: str, instance: str | None) -> GroupErrorCode | None:
         if instance is not None:

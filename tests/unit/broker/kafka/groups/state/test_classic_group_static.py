@@ -68,6 +68,14 @@ def test_a_static_member_is_kept_through_a_round_it_misses_until_its_session_end
     assert h.joined(parked).generation_id == generation + 1
 
 
+def test_a_commit_by_a_replaced_static_member_is_fenced() -> None:
+    h = GroupHarness()
+    old_id, _, generation = _static_stable(h)
+    new_id = h.joined(h.join(client="s", instance="i-s")).member_id
+    assert h.commit_check(old_id, generation, "i-s") is E.FENCED_INSTANCE_ID
+    assert h.commit_check(new_id, generation, "i-s") is E.NONE
+
+
 def test_a_static_leave_needs_the_instances_current_member_id() -> None:
     h = GroupHarness()
     static_id, _, _ = _static_stable(h)
@@ -104,6 +112,7 @@ def test_commits_during_a_round_follow_kafka() -> None:
 def test_a_simple_commit_is_allowed_only_while_the_group_is_empty() -> None:
     h = GroupHarness()
     assert h.commit_check("", -1) is E.NONE
+    assert h.commit_check("anyone", -1) is E.NONE  # Kafka does not look at the member then
     assert h.commit_check("someone", 1) is E.UNKNOWN_MEMBER_ID
     leader, follower, _ = h.stable_pair()
     h.leave(LeaveMember(leader), LeaveMember(follower))
