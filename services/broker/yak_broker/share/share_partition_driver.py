@@ -5,12 +5,14 @@ contract asks: apply an input, read the log when the machine asks (``share_reade
 hand the snapshot to the group-committed ``SnapshotCommitter`` whenever ``changes`` moved,
 and answer only once that snapshot is durable.
 
-**Applying is synchronous, saving is not.** An input is applied and its snapshot taken and
-queued without an await in between (the log reads are synchronous), so inputs of one
-share-partition never interleave and need no lock; the wait for durability comes after, so
-the next inputs apply (and queue newer snapshots, which hold this one's changes) while a save
-is in flight. The committer keeps a key's saves in order, so an answer follows the durability
-of everything it saw.
+**Applying is synchronous, saving is not.** An input is applied and its snapshot queued
+without an await in between (the log reads are synchronous), so inputs of one share-partition
+never interleave and need no lock; the wait for durability comes after, so the next inputs
+apply (and queue newer snapshots, which hold this one's changes) while a save is in flight.
+The snapshot is queued as a function and encoded when its save begins (``SnapshotCommitter``):
+the inputs that pile up during one save cost one encoding of the window, not one each. The
+committer keeps a key's saves in order, so an answer follows the durability of everything it
+saw.
 
 **A failed save ends the driver.** The machine has moved on past the failed snapshot (later
 inputs applied on top of it), so it cannot roll back only its own change: the committer fails
@@ -302,7 +304,7 @@ class SharePartitionDriver:
         if machine.changes == self._queued_changes:
             return None
         self._queued_changes = machine.changes
-        saved = self._committer.submit(self.key, encode_snapshot(machine.snapshot()))
+        saved = self._committer.submit(self.key, lambda: encode_snapshot(machine.snapshot()))
         if saved is not self._last_save:
             self._last_save = saved
             saved.add_done_callback(self._saved)

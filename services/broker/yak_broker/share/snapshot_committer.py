@@ -14,6 +14,13 @@ snapshot is a tombstone (the manager's deletion sweep): going through the same q
 after any snapshot of its key already handed in, so a save in flight cannot bring a deleted
 key back.
 
+**Encoded when its save begins.** A snapshot may be handed in as a function that encodes it
+(``Encode``): it is called once, when the save that carries it begins, so the inputs that
+arrive while a save is in flight cost one encoding per save, not one each — a later input's
+snapshot replaces the queued one anyway. What the function encodes then holds every change
+applied before the hand-in (and maybe later ones: a driver's machine only moves forward, and
+saving more of it is what the next hand-in would have done).
+
 Ordering: a key is in one lane, and a lane's snapshots are saved in the order they were handed
 in; a newer one handed in before the older one's save began replaces it and shares its future
 (the newer holds all of the older's changes: a driver snapshots its whole machine). A driver
@@ -38,9 +45,11 @@ from collections.abc import Callable
 
 from yak_broker.share.state_store import SharePartitionKey, ShareStateStore
 
-__all__ = ["SnapshotCommitter"]
+__all__ = ["Encode", "SnapshotCommitter"]
 
-_Entry = tuple[bytes | None, asyncio.Future[None]]
+#: A snapshot encoded on demand (see the module doc).
+Encode = Callable[[], bytes]
+_Entry = tuple[bytes | Encode | None, asyncio.Future[None]]
 
 
 class _Lane:
@@ -65,9 +74,12 @@ class SnapshotCommitter:
         #: Saves done (tests, metrics).
         self.saves = 0
 
-    def submit(self, key: SharePartitionKey, snapshot: bytes | None) -> asyncio.Future[None]:
-        """Queue ``snapshot`` (None: a tombstone) as ``key``'s latest; the future resolves
-        when it is durable, or fails with the save's error."""
+    def submit(
+        self, key: SharePartitionKey, snapshot: bytes | Encode | None
+    ) -> asyncio.Future[None]:
+        """Queue ``snapshot`` (None: a tombstone; a function: encoded when its save begins) as
+        ``key``'s latest; the future resolves when it is durable, or fails with the save's
+        error."""
         lane = self._lanes.get(number := self._store.lane(key))
         if lane is None:
             lane = self._lanes[number] = _Lane()
@@ -81,7 +93,7 @@ class SnapshotCommitter:
             lane.flusher = asyncio.create_task(self._flush(lane), name=f"share-commit-{number}")
         return done
 
-    async def commit(self, key: SharePartitionKey, snapshot: bytes | None) -> None:
+    async def commit(self, key: SharePartitionKey, snapshot: bytes | Encode | None) -> None:
         """``submit`` and wait until durable; raises the save's error."""
         await asyncio.shield(self.submit(key, snapshot))
 
@@ -113,7 +125,8 @@ class SnapshotCommitter:
     async def _save(self, batch: dict[SharePartitionKey, _Entry]) -> None:
         started = time.perf_counter()
         try:
-            await self._store.save({key: raw for key, (raw, _) in batch.items()})
+            encoded = {key: raw() if callable(raw) else raw for key, (raw, _) in batch.items()}
+            await self._store.save(encoded)
         finally:
             if self._observe is not None:
                 self._observe(time.perf_counter() - started)

@@ -4,6 +4,7 @@ failed save fails every commit it carried."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 
@@ -130,3 +131,28 @@ async def test_each_save_is_observed_with_its_duration_failed_ones_too() -> None
         await committer.commit(A, b"a2")
     assert len(seen) == 2
     assert all(0 <= s < 5 for s in seen)
+
+
+async def test_a_snapshot_handed_in_as_a_function_is_encoded_once_when_its_save_begins() -> None:
+    store = GatedStore()
+    store.gate.clear()
+    committer = SnapshotCommitter(store)
+    calls: list[str] = []
+
+    def encoder(value: bytes) -> Callable[[], bytes]:
+        def encode() -> bytes:
+            calls.append(value.decode())
+            return value
+
+        return encode
+
+    first = asyncio.create_task(committer.commit(A, encoder(b"a1")))
+    await store.saving.wait()  # the first save began: a1 was encoded
+    assert calls == ["a1"]
+    queued = [asyncio.create_task(committer.commit(A, encoder(v))) for v in (b"a2", b"a3")]
+    await asyncio.sleep(0)
+    assert calls == ["a1"]  # waiting for the save in flight: not encoded yet
+    store.gate.set()
+    await asyncio.gather(first, *queued)
+    assert calls == ["a1", "a3"]  # a2 was replaced before its save began: never encoded
+    assert store.batches == [{A: b"a1"}, {A: b"a3"}]
