@@ -17,7 +17,8 @@ One cluster (etcd, a coordinator, 3 brokers, one rest-proxy; ``loadtest.local_cl
    **share_vs_group_ratio** = share_ack_rps / group_poll_rps.
 3. **delay_lateness_p99_ms** (p50, max, early count) — a topic with delays, ``DELAY_RATE``
    records/s for ``DELAY_S`` s through the proxy, each ``deliver_after_ms`` 2-5 s, acquired and
-   accepted by ``DELAY_CONSUMERS`` share members; lateness against the ``yak-deliver-at`` header.
+   accepted by ``DELAY_CONSUMERS`` share members (their accepts as ``--share-ack`` says); lateness
+   against the ``yak-deliver-at`` header.
 4. **delay_pending_1m_rss_mb** — the brokers' RSS growth for 1,000,000 records due in 1-2 days
    to a topic with delays (every replica's index caught up), minus the growth for the same
    records to a topic without delays (``queue.delays.pending_rss``).
@@ -25,10 +26,11 @@ One cluster (etcd, a coordinator, 3 brokers, one rest-proxy; ``loadtest.local_cl
    RF 1 topic): proxy CPU per record scanned of each 1-in-10 filter over the unfiltered read;
    the figure is the worst of the filters (best rounds).
 
-``--share-ack piggyback|separate``: the share members' accepts ride the next acquire (the
-default, as Kafka's share consumers and the SDK send them) or go as requests of their own (the
-mode is written down as ``share_ack_mode``). ``--phases throughput`` runs only phases 1-2 (a
-partial run writes no docs block); ``--out PATH`` writes the JSON elsewhere.
+``--share-ack piggyback|separate``: the share members' accepts (phases 1 and 3) ride the next
+acquire (the default, as Kafka's share consumers and the SDK send them) or go as requests of
+their own (the mode is written down as ``share_ack_mode`` and ``delay_ack_mode``).
+``--phases throughput`` runs only phases 1-2 (a partial run writes no docs block);
+``--out PATH`` writes the JSON elsewhere.
 
 Results (each goal with its verdict, the machine, the load average) go to
 ``loadtest/results/queue.json`` and, but for ``--quick``, the block of ``docs/benchmarks.md``
@@ -196,8 +198,9 @@ async def _lateness(
             http, "bench-delays", DELAY_TOPIC,
             per_tick=round(DELAY_RATE * DELAY_TICK_S), tick_s=DELAY_TICK_S,
             duration_s=plan.delay_s, consumers=DELAY_CONSUMERS, grace_s=30.0,
+            ack=plan.share_ack,
         )  # fmt: skip
-    return delayed.figures() | saves
+    return delayed.figures() | saves | {"delay_ack_mode": plan.share_ack}
 
 
 async def _pending(cluster: LocalCluster, admin: AdminClient, plan: Plan) -> dict[str, Any]:

@@ -4,10 +4,11 @@ a million delays pending.
 - ``lateness_run``: a producer task sends ``per_tick`` records every ``tick_s`` through the
   proxy's native produce (``deliver_after_ms`` per record, 2-5 s, its intended due time also in
   the value), on a fixed schedule whatever the answers (at most ``MAX_IN_FLIGHT`` pending);
-  ``consumers`` share-group members acquire and accept. A record's lateness is the wall-clock
-  time its acquire answer arrived minus its due time: the ``yak-deliver-at`` header the proxy
-  wrote (the time the broker waits for), and, beside it, the producer's own stamp. A record
-  acquired before its header's time is counted as early.
+  ``consumers`` share-group members acquire and accept (the accepts inside the next acquire by
+  default, as the SDK sends them; ``ack="separate"``: a request of their own). A record's
+  lateness is the wall-clock time its acquire answer arrived minus its due time: the
+  ``yak-deliver-at`` header the proxy wrote (the time the broker waits for), and, beside it,
+  the producer's own stamp. A record acquired before its header's time is counted as early.
 - ``pending_rss``: the brokers' total RSS (``psutil``, each broker process and its children)
   before anything, after ``count`` small records with a ``yak-deliver-at`` header went to a
   topic *without* delays (what the records cost as a log), and after the same records went to
@@ -126,10 +127,20 @@ async def _produce_tick(
 
 
 async def _consume(
-    http: httpx.AsyncClient, group: str, topic: str, member: str, run: DelayRun, done: asyncio.Event
+    http: httpx.AsyncClient,
+    group: str,
+    topic: str,
+    member: str,
+    run: DelayRun,
+    done: asyncio.Event,
+    ack: str,
 ) -> None:
+    """One member: acquire, note, accept — inside the next acquire (``ack="piggyback"``) or as
+    a request of its own (``"separate"``), as the throughput phase's members do."""
     base = f"/api/v1/share-groups/{group}"
-    acquire = {"topics": [topic], "member_id": member, "max_records": 500, "timeout_ms": 500}
+    acquire: dict[str, Any] = {
+        "topics": [topic], "member_id": member, "max_records": 500, "timeout_ms": 500,
+    }  # fmt: skip
     seen: set[tuple[int, int]] = set()
     while not done.is_set():
         try:
@@ -141,6 +152,7 @@ async def _consume(
             run.failed_requests += 1
             continue
         at = _now_ms()
+        acquire.pop("acknowledgements", None)
         records = orjson.loads(response.content)["records"]
         if not records:
             continue
@@ -150,6 +162,9 @@ async def _consume(
                 run.duplicates += 1
             seen.add((r["partition"], r["offset"]))
         entries = accept_entries((topic, r["partition"], r["offset"]) for r in records)
+        if ack == "piggyback":
+            acquire["acknowledgements"] = entries
+            continue
         body = {"member_id": member, "acknowledgements": entries}
         answer = await http.post(
             f"{base}/acknowledgements", content=orjson.dumps(body), headers=_JSON
@@ -168,12 +183,13 @@ async def lateness_run(
     duration_s: float,
     consumers: int,
     grace_s: float,
+    ack: str = "piggyback",
 ) -> DelayRun:
     """Schedule ``per_tick / tick_s`` records/s for ``duration_s``; acquire them all (at most
-    ``grace_s`` past the last due time)."""
+    ``grace_s`` past the last due time); ``ack``: how the members accept (``_consume``)."""
     run, rng, done = DelayRun(), random.Random(30), asyncio.Event()
     members = [
-        asyncio.create_task(_consume(http, group, topic, f"bench-delay-{i}", run, done))
+        asyncio.create_task(_consume(http, group, topic, f"bench-delay-{i}", run, done, ack))
         for i in range(consumers)
     ]
     sends: set[asyncio.Task[None]] = set()
