@@ -57,6 +57,7 @@ from yak_broker.kafka.groups.state.records import (
     SyncGroup,
     SyncGroupResult,
 )
+from yak_broker.kafka.groups.state.roster import Roster
 
 __all__ = ["ClassicGroup"]
 
@@ -79,12 +80,7 @@ class ClassicGroup:
         #: Set by the first member of a non-empty group and kept while it is Empty (ListGroups).
         self.protocol_type: str | None = None
         self.protocol_name: str | None = None
-        self.leader_id: str | None = None
-        self._members: dict[str, ClassicMember] = {}
-        #: group.instance.id → its member id.
-        self._static: dict[str, str] = {}
-        #: Member ids handed out with MEMBER_ID_REQUIRED → when the reservation lapses.
-        self._reserved: dict[str, int] = {}
+        self._roster = Roster()
         #: Members that have not sent their SyncGroup since the round completed.
         self._awaiting_sync: set[str] = set()
         self._join_deadline: int | None = None
@@ -98,10 +94,14 @@ class ClassicGroup:
     @property
     def members(self) -> tuple[ClassicMember, ...]:
         """The members in join order (do not mutate them)."""
-        return tuple(self._members.values())
+        return tuple(self._roster)
+
+    @property
+    def leader_id(self) -> str | None:
+        return self._roster.leader_id
 
     def member(self, member_id: str) -> ClassicMember | None:
-        return self._members.get(member_id)
+        return self._roster.get(member_id)
 
     def take_replies(self) -> list[Reply]:
         """The answers to parked requests that are due, each given once."""
@@ -110,8 +110,8 @@ class ClassicGroup:
 
     def next_deadline(self) -> int | None:
         """When ``tick`` next has something to do (None: nothing is timed)."""
-        times = list(self._reserved.values())
-        times += [m.session_deadline_ms for m in self._members.values() if not m.parked]
+        times = list(self._roster.reserved.values())
+        times += [m.session_deadline_ms for m in self._roster if not m.parked]
         if self.state is _PREPARING and self._join_deadline is not None:
             times.append(self._join_deadline)
         if self._awaiting_sync and self._sync_deadline is not None:
@@ -126,7 +126,7 @@ class ClassicGroup:
             self.state,
             self.protocol_type or "",
             protocol or "",
-            tuple(m.description(protocol) for m in self._members.values()),
+            tuple(m.description(protocol) for m in self._roster),
         )
 
     def listing(self) -> GroupListing:
@@ -141,7 +141,7 @@ class ClassicGroup:
             self._reply_join(request.request_id, JoinGroupResult(error, request.member_id))
         elif not request.member_id:
             self._join_new(request, now_ms)
-        elif request.member_id in self._reserved and request.group_instance_id is None:
+        elif request.member_id in self._roster.reserved and request.group_instance_id is None:
             self._join_reserved(request, now_ms)
         else:
             self._join_known(request, now_ms)
@@ -159,8 +159,9 @@ class ClassicGroup:
 
     def _join_new(self, request: JoinGroup, now_ms: int) -> None:
         instance = request.group_instance_id
-        if instance is not None and instance in self._static:
-            self._replace_static(self._members[self._static[instance]], request, now_ms)
+        static = self._roster.static_member(instance)
+        if static is not None:
+            self._replace_static(static, request, now_ms)
             return
         error = self._admission_error(request, None)
         if error is not None:
@@ -170,7 +171,7 @@ class ClassicGroup:
             raise ValueError("a JoinGroup without a member id needs a fresh_id")
         member_id = f"{request.client_id}-{request.fresh_id}"
         if instance is None and request.require_known_member_id:
-            self._reserved[member_id] = now_ms + request.session_timeout_ms
+            self._roster.reserved[member_id] = now_ms + request.session_timeout_ms
             self._reply_join(request.request_id, JoinGroupResult(_E.MEMBER_ID_REQUIRED, member_id))
             return
         self._add(member_id, request, now_ms)
@@ -180,12 +181,12 @@ class ClassicGroup:
         if error is not None:
             self._reply_join(request.request_id, JoinGroupResult(error, request.member_id))
             return
-        del self._reserved[request.member_id]
+        del self._roster.reserved[request.member_id]
         self._add(request.member_id, request, now_ms)
 
     def _join_known(self, request: JoinGroup, now_ms: int) -> None:
-        error = self._member_error(request.member_id, request.group_instance_id)
-        member = self._members.get(request.member_id)
+        error = self._roster.member_error(request.member_id, request.group_instance_id)
+        member = self._roster.get(request.member_id)
         if error is None and member is not None:
             error = self._admission_error(request, member)
         if error is not None or member is None:
@@ -208,9 +209,9 @@ class ClassicGroup:
         self, request: JoinGroup, member: ClassicMember | None
     ) -> GroupErrorCode | None:
         """Whether the group can take this joiner (``member``: its current self, if any)."""
-        if member is None and len(self._members) >= self.settings.max_size:
+        if member is None and len(self._roster) >= self.settings.max_size:
             return _E.GROUP_MAX_SIZE_REACHED
-        others = [m for m in self._members.values() if m is not member]
+        others = [m for m in self._roster if m is not member]
         if not others:
             return None
         common = common_protocols(others) or set()
@@ -221,14 +222,9 @@ class ClassicGroup:
         return None
 
     def _add(self, member_id: str, request: JoinGroup, now_ms: int) -> None:
-        if not self._members:
+        if not self._roster:
             self.protocol_type = request.protocol_type
-        member = ClassicMember.joining(member_id, request, now_ms)
-        self._members[member_id] = member
-        if request.group_instance_id is not None:
-            self._static[request.group_instance_id] = member_id
-        if self.leader_id is None:
-            self.leader_id = member_id
+        self._roster.add(ClassicMember.joining(member_id, request, now_ms))
         if self.state is _PREPARING and self._initial_limit is not None:
             delay = self.settings.initial_rebalance_delay_ms
             self._join_deadline = min(now_ms + delay, self._initial_limit)
@@ -263,7 +259,7 @@ class ClassicGroup:
         self._update(old, request)
         old.renew(now_ms)
         if self.state is _STABLE and unchanged:
-            leader = old.member_id == self.leader_id
+            leader = self._roster.is_leader(old)
             self._reply_join(request.request_id, self._join_result(old, skip_assignment=leader))
             return
         old.join_request = request.request_id
@@ -272,25 +268,20 @@ class ClassicGroup:
 
     def _update(self, member: ClassicMember, request: JoinGroup) -> None:
         member.update(request)
-        if len(self._members) == 1:
+        if len(self._roster) == 1:
             # The only member may change the group's protocol type (no one else to fit).
             self.protocol_type = request.protocol_type
 
     def _rename(self, member: ClassicMember, new_id: str) -> None:
         old_id = member.member_id
-        member.member_id = new_id
-        self._members = {(new_id if k == old_id else k): m for k, m in self._members.items()}
-        if member.group_instance_id is not None:
-            self._static[member.group_instance_id] = new_id
+        self._roster.rename(member, new_id)
         if old_id in self._awaiting_sync:
             self._awaiting_sync.discard(old_id)
             self._awaiting_sync.add(new_id)
-        if self.leader_id == old_id:
-            self.leader_id = new_id
 
     def _join_result(self, member: ClassicMember, skip_assignment: bool = False) -> JoinGroupResult:
         protocol = self.protocol_name or ""
-        leader = member.member_id == self.leader_id
+        leader = self._roster.is_leader(member)
         return JoinGroupResult(
             _E.NONE,
             member.member_id,
@@ -299,7 +290,7 @@ class ClassicGroup:
             self.protocol_name,
             self.leader_id or "",
             skip_assignment,
-            tuple(m.joined_view(protocol) for m in self._members.values()) if leader else (),
+            tuple(m.joined_view(protocol) for m in self._roster) if leader else (),
         )
 
     # --- rounds ----------------------------------------------------------------------------
@@ -309,7 +300,7 @@ class ClassicGroup:
         if self.state is _PREPARING:
             return
         if self.state is _COMPLETING:
-            for member in self._members.values():
+            for member in self._roster:
                 if member.sync_request is not None:
                     self._reply_sync(member.sync_request, SyncGroupResult(_E.REBALANCE_IN_PROGRESS))
                     member.sync_request = None
@@ -325,24 +316,24 @@ class ClassicGroup:
         self.state = _PREPARING
 
     def _rebalance_timeout(self) -> int:
-        return max((m.rebalance_timeout_ms for m in self._members.values()), default=0)
+        return max((m.rebalance_timeout_ms for m in self._roster), default=0)
 
     def _maybe_complete_join(self, now_ms: int) -> None:
-        if self.state is not _PREPARING or self._initial_limit is not None or self._reserved:
+        if self.state is not _PREPARING or self._initial_limit is not None or self._roster.reserved:
             return
-        if all(m.join_request is not None for m in self._members.values()):
+        if all(m.join_request is not None for m in self._roster):
             self._complete_join(now_ms)
 
     def _complete_join(self, now_ms: int) -> None:
         """End the joining phase: drop dynamic laggards, bump the generation, answer joins."""
         self._initial_limit = None
-        for member in list(self._members.values()):
+        for member in list(self._roster):
             if member.join_request is None and member.group_instance_id is None:
                 self._remove(member, _E.UNKNOWN_MEMBER_ID)
-        joined = [m for m in self._members.values() if m.join_request is not None]
-        if not self._members:
+        joined = [m for m in self._roster if m.join_request is not None]
+        if not self._roster:
             self.generation_id += 1
-            self.protocol_name = self.leader_id = self._join_deadline = None
+            self.protocol_name = self._join_deadline = None
             self.state = _EMPTY
             return
         if not joined:
@@ -350,9 +341,10 @@ class ClassicGroup:
             self._join_deadline = now_ms + self._rebalance_timeout()
             return
         if self.leader_id not in {m.member_id for m in joined}:
-            self.leader_id = joined[0].member_id
+            # Kafka's maybeElectNewJoinedLeader: a leader that did not rejoin cannot assign.
+            self._roster.leader_id = joined[0].member_id
         self.generation_id += 1
-        self.protocol_name = select_protocol(list(self._members.values()))
+        self.protocol_name = select_protocol(list(self._roster))
         self.state = _COMPLETING
         self._join_deadline = None
         for member in joined:
@@ -361,7 +353,7 @@ class ClassicGroup:
             member.join_request = None
             member.renew(now_ms)
             self._reply_join(request_id, self._join_result(member))
-        self._awaiting_sync = set(self._members)
+        self._awaiting_sync = {m.member_id for m in self._roster}
         self._sync_deadline = now_ms + self._rebalance_timeout()
 
     # --- SyncGroup -------------------------------------------------------------------------
@@ -369,7 +361,7 @@ class ClassicGroup:
     def sync(self, request: SyncGroup, now_ms: int) -> None:
         """Apply a SyncGroup; a follower's waits for the leader's, which answers all."""
         error = self._sync_error(request)
-        member = self._members.get(request.member_id)
+        member = self._roster.get(request.member_id)
         if error is not None or member is None:
             self._reply_sync(request.request_id, SyncGroupResult(error or _E.UNKNOWN_MEMBER_ID))
             return
@@ -383,13 +375,13 @@ class ClassicGroup:
         if member.sync_request is not None:
             self._reply_sync(member.sync_request, SyncGroupResult(_E.REBALANCE_IN_PROGRESS))
         member.sync_request = request.request_id
-        if member.member_id == self.leader_id:
+        if self._roster.is_leader(member):
             self._complete_sync(dict(request.assignments))
 
     def _sync_error(self, request: SyncGroup) -> GroupErrorCode | None:
         if self.state is _DEAD:
             return _E.COORDINATOR_NOT_AVAILABLE
-        error = self._member_error(request.member_id, request.group_instance_id)
+        error = self._roster.member_error(request.member_id, request.group_instance_id)
         if error is not None:
             return error
         if request.generation_id != self.generation_id:
@@ -404,11 +396,11 @@ class ClassicGroup:
 
     def _complete_sync(self, assignments: dict[str, bytes]) -> None:
         """The leader's assignments: every member gets its own (none named: empty)."""
-        for member in self._members.values():
+        for member in self._roster:
             member.assignment = assignments.get(member.member_id, b"")
             member.assignment_generation = self.generation_id
         self.state = _STABLE
-        for member in self._members.values():
+        for member in self._roster:
             if member.sync_request is not None:
                 self._reply_sync(member.sync_request, self._sync_result(member))
                 member.sync_request = None
@@ -422,12 +414,14 @@ class ClassicGroup:
         """Renew the member's session; REBALANCE_IN_PROGRESS tells it to rejoin."""
         if self.state is _DEAD:
             return _E.COORDINATOR_NOT_AVAILABLE
-        error = self._member_error(request.member_id, request.group_instance_id)
+        error = self._roster.member_error(request.member_id, request.group_instance_id)
         if error is not None:
             return error
         if request.generation_id != self.generation_id:
             return _E.ILLEGAL_GENERATION
-        self._members[request.member_id].renew(now_ms)
+        member = self._roster.get(request.member_id)
+        assert member is not None
+        member.renew(now_ms)
         return _E.REBALANCE_IN_PROGRESS if self.state is _PREPARING else _E.NONE
 
     def check_commit(self, request: Heartbeat, now_ms: int) -> GroupErrorCode:
@@ -437,12 +431,12 @@ class ClassicGroup:
         generation while Stable or PreparingRebalance (its generation is not bumped yet)."""
         if self.state is _DEAD:
             return _E.COORDINATOR_NOT_AVAILABLE
-        instance = request.group_instance_id
-        if instance in self._static and self._static[instance] != request.member_id:
+        static = self._roster.static_member(request.group_instance_id)
+        if static is not None and static.member_id != request.member_id:
             return _E.FENCED_INSTANCE_ID
         if request.generation_id < 0 and self.state is _EMPTY:
             return _E.NONE
-        member = self._members.get(request.member_id)
+        member = self._roster.get(request.member_id)
         if member is None:
             return _E.UNKNOWN_MEMBER_ID
         if request.generation_id != self.generation_id:
@@ -451,14 +445,6 @@ class ClassicGroup:
             return _E.REBALANCE_IN_PROGRESS
         member.renew(now_ms)
         return _E.NONE
-
-    def _member_error(self, member_id: str, instance: str | None) -> GroupErrorCode | None:
-        if instance is not None:
-            current = self._static.get(instance)
-            if current is None:
-                return _E.UNKNOWN_MEMBER_ID
-            return None if current == member_id else _E.FENCED_INSTANCE_ID
-        return None if member_id in self._members else _E.UNKNOWN_MEMBER_ID
 
     # --- LeaveGroup, expiry, deletion ---------------------------------------------------------
 
@@ -474,18 +460,15 @@ class ClassicGroup:
 
     def _leave_one(self, one: LeaveMember, now_ms: int) -> GroupErrorCode:
         if one.group_instance_id is not None:
-            member_id = self._static.get(one.group_instance_id)
-            if member_id is None:
-                return _E.UNKNOWN_MEMBER_ID
-            if one.member_id and one.member_id != member_id:
+            member = self._roster.static_member(one.group_instance_id)
+            if member is not None and one.member_id and one.member_id != member.member_id:
                 return _E.FENCED_INSTANCE_ID
-        elif one.member_id in self._reserved:
-            del self._reserved[one.member_id]
+        elif one.member_id in self._roster.reserved:
+            del self._roster.reserved[one.member_id]
             self._maybe_complete_join(now_ms)
             return _E.NONE
         else:
-            member_id = one.member_id
-        member = self._members.get(member_id)
+            member = self._roster.get(one.member_id)
         if member is None:
             return _E.UNKNOWN_MEMBER_ID
         self._remove_and_rebalance(member, now_ms)
@@ -499,17 +482,17 @@ class ClassicGroup:
         if self._awaiting_sync and _due(self._sync_deadline, now_ms):
             # Kafka's pending-sync timeout: every member that did not sync leaves.
             for member_id in sorted(self._awaiting_sync):
-                member = self._members.get(member_id)
+                member = self._roster.get(member_id)
                 if member is not None:
                     self._remove_and_rebalance(member, now_ms)
-        for member in list(self._members.values()):
+        for member in list(self._roster):
             lapsed = not member.parked and member.session_deadline_ms <= now_ms
             # A removal may complete a round, which removes or renews others: look again.
-            if lapsed and self._members.get(member.member_id) is member:
+            if lapsed and self._roster.get(member.member_id) is member:
                 self._remove_and_rebalance(member, now_ms)
-        reservations = [m for m, deadline in self._reserved.items() if deadline <= now_ms]
+        reservations = [m for m, deadline in self._roster.reserved.items() if deadline <= now_ms]
         for member_id in reservations:
-            del self._reserved[member_id]
+            del self._roster.reserved[member_id]
         if reservations:
             self._maybe_complete_join(now_ms)
 
@@ -525,16 +508,13 @@ class ClassicGroup:
     def unload(self) -> None:
         """This broker no longer coordinates the group: answer every parked request
         NOT_COORDINATOR (the clients look the coordinator up again) and go Dead."""
-        for member in self._members.values():
+        for member in self._roster:
             if member.join_request is not None:
                 self._reply_join(member.join_request, JoinGroupResult(_E.NOT_COORDINATOR))
             if member.sync_request is not None:
                 self._reply_sync(member.sync_request, SyncGroupResult(_E.NOT_COORDINATOR))
-        self._members.clear()
-        self._static.clear()
-        self._reserved.clear()
+        self._roster.clear()
         self._awaiting_sync.clear()
-        self.leader_id = None
         self.state = _DEAD
 
     def _remove_and_rebalance(self, member: ClassicMember, now_ms: int) -> None:
@@ -545,17 +525,13 @@ class ClassicGroup:
 
     def _remove(self, member: ClassicMember, error: GroupErrorCode) -> None:
         """Take the member out, answering its parked requests with ``error``."""
-        del self._members[member.member_id]
-        if member.group_instance_id is not None:
-            self._static.pop(member.group_instance_id, None)
+        self._roster.remove(member)
         self._awaiting_sync.discard(member.member_id)
         if member.join_request is not None:
             self._reply_join(member.join_request, JoinGroupResult(error, member.member_id))
         if member.sync_request is not None:
             self._reply_sync(member.sync_request, SyncGroupResult(error))
         member.join_request = member.sync_request = None
-        if self.leader_id == member.member_id:
-            self.leader_id = next(iter(self._members), None)
 
     def _reply_join(self, request_id: int, result: JoinGroupResult) -> None:
         self._outbox.append(Reply(request_id, result))
