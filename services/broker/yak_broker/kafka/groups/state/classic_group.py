@@ -8,7 +8,8 @@ answered, the leader's list of members; SyncGroups are parked until the leader's
 assignments) → Stable (every member holds an assignment of the current generation). A new
 member, a leader's or changed member's rejoin, a leave or an expiry sends a Stable or
 CompletingRebalance group back to PreparingRebalance; a round that ends with no member sends it
-to Empty (the generation still bumped). Dead: deleted or unloaded, terminal.
+to Empty (the generation still bumped). Dead: deleted or unloaded, terminal. Who is in the
+group (members in join order, the leader, static instances, reserved ids) is its ``Roster``.
 
 **Rules.**
 - A new member gets its id from the coordinator (``<client_id>-<fresh_id>``); from JoinGroup v4
@@ -22,7 +23,9 @@ to Empty (the generation still bumped). Dead: deleted or unloaded, terminal.
   protocols do not fit the group is refused with INCONSISTENT_GROUP_PROTOCOL.
 - Sessions: a member's session deadline is renewed by its heartbeats, joins, syncs and commits
   and does not run while a join or sync of its is parked; at the deadline it is removed. Members
-  that do not SyncGroup within the rebalance timeout after a round are removed too.
+  that do not SyncGroup within the rebalance timeout after a round are removed too. Heartbeats
+  answer REBALANCE_IN_PROGRESS while PreparingRebalance (rejoin), else NONE (CompletingRebalance
+  too, as Kafka's coordinator does: members heartbeat between their join and sync answers).
 - Static members (``group.instance.id``, KIP-345) keep their place across restarts: a join with
   a known instance id replaces the old member id (whose later requests get FENCED_INSTANCE_ID),
   without a rebalance when the group is Stable and the protocols are unchanged; they are not
