@@ -64,7 +64,7 @@ from loadtest import bench_filter_proxy
 from loadtest.bench_proxy import profiled
 from loadtest.local_cluster import LocalCluster, local_cluster, wait_for
 from loadtest.queue.calc import goal_verdicts
-from loadtest.queue.delays import lateness_run, pending_rss
+from loadtest.queue.delays import cpu_seconds, lateness_run, pending_rss
 from loadtest.queue.markdown import block, replace_block
 from loadtest.queue.saves import save_figures, scrape_saves
 from loadtest.queue.throughput import (
@@ -140,9 +140,16 @@ async def _sampled(
     cluster: LocalCluster, profile: Path | None, phase: str, seconds: float
 ) -> AsyncIterator[dict[str, Any]]:
     """py-spy on the proxy and every broker during ``phase`` (``--profile``); the phase's
-    share-state saves (``queue.saves``: count, p50, p99) land in the yielded dict at the end."""
+    share-state saves (``queue.saves``: count, p50, p99) and the CPU seconds the proxy and the
+    brokers spent (``<phase>_cpu_proxy_s``, ``<phase>_cpu_brokers_s``) land in the yielded dict
+    at the end."""
     urls = [cluster.broker_url(b) for b in cluster.brokers]
     figures: dict[str, Any] = {}
+    pids = {
+        "proxy": [cluster.proxies[PROXY].pid],
+        "brokers": [p.pid for p in cluster.brokers.values()],
+    }
+    cpu_before = {name: cpu_seconds(group) for name, group in pids.items()}
     async with httpx.AsyncClient() as metrics:
         before = await scrape_saves(metrics, urls)
         async with contextlib.AsyncExitStack() as stack:
@@ -154,6 +161,8 @@ async def _sampled(
                     await stack.enter_async_context(profiled(pid, out, seconds))
             yield figures
         figures |= save_figures(phase, before, await scrape_saves(metrics, urls))
+    for name, group in pids.items():
+        figures[f"{phase}_cpu_{name}_s"] = round(cpu_seconds(group) - cpu_before[name], 2)
 
 
 async def _throughput(

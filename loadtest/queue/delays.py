@@ -45,7 +45,7 @@ from yak.types import TopicPartition
 from yak_broker.storage.delay_checkpoint import CHECKPOINT_NAME, read_checkpoint
 from yak_broker.storage.delay_index import DELAYS_DIR
 
-__all__ = ["DelayRun", "lateness_run", "pending_rss", "rss_bytes"]
+__all__ = ["DelayRun", "cpu_seconds", "lateness_run", "pending_rss", "rss_bytes"]
 
 MAX_IN_FLIGHT = 32
 DAY_MS = 86_400_000
@@ -211,6 +211,17 @@ async def lateness_run(
     done.set()
     await asyncio.gather(*members)
     return run
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """The CPU time (user + system) ``pids`` and all their children have used so far."""
+    total = 0.0
+    for pid in pids:
+        process = psutil.Process(pid)
+        for each in (process, *process.children(recursive=True)):
+            times = each.cpu_times()
+            total += times.user + times.system
+    return total
 
 
 def rss_bytes(pids: list[int]) -> int:
