@@ -2,9 +2,10 @@
 
 ``APIS`` is the single place an API is added (later increments: admin, groups, SASL): its name,
 the versions served (advertised as they are in ApiVersions) and its handler
-(``context.Handler``). Every version in a range must have a kio schema — checked when this
-module is imported, which also derives the first flexible version of each API (the request
-header is v2 from there, v1 below).
+(``context.Handler``). Every version in a range must have a kio schema, but for those an API
+names ``without_kio`` (Produce v0-v2) — checked when this module is imported, which also
+derives the first flexible version of each API (the request header is v2 from there, v1
+below).
 
 ApiVersions is served here because its answer is this table. A request for an API or version
 outside the table is ``unsupported``: ApiVersions gets Kafka's answer — a v0 response with
@@ -25,6 +26,7 @@ from yak_broker.kafka.find_coordinator import handle_find_coordinator
 from yak_broker.kafka.list_offsets import handle_list_offsets, handle_offset_for_leader_epoch
 from yak_broker.kafka.metadata import handle_metadata
 from yak_broker.kafka.produce import handle_init_producer_id, handle_produce
+from yak_broker.kafka.produce_legacy import LEGACY_VERSIONS
 from yak_broker.kafka.schemas import (
     API_VERSIONS_KEY,
     read_request,
@@ -42,6 +44,8 @@ class Api(NamedTuple):
     min_version: int
     max_version: int
     handler: Handler
+    #: Versions served without a kio schema (their handler parses them; never flexible).
+    without_kio: frozenset[int] = frozenset()
     #: The first flexible request version (request header v2 from there); derived from kio.
     first_flexible: int = 1 << 15
 
@@ -57,7 +61,9 @@ def _table(apis: Mapping[int, Api]) -> dict[int, Api]:
     checked = {}
     for key, api in sorted(apis.items()):
         flexible = [
-            v for v in range(api.min_version, api.max_version + 1) if request_is_flexible(key, v)
+            v
+            for v in range(api.min_version, api.max_version + 1)
+            if v not in api.without_kio and request_is_flexible(key, v)
         ]
         checked[key] = api._replace(first_flexible=min(flexible, default=1 << 15))
     return checked
@@ -65,7 +71,7 @@ def _table(apis: Mapping[int, Api]) -> dict[int, Api]:
 
 APIS: Mapping[int, Api] = _table(
     {
-        0: Api("Produce", 3, 9, handle_produce),
+        0: Api("Produce", 0, 9, handle_produce, without_kio=LEGACY_VERSIONS),
         1: Api("Fetch", 4, 12, handle_fetch),
         2: Api("ListOffsets", 1, 7, handle_list_offsets),
         3: Api("Metadata", 1, 12, handle_metadata),

@@ -1,10 +1,11 @@
-"""Produce (api key 0, v3-v9) and InitProducerId (api key 22, v0-v4, idempotent producers only).
+"""Produce (api key 0, v0-v9) and InitProducerId (api key 22, v0-v4, idempotent producers only).
 
 **Produce** goes through ``server.appender.append_partitions``, the path every door shares:
 the log validates each partition's batches (framing, CRC-32C, ``max.message.bytes``, the
 idempotent producer's sequence) before writing any byte, and the batches are stored as they
 arrived — compressed ones too (gzip, snappy, lz4, zstd: the storage never decompresses to
-append). acks 0/1/all as there; acks=0 gets no answer. v9 bodies are parsed by the internal
+append). acks 0/1/all as there; acks=0 gets no answer. v0-v2 (message formats v0/v1) are
+refused per partition (``produce_legacy``). v9 bodies are parsed by the internal
 plane's hand-written decoder (``kafka_wire``: record bytes are not copied), older versions by
 kio. A partition whose records hold a batch of magic < 2 (Kafka's message formats v0/v1,
 which Yak does not store) gets ``UNSUPPORTED_FOR_MESSAGE_FORMAT`` and is not appended; its
@@ -38,6 +39,7 @@ from yak.protocol.broker_wire import (
 )
 from yak.protocol.kafka_errors import kafka_error_code
 from yak_broker.kafka.context import KafkaRequest
+from yak_broker.kafka.produce_legacy import LEGACY_VERSIONS, refuse_legacy_produce
 from yak_broker.kafka.schemas import read_request, write_response
 from yak_broker.server.appender import append_partitions
 
@@ -90,6 +92,8 @@ def _decode(version: int, body: memoryview) -> ProduceRequest:
 async def handle_produce(request: KafkaRequest) -> list[Buffer] | None:
     replicas = request.server.broker.replicas
     replicas.stats.produce_requests.inc()
+    if request.api_version in LEGACY_VERSIONS:
+        return refuse_legacy_produce(request.api_version, request.correlation_id, request.body)
     produce = _decode(request.api_version, request.body)
     legacy = {(p.topic, p.partition) for p in produce.partitions if has_legacy_batch(p.records)}
     accepted = tuple(p for p in produce.partitions if (p.topic, p.partition) not in legacy)

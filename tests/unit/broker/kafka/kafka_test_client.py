@@ -8,7 +8,7 @@ import io
 import struct
 from typing import Any
 
-from kio.index import load_request_schema, load_response_schema
+from kio.index import KioIndexError, load_request_schema, load_response_schema
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
@@ -33,7 +33,10 @@ def _bytes(entity: Any) -> bytes:
 
 def request_frame(api_key: int, version: int, correlation_id: int, body: Any) -> bytes:
     """A whole request frame: kio's header (v2 for flexible versions, else v1) and body."""
-    flexible = load_request_schema(api_key, version).__flexible__
+    try:
+        flexible = load_request_schema(api_key, version).__flexible__
+    except KioIndexError:  # below kio's range (Produce v0-v2): never flexible
+        flexible = False
     header_type = RequestHeaderV2 if flexible else RequestHeaderV1
     header = header_type(
         request_api_key=api_key,  # type: ignore[arg-type]

@@ -1,11 +1,12 @@
 """The Kafka listener's APIs on an in-process broker, spoken with kio (Kafka's own schemas):
 Metadata, Produce (v7 through kio, v9 through the hand-written codec, legacy batches refused),
 Fetch (v11 and v12, sessions), ListOffsets (exact record by timestamp, max timestamp),
-InitProducerId, FindCoordinator and OffsetForLeaderEpoch."""
+InitProducerId, FindCoordinator and OffsetForLeaderEpoch; Produce v0-v2 refused per partition."""
 
 from __future__ import annotations
 
 import datetime
+import struct
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -21,7 +22,11 @@ from kio.schema.offset_for_leader_epoch.v4 import request as epoch4
 from kio.schema.produce.v9 import request as produce9
 
 from tests.unit.broker.broker_harness import BrokerHarness
-from tests.unit.broker.kafka.kafka_test_client import KafkaTestConnection, kafka_port
+from tests.unit.broker.kafka.kafka_test_client import (
+    KafkaTestConnection,
+    kafka_port,
+    request_frame,
+)
 from tests.unit.broker.kafka.test_kafka_listener import (
     batch,
     fetch_request,
@@ -250,3 +255,35 @@ async def test_offset_for_leader_epoch_answers_the_epochs_end(
     answer = await kafka.call(23, 4, request)
     (result,) = answer.topics[0].partitions
     assert (result.error_code, result.leader_epoch, result.end_offset) == (0, 0, 2)
+
+
+def legacy_produce(version: int, acks: int) -> bytes:
+    """A Produce v0-v2 body (kio has no schema below v3): two partitions of one topic."""
+    records = batch(b"old")
+    body = struct.pack(">hii", acks, 5_000, 1) + struct.pack(">h", 6) + b"legacy"
+    body += struct.pack(">i", 2)
+    for index in (0, 1):
+        body += struct.pack(">ii", index, len(records)) + records
+    return body
+
+
+@pytest.mark.parametrize("version", [0, 2])
+async def test_produce_v0_to_v2_is_refused_per_partition(
+    broker: BrokerHarness, kafka: KafkaTestConnection, version: int
+) -> None:
+    await broker.create_topic("legacy", partitions=2)
+    kafka.writer.write(request_frame(PRODUCE, version, 41, legacy_produce(version, acks=1)))
+    data = await kafka.read_frame()
+    (correlation_id, topics, name_length) = struct.unpack_from(">iih", data)
+    assert (correlation_id, topics, data[10 : 10 + name_length]) == (41, 1, b"legacy")
+    rest = data[10 + name_length :]
+    (count,) = struct.unpack_from(">i", rest)
+    width = 22 if version == 2 else 14
+    entries = [struct.unpack_from(">ihq", rest, 4 + i * width) for i in range(count)]
+    assert entries == [(0, 43, -1), (1, 43, -1)]  # UNSUPPORTED_FOR_MESSAGE_FORMAT
+    assert len(rest) == 4 + count * width + (4 if version >= 1 else 0)
+    # acks=0: nothing answered; the next request's answer comes next.
+    kafka.writer.write(request_frame(PRODUCE, version, 42, legacy_produce(version, acks=0)))
+    answer = await kafka.call(METADATA, 12, metadata(["legacy"]))
+    assert answer.topics[0].error_code == 0
+    assert all(r.log.log_end_offset == 0 for r in broker.broker.replicas.replicas.values())
