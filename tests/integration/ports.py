@@ -7,7 +7,8 @@ import socket
 
 
 def layout_offsets(brokers: int, coordinators: int = 2, proxies: int = 1) -> tuple[int, ...]:
-    """Offsets ``yak up`` binds: etcd client/peer, coordinators, brokers, proxies, console."""
+    """Offsets ``yak up`` binds: etcd client/peer, coordinators, brokers, proxies, console,
+    the brokers' Kafka listeners."""
     return (
         0,
         1,
@@ -15,6 +16,7 @@ def layout_offsets(brokers: int, coordinators: int = 2, proxies: int = 1) -> tup
         *(20 + i for i in range(brokers)),
         *(30 + i for i in range(proxies)),
         40,
+        *(50 + i for i in range(brokers)),
     )
 
 
