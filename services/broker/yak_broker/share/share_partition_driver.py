@@ -350,11 +350,10 @@ class SharePartitionDriver:
                 return
             now = self._fired_at = self._clock.time_ms()
             machine = self.machine
-            before_acquired = machine.stats().acquired if machine.next_deadline_ms else 0
-            changes = machine.changes
+            changes, expired = machine.changes, machine.expired_locks
             machine.tick(now)
-            if changes != machine.changes:
-                self._counters.expired.inc(before_acquired - machine.stats().acquired)
+            if machine.expired_locks != expired:
+                self._counters.expired.inc(machine.expired_locks - expired)
             self._take_due(now)
             moved = changes != machine.changes
             self._follow_up(self._archive())  # no save: see the module doc

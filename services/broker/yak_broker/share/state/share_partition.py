@@ -99,6 +99,8 @@ class SharePartition:
         self._deadline_floor: int | None = None
         #: A record below SPSO became complete since the last ``_advance``.
         self._below_done = False
+        #: Locks ``tick`` has expired so far (not state: the driver's metrics read it).
+        self.expired_locks = 0
 
     # --- reading the log -----------------------------------------------------------------
 
@@ -217,16 +219,17 @@ class SharePartition:
     def tick(self, now_ms: int) -> int | None:
         """Release (or archive, at the delivery limit) every lock due by ``now_ms``; returns
         the next lock deadline, None when nothing is locked."""
-        window, expired, upcoming = self._window, False, None
+        window, expired, upcoming = self._window, 0, None
         for i in window.slots_in(_ACQUIRED):
             deadline = window.deadlines[i]
             if deadline <= now_ms:
                 self._release(i)
-                expired = True
+                expired += 1
             elif upcoming is None or deadline < upcoming:
                 upcoming = deadline
         self._deadline_floor = upcoming
         if expired:
+            self.expired_locks += expired
             self._changed()
         return upcoming
 

@@ -252,10 +252,13 @@ def test_tick_releases_expired_locks_and_reports_the_next_deadline() -> None:
     m.acquire("a", 0, 1)
     m.acquire("b", 500, 1)
     assert m.tick(999) == LOCK
+    assert m.expired_locks == 0
     assert m.tick(LOCK) == 500 + LOCK
+    assert m.expired_locks == 1
     assert states(m)[0] == ("AVAILABLE", 1, None)
     assert states(m)[1] == ("ACQUIRED", 1, "b")
     assert m.tick(1_500) is None
+    assert m.expired_locks == 2
     assert m.next_deadline_ms is None
 
 
