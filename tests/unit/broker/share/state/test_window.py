@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from yak_broker.share.state.records import DeadLetterReason, RecordState, Run
 from yak_broker.share.state.window import InFlightWindow
@@ -72,3 +74,54 @@ def test_runs_group_consecutive_equal_records_and_extend_restores_them() -> None
         copy.extend(run)
     assert list(copy.runs()) == runs
     assert copy.members[2] is w.members[2]  # interned: one string per member
+
+
+def _reference_runs(window: InFlightWindow) -> list[Run]:
+    """Runs computed the plain way: slot by slot, a new run wherever an offset is not the
+    previous one + 1 or any attribute but the timestamp differs."""
+    out: list[Run] = []
+    for i in range(len(window)):
+        view = window.view(i)
+        last = out[-1] if out else None
+        same = last is not None and (
+            last.last_offset + 1 == view.offset
+            and (last.state, last.delivery_count, last.member_id, last.deadline_ms, last.reason)
+            == (view.state, view.delivery_count, view.member_id, view.deadline_ms, view.reason)
+        )
+        if last is not None and same:
+            out[-1] = last._replace(
+                last_offset=view.offset, timestamp_ms=min(last.timestamp_ms, view.timestamp_ms)
+            )
+        else:
+            out.append(
+                Run(
+                    view.offset, view.offset, view.state, view.delivery_count, view.member_id,
+                    view.deadline_ms, view.reason, view.timestamp_ms,
+                )
+            )  # fmt: skip
+    return out
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 3),  # gap to the previous offset
+            st.sampled_from([RecordState.AVAILABLE, RecordState.ACQUIRED, RecordState.ARCHIVED]),
+            st.sampled_from(["a", "b"]),
+            st.integers(0, 2),  # timestamp
+        ),
+        max_size=60,
+    )
+)
+def test_runs_are_the_plain_slot_by_slot_runs(
+    slots: list[tuple[int, RecordState, str, int]],
+) -> None:
+    window, offset = InFlightWindow(), 0
+    for gap, state, member, timestamp in slots:
+        offset += gap
+        i = window.insert(offset, RecordState.AVAILABLE, timestamp)
+        if state == RecordState.ACQUIRED:
+            window.acquire(i, member, 1_000)
+        elif state == RecordState.ARCHIVED:
+            window.settle(i, state, DeadLetterReason.REJECTED)
+    assert list(window.runs()) == _reference_runs(window)
