@@ -141,7 +141,9 @@ def _kv(kv: Any) -> KeyValue:
 
 def _compare(compare: Compare) -> Any:
     message = rpc.Compare(
-        key=compare.key, target=_TARGETS[compare.target], result=_RESULTS[compare.op]
+        **_key_range(compare.key, prefix=compare.prefix),
+        target=_TARGETS[compare.target],
+        result=_RESULTS[compare.op],
     )
     setattr(message, compare.target.value, compare.operand)  # target names = proto fields
     return message

@@ -11,6 +11,7 @@ All keys live under ``/yak/<cluster-id>/`` (DESIGN.md §4)::
     groups/<group>/members/<member>           GroupMember          on the member's session lease
     groups/<group>/state                      GroupState
     groups/<group>/positions/<member>         GroupPositions
+    groups/<group>/classic                    ClassicGroupMarker   on its broker's lease
     offsets/<group>/<topic>/<partition>       CommittedOffset
     share-groups/<group>                      ShareGroupRecord     (admin API) a share group
     producers/next-id                         ProducerIdBlock
@@ -65,6 +66,7 @@ class KeyKind(StrEnum):
     GROUP_MEMBER = "group_member"
     GROUP_STATE = "group_state"
     GROUP_POSITIONS = "group_positions"
+    GROUP_CLASSIC = "group_classic"
     COMMITTED_OFFSET = "committed_offset"
     PRODUCER_ID_BLOCK = "producer_id_block"
     PRINCIPAL = "principal"
@@ -178,6 +180,10 @@ class Keyspace:
     def group_positions(self, group: str, member: str) -> str:
         return f"{self.group_prefix(group)}positions/{validate_member_id(member)}"
 
+    def group_classic(self, group: str) -> str:
+        """The marker of a Kafka classic group (docs/decisions.md, "Kafka classic groups")."""
+        return f"{self.group_prefix(group)}classic"
+
     def committed_offset(self, group: str, topic: str, partition: int) -> str:
         topic = validate_topic_name(topic)
         return f"{self.group_offsets_prefix(group)}{topic}/{_non_negative(partition, 'partition')}"
@@ -239,6 +245,8 @@ def _parse_parts(parts: list[str]) -> ParsedKey | None:
             return ParsedKey(KeyKind.GROUP_MEMBER, group=group, member=member)
         case ["groups", group, "state"]:
             return ParsedKey(KeyKind.GROUP_STATE, group=group)
+        case ["groups", group, "classic"]:
+            return ParsedKey(KeyKind.GROUP_CLASSIC, group=group)
         case ["groups", group, "positions", member]:
             return ParsedKey(KeyKind.GROUP_POSITIONS, group=group, member=member)
         case ["offsets", group, topic, partition]:

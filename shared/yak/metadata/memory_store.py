@@ -128,7 +128,7 @@ class MemoryMetadataStore:
         self, compares: Sequence[Compare], on_success: Sequence[Op], on_failure: Sequence[Op] = ()
     ) -> TxnResult:
         self._check()
-        succeeded = all(c.holds(self._kvs.get(c.key)) for c in compares)
+        succeeded = all(self._holds(c) for c in compares)
         ops = on_success if succeeded else on_failure
         _check_like_etcd(compares, on_success, on_failure)
         for op in ops:  # validate before changing anything: a transaction is all or nothing
@@ -207,6 +207,12 @@ class MemoryMetadataStore:
         if self._closed:
             raise MetadataStoreError("the metadata store is closed")
         self._expire_due()
+
+    def _holds(self, compare: Compare) -> bool:
+        if compare.prefix:
+            keys = self._matching(compare.key, prefix=True)
+            return compare.holds_all([self._kvs[k] for k in keys])
+        return compare.holds(self._kvs.get(compare.key))
 
     def _matching(self, key: bytes, *, prefix: bool) -> list[bytes]:
         if not prefix:

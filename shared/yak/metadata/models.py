@@ -33,6 +33,7 @@ __all__ = [
     "BrokerLoad",
     "BrokerRecord",
     "BrokerRegistration",
+    "ClassicGroupMarker",
     "CommittedOffset",
     "ControllerRecord",
     "GroupMember",
@@ -405,6 +406,19 @@ class GroupPositions(MetadataValue):
     member_id: str
     member_epoch: int = Field(ge=0)
     positions: dict[str, int] = Field(default_factory=dict)
+
+
+class ClassicGroupMarker(MetadataValue):
+    """``groups/<g>/classic``: the group is a Kafka classic group (JoinGroup/SyncGroup members
+    held in the memory of its coordinating broker), on that broker's lease. Written when the
+    group leaves Empty, deleted when it returns to Empty; its ``mod_revision`` guards the
+    coordinator's offset commits, and its presence refuses REST members (one kind per group;
+    docs/decisions.md, "Kafka classic groups")."""
+
+    broker_id: int = Field(ge=0)
+    protocol_type: str = ""
+    #: The group's generation when the marker was written.
+    generation: int = Field(default=0, ge=0)
 
 
 class CommittedOffset(MetadataValue):

@@ -17,7 +17,10 @@ Semantics (those of etcd v3):
 - **Transactions** (``txn``) compare-and-swap atomically: if every ``Compare`` holds, the
   ``on_success`` ops run, else the ``on_failure`` ops, all at one revision. A compare on the
   value of a missing key is false; other targets of a missing key compare as 0, so
-  ``Compare.absent(key)`` (``create_revision == 0``) means "create only if absent".
+  ``Compare.absent(key)`` (``create_revision == 0``) means "create only if absent". A compare
+  over a prefix (etcd's ``range_end``) holds when it holds for every key under the prefix, and
+  an empty prefix compares as one missing key: ``Compare.none_under(prefix)`` means "no key
+  under it" (e.g. a group without member records).
 - **Leases** expire ``ttl`` seconds after their grant or last keep-alive (etcd may raise a
   short TTL to its minimum, about 2 s). Expiry or revocation deletes every key attached to the
   lease at one revision, and watchers see DELETE events. ``keep_alive_once`` on an expired or
@@ -126,15 +129,23 @@ class CompareOp(StrEnum):
 
 @dataclass(frozen=True, slots=True, init=False)
 class Compare:
-    """One condition of a transaction: ``<target of key> <op> <operand>``."""
+    """One condition of a transaction: ``<target of key> <op> <operand>``; with ``prefix``,
+    of every key under ``key`` (see the module doc)."""
 
     key: bytes
     target: CompareTarget
     op: CompareOp
     operand: bytes | int
+    prefix: bool
 
     def __init__(
-        self, key: KeyLike, target: CompareTarget, op: CompareOp, operand: bytes | int
+        self,
+        key: KeyLike,
+        target: CompareTarget,
+        op: CompareOp,
+        operand: bytes | int,
+        *,
+        prefix: bool = False,
     ) -> None:
         if (target is CompareTarget.VALUE) != isinstance(operand, bytes):
             raise TypeError("a VALUE compare takes bytes, the other targets take an int")
@@ -142,6 +153,7 @@ class Compare:
         object.__setattr__(self, "target", target)
         object.__setattr__(self, "op", op)
         object.__setattr__(self, "operand", operand)
+        object.__setattr__(self, "prefix", prefix)
 
     @classmethod
     def value(cls, key: KeyLike, value: bytes, op: CompareOp = CompareOp.EQUAL) -> Compare:
@@ -165,6 +177,16 @@ class Compare:
     def absent(cls, key: KeyLike) -> Compare:
         """True while ``key`` does not exist: "create only if absent"."""
         return cls.create_revision(key, 0)
+
+    @classmethod
+    def none_under(cls, prefix: KeyLike) -> Compare:
+        """True while no key starts with ``prefix``."""
+        return cls(prefix, CompareTarget.CREATE_REVISION, CompareOp.EQUAL, 0, prefix=True)
+
+    def holds_all(self, kvs: Sequence[KeyValue]) -> bool:
+        """Evaluate a prefix compare against the keys under it, as etcd does: every one must
+        hold; none compares as one missing key."""
+        return all(self.holds(kv) for kv in kvs) if kvs else self.holds(None)
 
     def holds(self, kv: KeyValue | None) -> bool:
         """Evaluate against the key's current state (``None`` = absent), as etcd does."""

@@ -21,6 +21,7 @@ def test_every_key_lives_under_the_cluster_prefix() -> None:
         KS.group_member("billing", "m-1"),
         KS.group_state("billing"),
         KS.group_positions("billing", "m-1"),
+        KS.group_classic("billing"),
         KS.committed_offset("billing", "orders", 7),
         KS.producer_id_block,
         KS.principal("alice"),
@@ -43,6 +44,8 @@ def test_builders_and_parser_agree(topic: str, group: str, member: str, partitio
         KeyKind.GROUP_MEMBER, group=group, member=member
     )
     assert KS.parse(KS.share_group(group)) == ParsedKey(KeyKind.SHARE_GROUP, group=group)
+    assert KS.parse(KS.group_classic(group)) == ParsedKey(KeyKind.GROUP_CLASSIC, group=group)
+    assert not KS.group_classic(group).startswith(KS.group_members_prefix(group))
     assert KS.share_group(group).startswith(KS.share_groups_prefix)
     assert not KS.share_group(group).startswith(KS.groups_prefix)
     assert KS.parse(KS.committed_offset(group, topic, partition).encode()) == ParsedKey(

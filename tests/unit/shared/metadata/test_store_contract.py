@@ -22,6 +22,7 @@ from yak.metadata.memory_store import MemoryMetadataStore
 from yak.metadata.store import (
     Compare,
     CompareOp,
+    CompareTarget,
     DeleteOp,
     DeleteResponse,
     EventKind,
@@ -186,6 +187,22 @@ async def test_compare_on_mod_revision_rejects_a_stale_writer(h: Harness) -> Non
     assert (await h.store.get(key)) == current._replace(
         value=b"epoch-3", mod_revision=fresh.revision, version=current.version + 1
     )
+
+
+async def test_a_compare_over_a_prefix_holds_for_every_key_under_it(h: Harness) -> None:
+    members, other = h.key("g/members/"), h.key("g/membersx")
+    await h.store.put(other, b"not under the prefix")
+    assert (await h.store.txn([Compare.none_under(members)], [])).succeeded
+    revision = await h.store.put(members + b"m-1", b"1")
+    assert not (await h.store.txn([Compare.none_under(members)], [])).succeeded
+    stale = Compare(members, CompareTarget.MOD_REVISION, CompareOp.LESS, revision, prefix=True)
+    fresh = Compare(members, CompareTarget.MOD_REVISION, CompareOp.LESS, revision + 1, prefix=True)
+    assert not (await h.store.txn([stale], [])).succeeded
+    assert (await h.store.txn([fresh], [])).succeeded
+    await h.store.put(members + b"m-2", b"2")
+    assert not (await h.store.txn([fresh], [])).succeeded  # one key of two fails it
+    await h.store.delete_prefix(members)
+    assert (await h.store.txn([Compare.none_under(members)], [])).succeeded
 
 
 async def test_compare_on_value_version_and_ordering(h: Harness) -> None:
