@@ -41,6 +41,7 @@ from yak.security.acl import AclBinding
 from yak.security.authorizer import Authorizer
 from yak.security.credentials import UserRecord, parse_api_key, verify_secret
 from yak.security.login_limiter import FailedLoginLimiter, retry_after_header
+from yak.security.scram import ScramCredential
 
 __all__ = ["SecurityCache"]
 
@@ -101,6 +102,12 @@ class SecurityCache(WatchedCopy):
     @property
     def users(self) -> dict[str, UserRecord]:
         return dict(self._users)
+
+    def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        """The user's stored SCRAM credential for ``mechanism`` (None: no user, no password,
+        or a password set before SCRAM credentials were stored)."""
+        record = self._users.get(user)
+        return None if record is None else record.scram.get(mechanism)
 
     # -- authentication ---------------------------------------------------------------------
 

@@ -4,12 +4,20 @@ An API key is the token ``yak_<key-id>_<secret>``: ``key-id`` is 16 random hex d
 and names the key (so a proxy finds the one hash to check in O(1), and an operator can revoke
 it); ``secret`` is 32 random bytes, url-safe base64. The token is shown once, when the key is
 made; etcd holds only its argon2id hash. A user may hold several keys: rotation is "add a new
-key, move the clients, revoke the old one". A password (HTTP Basic) is hashed the same way.
+key, move the clients, revoke the old one". A password (HTTP Basic, Kafka's SASL/PLAIN) is
+hashed the same way, and its SCRAM credentials (``scram``: salt, iterations, StoredKey and
+ServerKey per mechanism, for Kafka's SASL/SCRAM) are stored beside the hash — written with the
+password, removed with it.
 
 The user record is the JSON value at ``security/principals/<name>``::
 
     {"name": "alice", "created_ms": 1700000000000, "password": "$argon2id$..." | null,
-     "keys": {"<key-id>": {"hash": "$argon2id$...", "created_ms": ..., "description": "..."}}}
+     "keys": {"<key-id>": {"hash": "$argon2id$...", "created_ms": ..., "description": "..."}},
+     "scram": {"SCRAM-SHA-256": {"salt": ..., "iterations": 4096, "stored_key": ...,
+               "server_key": ...}, "SCRAM-SHA-512": {...}}}
+
+A record without ``scram`` (a password set before SCRAM existed) parses with none: its user
+logs in with SASL/PLAIN until the password is set again.
 
 Hashing and verifying are slow on purpose (tens of milliseconds, memory-hard): callers on an
 event loop run them in a thread (``SecurityStore`` does).
@@ -24,6 +32,8 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
+
+from yak.security.scram import ScramCredential
 
 if TYPE_CHECKING:
     from argon2 import PasswordHasher
@@ -106,6 +116,10 @@ class UserRecord:
     created_ms: int
     password: str | None = None
     keys: MappingProxyType[str, StoredKey] = field(default_factory=lambda: MappingProxyType({}))
+    #: The password's SCRAM credentials by mechanism (empty without a password).
+    scram: MappingProxyType[str, ScramCredential] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
     @property
     def principal(self) -> str:
@@ -130,6 +144,8 @@ class UserRecord:
             "password": self.password,
             "keys": keys,
         }
+        if self.scram:
+            body["scram"] = {mechanism: c.to_json() for mechanism, c in self.scram.items()}
         return json.dumps(body, sort_keys=True).encode()
 
     @classmethod
@@ -145,9 +161,14 @@ class UserRecord:
             for key_id, k in dict(raw.get("keys") or {}).items()
         }
         password = raw.get("password")
+        scram = {
+            str(mechanism): ScramCredential.from_json(c)
+            for mechanism, c in dict(raw.get("scram") or {}).items()
+        }
         return cls(
             name=str(raw["name"]),
             created_ms=int(raw["created_ms"]),
             password=None if password is None else str(password),
             keys=MappingProxyType(keys),
+            scram=MappingProxyType(scram),
         )

@@ -8,7 +8,9 @@ etcd directly: it serves the admin API and ``yak users create --bootstrap`` (str
 before any proxy runs) alike. Readers that must be fast use ``SecurityCache`` instead.
 
 Secrets never reach etcd: a new API key's token is returned once and only its argon2id hash is
-stored (hashing runs in a thread, off the event loop).
+stored (hashing runs in a thread, off the event loop). A password is stored as its argon2id
+hash and its SCRAM credentials (``yak.security.scram``), both derived in that thread, both
+replaced or removed together.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import replace
+from types import MappingProxyType
 from typing import NamedTuple
 
 from argon2 import PasswordHasher
@@ -31,6 +34,7 @@ from yak.security.credentials import (
     hash_secret,
     new_api_key,
 )
+from yak.security.scram import ScramCredential, scram_credentials
 
 __all__ = ["MAX_ACLS_PER_CHANGE", "NewApiKey", "SecurityStore", "valid_user_name"]
 
@@ -40,6 +44,7 @@ MAX_ACLS_PER_CHANGE = 100
 _CAS_ATTEMPTS = 20
 
 _Change = Callable[[UserRecord], UserRecord]
+_NO_SCRAM: MappingProxyType[str, ScramCredential] = MappingProxyType({})
 
 
 class NewApiKey(NamedTuple):
@@ -79,6 +84,14 @@ class SecurityStore:
     async def _hash(self, secret: str) -> str:
         return await asyncio.to_thread(hash_secret, secret, self._hasher)
 
+    async def _with_password(self, record: UserRecord, password: str | None) -> UserRecord:
+        """``record`` with ``password``'s hash and SCRAM credentials (None: without any)."""
+        if password is None:
+            return replace(record, password=None, scram=_NO_SCRAM)
+        hashed = await self._hash(password)
+        scram = await asyncio.to_thread(scram_credentials, password)
+        return replace(record, password=hashed, scram=MappingProxyType(scram))
+
     # -- users ------------------------------------------------------------------------------
 
     async def get_user(self, name: str) -> UserRecord:
@@ -102,7 +115,7 @@ class SecurityStore:
         key = self._keyspace.principal(valid_user_name(name))
         record = UserRecord(name=name, created_ms=self._clock.time_ms())
         if password is not None:
-            record = replace(record, password=await self._hash(password))
+            record = await self._with_password(record, password)
         made = None
         if with_key:
             token = new_api_key()
@@ -143,9 +156,11 @@ class SecurityStore:
         return await self._update(name, revoke)
 
     async def set_password(self, name: str, password: str | None) -> int:
-        """Set (or with None, remove) the user's HTTP Basic password."""
-        hashed = None if password is None else await self._hash(password)
-        return await self._update(name, lambda record: replace(record, password=hashed))
+        """Set (or with None, remove) the user's password (HTTP Basic, Kafka's SASL)."""
+        changed = await self._with_password(UserRecord(name, 0), password)
+        return await self._update(
+            name, lambda record: replace(record, password=changed.password, scram=changed.scram)
+        )
 
     async def _update(self, name: str, change: _Change) -> int:
         key = self._keyspace.principal(valid_user_name(name))
