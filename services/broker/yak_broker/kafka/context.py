@@ -11,12 +11,15 @@ refuse the same way); per-partition failures travel inside its response.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
+from yak.clients.admin import AdminClient
 from yak.protocol.broker_wire import Buffer
+from yak_broker.kafka.groups.coordinator import GroupCoordinator
 
 if TYPE_CHECKING:
+    from yak_broker.kafka.controller import OpenAdmin
     from yak_broker.kafka.producer_ids import ProducerIds
     from yak_broker.server.broker import Broker
 
@@ -30,6 +33,13 @@ class KafkaServer:
     broker: Broker
     #: Producer ids for InitProducerId (blocks reserved in the metadata store).
     producer_ids: ProducerIds
+    #: Opens a client of the controller's admin API (the admin APIs; ``kafka.controller``).
+    open_admin: OpenAdmin = AdminClient
+    #: The classic groups this broker coordinates (``kafka/groups``), built from ``broker``.
+    groups: GroupCoordinator = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "groups", GroupCoordinator.of_broker(self.broker))
 
 
 class KafkaRequest(NamedTuple):

@@ -20,11 +20,35 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from yak.protocol.broker_wire import Buffer
+from yak_broker.kafka.admin_configs import (
+    handle_alter_configs,
+    handle_describe_configs,
+    handle_incremental_alter_configs,
+)
+from yak_broker.kafka.admin_topics import (
+    handle_create_partitions,
+    handle_create_topics,
+    handle_delete_topics,
+)
 from yak_broker.kafka.context import Handler, KafkaRequest
+from yak_broker.kafka.delete_records import handle_delete_records
+from yak_broker.kafka.describe_cluster import handle_describe_cluster
 from yak_broker.kafka.fetch import handle_fetch
 from yak_broker.kafka.find_coordinator import handle_find_coordinator
+from yak_broker.kafka.group_admin_apis import (
+    handle_delete_groups,
+    handle_describe_groups,
+    handle_list_groups,
+)
+from yak_broker.kafka.group_apis import (
+    handle_heartbeat,
+    handle_join_group,
+    handle_leave_group,
+    handle_sync_group,
+)
 from yak_broker.kafka.list_offsets import handle_list_offsets, handle_offset_for_leader_epoch
 from yak_broker.kafka.metadata import handle_metadata
+from yak_broker.kafka.offset_apis import handle_offset_commit, handle_offset_fetch
 from yak_broker.kafka.produce import handle_init_producer_id, handle_produce
 from yak_broker.kafka.produce_legacy import LEGACY_VERSIONS
 from yak_broker.kafka.schemas import (
@@ -75,10 +99,27 @@ APIS: Mapping[int, Api] = _table(
         1: Api("Fetch", 4, 12, handle_fetch),
         2: Api("ListOffsets", 1, 7, handle_list_offsets),
         3: Api("Metadata", 1, 12, handle_metadata),
+        8: Api("OffsetCommit", 2, 8, handle_offset_commit),
+        9: Api("OffsetFetch", 1, 8, handle_offset_fetch),
         10: Api("FindCoordinator", 0, 4, handle_find_coordinator),
+        11: Api("JoinGroup", 0, 9, handle_join_group),
+        12: Api("Heartbeat", 0, 4, handle_heartbeat),
+        13: Api("LeaveGroup", 0, 5, handle_leave_group),
+        14: Api("SyncGroup", 0, 5, handle_sync_group),
+        15: Api("DescribeGroups", 0, 5, handle_describe_groups),
+        16: Api("ListGroups", 0, 5, handle_list_groups),
         API_VERSIONS_KEY: Api("ApiVersions", 0, 3, _handle_api_versions),
+        19: Api("CreateTopics", 2, 7, handle_create_topics),
+        20: Api("DeleteTopics", 1, 6, handle_delete_topics),
+        21: Api("DeleteRecords", 0, 2, handle_delete_records),
         22: Api("InitProducerId", 0, 4, handle_init_producer_id),
         23: Api("OffsetForLeaderEpoch", 2, 4, handle_offset_for_leader_epoch),
+        42: Api("DeleteGroups", 0, 2, handle_delete_groups),
+        32: Api("DescribeConfigs", 1, 4, handle_describe_configs),
+        33: Api("AlterConfigs", 0, 2, handle_alter_configs),
+        37: Api("CreatePartitions", 0, 3, handle_create_partitions),
+        44: Api("IncrementalAlterConfigs", 0, 1, handle_incremental_alter_configs),
+        60: Api("DescribeCluster", 0, 0, handle_describe_cluster),
     }
 )
 

@@ -14,7 +14,7 @@ metadata cache (``Broker.snapshot``: etcd as of the cache's last revision).
   one; an unknown one gets ``UNKNOWN_TOPIC_OR_PARTITION`` (topics are never auto-created, so
   ``allow_auto_topic_creation`` changes nothing); a topic being deleted is unknown. Internal
   topics (``__yak_*``) are flagged internal. Topic ids are the topics' own (``TopicRecord.
-  topic_id``, a UUID in hex).
+  topic_id``: Kafka's URL-safe base64 of a UUID, or hex; ``topic_uuid``).
 - **Partitions**: leader, leader epoch, replicas, ISR, and the replicas whose broker is not
   registered as offline replicas; a partition without a live leader has
   ``LEADER_NOT_AVAILABLE`` and leader -1.
@@ -24,6 +24,9 @@ Authorized-operations fields keep Kafka's "not asked" value. Single event loop.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import contextlib
 import uuid
 from typing import Any
 
@@ -33,7 +36,7 @@ from yak.protocol.broker_wire import Buffer
 from yak_broker.kafka.context import KafkaRequest
 from yak_broker.kafka.schemas import read_request, write_response
 
-__all__ = ["handle_metadata", "kafka_brokers", "kafka_endpoint"]
+__all__ = ["handle_metadata", "kafka_brokers", "kafka_endpoint", "topic_uuid"]
 
 API_METADATA = 3
 _NONE = 0
@@ -87,14 +90,21 @@ async def handle_metadata(request: KafkaRequest) -> list[Buffer]:
 
 
 def _topics_by_id(snapshot: ClusterSnapshot) -> dict[uuid.UUID, str]:
-    return {_topic_uuid(r): name for name, r in snapshot.topics.items() if not r.deleting}
+    return {topic_uuid(r): name for name, r in snapshot.topics.items() if not r.deleting}
 
 
-def _topic_uuid(record: TopicRecord) -> uuid.UUID:
-    try:
-        return uuid.UUID(hex=record.topic_id)
-    except ValueError:  # not a UUID: a topic id is opaque to Yak, Kafka wants 16 bytes
-        return uuid.uuid5(uuid.NAMESPACE_URL, record.topic_id)
+def topic_uuid(record: TopicRecord) -> uuid.UUID:
+    """A topic's id as Kafka's 16 bytes: the coordinator's ids are Kafka's own format (URL-safe
+    base64 of a UUID, as Kafka's tools print them), older ones hex; anything else is hashed."""
+    topic_id = record.topic_id
+    with contextlib.suppress(ValueError):
+        return uuid.UUID(hex=topic_id)
+    with contextlib.suppress(ValueError, binascii.Error):
+        raw = base64.urlsafe_b64decode(topic_id + "=" * (-len(topic_id) % 4))
+        if len(raw) == 16:
+            return uuid.UUID(bytes=raw)
+    # a topic id is opaque to Yak, Kafka wants 16 bytes
+    return uuid.uuid5(uuid.NAMESPACE_URL, topic_id)
 
 
 def _topic(
@@ -118,7 +128,7 @@ def _topic(
     return {
         "error_code": _NONE,
         "name": record.name,
-        "topic_id": _topic_uuid(record),
+        "topic_id": topic_uuid(record),
         "is_internal": record.name.startswith(_INTERNAL_PREFIX),
         "partitions": [
             _partition(state, brokers, snapshot) for state in snapshot.partitions_of(record.name)

@@ -1,0 +1,98 @@
+"""The Kafka admin APIs' way to the controller: the coordinator's admin API, never etcd.
+
+Kafka's admin requests (CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs
+...) go "through the controller": in Yak that is the active coordinator, reached over the same
+admin API the ``yak`` CLI and the REST admin use (``yak.clients.admin.AdminClient``), so one
+validation and one etcd transaction serve every door. A broker never writes a topic record.
+
+``ControllerAdmin`` is the part of ``AdminClient`` the handlers call (a test hands a fake one
+to ``KafkaServer.open_admin``). ``controller_admin`` opens one for the controller the broker's
+metadata names, for the length of one request: admin requests are rare, so no connection pool
+outlives them and nothing needs closing when the listener stops. With no active controller the
+call raises ``NotControllerError`` (Kafka's ``NOT_CONTROLLER``: clients refresh metadata and
+retry). ``failure`` is an admin answer's error fields for a typed error; ``await_metadata``
+waits until this broker's own metadata shows a change (Kafka's controller answers once the
+change is in the brokers' metadata). Single event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Protocol
+
+from yak.api.admin import TopicDeleted, TopicDescription
+from yak.errors import NotControllerError, YakError
+from yak.metadata.snapshot import ClusterSnapshot
+
+if TYPE_CHECKING:
+    from yak_broker.server.broker import Broker
+
+__all__ = ["ControllerAdmin", "OpenAdmin", "await_metadata", "controller_admin", "failure"]
+
+
+class ControllerAdmin(Protocol):
+    """The coordinator admin calls of the Kafka admin APIs (``AdminClient``'s signatures)."""
+
+    async def create_topic(
+        self,
+        name: str,
+        *,
+        partitions: int = 1,
+        replication_factor: int | None = None,
+        configs: Mapping[str, str] | None = None,
+    ) -> TopicDescription: ...
+
+    async def delete_topic(self, name: str) -> TopicDeleted: ...
+
+    async def create_partitions(self, name: str, count: int) -> TopicDescription: ...
+
+    async def alter_topic_configs(
+        self,
+        name: str,
+        *,
+        set_configs: Mapping[str, str] | None = None,
+        delete_configs: Sequence[str] = (),
+    ) -> TopicDescription: ...
+
+    async def aclose(self) -> None: ...
+
+
+#: Opens a client of the coordinator at a URL (``AdminClient`` in a running broker).
+OpenAdmin = Callable[[str], ControllerAdmin]
+
+
+@asynccontextmanager
+async def controller_admin(
+    snapshot: ClusterSnapshot, open_admin: OpenAdmin
+) -> AsyncIterator[ControllerAdmin]:
+    """A client of the active controller named by ``snapshot``, closed on exit."""
+    controller = snapshot.controller
+    if controller is None:
+        raise NotControllerError("no coordinator is the active controller right now")
+    admin = open_admin(controller.url)
+    try:
+        yield admin
+    finally:
+        await admin.aclose()
+
+
+def failure(exc: YakError) -> dict[str, object]:
+    """A per-resource answer's error fields for ``exc`` (Kafka's number and the message)."""
+    return {"error_code": exc.kafka_code, "error_message": exc.message}
+
+
+async def await_metadata(
+    broker: Broker, predicate: Callable[[ClusterSnapshot], bool], timeout_ms: int
+) -> bool:
+    """Wait (at most ``timeout_ms``) until this broker's metadata satisfies ``predicate``, so a
+    client's next request to this broker sees what the controller just did; whether it does."""
+    if predicate(broker.snapshot()):
+        return True
+    if timeout_ms <= 0:
+        return False
+    try:
+        await broker.wait_for_metadata(predicate, timeout_ms / 1000)
+    except TimeoutError:
+        return False
+    return True
