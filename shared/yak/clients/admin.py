@@ -66,7 +66,7 @@ from yak.api.share_groups import (
     ShareGroupList,
 )
 from yak.clients._http import error_from_response, segment
-from yak.clients.tls import ClientTls
+from yak.clients.tls import ClientTls, default_context
 from yak.closing import AsyncClosing
 from yak.errors import KafkaTimeoutError, NetworkError
 from yak.observability.request_id import propagate_request_id
@@ -100,7 +100,7 @@ class AdminClient(AsyncClosing):
             transport=transport,
             auth=auth,
             headers={CLUSTER_SECRET_HEADER: secret} if secret else None,
-            verify=tls.ssl_context() if tls.configured else True,
+            verify=tls.ssl_context() if tls.configured else default_context(),
             event_hooks={"request": [propagate_request_id]},
         )
 

@@ -45,7 +45,7 @@ from yak.api.scheduled import CancelledSchedule, ScheduledRecords
 from yak.api.share_groups import ShareGroupLeaderState
 from yak.clients._http import error_from_response, segment
 from yak.clients.broker_connection import BrokerConnection
-from yak.clients.tls import ClientTls
+from yak.clients.tls import ClientTls, default_context
 from yak.closing import AsyncClosing
 from yak.errors import BrokerNotAvailableError, KafkaTimeoutError, NetworkError, YakError
 from yak.observability.request_id import propagate_request_id, request_id_header
@@ -118,7 +118,7 @@ class BrokerClient(AsyncClosing):
             timeout=timeout_s,
             transport=transport,
             headers=headers,
-            verify=context if context is not None else True,
+            verify=context if context is not None else default_context(),
             event_hooks={"request": [propagate_request_id]},
         )
         self._pool = (

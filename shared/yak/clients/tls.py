@@ -11,11 +11,15 @@ YAK_TLS_CLIENT_KEY          its private key (default: in the certificate file)
 
 Services and the CLI build their clients from the environment (``ClientTls.from_env``); the
 SDK takes ``verify=`` (a CA bundle path, an ``ssl.SSLContext``, or False) and ``cert=``.
-Plain ``http://`` URLs ignore all of this.
+Plain ``http://`` URLs ignore all of this. Without a CA of its own a client verifies with
+``default_context()``: one context per process, built once — building one loads the whole
+trust store (20 to 40 ms of CPU), which every new ``httpx.AsyncClient`` paid otherwise, on the
+event loop, even to talk plain HTTP.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import ssl
 from collections.abc import Mapping
@@ -23,7 +27,7 @@ from dataclasses import dataclass
 
 import certifi
 
-__all__ = ["ClientTls", "ssl_context"]
+__all__ = ["ClientTls", "default_context", "ssl_context"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,3 +68,10 @@ def ssl_context(
     if cert_file is not None:
         context.load_cert_chain(cert_file, key_file)
     return context
+
+
+@functools.cache
+def default_context() -> ssl.SSLContext:
+    """The process's verifying context with the default roots (certifi's), built on first use
+    and shared by every client that has no CA of its own (an ``SSLContext`` may be shared)."""
+    return ssl_context()
