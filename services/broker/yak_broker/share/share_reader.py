@@ -9,8 +9,12 @@ watermark: a share group never sees a record that could still be truncated.
   batches are skipped: their offsets are complete) and returns what ``admit`` needs per record
   — offset, timestamp, the ``yak-deliver-at`` due time (``yak.delays``, only on topics with
   delays enabled) and whether the request's filter accepts it — plus the offset the read
-  ended at. Bounded: at most ``max_bytes`` read and ``ReadRequest.max_records`` records taken
-  into the window. A scan offset below the log start (retention) skips to the log start.
+  ended at. With no delays and no filter, a batch whose offsets are all records (no gaps from
+  compaction) is not decoded: its records come from its header, each with the batch's first
+  timestamp (its append time under ``LogAppendTime``) — the window keeps timestamps only for
+  the oldest-unacked age, which may so read a batch's span older. Bounded: at most
+  ``max_bytes`` read and ``ReadRequest.max_records`` records taken into the window. A scan
+  offset below the log start (retention) skips to the log start.
 - ``read_back`` finds the whole batches holding acquired offsets (a record released earlier,
   or a delayed one, lies below the scan offset and is read again). It reports the offsets the
   log no longer has and, with a filter, the ones the filter rejects: the driver accepts those
@@ -29,14 +33,17 @@ from yak.delays import deliver_at_of
 from yak.filters import RecordFilter
 from yak.protocol.broker_wire import Buffer
 from yak.record import Record, decode_batch
-from yak.record.batch_header import BatchHeader, iter_batches
+from yak.record.batch_header import BatchHeader, TimestampType, iter_batches
 from yak_broker.share.state.records import LogRecord, ReadRequest
 from yak_broker.storage.log_info import FetchDataInfo
 
 __all__ = ["ReadBack", "ScanResult", "ShareLog", "find_records", "read_back", "scan"]
 
-#: Bytes read from the log per read call.
+#: Bytes read from the log per read call (at most).
 READ_BYTES = 1024 * 1024
+#: The read-back's first read: an answer usually needs a few batches, so it starts small and
+#: doubles per further read of the same call, up to ``max_bytes``.
+FIRST_READ_BACK_BYTES = 64 * 1024
 
 
 class ShareLog(Protocol):
@@ -90,15 +97,18 @@ def _holding(
     log: ShareLog, offsets: Sequence[int], max_bytes: int, missing: list[int]
 ) -> Iterator[tuple[BatchHeader, Buffer, list[int]]]:
     """Each batch holding some of ``offsets`` (ascending) with those offsets; the offsets no
-    batch holds go to ``missing``. One log read per run of nearby offsets."""
+    batch holds go to ``missing``. One log read per run of nearby offsets, the first of
+    ``FIRST_READ_BACK_BYTES``, each next one twice the last, up to ``max_bytes``."""
     i, n = 0, len(offsets)
+    size = min(FIRST_READ_BACK_BYTES, max_bytes)
     while i < n:
         if offsets[i] < log.log_start_offset:
             missing.append(offsets[i])
             i += 1
             continue
         before = i
-        for header, batch in _chunk(log, offsets[i], max_bytes):
+        chunk, size = _chunk(log, offsets[i], size), min(size * 2, max_bytes)
+        for header, batch in chunk:
             while i < n and offsets[i] < header.base_offset:
                 missing.append(offsets[i])
                 i += 1
@@ -127,20 +137,36 @@ def scan(
     offset = max(request.offset, log.log_start_offset)
     out: list[LogRecord] = []
     taken, read = 0, 0
+    plain = not delays and record_filter is None
     for header, batch in _batches(log, offset, max_bytes):
         if header.is_control:
             offset = header.next_offset
             continue
-        for record in decode_batch(batch, from_offset=offset).records:
-            deliver_at = deliver_at_of(record.headers) if delays else None
-            accepted = record_filter is None or record_filter.matches(record)
-            out.append(LogRecord(record.offset, record.timestamp, deliver_at, accepted))
-            taken += accepted and deliver_at is None
+        if plain and header.record_count == header.last_offset_delta + 1:
+            taken += _from_header(header, offset, out)
+        else:
+            for record in decode_batch(batch, from_offset=offset).records:
+                deliver_at = deliver_at_of(record.headers) if delays else None
+                accepted = record_filter is None or record_filter.matches(record)
+                out.append(LogRecord(record.offset, record.timestamp, deliver_at, accepted))
+                taken += accepted and deliver_at is None
         offset = header.next_offset
         read += header.size
         if taken >= request.max_records or read >= max_bytes:
             break
     return ScanResult(out, max(offset, request.offset))
+
+
+def _from_header(header: BatchHeader, offset: int, out: list[LogRecord]) -> int:
+    """The records of a gapless batch from ``offset`` on, from its header alone (module doc);
+    how many."""
+    if header.timestamp_type is TimestampType.LOG_APPEND_TIME:
+        stamp = header.max_timestamp
+    else:
+        stamp = header.base_timestamp
+    first = max(offset, header.base_offset)
+    out.extend([LogRecord(o, stamp) for o in range(first, header.next_offset)])
+    return header.next_offset - first
 
 
 def read_back(

@@ -7,8 +7,9 @@ from tests.unit.broker.share.share_support import MemoryLog
 from yak.delays import delay_header
 from yak.filters import compile_filter
 from yak.record import RecordInput
-from yak_broker.share.share_reader import find_records, read_back, scan
+from yak_broker.share.share_reader import FIRST_READ_BACK_BYTES, find_records, read_back, scan
 from yak_broker.share.state.records import LogRecord, ReadRequest
+from yak_broker.storage.log_info import FetchDataInfo
 
 
 def _log() -> MemoryLog:
@@ -60,3 +61,45 @@ def test_read_back_gives_whole_batches_and_names_missing_and_rejected_offsets() 
 def test_find_records_reads_the_originals() -> None:
     found = find_records(_log(), [1, 3, 5])
     assert {o: r.value for o, r in found.items()} == {1: b"b", 3: b"later", 5: b'{"k": 2}'}
+
+
+def test_without_delays_or_filter_a_gapless_batch_is_taken_from_its_header() -> None:
+    log = MemoryLog()
+    log.append([RecordInput(None, b"a", (), 5_000), RecordInput(None, b"b", (), 7_000)])
+    plain = scan(log, ReadRequest(0, 100), None, delays=False)
+    assert plain.records == [LogRecord(0, 5_000), LogRecord(1, 5_000)]  # the batch's first
+    assert plain.next_offset == 2
+    assert scan(log, ReadRequest(1, 100), None, delays=False).records == [LogRecord(1, 5_000)]
+    decoded = scan(log, ReadRequest(0, 100), None, delays=True)
+    assert [r.timestamp_ms for r in decoded.records] == [5_000, 7_000]  # each record's own
+
+
+class _CountingLog(MemoryLog):
+    """Records the ``max_bytes`` of each read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[int] = []
+
+    def read(self, offset: int, max_bytes: int) -> FetchDataInfo:
+        self.reads.append(max_bytes)
+        return super().read(offset, max_bytes)
+
+
+def test_read_back_starts_with_a_small_read_and_doubles_while_it_needs_more() -> None:
+    log = _CountingLog()
+    value = "v" * 1000
+    for _ in range(300):
+        log.values(value)  # one record a batch, ~1.1 KB each
+    back = read_back(log, [0], None)
+    assert len(back.batches) == 1
+    assert log.reads == [FIRST_READ_BACK_BYTES]
+    log.reads.clear()
+    back = read_back(log, list(range(0, 300, 3)), None)
+    assert len(back.batches) == 100
+    assert log.reads[:3] == [
+        FIRST_READ_BACK_BYTES,
+        2 * FIRST_READ_BACK_BYTES,
+        4 * FIRST_READ_BACK_BYTES,
+    ]
+    assert back.missing == []
