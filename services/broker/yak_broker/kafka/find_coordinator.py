@@ -1,9 +1,11 @@
-"""FindCoordinator (api key 10, v0-v4): no group or transaction coordinator is served yet.
+"""FindCoordinator (api key 10, v0-v4): the broker that coordinates a group.
 
-Every key gets ``COORDINATOR_NOT_AVAILABLE`` (retriable), so a client that only uses
-``assign`` — or librdkafka, which asks FindCoordinator's presence in ApiVersions before it
-compresses with lz4 — works, and a group member keeps retrying until the classic-group
-increment (``kafka/groups``) answers with a broker. v4 batches keys; v0-v3 ask one.
+A group key (key type 0) is answered by the rendezvous hash over the live brokers that
+advertise a Kafka listener (``kafka/groups/rendezvous.py``; docs/decisions.md, "Kafka classic
+groups"): every broker gives the same answer from its metadata cache, with no write. With no
+such broker the answer is COORDINATOR_NOT_AVAILABLE (retriable). Transaction keys (key type 1)
+get COORDINATOR_NOT_AVAILABLE with a message: Yak does not support transactions. v4 batches
+keys; v0-v3 ask one (v0 has no key type: a group).
 """
 
 from __future__ import annotations
@@ -11,27 +13,51 @@ from __future__ import annotations
 from typing import Any
 
 from yak.protocol.broker_wire import Buffer
+from yak.protocol.kafka_errors import GroupErrorCode
 from yak_broker.kafka.context import KafkaRequest
+from yak_broker.kafka.metadata import kafka_endpoint
 from yak_broker.kafka.schemas import read_request, write_response
 
 __all__ = ["handle_find_coordinator"]
 
 API_FIND_COORDINATOR = 10
-_COORDINATOR_NOT_AVAILABLE = 15
-_MESSAGE = "Yak's Kafka listener has no group coordinator yet"
+_GROUP_KEY = 0
+_NO_TRANSACTIONS = "Yak does not support Kafka transactions"
+_NO_BROKER = "no live broker has a Kafka listener"
 
 
-async def handle_find_coordinator(request: KafkaRequest) -> list[Buffer]:
-    parsed = read_request(API_FIND_COORDINATOR, request.api_version, request.body)
+def _answer(request: KafkaRequest, key: str, key_type: int) -> dict[str, Any]:
     refusal: dict[str, Any] = {
-        "error_code": _COORDINATOR_NOT_AVAILABLE,
-        "error_message": _MESSAGE,
+        "key": key,
+        "error_code": GroupErrorCode.COORDINATOR_NOT_AVAILABLE,
         "node_id": -1,
         "host": "",
         "port": -1,
     }
+    if key_type != _GROUP_KEY:
+        return {**refusal, "error_message": _NO_TRANSACTIONS}
+    registration = request.server.groups.coordinator_of(key)
+    endpoint = None if registration is None else kafka_endpoint(registration)
+    if registration is None or endpoint is None:
+        return {**refusal, "error_message": _NO_BROKER}
+    host, port = endpoint
+    return {
+        "key": key,
+        "error_code": GroupErrorCode.NONE,
+        "error_message": None,
+        "node_id": registration.broker_id,
+        "host": host,
+        "port": port,
+    }
+
+
+async def handle_find_coordinator(request: KafkaRequest) -> list[Buffer]:
+    parsed = read_request(API_FIND_COORDINATOR, request.api_version, request.body)
+    key_type = int(getattr(parsed, "key_type", _GROUP_KEY))
     keys = getattr(parsed, "coordinator_keys", None)
-    values: dict[str, Any] = {"throttle_time": 0, **refusal}
+    values: dict[str, Any] = {"throttle_time": 0}
     if keys is not None:
-        values["coordinators"] = [{"key": key, **refusal} for key in keys]
+        values["coordinators"] = [_answer(request, str(key), key_type) for key in keys]
+    else:
+        values.update(_answer(request, str(parsed.key), key_type))
     return write_response(API_FIND_COORDINATOR, request.api_version, request.correlation_id, values)

@@ -235,10 +235,13 @@ async def test_init_producer_id_hands_out_distinct_ids_and_refuses_transactions(
     assert await broker.store.get(broker.keyspace.producer_id_block) is not None
 
 
-async def test_find_coordinator_is_not_available_yet(kafka: KafkaTestConnection) -> None:
-    request = make(FindCoordinatorRequest, key_type=0, coordinator_keys=("g1", "g2"))
+async def test_find_coordinator_has_no_transaction_coordinator(
+    kafka: KafkaTestConnection,
+) -> None:
+    # Group keys: tests/unit/broker/kafka/test_group_apis.py.
+    request = make(FindCoordinatorRequest, key_type=1, coordinator_keys=("t1", "t2"))
     answer = await kafka.call(10, 4, request)
-    assert [(c.key, c.error_code) for c in answer.coordinators] == [("g1", 15), ("g2", 15)]
+    assert [(c.key, c.error_code) for c in answer.coordinators] == [("t1", 15), ("t2", 15)]
 
 
 async def test_offset_for_leader_epoch_answers_the_epochs_end(

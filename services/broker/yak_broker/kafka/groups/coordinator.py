@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from yak.clock import Clock
+from yak.clock import Clock, SystemClock
 from yak.errors import InvalidGroupIdError, MetadataStoreError
 from yak.metadata.classic_groups import ClassicGroupStore, GroupDeletion, MarkerClaim
 from yak.metadata.keyspace import KeyKind, Keyspace
@@ -52,10 +52,17 @@ from yak_broker.kafka.groups.state.records import (
     SyncGroupResult,
 )
 
+if TYPE_CHECKING:
+    from yak_broker.server.broker import Broker
+
 __all__ = ["GroupCoordinator", "OffsetToCommit"]
 
 _log = logging.getLogger(__name__)
 _E = GroupErrorCode
+
+
+#: The settings ``of_broker`` gives a broker's coordinator (Kafka's broker defaults).
+BROKER_GROUP_SETTINGS = GroupSettings()
 
 
 class OffsetToCommit(NamedTuple):
@@ -87,6 +94,18 @@ class GroupCoordinator:
         self._groups: dict[str, GroupDriver] = {}
         self._lease: int | None = None
         self._closed = False
+
+    @classmethod
+    def of_broker(cls, broker: Broker) -> GroupCoordinator:
+        """The coordinator of a broker's Kafka listener (its cache's brokers, its store)."""
+        return cls(
+            broker.settings.broker_id,
+            lambda: broker.snapshot().brokers,
+            lambda: broker.metadata_store,
+            broker.keyspace,
+            SystemClock(),
+            BROKER_GROUP_SETTINGS,
+        )
 
     # --- routing ---------------------------------------------------------------------------
 
