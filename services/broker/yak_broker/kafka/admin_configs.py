@@ -89,15 +89,18 @@ def topic_config_entries(
     for name in names:
         definition = CATALOGUE[name]
         overridden = name in overrides
-        default = {"name": name, "value": definition.default, "source": DEFAULT_CONFIG}
-        found = [{"name": name, "value": overrides[name], "source": DYNAMIC_TOPIC_CONFIG}]
+        chain = [{"name": name, "value": definition.default, "source": DEFAULT_CONFIG}]
+        if overridden:
+            chain.insert(
+                0, {"name": name, "value": overrides[name], "source": DYNAMIC_TOPIC_CONFIG}
+            )
         entry: dict[str, Any] = {
             "name": name,
             "value": overrides[name] if overridden else definition.default,
             "read_only": False,
             "config_source": DYNAMIC_TOPIC_CONFIG if overridden else DEFAULT_CONFIG,
             "is_sensitive": False,
-            "synonyms": ((found if overridden else []) + [default]) if synonyms else [],
+            "synonyms": chain if synonyms else [],
             "config_type": _config_type(definition),
             "documentation": definition.doc if documentation else None,
         }

@@ -121,7 +121,7 @@ async def _create(server: KafkaServer, topic: Any, dry: bool, timeout_ms: int) -
     name = str(topic.name)
     count = DEFAULT_PARTITIONS if topic.num_partitions == -1 else int(topic.num_partitions)
     factor = None if topic.replication_factor == -1 else int(topic.replication_factor)
-    answer: dict[str, Any] = {"name": name, "topic_id": _ZERO_UUID, "error_message": None}
+    answer: dict[str, Any] = {"name": name, "topic_id": _ZERO_UUID, "configs": None}
     try:
         _user_topic(name)
         _check_assignments(topic.assignments)
@@ -153,6 +153,7 @@ async def _create(server: KafkaServer, topic: Any, dry: bool, timeout_ms: int) -
         return answer
     answer.update(
         error_code=0,
+        error_message=None,
         num_partitions=count,
         replication_factor=-1 if factor is None else factor,
         configs=topic_config_entries(configs),
@@ -184,7 +185,9 @@ async def handle_create_topics(request: KafkaRequest) -> list[Buffer]:
         [str(t.name) for t in parsed.topics],
         parsed.topics,
         lambda t: _create(request.server, t, dry, timeout_ms),
-        lambda t, exc: {"name": str(t.name), "topic_id": _ZERO_UUID} | failure(exc),
+        lambda t, exc: (
+            {"name": str(t.name), "topic_id": _ZERO_UUID, "configs": None} | failure(exc)
+        ),
     )
     values = {"throttle_time": 0, "topics": topics}
     return write_response(API_CREATE_TOPICS, request.api_version, request.correlation_id, values)
