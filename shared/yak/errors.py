@@ -34,6 +34,7 @@ __all__ = [
     "GroupNotEmptyError",
     "IllegalGenerationError",
     "IllegalStateError",
+    "InconsistentGroupProtocolError",
     "InvalidConfigError",
     "InvalidDelayError",
     "InvalidFilterError",
@@ -415,6 +416,15 @@ class GroupNotEmptyError(ConsumerGroupError):
 
     code = "NON_EMPTY_GROUP"
     kafka_code = 68
+
+
+class InconsistentGroupProtocolError(ConsumerGroupError):
+    """The group has members of the other kind: Kafka-protocol (classic) members while a REST
+    member joins, or the reverse — one kind per group (docs/decisions.md, "Kafka classic
+    groups"); it can change kind once no member of either kind is left."""
+
+    code = "INCONSISTENT_GROUP_PROTOCOL"
+    kafka_code = 23
 
 
 class ConsumerInstanceExistsError(ConsumerGroupError):

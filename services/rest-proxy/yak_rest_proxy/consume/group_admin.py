@@ -141,8 +141,11 @@ class GroupAdmin:
         )
 
     async def _member_count(self, group: str) -> int:
+        """REST member records, and one for a Kafka classic group's marker (its members live
+        in its coordinating broker's memory): a group with either kind is not empty."""
         found = await self._store.range_prefix(self._keyspace.group_members_prefix(group))
-        return len(found.kvs)
+        classic = await self._store.get(self._keyspace.group_classic(group))
+        return len(found.kvs) + (classic is not None)
 
     async def delete(self, group: str) -> None:
         validate_group_id(group)

@@ -3,7 +3,9 @@ positions in one transaction, and a ``member_state.Write`` applied as compare-an
 
 Keys (``docs/consumer-groups.md``): the member record ``groups/<g>/members/<m>`` and its
 positions ``groups/<g>/positions/<m>``, both on the member's lease (its TTL is the instance
-timeout); ``groups/<g>/state`` (read only: the coordinator writes it); ``offsets/<g>/<t>/<p>``.
+timeout); ``groups/<g>/state`` (read only: the coordinator writes it); ``offsets/<g>/<t>/<p>``; and
+``groups/<g>/classic`` (read only: a broker's marker of a Kafka classic group, whose presence
+refuses a member's creation with INCONSISTENT_GROUP_PROTOCOL — one kind per group).
 The positions record is ``HeldPositions``: ``GroupPositions`` plus the proxy holding the member
 and the one asking for it (a reader that does not know them ignores them).
 
@@ -21,10 +23,11 @@ from collections.abc import Iterable
 
 from pydantic import ValidationError
 
-from yak.errors import ConsumerInstanceExistsError
+from yak.errors import ConsumerInstanceExistsError, InconsistentGroupProtocolError
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.models import (
     Assignment,
+    ClassicGroupMarker,
     CommittedOffset,
     GroupMember,
     GroupPositions,
@@ -144,16 +147,21 @@ class MemberStore:
         lease = await self._store.grant_lease(max(1, math.ceil(timeout_ms / 1000)))
         record = record.model_copy(update={"lease_id": lease})
         positions = HeldPositions(member_id=record.member_id, member_epoch=0, holder=holder)
+        classic = keys.group_classic(group)
         result = await self._store.txn(
-            [Compare.absent(member_key)],
+            [Compare.absent(member_key), Compare.absent(classic)],
             [
                 PutOp(member_key, record.encode(), lease),
                 PutOp(keys.group_positions(group, record.member_id), positions.encode(), lease),
                 GetOp(keys.group_state(group)),
             ],
+            [GetOp(classic)],
         )
         if not result.succeeded:
             await self._store.revoke_lease(lease)
+            marker = _first(result.responses[0])
+            if marker is not None:
+                raise _kafka_members(group, marker)
             raise ConsumerInstanceExistsError(
                 f"consumer instance {record.member_id!r} already exists in group {group!r}",
                 group=group,
@@ -288,6 +296,20 @@ class MemberStore:
             wanted_by=op.wanted_by,
         )
         return PutOp(self._key(write, Key.POSITIONS), value.encode(), write.lease_id)
+
+
+def _kafka_members(group: str, marker: KeyValue) -> InconsistentGroupProtocolError:
+    """One kind per group: the group's marker says Kafka-protocol members hold it."""
+    try:
+        broker: int | None = ClassicGroupMarker.decode(marker.value).broker_id
+    except ValidationError:
+        broker = None
+    return InconsistentGroupProtocolError(
+        f"group {group!r} has Kafka-protocol members (a classic group, coordinator broker "
+        f"{broker}): one kind of member per group",
+        group=group,
+        coordinator=broker,
+    )
 
 
 def _grant(state_kv: KeyValue | None, as_of: int, member_id: str) -> Grant:
