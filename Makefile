@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 YAK_ARGS ?=
 
-.PHONY: install install-run install-test install-bench install-spark etcd chromium java peers deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers bench-latency bench-workers bench-scale bench-queue soak clean
+.PHONY: install install-run install-test install-bench install-spark etcd chromium java peers kafka-tools deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers bench-latency bench-workers bench-scale bench-queue soak clean
 
 ## One venv, installed by use: each stamp installs its part once (again when pyproject.toml
 ## changes). Running needs the package with its `server` extra (the base package alone is the
@@ -79,6 +79,13 @@ peers:
 	  $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server nats-server; }
 
+## Debian's kcat (librdkafka's command-line client): the Kafka listener's tests list metadata,
+## produce and consume with it (docs/kafka-protocol.md).
+kafka-tools:
+	@command -v kcat >/dev/null 2>&1 || { \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat; }
+
 ## Debian's docker-compose: `docker-compose config` validates deploy/compose/ without a Docker
 ## engine (the deploy tests run it; hadolint and check-jsonschema come with the dev extra).
 deploy-tools:
@@ -142,7 +149,7 @@ up: $(RUN_STAMP)
 	$(BIN)/yak up $(YAK_ARGS)
 
 ## Every check and test: lint, format, types, import contracts, pytest.
-test: $(TEST_STAMP) chromium java peers deploy-tools docker-tools lint typecheck imports unit
+test: $(TEST_STAMP) chromium java peers kafka-tools deploy-tools docker-tools lint typecheck imports unit
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
@@ -154,7 +161,7 @@ typecheck: $(TEST_STAMP)
 imports: $(TEST_STAMP)
 	$(BIN)/lint-imports
 
-unit: $(TEST_STAMP) chromium java peers deploy-tools docker-tools
+unit: $(TEST_STAMP) chromium java peers kafka-tools deploy-tools docker-tools
 	$(BIN)/pytest
 
 ## Benchmarks (not part of `make test`); each writes loadtest/results/<name>.json.
