@@ -20,6 +20,19 @@ kafka_advertised_host       YAK_KAFKA_ADVERTISED_  the registered host (above): 
                             HOST                   clients are told to connect
 kafka_advertised_port       YAK_KAFKA_ADVERTISED_  the bound Kafka port (a container's
                             PORT                   published port differs)
+kafka_security_protocol     YAK_KAFKA_SECURITY_    PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL;
+                            PROTOCOL               default: SASL_ when security is on or a
+                                                   cluster secret is set, then SSL with TLS,
+                                                   else PLAINTEXT. SSL needs TLS; under
+                                                   security or a secret only SASL_* may open
+                                                   (docs/kafka-protocol.md, Security)
+security                    YAK_SECURITY           off; ``on`` (as the rest-proxy's): the
+                                                   Kafka listener must authenticate (SASL)
+super_users                 YAK_SUPER_USERS        none; ``User:<name>`` list bypassing ACLs
+quota_produce_bytes_per_s   YAK_QUOTA_PRODUCE_     0 (unlimited): each principal's produce
+                            BYTES_PER_S            byte rate on this broker's Kafka listener,
+quota_fetch_bytes_per_s     YAK_QUOTA_FETCH_       and fetch byte rate, unless its override
+                            BYTES_PER_S            in etcd says otherwise (as the proxy's)
 data_dir                    YAK_DATA_DIR           ./.yak-broker
 etcd_url                    YAK_ETCD               http://127.0.0.1:2379 (or several members,
                                                    comma-separated: failover)
@@ -56,19 +69,42 @@ load_publish_interval_ms    YAK_LOAD_PUBLISH_      5000 (1000..60000): how often
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from yak.metadata.etcd_endpoints import parse_etcd_urls
 from yak.security.cluster_secret import load_cluster_secret
 
-__all__ = ["LOAD_PUBLISH_INTERVAL_MAX_MS", "LOAD_PUBLISH_INTERVAL_MIN_MS", "BrokerSettings"]
+__all__ = [
+    "LOAD_PUBLISH_INTERVAL_MAX_MS",
+    "LOAD_PUBLISH_INTERVAL_MIN_MS",
+    "BrokerSettings",
+    "KafkaSecurityProtocol",
+]
 
 #: Bounds of ``load_publish_interval_ms``: below a second the registration rewrites would be
 #: an etcd write storm; above a minute the samples say little of the present.
 LOAD_PUBLISH_INTERVAL_MIN_MS = 1_000
 LOAD_PUBLISH_INTERVAL_MAX_MS = 60_000
+
+
+class KafkaSecurityProtocol(StrEnum):
+    """Kafka's ``security.protocol`` of the Kafka listener."""
+
+    PLAINTEXT = "PLAINTEXT"
+    SSL = "SSL"
+    SASL_PLAINTEXT = "SASL_PLAINTEXT"
+    SASL_SSL = "SASL_SSL"
+
+    @property
+    def sasl(self) -> bool:
+        return self.name.startswith("SASL_")
+
+    @property
+    def tls(self) -> bool:
+        return self.name.endswith("SSL")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +125,15 @@ class BrokerSettings:
     #: registered host and the bound port.
     kafka_advertised_host: str | None = None
     kafka_advertised_port: int | None = None
+    #: The Kafka listener's security protocol; None: derived (``kafka_protocol``).
+    kafka_security_protocol: KafkaSecurityProtocol | None = None
+    #: Clients must authenticate (the Kafka listener: SASL only), as on the rest-proxy.
+    security: bool = False
+    #: Principals (``User:<name>``) that bypass the ACLs.
+    super_users: tuple[str, ...] = ()
+    #: Each principal's default byte rates on the Kafka listener (0: unlimited).
+    quota_produce_bytes_per_s: int = 0
+    quota_fetch_bytes_per_s: int = 0
     data_dir: Path = Path(".yak-broker")
     etcd_url: str = "http://127.0.0.1:2379"
     cluster_id: str = "local"
@@ -121,6 +166,7 @@ class BrokerSettings:
             raise ValueError(f"broker id must be >= 0, got {self.broker_id}")
         if not -1 <= self.kafka_port <= 65535:
             raise ValueError(f"kafka port must be -1 (none), 0 (any) or a port: {self.kafka_port}")
+        self._check_kafka_security()
         if self.lease_ttl_s < 1:
             raise ValueError(f"lease TTL must be >= 1 s, got {self.lease_ttl_s}")
         if self.max_open_files is not None and self.max_open_files < 1:
@@ -138,6 +184,26 @@ class BrokerSettings:
                 f"load publish interval must be {LOAD_PUBLISH_INTERVAL_MIN_MS}.."
                 f"{LOAD_PUBLISH_INTERVAL_MAX_MS} ms, got {self.load_publish_interval_ms}"
             )
+
+    def _check_kafka_security(self) -> None:
+        protocol = self.kafka_protocol
+        if protocol.tls and not self.tls:
+            raise ValueError(f"the Kafka listener's {protocol} needs TLS (YAK_TLS_CERT)")
+        if not protocol.sasl and (self.security or self.cluster_secret is not None):
+            raise ValueError(
+                f"the Kafka listener's {protocol} would let clients around the cluster's "
+                "security: use SASL_SSL or SASL_PLAINTEXT"
+            )
+        if min(self.quota_produce_bytes_per_s, self.quota_fetch_bytes_per_s) < 0:
+            raise ValueError("quotas must be >= 0 bytes per second (0: unlimited)")
+
+    @property
+    def kafka_protocol(self) -> KafkaSecurityProtocol:
+        """The Kafka listener's security protocol (see the module docstring's table)."""
+        if self.kafka_security_protocol is not None:
+            return self.kafka_security_protocol
+        sasl = "SASL_" if self.security or self.cluster_secret is not None else ""
+        return KafkaSecurityProtocol(sasl + ("SSL" if self.tls else "PLAINTEXT"))
 
     @property
     def public_host(self) -> str:
@@ -166,7 +232,18 @@ class BrokerSettings:
         return cls(**values)  # type: ignore[arg-type]
 
 
-_ENV: tuple[tuple[str, str, type], ...] = (
+def _switch(text: str) -> bool:
+    value = text.strip().lower()
+    if value not in ("on", "off", "true", "false", "1", "0"):
+        raise ValueError(f"YAK_SECURITY must be on or off, not {text!r}")
+    return value in ("on", "true", "1")
+
+
+def _principals(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+_ENV: tuple[tuple[str, str, Callable[[str], object]], ...] = (
     ("broker_id", "YAK_NODE_ID", int),
     ("host", "YAK_HOST", str),
     ("port", "YAK_PORT", int),
@@ -175,6 +252,11 @@ _ENV: tuple[tuple[str, str, type], ...] = (
     ("kafka_port", "YAK_KAFKA_PORT", int),
     ("kafka_advertised_host", "YAK_KAFKA_ADVERTISED_HOST", str),
     ("kafka_advertised_port", "YAK_KAFKA_ADVERTISED_PORT", int),
+    ("kafka_security_protocol", "YAK_KAFKA_SECURITY_PROTOCOL", KafkaSecurityProtocol),
+    ("security", "YAK_SECURITY", _switch),
+    ("super_users", "YAK_SUPER_USERS", _principals),
+    ("quota_produce_bytes_per_s", "YAK_QUOTA_PRODUCE_BYTES_PER_S", int),
+    ("quota_fetch_bytes_per_s", "YAK_QUOTA_FETCH_BYTES_PER_S", int),
     ("data_dir", "YAK_DATA_DIR", Path),
     ("etcd_url", "YAK_ETCD", str),
     ("cluster_id", "YAK_CLUSTER_ID", str),

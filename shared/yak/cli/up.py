@@ -48,7 +48,8 @@ processes and poke the main thread's wake-up pipe: they take no lock.
 TLS with the cluster secret and ``YAK_SECURITY=on``, etcd on TLS with authentication and one
 user and role per service kind (``yak.etcd_auth``, set up after etcd starts), and a super-user
 ``admin`` whose API key goes to ``credentials.json``; the CLI finds both through
-``cluster.json``.
+``cluster.json``. The brokers' Kafka listeners then speak SASL_SSL (the brokers' certificates,
+Yak's users: docs/kafka-protocol.md, Security).
 """
 
 from __future__ import annotations
@@ -171,7 +172,7 @@ def plan_cluster(
     specs += [
         _with_kafka_port(
             _service(f"broker-{i}", "yak-broker", base_port + 20 + i, *common),
-            -1 if secure else base_port + KAFKA_PORT_OFFSET + i,
+            base_port + KAFKA_PORT_OFFSET + i,
         )
         for i in range(brokers)
     ]
@@ -190,8 +191,7 @@ def plan_cluster(
 
 
 def _with_kafka_port(spec: ProcessSpec, port: int) -> ProcessSpec:
-    """A broker's Kafka listener port; -1 (``--secure``): none — the Kafka door has no
-    authentication yet, so a broker with the cluster secret keeps it closed."""
+    """A broker's Kafka listener port (``--secure``: SASL_SSL, the broker's own setting)."""
     return replace(spec, env={**spec.env, "YAK_KAFKA_PORT": str(port)})
 
 

@@ -5,7 +5,9 @@ body (the bytes after the header, a read-only view of the frame) and the ``Kafka
 served by; it returns the whole response frame as parts to write in order, or None when the
 request gets no answer (a Produce with acks=0). It raises ``InvalidRequestError`` for a body it
 cannot parse (the listener closes the connection: the client sent something Kafka would
-refuse the same way); per-partition failures travel inside its response.
+refuse the same way); per-partition failures travel inside its response. The request names
+the connection's principal (``KafkaRequest.principal``, from its SASL session); a handler
+checks it with ``kafka.authorize`` before it acts.
 """
 
 from __future__ import annotations
@@ -21,9 +23,14 @@ from yak_broker.kafka.groups.coordinator import GroupCoordinator
 if TYPE_CHECKING:
     from yak_broker.kafka.controller import OpenAdmin
     from yak_broker.kafka.producer_ids import ProducerIds
+    from yak_broker.kafka.sasl import SaslSession
+    from yak_broker.kafka.security import KafkaSecurity
     from yak_broker.server.broker import Broker
 
-__all__ = ["Handler", "KafkaRequest", "KafkaServer"]
+__all__ = ["ANONYMOUS", "Handler", "KafkaRequest", "KafkaServer"]
+
+#: The principal of a connection that did not authenticate (Kafka's and the rest-proxy's).
+ANONYMOUS = "User:ANONYMOUS"
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +44,9 @@ class KafkaServer:
     open_admin: OpenAdmin = AdminClient
     #: The classic groups this broker coordinates (``kafka/groups``), built from ``broker``.
     groups: GroupCoordinator = field(init=False)
+    #: Users, ACLs and quotas (``kafka.security``); None: the listener does not authenticate
+    #: (PLAINTEXT/SSL) and every check passes (``kafka.authorize``).
+    security: KafkaSecurity | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "groups", GroupCoordinator.of_broker(self.broker))
@@ -49,6 +59,13 @@ class KafkaRequest(NamedTuple):
     correlation_id: int
     client_id: str | None
     body: memoryview
+    #: The connection's authentication (``kafka.sasl``); None: the listener has none.
+    session: SaslSession | None = None
+
+    @property
+    def principal(self) -> str:
+        """The connection's principal (``User:ANONYMOUS`` before or without SASL)."""
+        return ANONYMOUS if self.session is None else self.session.principal
 
 
 Handler = Callable[[KafkaRequest], Awaitable[list[Buffer] | None]]

@@ -51,6 +51,7 @@ from yak_broker.kafka.metadata import handle_metadata
 from yak_broker.kafka.offset_apis import handle_offset_commit, handle_offset_fetch
 from yak_broker.kafka.produce import handle_init_producer_id, handle_produce
 from yak_broker.kafka.produce_legacy import LEGACY_VERSIONS
+from yak_broker.kafka.sasl import handle_sasl_authenticate, handle_sasl_handshake
 from yak_broker.kafka.schemas import (
     API_VERSIONS_KEY,
     read_request,
@@ -108,6 +109,7 @@ APIS: Mapping[int, Api] = _table(
         14: Api("SyncGroup", 0, 5, handle_sync_group),
         15: Api("DescribeGroups", 0, 5, handle_describe_groups),
         16: Api("ListGroups", 0, 5, handle_list_groups),
+        17: Api("SaslHandshake", 0, 1, handle_sasl_handshake),
         API_VERSIONS_KEY: Api("ApiVersions", 0, 3, _handle_api_versions),
         19: Api("CreateTopics", 2, 7, handle_create_topics),
         20: Api("DeleteTopics", 1, 6, handle_delete_topics),
@@ -117,6 +119,7 @@ APIS: Mapping[int, Api] = _table(
         42: Api("DeleteGroups", 0, 2, handle_delete_groups),
         32: Api("DescribeConfigs", 1, 4, handle_describe_configs),
         33: Api("AlterConfigs", 0, 2, handle_alter_configs),
+        36: Api("SaslAuthenticate", 0, 2, handle_sasl_authenticate),
         37: Api("CreatePartitions", 0, 3, handle_create_partitions),
         44: Api("IncrementalAlterConfigs", 0, 1, handle_incremental_alter_configs),
         60: Api("DescribeCluster", 0, 0, handle_describe_cluster),

@@ -22,8 +22,16 @@ broker's registration as ``kafka_host``/``kafka_port``). Per connection:
   handler is logged and closes the connection. Nothing malformed reaches the broker's state:
   handlers parse the whole body before acting.
 
-No authentication yet: the broker does not open this listener when a cluster secret is
-configured (``server.broker``). Single event loop.
+- **Security** (``BrokerSettings.kafka_protocol``): ``SSL``/``SASL_SSL`` wrap the port in the
+  broker's TLS context (the HTTP listener's certificate). With ``SASL_*`` the listener holds a
+  ``KafkaSecurity`` (users, ACLs; started before it accepts) and each connection a
+  ``SaslSession``: until it is authenticated, only ApiVersions and the SASL APIs are served and
+  anything else closes the connection; after a handshake v0 the frames are raw SASL tokens
+  (``SaslSession.raw_token``); an answer that ends the exchange (a failed login, a SASL
+  request out of turn) is written, then the connection is closed (``SaslSession.closing``).
+  Requests carry the session, so handlers know the principal (``kafka.authorize``).
+
+Single event loop.
 """
 
 from __future__ import annotations
@@ -42,7 +50,9 @@ from yak.protocol.kafka_types import FrameSplitter, FrameTooLargeError, Reader
 from yak_broker.kafka.context import KafkaRequest, KafkaServer
 from yak_broker.kafka.dispatch import lookup, unsupported_version_answer
 from yak_broker.kafka.producer_ids import ProducerIds
+from yak_broker.kafka.sasl import PRE_AUTHENTICATION, SaslSession
 from yak_broker.kafka.schemas import API_VERSIONS_KEY
+from yak_broker.kafka.security import KafkaSecurity
 
 if TYPE_CHECKING:
     from yak_broker.server.broker import Broker
@@ -61,8 +71,12 @@ class KafkaListener:
     """Accepts Kafka clients' connections for one broker."""
 
     def __init__(self, broker: Broker, ssl_context: ssl.SSLContext | None = None) -> None:
+        sasl = broker.settings.kafka_protocol.sasl
+        self._security = KafkaSecurity.of_broker(broker) if sasl else None
         self._server_state = KafkaServer(
-            broker, ProducerIds(lambda: broker.metadata_store, broker.keyspace)
+            broker,
+            ProducerIds(lambda: broker.metadata_store, broker.keyspace),
+            security=self._security,
         )
         self._ssl = ssl_context
         self._max_bytes = broker.settings.max_request_bytes
@@ -73,6 +87,8 @@ class KafkaListener:
     async def start(self, host: str, port: int) -> int:
         """Listen on ``host:port`` (0: any free port); return the port bound."""
         loop = asyncio.get_running_loop()
+        if self._security is not None:
+            await self._security.start()
         self._server = await loop.create_server(
             lambda: _Connection(self._server_state, self._connections, self._max_bytes),
             host,
@@ -94,6 +110,8 @@ class KafkaListener:
             connection.abort()
         with contextlib.suppress(Exception):
             await server.wait_closed()
+        if self._security is not None:
+            await self._security.stop()
 
 
 class _Connection(asyncio.BufferedProtocol):
@@ -107,6 +125,8 @@ class _Connection(asyncio.BufferedProtocol):
         self._write_paused = False
         self._reading = True
         self._peer = "?"
+        #: The connection's authentication (None: the listener has no SASL).
+        self._session: SaslSession | None = None
 
     # --- asyncio.BufferedProtocol -----------------------------------------------------------
 
@@ -116,6 +136,8 @@ class _Connection(asyncio.BufferedProtocol):
         self._registry.add(self)
         peer = transport.get_extra_info("peername")
         self._peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        if self._server.security is not None:
+            self._session = SaslSession(self._server.security, self._peer)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self._splitter.buffer()
@@ -157,6 +179,11 @@ class _Connection(asyncio.BufferedProtocol):
     # --- requests ---------------------------------------------------------------------------
 
     def _dispatch(self, data: Buffer) -> None:
+        session = self._session
+        if session is not None and session.raw:  # a SASL token after a handshake v0
+            self._pending.append(asyncio.ensure_future(session.raw_token(data)))
+            self._pending[-1].add_done_callback(self._flush)
+            return
         try:
             request = self._parse(data)
         except InvalidRequestError as exc:
@@ -166,6 +193,18 @@ class _Connection(asyncio.BufferedProtocol):
         if isinstance(request, list):  # an answer known at once
             answer: _Answer = asyncio.get_running_loop().create_future()
             answer.set_result(request)
+        elif (
+            session is not None
+            and not session.authenticated
+            and request.api_key not in PRE_AUTHENTICATION
+        ):
+            _log.warning(
+                "closing the Kafka connection of %s: api key %d before authentication",
+                self._peer,
+                request.api_key,
+            )
+            self.abort()
+            return
         else:
             api = lookup(request.api_key, request.api_version)
             assert api is not None  # _parse refused the others
@@ -186,7 +225,9 @@ class _Connection(asyncio.BufferedProtocol):
         if api_version >= api.first_flexible:
             reader.tags("request header")
         body = reader.view[reader.pos :]
-        return KafkaRequest(self._server, api_key, api_version, correlation_id, client_id, body)
+        return KafkaRequest(
+            self._server, api_key, api_version, correlation_id, client_id, body, self._session
+        )
 
     def _flush(self, _done: _Answer) -> None:
         pending = self._pending
@@ -201,7 +242,16 @@ class _Connection(asyncio.BufferedProtocol):
             parts = answer.result()
             if parts and self._transport is not None and not self._transport.is_closing():
                 self._transport.writelines(parts)
+            if self._session is not None and self._session.closing:
+                self._close_after_answer()
+                return
         self._pace()
+
+    def _close_after_answer(self) -> None:
+        """Close once the answers written so far are sent (a failed SASL exchange)."""
+        if self._transport is not None:
+            _log.info("closing the Kafka connection of %s: SASL exchange ended", self._peer)
+            self._transport.close()  # connection_lost then cancels what is pending
 
     def _fail(self, error: BaseException) -> None:
         if isinstance(error, InvalidRequestError):

@@ -13,8 +13,10 @@ Start (``Broker.start``, from the app's lifespan):
    transport layer's ``yak_broker.api.internal_listener``, handed in by the app as
    ``listener_factory``, so this layer never imports the one above it) on ``data_port``,
    then the public Kafka listener (``yak_broker.kafka``, ``kafka_listener_factory``) on
-   ``kafka_port`` — unless the port is -1, or a cluster secret is configured: the Kafka door
-   has no authentication yet, and it must not open a way around the secret and the ACLs;
+   ``kafka_port`` — unless the port is -1 — with its security protocol
+   (``settings.kafka_protocol``: ``SASL_SSL`` in secure mode; the TLS context only for
+   ``SSL``/``SASL_SSL``; under a cluster secret or security only ``SASL_*`` is accepted, so
+   the Kafka door never opens a way around the users and the ACLs);
 6. register ``brokers/<id>`` with its ports — last, so the broker is announced only once it
    can serve; then sample the process's load every ``load_publish_interval_ms`` and publish it
    in the registration when it moved (``load_sampler``). The ISR writes, fenced by the
@@ -315,13 +317,11 @@ class Broker:
         settings = self.settings
         if self._kafka_listener_factory is None or settings.kafka_port < 0:
             return
-        if settings.cluster_secret is not None:
-            _log.warning(
-                "the Kafka listener stays closed: a cluster secret is configured and the Kafka "
-                "door has no authentication yet (docs/kafka-protocol.md)"
-            )
-            return
-        self.kafka_listener = self._kafka_listener_factory(self, ssl_context)
+        protocol = settings.kafka_protocol
+        self.kafka_listener = self._kafka_listener_factory(
+            self, ssl_context if protocol.tls else None
+        )
+        _log.info("Kafka listener security protocol: %s", protocol)
         await self.kafka_listener.start(settings.host, settings.kafka_port)
 
     def _registration(self) -> BrokerRegistration:

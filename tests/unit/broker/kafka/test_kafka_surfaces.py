@@ -1,5 +1,5 @@
 """Where the Kafka listener shows: the broker's registration (and older ones without it), the
-closed door under a cluster secret, ``yak up``'s layout, ``cluster.json`` and the broker
+SASL door under a cluster secret, ``yak up``'s layout, ``cluster.json`` and the broker
 listing ``yak cluster status`` prints."""
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from yak.metadata.models import BrokerRegistration
 from yak.metadata.snapshot import ClusterSnapshot
 from yak.supervisor import ManagedProcess
 from yak_broker.app import create_app
+from yak_broker.kafka.listener import KafkaListener
 from yak_broker.server.broker import Broker
-from yak_broker.settings import BrokerSettings
+from yak_broker.settings import BrokerSettings, KafkaSecurityProtocol
 
 
 async def test_the_registration_advertises_the_bound_kafka_port(broker: BrokerHarness) -> None:
@@ -78,20 +79,59 @@ async def test_an_advertised_address_replaces_the_bound_one(tmp_path: Path) -> N
         await store.aclose()
 
 
-@pytest.mark.parametrize(
-    "overrides", [{"cluster_secret": "s3cret"}, {"kafka_port": -1}], ids=["secret", "off"]
-)
-async def test_no_kafka_listener_with_a_cluster_secret_or_port_minus_one(
-    tmp_path: Path, overrides: dict[str, object]
-) -> None:
-    settings = BrokerSettings(data_dir=tmp_path / "b", **overrides)  # type: ignore[arg-type]
-    broker, store = await _started(settings)
+async def test_no_kafka_listener_with_port_minus_one(tmp_path: Path) -> None:
+    broker, store = await _started(BrokerSettings(data_dir=tmp_path / "b", kafka_port=-1))
     try:
         assert broker.kafka_listener is None
         assert broker._registration().kafka_port is None
     finally:
         await broker.stop()
         await store.aclose()
+
+
+async def test_a_cluster_secret_opens_the_kafka_listener_with_sasl(tmp_path: Path) -> None:
+    settings = BrokerSettings(data_dir=tmp_path / "b", cluster_secret="s3cret")
+    assert settings.kafka_protocol == KafkaSecurityProtocol.SASL_PLAINTEXT
+    broker, store = await _started(settings)
+    try:
+        assert broker._registration().kafka_port == kafka_port(broker)
+        assert isinstance(broker.kafka_listener, KafkaListener)
+        assert broker.kafka_listener._server_state.security is not None
+    finally:
+        await broker.stop()
+        await store.aclose()
+
+
+@pytest.mark.parametrize(
+    ("values", "protocol"),
+    [
+        ({}, "PLAINTEXT"),
+        ({"tls": True}, "SSL"),
+        ({"security": True}, "SASL_PLAINTEXT"),
+        ({"cluster_secret": "s", "tls": True}, "SASL_SSL"),
+        ({"kafka_security_protocol": "SASL_PLAINTEXT", "tls": True}, "SASL_PLAINTEXT"),
+    ],
+)
+def test_the_kafka_security_protocol_and_its_default(
+    values: dict[str, object], protocol: str
+) -> None:
+    env = {"YAK_KAFKA_SECURITY_PROTOCOL": str(values.pop("kafka_security_protocol", ""))}
+    settings = BrokerSettings.from_env(env, **values)
+    assert settings.kafka_protocol == KafkaSecurityProtocol(protocol)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"kafka_security_protocol": KafkaSecurityProtocol.SSL},
+        {"kafka_security_protocol": KafkaSecurityProtocol.SASL_SSL},
+        {"kafka_security_protocol": KafkaSecurityProtocol.PLAINTEXT, "security": True},
+        {"kafka_security_protocol": KafkaSecurityProtocol.SSL, "tls": True, "cluster_secret": "s"},
+    ],
+)
+def test_kafka_security_protocols_that_cannot_open(values: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match="Kafka listener"):
+        BrokerSettings(**values)  # type: ignore[arg-type]
 
 
 def test_yak_up_gives_each_broker_a_kafka_port(tmp_path: Path) -> None:
@@ -103,7 +143,8 @@ def test_yak_up_gives_each_broker_a_kafka_port(tmp_path: Path) -> None:
     assert kafka["coordinator-0"] is None
     secure = plan_cluster(tmp_path, 9400, brokers=1, coordinators=1, cluster_id="c", secure=True)
     (broker,) = (s for s in secure.services if s.name == "broker-0")
-    assert broker.env["YAK_KAFKA_PORT"] == "-1"  # the door stays closed under the secret
+    assert broker.env["YAK_KAFKA_PORT"] == str(9400 + KAFKA_PORT_OFFSET)  # SASL_SSL there
+    assert (broker.env["YAK_SECURITY"], "YAK_TLS_CERT" in broker.env) == ("on", True)
 
 
 @pytest.fixture
