@@ -6,7 +6,9 @@ long poll of up to ``max_wait_ms`` (capped at the broker's ``max_wait_ms_limit``
 ``min_bytes`` are there, ``current_leader_epoch`` fencing, per-partition errors
 (``NOT_LEADER_OR_FOLLOWER``, ``OFFSET_OUT_OF_RANGE`` with the log start offset and high
 watermark...). ``isolation_level``: Yak has no transactions, so the last stable offset is the
-high watermark and read_committed reads what read_uncommitted does.
+high watermark and read_committed reads what read_uncommitted does. A partition of a topic
+the principal may not READ (``kafka.authorize``, as the REST record reads) is answered with
+``TOPIC_AUTHORIZATION_FAILED`` and no records; the others are served.
 
 **Fetch sessions** (KIP-227, v7+): none are created here — every answer says session id 0,
 which tells a client to keep sending full fetches (Kafka's ``FetchSessionHandler`` does); an
@@ -25,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from yak.errors import InvalidRequestError
+from yak.errors import InvalidRequestError, TopicAuthorizationError
 from yak.protocol import kafka_wire as kw
 from yak.protocol.broker_wire import (
     CONSUMER_REPLICA_ID,
@@ -33,9 +35,12 @@ from yak.protocol.broker_wire import (
     FetchedPartition,
     FetchPartition,
     FetchRequest,
+    PartitionError,
     check_unique,
 )
 from yak.protocol.kafka_errors import kafka_error_code
+from yak.security.acl import Operation, ResourceType
+from yak_broker.kafka.authorize import authorized
 from yak_broker.kafka.context import KafkaRequest
 from yak_broker.kafka.schemas import read_request, write_response
 from yak_broker.server.fetcher import serve_fetch
@@ -83,15 +88,30 @@ async def handle_fetch(request: KafkaRequest) -> list[Buffer]:
         raise InvalidRequestError("followers fetch on the internal listener")
     if fetch.session_epoch > 0:
         return _answer(version, correlation_id, (), _FETCH_SESSION_ID_NOT_FOUND)
+    readable = authorized(
+        request, Operation.READ, ResourceType.TOPIC, (p.topic for p in fetch.partitions)
+    )
+    denied = [_denied(p) for p in fetch.partitions if p.topic not in readable]
+    allowed = tuple(p for p in fetch.partitions if p.topic in readable)
     partitions: Sequence[FetchedPartition] = ()
-    if fetch.partitions:
+    if allowed:
         broker = request.server.broker
         partitions = await serve_fetch(
-            fetch._replace(session_id=0, session_epoch=-1),
+            fetch._replace(partitions=allowed, session_id=0, session_epoch=-1),
             broker.replicas,
             max_wait_limit_ms=broker.settings.max_wait_ms_limit,
         )
-    return _answer(version, correlation_id, partitions, 0)
+    return _answer(version, correlation_id, [*partitions, *denied], 0)
+
+
+def _denied(partition: FetchPartition) -> FetchedPartition:
+    error = TopicAuthorizationError(
+        f"not authorized to read topic {partition.topic!r}",
+        resource_type=ResourceType.TOPIC.value,
+        resource_name=partition.topic,
+        operation=Operation.READ.value,
+    )
+    return FetchedPartition(partition.topic, partition.partition, error=PartitionError.of(error))
 
 
 def _answer(

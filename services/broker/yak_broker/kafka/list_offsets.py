@@ -12,18 +12,23 @@ as a fetch's is. A replica id other than the consumer's -1 is not special here.
 
 OffsetForLeaderEpoch answers where an epoch ends in the leader's log
 (``LeaderPartition.answer_epoch_query``, KIP-279): consumers ask it after a leader change to
-detect truncation. Errors per partition, as every Yak error's Kafka number. Single event
-loop; each partition is answered synchronously.
+detect truncation. Both need DESCRIBE on the topic (Kafka's ACLs for them, and the REST
+offsets routes'; READ implies it): a partition of a topic the principal may not describe
+gets ``TOPIC_AUTHORIZATION_FAILED`` (``kafka.authorize``). Errors per partition, as every
+Yak error's Kafka number. Single event loop; each partition is answered synchronously.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from yak.errors import YakError
 from yak.protocol.broker_wire import Buffer
 from yak.record.batch import iter_records
+from yak.security.acl import Operation, ResourceType
 from yak.types import TopicPartition
+from yak_broker.kafka.authorize import TOPIC_AUTHORIZATION_FAILED, authorized
 from yak_broker.kafka.context import KafkaRequest
 from yak_broker.kafka.schemas import read_request, write_response
 from yak_broker.replication.replica_manager import ReplicaManager
@@ -42,6 +47,7 @@ _READ_BYTES = 64 * 1024  # at least one whole batch is read, whatever this says
 async def handle_list_offsets(request: KafkaRequest) -> list[Buffer]:
     parsed = read_request(API_LIST_OFFSETS, request.api_version, request.body)
     replicas = request.server.broker.replicas
+    described = _describable(request, (str(topic.name) for topic in parsed.topics))
     topics = [
         {
             "name": topic.name,
@@ -52,6 +58,8 @@ async def handle_list_offsets(request: KafkaRequest) -> list[Buffer]:
                     int(p.timestamp),
                     int(getattr(p, "current_leader_epoch", -1)),
                 )
+                if topic.name in described
+                else _denied("partition_index", int(p.partition_index), timestamp=-1, offset=-1)
                 for p in topic.partitions
             ],
         }
@@ -59,6 +67,14 @@ async def handle_list_offsets(request: KafkaRequest) -> list[Buffer]:
     ]
     values = {"throttle_time": 0, "topics": topics}
     return write_response(API_LIST_OFFSETS, request.api_version, request.correlation_id, values)
+
+
+def _describable(request: KafkaRequest, topics: Iterable[str]) -> set[str]:
+    return authorized(request, Operation.DESCRIBE, ResourceType.TOPIC, topics)
+
+
+def _denied(key: str, partition: int, **answer: int) -> dict[str, Any]:
+    return {key: partition, "error_code": TOPIC_AUTHORIZATION_FAILED, **answer}
 
 
 def _list_offset(
@@ -109,10 +125,16 @@ def offset_for_time(log: Log, timestamp: int) -> tuple[int, int]:
 async def handle_offset_for_leader_epoch(request: KafkaRequest) -> list[Buffer]:
     parsed = read_request(API_OFFSET_FOR_LEADER_EPOCH, request.api_version, request.body)
     replicas = request.server.broker.replicas
+    described = _describable(request, (str(topic.topic) for topic in parsed.topics))
     topics = []
     for topic in parsed.topics:
         answers = []
         for p in topic.partitions:
+            if topic.topic not in described:
+                answers.append(
+                    _denied("partition", int(p.partition), leader_epoch=-1, end_offset=-1)
+                )
+                continue
             tp = TopicPartition(str(topic.topic), int(p.partition))
             answer: dict[str, Any] = {"partition": tp.partition, "error_code": 0}
             try:

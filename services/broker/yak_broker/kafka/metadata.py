@@ -19,7 +19,12 @@ metadata cache (``Broker.snapshot``: etcd as of the cache's last revision).
   registered as offline replicas; a partition without a live leader has
   ``LEADER_NOT_AVAILABLE`` and leader -1.
 
-Authorized-operations fields keep Kafka's "not asked" value. Single event loop.
+**Authorization** (``kafka.authorize``), as Kafka's and the REST topic listing: all topics
+lists only those the principal may DESCRIBE; a named topic it may not describe gets
+``TOPIC_AUTHORIZATION_FAILED`` whether or not it exists (by topic id: the answer names no
+topic), so a listing never tells which topics exist. Brokers are listed to every
+authenticated principal. Authorized-operations fields keep Kafka's "not asked" value.
+Single event loop.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from typing import Any
 from yak.metadata.models import BrokerRegistration, PartitionState, TopicRecord
 from yak.metadata.snapshot import ClusterSnapshot
 from yak.protocol.broker_wire import Buffer
+from yak.security.acl import Operation, ResourceType
+from yak_broker.kafka.authorize import TOPIC_AUTHORIZATION_FAILED, authorized, visible
 from yak_broker.kafka.context import KafkaRequest
 from yak_broker.kafka.schemas import read_request, write_response
 
@@ -44,6 +51,7 @@ _UNKNOWN_TOPIC_OR_PARTITION = 3
 _LEADER_NOT_AVAILABLE = 5
 _INTERNAL_PREFIX = "__yak_"
 _ZERO_UUID = uuid.UUID(int=0)
+_DESCRIBE = Operation.DESCRIBE
 
 
 def kafka_endpoint(registration: BrokerRegistration) -> tuple[str, int] | None:
@@ -69,13 +77,21 @@ async def handle_metadata(request: KafkaRequest) -> list[Buffer]:
     snapshot = request.server.broker.snapshot()
     brokers = kafka_brokers(snapshot)
     if parsed.topics is None:
+        listed = [name for name, record in sorted(snapshot.topics.items()) if not record.deleting]
         wanted: list[tuple[str | None, uuid.UUID | None]] = [
-            (name, None) for name, record in sorted(snapshot.topics.items()) if not record.deleting
+            (name, None) for name in visible(request, _DESCRIBE, ResourceType.TOPIC, listed)
         ]
     else:
         wanted = [(t.name, getattr(t, "topic_id", None)) for t in parsed.topics]
     by_id = _topics_by_id(snapshot) if any(name is None for name, _ in wanted) else {}
     topics = [_topic(snapshot, brokers, name, topic_id, by_id) for name, topic_id in wanted]
+    if parsed.topics is not None:
+        named = (t["name"] for t in topics if t["name"] is not None)
+        described = authorized(request, _DESCRIBE, ResourceType.TOPIC, named)
+        topics = [
+            t if t["name"] is None or t["name"] in described else _denied(t, by_name=name)
+            for t, (name, _) in zip(topics, wanted, strict=True)
+        ]
     values: dict[str, Any] = {
         "throttle_time": 0,
         "brokers": [
@@ -87,6 +103,16 @@ async def handle_metadata(request: KafkaRequest) -> list[Buffer]:
         "topics": topics,
     }
     return write_response(API_METADATA, version, request.correlation_id, values)
+
+
+def _denied(topic: dict[str, Any], *, by_name: str | None) -> dict[str, Any]:
+    return {
+        "error_code": TOPIC_AUTHORIZATION_FAILED,
+        "name": by_name,
+        "topic_id": _ZERO_UUID if by_name is not None else topic["topic_id"],
+        "is_internal": False,
+        "partitions": [],
+    }
 
 
 def _topics_by_id(snapshot: ClusterSnapshot) -> dict[uuid.UUID, str]:

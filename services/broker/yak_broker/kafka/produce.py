@@ -9,7 +9,9 @@ refused per partition (``produce_legacy``). v9 bodies are parsed by the internal
 plane's hand-written decoder (``kafka_wire``: record bytes are not copied), older versions by
 kio. A partition whose records hold a batch of magic < 2 (Kafka's message formats v0/v1,
 which Yak does not store) gets ``UNSUPPORTED_FOR_MESSAGE_FORMAT`` and is not appended; its
-neighbours still are. Errors keep Kafka's numbers (``YakError.kafka_code``) and messages; the
+neighbours still are. A partition of a topic the principal may not WRITE (``kafka.authorize``,
+as the REST produce routes) gets ``TOPIC_AUTHORIZATION_FAILED`` and is not appended either.
+Errors keep Kafka's numbers (``YakError.kafka_code``) and messages; the
 response carries no Yak-specific tagged fields.
 
 **InitProducerId** hands out a fresh producer id at epoch 0 (``producer_ids``: blocks from the
@@ -17,7 +19,9 @@ metadata store, shared with the rest-proxy's producer sessions), also when the r
 its current id and epoch (KIP-360's epoch bump): a new id serves that purpose as well, and
 the storage's producer state starts it cleanly. A ``transactional_id`` is refused with
 ``INVALID_REQUEST`` (Yak has no transactions); a failure to reserve ids answers the retriable
-``COORDINATOR_NOT_AVAILABLE``. Single event loop.
+``COORDINATOR_NOT_AVAILABLE``. It needs an authenticated principal only, as the REST producer
+sessions: a producer id alone writes nothing, each batch it stamps is checked as a WRITE.
+Single event loop.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ from yak.protocol.broker_wire import (
     check_unique,
 )
 from yak.protocol.kafka_errors import kafka_error_code
+from yak.security.acl import Operation, ResourceType
+from yak_broker.kafka.authorize import TOPIC_AUTHORIZATION_FAILED, authorized
 from yak_broker.kafka.context import KafkaRequest
 from yak_broker.kafka.produce_legacy import LEGACY_VERSIONS, refuse_legacy_produce
 from yak_broker.kafka.schemas import read_request, write_response
@@ -95,18 +101,25 @@ async def handle_produce(request: KafkaRequest) -> list[Buffer] | None:
     if request.api_version in LEGACY_VERSIONS:
         return refuse_legacy_produce(request.api_version, request.correlation_id, request.body)
     produce = _decode(request.api_version, request.body)
-    legacy = {(p.topic, p.partition) for p in produce.partitions if has_legacy_batch(p.records)}
-    accepted = tuple(p for p in produce.partitions if (p.topic, p.partition) not in legacy)
+    writable = authorized(
+        request, Operation.WRITE, ResourceType.TOPIC, (p.topic for p in produce.partitions)
+    )
+    refused = {
+        (p.topic, p.partition): _DENIED if p.topic not in writable else _LEGACY
+        for p in produce.partitions
+        if p.topic not in writable or has_legacy_batch(p.records)
+    }
+    accepted = tuple(p for p in produce.partitions if (p.topic, p.partition) not in refused)
     results: list[ProduceResult] = []
     if accepted:
         results = await append_partitions(produce._replace(partitions=accepted), replicas)
     if produce.acks == 0:
         return None
     appended = {(r.topic, r.partition): r for r in results}
-    entries = [
-        _refused(p) if (p.topic, p.partition) in legacy else _answer(appended[p.topic, p.partition])
-        for p in produce.partitions
-    ]
+    entries = []
+    for p in produce.partitions:
+        key = p.topic, p.partition
+        entries.append(_refused(p, *refused[key]) if key in refused else _answer(appended[key]))
     values = {"responses": _by_topic(entries), "throttle_time": 0}
     return write_response(API_PRODUCE, request.api_version, request.correlation_id, values)
 
@@ -124,15 +137,21 @@ def _answer(result: ProduceResult) -> tuple[str, dict[str, Any]]:
     }
 
 
-def _refused(partition: ProducePartition) -> tuple[str, dict[str, Any]]:
+_LEGACY = (_UNSUPPORTED_FOR_MESSAGE_FORMAT, "Yak stores record batches of magic 2 only")
+_DENIED = (TOPIC_AUTHORIZATION_FAILED, "Not authorized to write to the topic")
+
+
+def _refused(
+    partition: ProducePartition, error_code: int, message: str
+) -> tuple[str, dict[str, Any]]:
     return partition.topic, {
         "index": partition.partition,
-        "error_code": _UNSUPPORTED_FOR_MESSAGE_FORMAT,
+        "error_code": error_code,
         "base_offset": -1,
         "log_append_time": -1,
         "log_start_offset": -1,
         "record_errors": [],
-        "error_message": "Yak stores record batches of magic 2 only",
+        "error_message": message,
     }
 
 
