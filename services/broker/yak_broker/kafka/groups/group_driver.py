@@ -25,7 +25,6 @@ Single event loop; every method is called from it. The machine is only touched b
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import uuid
@@ -34,7 +33,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from yak.clock import Clock
-from yak.errors import MetadataStoreError
+from yak.errors import YakError
 from yak.metadata.classic_groups import MarkerClaim
 from yak.protocol.kafka_errors import GroupErrorCode
 from yak_broker.kafka.groups.state.classic_group import ClassicGroup
@@ -233,7 +232,7 @@ class GroupDriver:
                 claim = await self._markers.claim(
                     self.group_id, protocol_type, self.machine.generation_id
                 )
-            except MetadataStoreError as exc:
+            except YakError as exc:  # the store unreachable, or the broker stopped
                 _log.warning("group %s: could not write its marker: %s", self.group_id, exc)
                 return _E.COORDINATOR_NOT_AVAILABLE
         if claim.revision:
@@ -259,14 +258,18 @@ class GroupDriver:
         revision, self.marker_revision = self.marker_revision, 0
         try:
             await self._markers.release(self.group_id, revision)
-        except MetadataStoreError as exc:
+        except YakError as exc:  # the store unreachable, or the broker stopped
             # It stays on this broker's lease: a later claim here adopts it.
             _log.warning("group %s: could not remove its marker: %s", self.group_id, exc)
 
     def _spawn(self, work: Callable[[], Awaitable[None]]) -> None:
         async def run() -> None:
-            with contextlib.suppress(asyncio.CancelledError):
+            try:
                 await work()
+            except asyncio.CancelledError:
+                pass
+            except Exception:  # a background write: nobody else would hear of it
+                _log.exception("group %s: a marker write failed", self.group_id)
 
         task = asyncio.create_task(run())
         self._tasks.add(task)

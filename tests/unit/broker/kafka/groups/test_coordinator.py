@@ -269,3 +269,18 @@ async def test_leave_delete_list_and_describe(world: World) -> None:
     assert await w.groups.delete(group) is E.GROUP_ID_NOT_FOUND
     assert await w.groups.delete("rest") is E.NON_EMPTY_GROUP
     assert (await w.groups.describe("none"))[1].state is GroupStateName.DEAD
+
+
+async def test_a_moved_group_without_requests_is_unloaded_at_its_next_deadline(
+    world: World,
+) -> None:
+    w = world
+    first = await new_member(w, "quiet", "a")
+    await w.groups.join("quiet", join(first))
+    second = await new_member(w, "quiet", "b")
+    parked = w.start(w.groups.join("quiet", join(second, session_ms=60_000)))
+    await w.settle()
+    w.brokers.clear()  # the broker stopped, or another one wins: no request comes here
+    await w.advance(11)  # a's session ends: the timer asks whether the group is still here
+    assert parked.result().error is E.NOT_COORDINATOR  # not the round's answer
+    assert await w.marker("quiet") is None
