@@ -20,7 +20,9 @@
   any other, as Kafka answers. AlterConfigs (the legacy API) replaces the topic's overrides
   as a whole. Broker configs cannot be altered (Yak's are static): ``INVALID_REQUEST``.
 
-Errors per resource, as each Yak error's Kafka number. Single event loop.
+ACLs, as Kafka's: DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic (``TOPIC_AUTHORIZATION_FAILED``)
+or, for a broker resource, on the cluster (``CLUSTER_AUTHORIZATION_FAILED``); denials and
+changes audited. Errors per resource, as each Yak error's Kafka number. Single event loop.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from yak.errors import (
 )
 from yak.metadata.models import TopicRecord
 from yak.protocol.broker_wire import Buffer
+from yak.security.acl import CLUSTER_NAME, Operation, ResourceType
 from yak.topic_config import (
     CATALOGUE,
     INT_MAX,
@@ -45,7 +48,13 @@ from yak.topic_config import (
     validate_topic_configs,
 )
 from yak_broker.kafka.context import KafkaRequest, KafkaServer
-from yak_broker.kafka.controller import await_metadata, controller_admin, failure
+from yak_broker.kafka.controller import (
+    await_metadata,
+    controller_admin,
+    failure,
+    made,
+    require,
+)
 from yak_broker.kafka.schemas import read_request, write_response
 
 __all__ = [
@@ -149,11 +158,20 @@ def _check_broker(server: KafkaServer, name: str) -> None:
         )
 
 
-def _describe(server: KafkaServer, resource: Any, parsed: Any) -> dict[str, Any]:
-    kind, name = int(resource.resource_type), str(resource.resource_name)
+def _require(request: KafkaRequest, operation: Operation, kind: int, name: str) -> None:
+    """The ACL a config request needs: on the topic, or on the cluster for a broker."""
+    if kind == TOPIC:
+        require(request, operation, ResourceType.TOPIC, name)
+    elif kind == BROKER:
+        require(request, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+def _describe(request: KafkaRequest, resource: Any, parsed: Any) -> dict[str, Any]:
+    server, kind, name = request.server, int(resource.resource_type), str(resource.resource_name)
     keys = resource.configuration_keys or None
     answer: dict[str, Any] = {"resource_type": kind, "resource_name": name, "configs": []}
     try:
+        _require(request, Operation.DESCRIBE_CONFIGS, kind, name)
         if kind == TOPIC:
             answer["configs"] = topic_config_entries(
                 _topic_record(server, name).configs,
@@ -176,7 +194,7 @@ def _describe(server: KafkaServer, resource: Any, parsed: Any) -> dict[str, Any]
 
 async def handle_describe_configs(request: KafkaRequest) -> list[Buffer]:
     parsed = read_request(API_DESCRIBE_CONFIGS, request.api_version, request.body)
-    results = [_describe(request.server, resource, parsed) for resource in parsed.resources]
+    results = [_describe(request, resource, parsed) for resource in parsed.resources]
     values = {"throttle_time": 0, "results": results}
     return write_response(API_DESCRIBE_CONFIGS, request.api_version, request.correlation_id, values)
 
@@ -222,8 +240,9 @@ def _incremental_changes(
 
 
 async def _alter_topic(
-    server: KafkaServer, name: str, to_set: dict[str, str], to_delete: list[str], dry: bool
+    request: KafkaRequest, name: str, to_set: dict[str, str], to_delete: list[str], dry: bool
 ) -> None:
+    server = request.server
     record = _topic_record(server, name)
     normalised = validate_topic_configs(to_set)
     merged = {k: v for k, v in record.configs.items() if k not in to_delete}
@@ -235,6 +254,7 @@ async def _alter_topic(
         described = await admin.alter_topic_configs(
             name, set_configs=normalised, delete_configs=to_delete
         )
+    made(request, Operation.ALTER_CONFIGS, ResourceType.TOPIC, name)
 
     def shown(snapshot: Any) -> bool:
         topic = snapshot.topics.get(name)
@@ -243,10 +263,11 @@ async def _alter_topic(
     await await_metadata(server.broker, shown, _ALTER_WAIT_MS)
 
 
-async def _alter(server: KafkaServer, resource: Any, incremental: bool, dry: bool) -> Any:
-    kind, name = int(resource.resource_type), str(resource.resource_name)
+async def _alter(request: KafkaRequest, resource: Any, incremental: bool, dry: bool) -> Any:
+    server, kind, name = request.server, int(resource.resource_type), str(resource.resource_name)
     answer: dict[str, Any] = {"resource_type": kind, "resource_name": name}
     try:
+        _require(request, Operation.ALTER_CONFIGS, kind, name)
         if kind == BROKER:
             _check_broker(server, name)
             raise InvalidRequestError("Yak's broker configs are static: set them at startup")
@@ -260,7 +281,7 @@ async def _alter(server: KafkaServer, resource: Any, incremental: bool, dry: boo
             }
             current = _topic_record(server, name).configs
             to_delete = [k for k in current if k not in to_set]
-        await _alter_topic(server, name, to_set, to_delete, dry)
+        await _alter_topic(request, name, to_set, to_delete, dry)
     except YakError as exc:
         answer.update(failure(exc))
         return answer
@@ -279,9 +300,7 @@ async def _handle_alter(request: KafkaRequest, api_key: int, incremental: bool) 
                 {"resource_type": key[0], "resource_name": key[1]} | failure(duplicate)
             )
             continue
-        responses.append(
-            await _alter(request.server, resource, incremental, bool(parsed.validate_only))
-        )
+        responses.append(await _alter(request, resource, incremental, bool(parsed.validate_only)))
     values = {"throttle_time": 0, "responses": responses}
     return write_response(api_key, request.api_version, request.correlation_id, values)
 

@@ -18,6 +18,9 @@ request is ``INVALID_REQUEST`` for each mention, as Kafka answers.
 Waiting, as Kafka's controller does: with ``timeout_ms`` > 0 the answer waits until this
 broker's metadata shows the result (every partition with a live leader; a deleted topic
 gone); a result still not shown then is ``REQUEST_TIMED_OUT`` (the change itself is made).
+ACLs, as Kafka's: CreateTopics needs CREATE on the cluster or on the topic, DeleteTopics DELETE
+and CreatePartitions ALTER on the topic (``TOPIC_AUTHORIZATION_FAILED``, audited; a by-name
+denial comes before the existence check, so it tells nothing); each change made is audited.
 Topics of one request are handled concurrently. Single event loop.
 """
 
@@ -44,10 +47,18 @@ from yak.errors import (
 from yak.metadata.snapshot import ClusterSnapshot
 from yak.names import validate_topic_name
 from yak.protocol.broker_wire import Buffer
+from yak.security.acl import CLUSTER_NAME, Operation, ResourceType
 from yak.topic_config import validate_min_insync_replicas, validate_topic_configs
 from yak_broker.kafka.admin_configs import topic_config_entries
+from yak_broker.kafka.authorize import visible
 from yak_broker.kafka.context import KafkaRequest, KafkaServer
-from yak_broker.kafka.controller import await_metadata, controller_admin, failure
+from yak_broker.kafka.controller import (
+    await_metadata,
+    controller_admin,
+    failure,
+    made,
+    require,
+)
 from yak_broker.kafka.metadata import topic_uuid
 from yak_broker.kafka.schemas import read_request, write_response
 
@@ -60,6 +71,7 @@ DEFAULT_PARTITIONS = 1
 _INTERNAL_PREFIX = "__yak_"
 _UNKNOWN_TOPIC_ID = 100
 _ZERO_UUID = uuid.UUID(int=0)
+_TOPIC = ResourceType.TOPIC
 
 
 class UnknownTopicIdError(UnknownTopicOrPartitionError):
@@ -117,12 +129,16 @@ def _check_assignments(assignments: Sequence[Any] | None) -> None:
         )
 
 
-async def _create(server: KafkaServer, topic: Any, dry: bool, timeout_ms: int) -> dict[str, Any]:
-    name = str(topic.name)
+async def _create(
+    request: KafkaRequest, topic: Any, dry: bool, timeout_ms: int, cluster_wide: bool
+) -> dict[str, Any]:
+    server, name = request.server, str(topic.name)
     count = DEFAULT_PARTITIONS if topic.num_partitions == -1 else int(topic.num_partitions)
     factor = None if topic.replication_factor == -1 else int(topic.replication_factor)
     answer: dict[str, Any] = {"name": name, "topic_id": _ZERO_UUID, "configs": None}
     try:
+        if not cluster_wide:
+            require(request, Operation.CREATE, _TOPIC, name)
         _user_topic(name)
         _check_assignments(topic.assignments)
         if not 1 <= count <= MAX_PARTITIONS:
@@ -144,6 +160,7 @@ async def _create(server: KafkaServer, topic: Any, dry: bool, timeout_ms: int) -
                 created = await admin.create_topic(
                     name, partitions=count, replication_factor=factor, configs=configs
                 )
+            made(request, Operation.CREATE, _TOPIC, name)
             factor, configs = created.replication_factor, created.configs
             await _settled(server, _led(name, count), timeout_ms, f"topic {name!r}")
             record = server.broker.snapshot().topics.get(name)
@@ -181,10 +198,12 @@ async def _each(
 async def handle_create_topics(request: KafkaRequest) -> list[Buffer]:
     parsed = read_request(API_CREATE_TOPICS, request.api_version, request.body)
     dry, timeout_ms = bool(parsed.validate_only), _timeout_ms(parsed)
+    # Kafka: CREATE on the cluster covers every topic, else CREATE on each topic.
+    cluster_wide = bool(visible(request, Operation.CREATE, ResourceType.CLUSTER, [CLUSTER_NAME]))
     topics = await _each(
         [str(t.name) for t in parsed.topics],
         parsed.topics,
-        lambda t: _create(request.server, t, dry, timeout_ms),
+        lambda t: _create(request, t, dry, timeout_ms, cluster_wide),
         lambda t, exc: (
             {"name": str(t.name), "topic_id": _ZERO_UUID, "configs": None} | failure(exc)
         ),
@@ -209,15 +228,21 @@ def _named(server: KafkaServer, name: str | None, topic_id: uuid.UUID | None) ->
 
 
 async def _delete(
-    server: KafkaServer, name: str | None, topic_id: uuid.UUID | None, timeout_ms: int
+    request: KafkaRequest, name: str | None, topic_id: uuid.UUID | None, timeout_ms: int
 ) -> dict[str, Any]:
+    server = request.server
     answer: dict[str, Any] = {"name": name, "topic_id": topic_id or _ZERO_UUID}
     try:
+        if name is not None:  # by name: a denial first, whether the topic exists or not
+            require(request, Operation.DELETE, _TOPIC, name)
         name = answer["name"] = _named(server, name, topic_id)
+        if topic_id is not None:
+            require(request, Operation.DELETE, _TOPIC, name)
         record = server.broker.snapshot().topics[name]
         answer["topic_id"] = topic_uuid(record)
         async with controller_admin(server.broker.snapshot(), server.open_admin) as admin:
             await admin.delete_topic(name)
+        made(request, Operation.DELETE, _TOPIC, name)
         gone = name
 
         def deleted(snapshot: ClusterSnapshot) -> bool:
@@ -241,17 +266,18 @@ async def handle_delete_topics(request: KafkaRequest) -> list[Buffer]:
     responses = await _each(
         [name for name, _ in wanted],
         wanted,
-        lambda w: _delete(request.server, w[0], w[1], timeout_ms),
+        lambda w: _delete(request, w[0], w[1], timeout_ms),
         lambda w, exc: {"name": w[0], "topic_id": w[1] or _ZERO_UUID} | failure(exc),
     )
     values = {"throttle_time": 0, "responses": responses}
     return write_response(API_DELETE_TOPICS, request.api_version, request.correlation_id, values)
 
 
-async def _grow(server: KafkaServer, topic: Any, dry: bool, timeout_ms: int) -> dict[str, Any]:
-    name, count = str(topic.name), int(topic.count)
+async def _grow(request: KafkaRequest, topic: Any, dry: bool, timeout_ms: int) -> dict[str, Any]:
+    server, name, count = request.server, str(topic.name), int(topic.count)
     answer: dict[str, Any] = {"name": name}
     try:
+        require(request, Operation.ALTER, _TOPIC, name)
         _check_assignments(topic.assignments)
         snapshot = server.broker.snapshot()
         record = snapshot.topics.get(name)
@@ -267,6 +293,7 @@ async def _grow(server: KafkaServer, topic: Any, dry: bool, timeout_ms: int) -> 
         if not dry:
             async with controller_admin(snapshot, server.open_admin) as admin:
                 await admin.create_partitions(name, count)
+            made(request, Operation.ALTER, _TOPIC, name)
             await _settled(server, _led(name, count), timeout_ms, f"topic {name!r}'s partitions")
     except YakError as exc:
         answer.update(failure(exc))
@@ -281,7 +308,7 @@ async def handle_create_partitions(request: KafkaRequest) -> list[Buffer]:
     results = await _each(
         [str(t.name) for t in parsed.topics],
         parsed.topics,
-        lambda t: _grow(request.server, t, dry, timeout_ms),
+        lambda t: _grow(request, t, dry, timeout_ms),
         lambda t, exc: {"name": str(t.name)} | failure(exc),
     )
     values = {"throttle_time": 0, "results": results}

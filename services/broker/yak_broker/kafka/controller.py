@@ -10,7 +10,10 @@ to ``KafkaServer.open_admin``). ``controller_admin`` opens one for the controlle
 metadata names, for the length of one request: admin requests are rare, so no connection pool
 outlives them and nothing needs closing when the listener stops. With no active controller the
 call raises ``NotControllerError`` (Kafka's ``NOT_CONTROLLER``: clients refresh metadata and
-retry). ``failure`` is an admin answer's error fields for a typed error; ``await_metadata``
+retry). ``require`` checks the connection's principal against the ACLs as Kafka's admin
+requests do (``kafka.authorize``; a denial is audited and raised as Kafka's
+``TOPIC_``/``CLUSTER_AUTHORIZATION_FAILED``), ``made`` audits a change that passed.
+``failure`` is an admin answer's error fields for a typed error; ``await_metadata``
 waits until this broker's own metadata shows a change (Kafka's controller answers once the
 change is in the brokers' metadata). Single event loop.
 """
@@ -22,13 +25,29 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Protocol
 
 from yak.api.admin import TopicDeleted, TopicDescription
-from yak.errors import NotControllerError, YakError
+from yak.errors import (
+    ClusterAuthorizationError,
+    NotControllerError,
+    TopicAuthorizationError,
+    YakError,
+)
 from yak.metadata.snapshot import ClusterSnapshot
+from yak.security.acl import Operation, ResourceType
+from yak_broker.kafka.authorize import audit_allowed, authorize
 
 if TYPE_CHECKING:
+    from yak_broker.kafka.context import KafkaRequest
     from yak_broker.server.broker import Broker
 
-__all__ = ["ControllerAdmin", "OpenAdmin", "await_metadata", "controller_admin", "failure"]
+__all__ = [
+    "ControllerAdmin",
+    "OpenAdmin",
+    "await_metadata",
+    "controller_admin",
+    "failure",
+    "made",
+    "require",
+]
 
 
 class ControllerAdmin(Protocol):
@@ -96,3 +115,24 @@ async def await_metadata(
     except TimeoutError:
         return False
     return True
+
+
+def require(
+    request: KafkaRequest, operation: Operation, resource_type: ResourceType, name: str
+) -> None:
+    """Raise Kafka's ``*_AUTHORIZATION_FAILED`` unless the principal may (denials audited)."""
+    if authorize(request, operation, resource_type, name):
+        return
+    error = (
+        ClusterAuthorizationError
+        if resource_type is ResourceType.CLUSTER
+        else TopicAuthorizationError
+    )
+    raise error(f"{request.principal} may not {operation} {resource_type}:{name}")
+
+
+def made(
+    request: KafkaRequest, operation: Operation, resource_type: ResourceType, name: str
+) -> None:
+    """Audit an administrative change that passed its checks."""
+    audit_allowed(request, [f"{resource_type}:{name}"], operation)

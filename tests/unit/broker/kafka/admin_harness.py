@@ -9,10 +9,12 @@ codec without a socket."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
@@ -23,9 +25,12 @@ from yak.api.admin import TopicDeleted, TopicDescription
 from yak.errors import YakError
 from yak.metadata.describe import topic_description
 from yak.metadata.models import ControllerRecord, TopicRecord
+from yak.security.acl import AclBinding
+from yak.security.authorizer import Authorizer
 from yak_broker.kafka.context import Handler, KafkaRequest, KafkaServer
 from yak_broker.kafka.controller import ControllerAdmin
 from yak_broker.kafka.producer_ids import ProducerIds
+from yak_broker.kafka.sasl import SaslSession
 
 __all__ = ["AdminBench", "FakeController", "encode", "make", "with_controller"]
 
@@ -146,6 +151,15 @@ class AdminBench:
     harness: BrokerHarness
     controller: FakeController
     server: KafkaServer
+    #: The connection's authentication (None: a listener without SASL; every check passes).
+    session: SaslSession | None = None
+
+    def secure(self, principal: str, *acls: AclBinding) -> None:
+        """From now on, requests come from ``principal`` on a SASL listener with ``acls``."""
+        security: Any = SimpleNamespace(cache=SimpleNamespace(authorizer=Authorizer(acls)))
+        self.server = dataclasses.replace(self.server, security=security)
+        self.session = SaslSession(security, "127.0.0.1:1")
+        self.session.principal = principal
 
     @classmethod
     async def open(cls, harness: BrokerHarness) -> AdminBench:
@@ -159,7 +173,8 @@ class AdminBench:
         """Send ``body`` (a kio request entity of ``version``) to ``handler``; kio's parse of
         the answer."""
         assert type(body) is load_request_schema(api_key, version)
-        request = KafkaRequest(self.server, api_key, version, 7, "test", memoryview(encode(body)))
+        raw = memoryview(encode(body))
+        request = KafkaRequest(self.server, api_key, version, 7, "test", raw, self.session)
         answer = await handler(request)
         assert answer is not None
         frame = b"".join(bytes(part) for part in answer)

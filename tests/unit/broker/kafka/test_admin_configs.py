@@ -14,6 +14,7 @@ from kio.schema.incremental_alter_configs.v1 import request as incremental1
 
 from tests.unit.broker.broker_harness import BrokerHarness
 from tests.unit.broker.kafka.admin_harness import AdminBench, make
+from yak.security.acl import AclBinding, Operation, ResourceType
 from yak.topic_config import CATALOGUE
 from yak_broker.kafka.admin_configs import (
     handle_alter_configs,
@@ -210,3 +211,18 @@ async def test_alter_configs_replaces_the_overrides(bench: AdminBench) -> None:
     assert answer.responses[0].error_code == 0
     assert bench.controller.calls == [("alter", "conf", {"segment.ms": "5000"}, ["retention.ms"])]
     assert bench.harness.broker.snapshot().topics["conf"].configs == {"segment.ms": "5000"}
+
+
+async def test_config_acls_on_the_topic_and_on_the_cluster_for_brokers(bench: AdminBench) -> None:
+    await bench.harness.create_topic("open")
+    bench.secure(
+        "User:carol",
+        AclBinding("User:carol", ResourceType.TOPIC, "open", Operation.DESCRIBE_CONFIGS),
+        AclBinding("User:carol", ResourceType.TOPIC, "open", Operation.ALTER_CONFIGS),
+    )
+    assert (await described(bench, TOPIC, "open")).error_code == 0
+    assert (await described(bench, TOPIC, "conf")).error_code == 29
+    assert (await described(bench, BROKER, "0")).error_code == 31  # CLUSTER_AUTHORIZATION_FAILED
+    denied = await alter(bench, incremental(("segment.ms", SET, "5")))  # on "conf"
+    assert denied.error_code == 29
+    assert bench.controller.calls == []

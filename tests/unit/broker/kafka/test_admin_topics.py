@@ -5,6 +5,7 @@ refused before it (and with which Kafka error), validate_only, waiting for the m
 from __future__ import annotations
 
 import datetime
+import logging
 import uuid
 from typing import Any
 
@@ -18,6 +19,8 @@ from kio.schema.delete_topics.v6 import request as delete6
 from tests.unit.broker.broker_harness import BrokerHarness
 from tests.unit.broker.kafka.admin_harness import CONTROLLER_URL, AdminBench, make
 from yak.errors import TopicAlreadyExistsError
+from yak.security.acl import CLUSTER_NAME, AclBinding, Operation, ResourceType
+from yak.security.audit import AUDIT_LOGGER
 from yak_broker.kafka.admin_topics import (
     handle_create_partitions,
     handle_create_topics,
@@ -260,3 +263,40 @@ async def test_internal_topics_cannot_grow(bench: AdminBench) -> None:
         handle_create_partitions, PARTITIONS, 3, grow("__yak_share_state", 3)
     )
     assert refused.results[0].error_code == 44  # POLICY_VIOLATION
+
+
+async def test_acls_as_kafkas_create_delete_and_alter_on_the_topic(
+    bench: AdminBench, caplog: pytest.LogCaptureFixture
+) -> None:
+    await bench.harness.create_topic("theirs", 1)
+    await bench.harness.create_topic("mine", 1)
+    bench.secure(
+        "User:bob",
+        AclBinding("User:bob", ResourceType.TOPIC, "mine", Operation.CREATE),
+        AclBinding("User:bob", ResourceType.TOPIC, "mine", Operation.ALTER),
+        AclBinding("User:bob", ResourceType.TOPIC, "new", Operation.CREATE),
+    )
+    with caplog.at_level(logging.INFO, logger=AUDIT_LOGGER):
+        created = await bench.call(
+            handle_create_topics, CREATE, 7, create(topic("new"), topic("other"))
+        )
+    assert [(t.name, t.error_code) for t in created.topics] == [("new", 0), ("other", 29)]
+    audited = [r.getMessage() for r in caplog.records if r.name == AUDIT_LOGGER]
+    assert any('"result": "denied"' in line and "TOPIC:other" in line for line in audited)
+    assert any('"result": "allowed"' in line and "TOPIC:new" in line for line in audited)
+    request = make(delete1.DeleteTopicsRequest, topic_names=("theirs", "absent"), timeout=TIMEOUT)
+    deleted = await bench.call(handle_delete_topics, DELETE, 1, request)
+    assert [r.error_code for r in deleted.responses] == [29, 29]  # existence not revealed
+    grown = await bench.call(handle_create_partitions, PARTITIONS, 3, grow("theirs", 2))
+    assert grown.results[0].error_code == 29
+    allowed = await bench.call(handle_create_partitions, PARTITIONS, 3, grow("mine", 2))
+    assert allowed.results[0].error_code == 0
+    assert [c[:2] for c in bench.controller.calls] == [("create", "new"), ("partitions", "mine")]
+
+
+async def test_create_on_the_cluster_covers_every_topic(bench: AdminBench) -> None:
+    bench.secure(
+        "User:ops", AclBinding("User:ops", ResourceType.CLUSTER, CLUSTER_NAME, Operation.CREATE)
+    )
+    answer = await bench.call(handle_create_topics, CREATE, 7, create(topic("a"), topic("b")))
+    assert [t.error_code for t in answer.topics] == [0, 0]

@@ -70,3 +70,12 @@ async def test_describe_cluster_lists_the_kafka_brokers(broker: BrokerHarness) -
     )
     assert (answer.error_code, answer.cluster_id, answer.controller_id) == (0, "local", 0)
     assert [(b.broker_id, b.host) for b in answer.brokers] == [(0, "127.0.0.1")]
+
+
+async def test_delete_records_needs_delete_on_the_topic(broker: BrokerHarness) -> None:
+    bench = await AdminBench.open(broker)
+    await broker.create_topic("kept")
+    bench.secure("User:dave")
+    answer = await bench.call(handle_delete_records, DELETE_RECORDS, 2, request("kept", (0, -1)))
+    (partition,) = answer.topics[0].partitions
+    assert (partition.error_code, partition.low_watermark) == (29, -1)
