@@ -11,7 +11,8 @@ watermark: a share group never sees a record that could still be truncated.
   delays enabled) and whether the request's filter accepts it — plus the offset the read
   ended at. With no delays and no filter, a batch whose offsets are all records (no gaps from
   compaction) is not decoded: its records come from its header, each with the batch's first
-  timestamp (its append time under ``LogAppendTime``) — the window keeps timestamps only for
+  timestamp (its append time under ``LogAppendTime``), as one ``LogRange`` that ``admit`` takes
+  as one run — the window keeps timestamps only for
   the oldest-unacked age, which may so read a batch's span older. Bounded: at most
   ``max_bytes`` read and ``ReadRequest.max_records`` records taken into the window. A scan
   offset below the log start (retention) skips to the log start.
@@ -34,7 +35,7 @@ from yak.filters import RecordFilter
 from yak.protocol.broker_wire import Buffer
 from yak.record import Record, decode_batch
 from yak.record.batch_header import BatchHeader, TimestampType, iter_batches
-from yak_broker.share.state.records import LogRecord, ReadRequest
+from yak_broker.share.state.records import LogRange, LogRecord, ReadRequest
 from yak_broker.storage.log_info import FetchDataInfo
 
 __all__ = ["ReadBack", "ScanResult", "ShareLog", "find_records", "read_back", "scan"]
@@ -59,7 +60,8 @@ class ShareLog(Protocol):
 
 
 class ScanResult(NamedTuple):
-    records: list[LogRecord]
+    #: In offset order; a gapless batch read from its header alone is one ``LogRange``.
+    records: list[LogRecord | LogRange]
     #: Where the read ended: every offset below it was looked at.
     next_offset: int
 
@@ -135,7 +137,7 @@ def scan(
 ) -> ScanResult:
     """The records to ``admit`` from ``request.offset`` (see the module doc)."""
     offset = max(request.offset, log.log_start_offset)
-    out: list[LogRecord] = []
+    out: list[LogRecord | LogRange] = []
     taken, read = 0, 0
     plain = not delays and record_filter is None
     for header, batch in _batches(log, offset, max_bytes):
@@ -157,15 +159,15 @@ def scan(
     return ScanResult(out, max(offset, request.offset))
 
 
-def _from_header(header: BatchHeader, offset: int, out: list[LogRecord]) -> int:
-    """The records of a gapless batch from ``offset`` on, from its header alone (module doc);
-    how many."""
+def _from_header(header: BatchHeader, offset: int, out: list[LogRecord | LogRange]) -> int:
+    """The records of a gapless batch from ``offset`` on, from its header alone, as one
+    ``LogRange`` (module doc); how many."""
     if header.timestamp_type is TimestampType.LOG_APPEND_TIME:
         stamp = header.max_timestamp
     else:
         stamp = header.base_timestamp
     first = max(offset, header.base_offset)
-    out.extend([LogRecord(o, stamp) for o in range(first, header.next_offset)])
+    out.append(LogRange(first, header.last_offset, stamp))
     return header.next_offset - first
 
 

@@ -8,8 +8,19 @@ from yak.delays import delay_header
 from yak.filters import compile_filter
 from yak.record import RecordInput
 from yak_broker.share.share_reader import FIRST_READ_BACK_BYTES, find_records, read_back, scan
-from yak_broker.share.state.records import LogRecord, ReadRequest
+from yak_broker.share.state.records import LogRange, LogRecord, ReadRequest
 from yak_broker.storage.log_info import FetchDataInfo
+
+
+def _flat(records: list[LogRecord | LogRange]) -> list[LogRecord]:
+    """The scan's records one by one (a ``LogRange`` as the records it stands for)."""
+    out: list[LogRecord] = []
+    for r in records:
+        if isinstance(r, LogRange):
+            out += [LogRecord(o, r.timestamp_ms) for o in range(r.first_offset, r.last_offset + 1)]
+        else:
+            out.append(r)
+    return out
 
 
 def _log() -> MemoryLog:
@@ -24,18 +35,20 @@ def _log() -> MemoryLog:
 def test_scan_skips_control_batches_and_reads_due_times_on_delayed_topics() -> None:
     found = scan(_log(), ReadRequest(0, 100), None, delays=True)
     assert found.next_offset == 6
-    assert [(r.offset, r.deliver_at_ms) for r in found.records] == [
+    assert [(r.offset, r.deliver_at_ms) for r in _flat(found.records)] == [
         (0, None), (1, None), (3, 5_000), (4, None), (5, None),
     ]  # fmt: skip
     plain = scan(_log(), ReadRequest(0, 100), None, delays=False)
-    assert all(r.deliver_at_ms is None for r in plain.records)
+    assert all(r.deliver_at_ms is None for r in _flat(plain.records))
+    assert [r.offset for r in _flat(plain.records)] == [0, 1, 3, 4, 5]
 
 
 def test_scan_marks_what_the_filter_rejects_and_starts_mid_batch() -> None:
     found = scan(_log(), ReadRequest(5, 100), compile_filter("value.k == 2"), delays=False)
-    assert found.records == [LogRecord(5, found.records[0].timestamp_ms, None, True)]
+    (record,) = _flat(found.records)
+    assert record == LogRecord(5, record.timestamp_ms, None, True)
     found = scan(_log(), ReadRequest(4, 100), compile_filter("value.k == 2"), delays=False)
-    assert [r.accepted for r in found.records] == [False, True]
+    assert [r.accepted for r in _flat(found.records)] == [False, True]
 
 
 def test_scan_stops_at_the_high_watermark_and_jumps_to_the_log_start() -> None:
@@ -45,7 +58,7 @@ def test_scan_stops_at_the_high_watermark_and_jumps_to_the_log_start() -> None:
     log.log_start_offset = 4
     log.high_watermark = 6
     found = scan(log, ReadRequest(0, 100), None, delays=False)
-    assert [r.offset for r in found.records] == [4, 5]
+    assert [r.offset for r in _flat(found.records)] == [4, 5]
 
 
 def test_read_back_gives_whole_batches_and_names_missing_and_rejected_offsets() -> None:
@@ -67,11 +80,11 @@ def test_without_delays_or_filter_a_gapless_batch_is_taken_from_its_header() -> 
     log = MemoryLog()
     log.append([RecordInput(None, b"a", (), 5_000), RecordInput(None, b"b", (), 7_000)])
     plain = scan(log, ReadRequest(0, 100), None, delays=False)
-    assert plain.records == [LogRecord(0, 5_000), LogRecord(1, 5_000)]  # the batch's first
+    assert plain.records == [LogRange(0, 1, 5_000)]  # one range, the batch's first timestamp
     assert plain.next_offset == 2
-    assert scan(log, ReadRequest(1, 100), None, delays=False).records == [LogRecord(1, 5_000)]
+    assert scan(log, ReadRequest(1, 100), None, delays=False).records == [LogRange(1, 1, 5_000)]
     decoded = scan(log, ReadRequest(0, 100), None, delays=True)
-    assert [r.timestamp_ms for r in decoded.records] == [5_000, 7_000]  # each record's own
+    assert [r.timestamp_ms for r in _flat(decoded.records)] == [5_000, 7_000]  # their own
 
 
 class _CountingLog(MemoryLog):

@@ -21,6 +21,7 @@ __all__ = [
     "DeadLetterReason",
     "DelayWatermark",
     "DueEntry",
+    "LogRange",
     "LogRecord",
     "ReadRequest",
     "RecordState",
@@ -102,6 +103,16 @@ class LogRecord(NamedTuple):
     deliver_at_ms: int | None = None
     #: Whether the acquiring request's filter accepted it (a rejected one is done at once).
     accepted: bool = True
+
+
+class LogRange(NamedTuple):
+    """Consecutive records ``first_offset..last_offset`` (inclusive) read from the log, for
+    ``admit``: due at once, accepted, all with ``timestamp_ms`` — a gapless batch the driver
+    took from its header, admitted without one object per record."""
+
+    first_offset: int
+    last_offset: int
+    timestamp_ms: int
 
 
 class DueEntry(NamedTuple):

@@ -49,10 +49,12 @@ from yak_broker.share.state.records import (
     DeadLetterReason,
     DelayWatermark,
     DueEntry,
+    LogRange,
     LogRecord,
     ReadRequest,
     RecordState,
     RecordView,
+    Run,
     ShareSettings,
     ShareSnapshot,
     ShareStats,
@@ -68,6 +70,7 @@ _AVAILABLE = RecordState.AVAILABLE
 _ACQUIRED = RecordState.ACQUIRED
 _ACKNOWLEDGED = RecordState.ACKNOWLEDGED
 _ARCHIVED = RecordState.ARCHIVED
+_NO_REASON = DeadLetterReason.NONE
 _ACK_TYPES = frozenset(AcknowledgeType)
 #: A new share-partition's delay watermark: no delay-index entry has entered yet.
 _NOTHING_DUE = DelayWatermark(0)
@@ -111,9 +114,10 @@ class SharePartition:
             return None
         return ReadRequest(self.scan_offset, room)
 
-    def admit(self, records: Iterable[LogRecord], next_offset: int) -> int:
+    def admit(self, records: Iterable[LogRecord | LogRange], next_offset: int) -> int:
         """Take what the driver read at ``scan_offset`` (in offset order, below
         ``next_offset``, where the read ended); returns how many records entered the window.
+        A ``LogRange`` enters as one run (due at once, accepted), as its records would.
 
         Records below ``scan_offset`` (a read that raced another) are ignored. A full window
         stops the intake: ``scan_offset`` stays at the first record not taken.
@@ -123,6 +127,23 @@ class SharePartition:
         window, limit, mark = self._window, self.settings.max_in_flight, self.delay_watermark
         entered, previous, scan_to = 0, -1, next_offset
         for record in records:
+            if isinstance(record, LogRange):
+                first, last = record.first_offset, record.last_offset
+                if first <= previous or last >= next_offset or last < first:
+                    raise ValueError(f"records {first}-{last} out of order or past {next_offset}")
+                previous = last
+                first = max(first, self.scan_offset)
+                if first > last:
+                    continue
+                taken = min(last, first + limit - len(window) - 1)
+                if taken >= first:
+                    stamp = record.timestamp_ms
+                    window.extend(Run(first, taken, _AVAILABLE, 0, None, 0, _NO_REASON, stamp))
+                    entered += taken - first + 1
+                if taken < last:  # the window is full: the scan stays at the first not taken
+                    scan_to = max(taken + 1, first)
+                    break
+                continue
             if record.offset <= previous or record.offset >= next_offset:
                 raise ValueError(f"record {record.offset} out of order or past {next_offset}")
             previous = record.offset

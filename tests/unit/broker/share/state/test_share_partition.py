@@ -27,6 +27,7 @@ from yak_broker.share.state.records import (
     AcknowledgeType,
     AcquiredRecord,
     DeadLetterReason,
+    LogRange,
     LogRecord,
     ReadRequest,
     RecordState,
@@ -84,6 +85,27 @@ def test_records_out_of_order_or_past_the_read_end_are_a_driver_bug(
 ) -> None:
     with pytest.raises(ValueError, match="out of order or past"):
         machine().admit(records(offsets), next_offset)
+
+
+def test_a_range_enters_as_its_records_would_clipped_to_the_scan_and_the_window() -> None:
+    m = machine()  # SETTINGS: a window of 10
+    assert m.admit([LogRange(0, 3, 7), LogRecord(4, 8)], next_offset=5) == 5
+    assert states(m) == dict.fromkeys(range(5), ("AVAILABLE", 0, None))
+    assert [v.timestamp_ms for v in m.records()] == [7, 7, 7, 7, 8]
+    assert m.admit([LogRange(3, 12, 9)], next_offset=13) == 5  # 3-4 read again: skipped
+    assert (m.scan_offset, m.in_flight) == (10, 10)  # full at 9: 10 is read again later
+    m.acquire("a", 0, 10)
+    m.acknowledge("a", [batch(0, 9, ACCEPT)], 1)
+    assert m.admit([LogRange(10, 12, 9)], next_offset=13) == 3
+    assert m.scan_offset == 13
+
+
+@pytest.mark.parametrize(
+    "ranges", [[LogRange(3, 2, 0)], [LogRange(0, 5, 0)], [LogRange(2, 3, 0), LogRange(3, 4, 0)]]
+)
+def test_ranges_out_of_order_or_past_the_read_end_are_a_driver_bug(ranges: list[LogRange]) -> None:
+    with pytest.raises(ValueError, match="out of order or past"):
+        machine().admit(ranges, next_offset=5)
 
 
 def test_records_the_filter_rejected_are_done_at_once_and_never_delivered() -> None:
