@@ -5,7 +5,8 @@ advertise a Kafka listener (``kafka/groups/rendezvous.py``; docs/decisions.md, "
 groups"): every broker gives the same answer from its metadata cache, with no write. With no
 such broker the answer is COORDINATOR_NOT_AVAILABLE (retriable). Transaction keys (key type 1)
 get COORDINATOR_NOT_AVAILABLE with a message: Yak does not support transactions. v4 batches
-keys; v0-v3 ask one (v0 has no key type: a group).
+keys; v0-v3 ask one (v0 has no key type: a group). A group key needs DESCRIBE on the group
+(``kafka.authorize``; else GROUP_AUTHORIZATION_FAILED), as Kafka's.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any
 
 from yak.protocol.broker_wire import Buffer
 from yak.protocol.kafka_errors import GroupErrorCode
+from yak.security.acl import Operation, ResourceType
+from yak_broker.kafka.authorize import authorize
 from yak_broker.kafka.context import KafkaRequest
 from yak_broker.kafka.metadata import kafka_endpoint
 from yak_broker.kafka.schemas import read_request, write_response
@@ -30,12 +33,15 @@ def _answer(request: KafkaRequest, key: str, key_type: int) -> dict[str, Any]:
     refusal: dict[str, Any] = {
         "key": key,
         "error_code": GroupErrorCode.COORDINATOR_NOT_AVAILABLE,
+        "error_message": None,
         "node_id": -1,
         "host": "",
         "port": -1,
     }
     if key_type != _GROUP_KEY:
         return {**refusal, "error_message": _NO_TRANSACTIONS}
+    if not authorize(request, Operation.DESCRIBE, ResourceType.GROUP, key):
+        return {**refusal, "error_code": GroupErrorCode.GROUP_AUTHORIZATION_FAILED}
     registration = request.server.groups.coordinator_of(key)
     endpoint = None if registration is None else kafka_endpoint(registration)
     if registration is None or endpoint is None:

@@ -10,7 +10,8 @@ back (the machine speaks the newest shape):
 - SyncGroup v5 carries the protocol type and name, which the machine checks.
 - LeaveGroup v0-v2 names one member by id; v3+ a batch with instance ids.
 A group this broker does not coordinate answers NOT_COORDINATOR; an invalid group id
-INVALID_GROUP_ID.
+INVALID_GROUP_ID. ACLs (``kafka.authorize``), as Kafka's: all four need READ on the group,
+else GROUP_AUTHORIZATION_FAILED (audited).
 
 **Parked answers and ordering.** A JoinGroup (and a follower's SyncGroup) waits for the round,
 up to the rebalance timeout. K1's listener serves each request of a connection in a task of its
@@ -26,14 +27,20 @@ from __future__ import annotations
 from typing import Any
 
 from yak.protocol.broker_wire import Buffer
+from yak.protocol.kafka_errors import GroupErrorCode
+from yak.security.acl import Operation, ResourceType
+from yak_broker.kafka.authorize import authorize
 from yak_broker.kafka.context import KafkaRequest
 from yak_broker.kafka.groups.coordinator import GroupCoordinator
 from yak_broker.kafka.groups.state.records import (
     Heartbeat,
     JoinGroup,
+    JoinGroupResult,
+    LeaveGroupResult,
     LeaveMember,
     Protocol,
     SyncGroup,
+    SyncGroupResult,
 )
 from yak_broker.kafka.schemas import read_request, write_response
 
@@ -49,6 +56,14 @@ API_JOIN_GROUP, API_HEARTBEAT, API_LEAVE_GROUP, API_SYNC_GROUP = 11, 12, 13, 14
 
 def groups_of(request: KafkaRequest) -> GroupCoordinator:
     return request.server.groups
+
+
+def may_read(request: KafkaRequest, group: str) -> bool:
+    """Whether the principal may READ the group (a denial is audited)."""
+    return authorize(request, Operation.READ, ResourceType.GROUP, group)
+
+
+_DENIED = GroupErrorCode.GROUP_AUTHORIZATION_FAILED
 
 
 def _ms(value: Any) -> int:
@@ -73,7 +88,11 @@ async def handle_join_group(request: KafkaRequest) -> list[Buffer]:
         client_id=request.client_id or "",
         reason=getattr(parsed, "reason", None) or "",
     )
-    result = await groups_of(request).join(str(parsed.group_id), join)
+    group = str(parsed.group_id)
+    if may_read(request, group):
+        result = await groups_of(request).join(group, join)
+    else:
+        result = JoinGroupResult(_DENIED, parsed.member_id)
     values = {
         "throttle_time": 0,
         "error_code": result.error,
@@ -107,7 +126,11 @@ async def handle_sync_group(request: KafkaRequest) -> list[Buffer]:
         protocol_name=getattr(parsed, "protocol_name", None),
         assignments=tuple((a.member_id, a.assignment) for a in parsed.assignments),
     )
-    result = await groups_of(request).sync(str(parsed.group_id), sync)
+    group = str(parsed.group_id)
+    if may_read(request, group):
+        result = await groups_of(request).sync(group, sync)
+    else:
+        result = SyncGroupResult(_DENIED)
     values = {
         "throttle_time": 0,
         "error_code": result.error,
@@ -123,7 +146,8 @@ async def handle_heartbeat(request: KafkaRequest) -> list[Buffer]:
     beat = Heartbeat(
         parsed.member_id, int(parsed.generation_id), getattr(parsed, "group_instance_id", None)
     )
-    error = groups_of(request).heartbeat(str(parsed.group_id), beat)
+    group = str(parsed.group_id)
+    error = groups_of(request).heartbeat(group, beat) if may_read(request, group) else _DENIED
     values = {"throttle_time": 0, "error_code": error}
     return write_response(API_HEARTBEAT, request.api_version, request.correlation_id, values)
 
@@ -138,7 +162,11 @@ async def handle_leave_group(request: KafkaRequest) -> list[Buffer]:
             LeaveMember(m.member_id, m.group_instance_id, getattr(m, "reason", None) or "")
             for m in parsed.members
         ]
-    result = groups_of(request).leave(str(parsed.group_id), leaving)
+    group = str(parsed.group_id)
+    if may_read(request, group):
+        result = groups_of(request).leave(group, leaving)
+    else:
+        result = LeaveGroupResult(_DENIED)
     error = result.error
     if version < 3 and result.members:
         error = result.members[0].error  # one member: its error is the request's

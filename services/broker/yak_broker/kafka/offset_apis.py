@@ -13,6 +13,12 @@ what a Kafka client commits is what the REST API shows for the group, and the re
 - OffsetFetch: the partitions asked for (all the group has, when the topics are null: v2+),
   -1 for a partition without a commit. v1 has no group error field: its error goes on every
   partition.
+
+ACLs (``kafka.authorize``), as Kafka's: OffsetCommit needs READ on the group (else every
+partition GROUP_AUTHORIZATION_FAILED) and READ on each topic (else its partitions
+TOPIC_AUTHORIZATION_FAILED, and they are not written); OffsetFetch DESCRIBE on the group (else
+the group's error) and on each topic (partitions of a topic asked for and not describable get
+TOPIC_AUTHORIZATION_FAILED; a fetch of all topics leaves them out).
 """
 
 from __future__ import annotations
@@ -22,7 +28,9 @@ from typing import Any
 from yak.metadata.models import CommittedOffset
 from yak.protocol.broker_wire import Buffer
 from yak.protocol.kafka_errors import GroupErrorCode
+from yak.security.acl import Operation, ResourceType
 from yak.types import TopicPartition
+from yak_broker.kafka.authorize import authorize, authorized, visible
 from yak_broker.kafka.context import KafkaRequest
 from yak_broker.kafka.groups.coordinator import OffsetToCommit
 from yak_broker.kafka.groups.state.records import Heartbeat
@@ -34,19 +42,29 @@ API_OFFSET_COMMIT, API_OFFSET_FETCH = 8, 9
 #: Kafka's ``offset.metadata.max.bytes``.
 MAX_METADATA_BYTES = 4096
 _E = GroupErrorCode
+_TOPIC_DENIED = 29  # TOPIC_AUTHORIZATION_FAILED
 
 
 async def handle_offset_commit(request: KafkaRequest) -> list[Buffer]:
     version = request.api_version
     parsed = read_request(API_OFFSET_COMMIT, version, request.body)
     snapshot = request.server.broker.snapshot()
-    errors: dict[TopicPartition, GroupErrorCode] = {}
+    group = str(parsed.group_id)
+    may_group = authorize(request, Operation.READ, ResourceType.GROUP, group)
+    readable = authorized(
+        request, Operation.READ, ResourceType.TOPIC, [str(t.name) for t in parsed.topics]
+    )
+    errors: dict[TopicPartition, int] = {}  # Kafka error codes
     wanted: dict[TopicPartition, OffsetToCommit] = {}
     for topic in parsed.topics:
         for p in topic.partitions:
             tp = TopicPartition(str(topic.name), int(p.partition_index))
             metadata = p.committed_metadata or ""
-            if (tp.topic, tp.partition) not in snapshot.partitions:
+            if not may_group:
+                errors[tp] = _E.GROUP_AUTHORIZATION_FAILED
+            elif tp.topic not in readable:
+                errors[tp] = _TOPIC_DENIED
+            elif (tp.topic, tp.partition) not in snapshot.partitions:
                 errors[tp] = _E.UNKNOWN_TOPIC_OR_PARTITION
             elif len(metadata.encode()) > MAX_METADATA_BYTES:
                 errors[tp] = _E.OFFSET_METADATA_TOO_LARGE
@@ -59,7 +77,7 @@ async def handle_offset_commit(request: KafkaRequest) -> list[Buffer]:
         getattr(parsed, "group_instance_id", None),
     )
     if wanted:
-        error = await request.server.groups.commit(str(parsed.group_id), identity, wanted)
+        error = await request.server.groups.commit(group, identity, wanted)
         errors.update(dict.fromkeys(wanted, error))
     values = {
         "throttle_time": 0,
@@ -113,11 +131,20 @@ def _asked(topics: Any, field: str) -> dict[str, list[int]] | None:
 async def _group_offsets(
     request: KafkaRequest, group: str, asked: dict[str, list[int]] | None
 ) -> dict[str, Any]:
-    error, committed = await request.server.groups.committed(group)
+    committed: dict[TopicPartition, CommittedOffset] = {}
+    if not authorize(request, Operation.DESCRIBE, ResourceType.GROUP, group):
+        error = _E.GROUP_AUTHORIZATION_FAILED
+    else:
+        error, committed = await request.server.groups.committed(group)
     if asked is None:
         asked = {}
         for topic, partition in sorted(committed):
             asked.setdefault(topic, []).append(partition)
+        describable = set(visible(request, Operation.DESCRIBE, ResourceType.TOPIC, asked))
+        asked = {t: ps for t, ps in asked.items() if t in describable}
+        denied: set[str] = set()
+    else:
+        denied = set(asked) - authorized(request, Operation.DESCRIBE, ResourceType.TOPIC, asked)
     return {
         "group_id": group,
         "error_code": error,
@@ -125,12 +152,19 @@ async def _group_offsets(
             {
                 "name": topic,
                 "partitions": [
-                    _partition(p, committed.get(TopicPartition(topic, p))) for p in partitions
+                    _denied(p)
+                    if topic in denied
+                    else _partition(p, committed.get(TopicPartition(topic, p)))
+                    for p in partitions
                 ],
             }
             for topic, partitions in asked.items()
         ],
     }
+
+
+def _denied(partition: int) -> dict[str, Any]:
+    return {**_partition(partition, None), "error_code": _TOPIC_DENIED}
 
 
 def _partition(partition: int, mark: CommittedOffset | None) -> dict[str, Any]:

@@ -6,11 +6,15 @@ NOT_COORDINATOR for a group another broker wins."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import types
+import typing
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from kio.index import load_request_schema
 from kio.schema.delete_groups.v2 import request as delete2
 from kio.schema.describe_groups.v5 import request as describe5
 from kio.schema.find_coordinator.v0 import request as find0
@@ -277,3 +281,58 @@ async def test_groups_another_broker_wins_answer_not_coordinator(
     assert (await conn.call(JOIN, 9, join9_request(group=elsewhere))).error_code == 16
     assert (await conn.call(HEARTBEAT, 4, heartbeat("m", 1, elsewhere))).error_code == 16
     assert await broker.store.get(broker.keyspace.group_classic(elsewhere)) is None
+
+
+_SCALARS: dict[str, Any] = {
+    "int8": 0,
+    "int32": 1,
+    "int64": 0,
+    "bool": False,
+    "bytes": b"",
+    "string": "sweep",
+    "timedelta_i32": 10 * SECONDS,
+    "timedelta_i64": 10 * SECONDS,
+}
+
+
+def sample(entity: Any) -> Any:
+    """A request of any kio schema with every field filled (one element per array)."""
+    hints = typing.get_type_hints(entity)
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(entity):
+        kind = hints[f.name]
+        if typing.get_origin(kind) in (types.UnionType, typing.Union):  # X | None: an X
+            kind = next(a for a in typing.get_args(kind) if a is not type(None))
+        array = typing.get_origin(kind) is tuple
+        inner = typing.get_args(kind)[0] if array else kind
+        if dataclasses.is_dataclass(inner):
+            value = sample(inner)
+        else:
+            value = _SCALARS[f.metadata["kafka_type"]]
+        values[f.name] = (value,) if array else value
+    return entity(**values)
+
+
+@pytest.mark.parametrize(
+    ("api_key", "versions"),
+    [
+        (8, (2, 8)),
+        (9, (1, 8)),
+        (10, (0, 4)),
+        (11, (0, 9)),
+        (12, (0, 4)),
+        (13, (0, 5)),
+        (14, (0, 5)),
+        (15, (0, 5)),
+        (16, (0, 5)),
+        (42, (0, 2)),
+    ],
+)
+async def test_every_version_of_every_group_api_is_answered(
+    broker: BrokerHarness, conn: KafkaTestConnection, api_key: int, versions: tuple[int, int]
+) -> None:
+    await broker.create_topic("sweep")
+    for version in range(versions[0], versions[1] + 1):
+        request = sample(load_request_schema(api_key, version))
+        answer = await conn.call(api_key, version, request)  # a closed connection fails here
+        assert answer is not None
