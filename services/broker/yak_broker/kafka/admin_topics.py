@@ -154,7 +154,8 @@ async def _create(
         configs = validate_topic_configs(
             {str(c.name): "" if c.value is None else str(c.value) for c in topic.configs}
         )
-        validate_min_insync_replicas(configs, factor or 1)
+        if factor is not None:  # else the coordinator's default factor, checked there
+            validate_min_insync_replicas(configs, factor)
         if not dry:
             async with controller_admin(snapshot, server.open_admin) as admin:
                 created = await admin.create_topic(

@@ -98,7 +98,7 @@ async def test_create_topics_refuses_each_bad_topic_with_kafkas_error(
             topic("bad name!"),
             topic("__yak_mine"),
             topic("configured", configs={"no.such.config": "1"}),
-            topic("too-safe", configs={"min.insync.replicas": "2"}),
+            topic("too-safe", factor=1, configs={"min.insync.replicas": "2"}),
             topic("wide", factor=3),
             topic("none", partitions=0),
             topic(
