@@ -66,6 +66,13 @@ def may_read(request: KafkaRequest, group: str) -> bool:
 _DENIED = GroupErrorCode.GROUP_AUTHORIZATION_FAILED
 
 
+def _client_host(request: KafkaRequest) -> str:
+    """The member's address as Kafka shows it (``/host``); known on a SASL listener only
+    (the request carries no peer otherwise)."""
+    session = request.session
+    return "" if session is None else "/" + session.peer.rpartition(":")[0]
+
+
 def _ms(value: Any) -> int:
     """A kio timedelta field in milliseconds."""
     return int(value.total_seconds() * 1000)
@@ -86,6 +93,7 @@ async def handle_join_group(request: KafkaRequest) -> list[Buffer]:
         group_instance_id=getattr(parsed, "group_instance_id", None),
         require_known_member_id=version >= 4,
         client_id=request.client_id or "",
+        client_host=_client_host(request),
         reason=getattr(parsed, "reason", None) or "",
     )
     group = str(parsed.group_id)

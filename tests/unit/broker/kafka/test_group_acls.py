@@ -122,6 +122,11 @@ async def test_group_read_and_topic_read_commit_and_fetch_what_may_be_described(
         )
         assert answer.topics[0].partitions[0].error_code == 0
         await secured.allow(AclBinding("User:alice", GROUP, "g", Operation.DESCRIBE))
+        describe = make(
+            describe5.DescribeGroupsRequest, groups=("g",), include_authorized_operations=False
+        )
+        (described,) = (await alice.call(DESCRIBE, 5, describe)).groups
+        assert [m.client_host for m in described.members] == ["/127.0.0.1"]
         (group,) = (await alice.call(FETCH, 8, fetch_all())).groups
         assert [(t.name, t.partitions[0].committed_offset) for t in group.topics] == [("orders", 3)]
         listed = make(list5.ListGroupsRequest, states_filter=(), types_filter=())
