@@ -10,8 +10,10 @@ to ``KafkaServer.open_admin``). ``controller_admin`` opens one for the controlle
 metadata names, for the length of one request: admin requests are rare, so no connection pool
 outlives them and nothing needs closing when the listener stops. With no active controller the
 call raises ``NotControllerError`` (Kafka's ``NOT_CONTROLLER``: clients refresh metadata and
-retry). ``require`` checks the connection's principal against the ACLs as Kafka's admin
-requests do (``kafka.authorize``; a denial is audited and raised as Kafka's
+retry). A coordinator with security on wants a user's credential, which a broker cannot
+forward for a SASL principal yet: its refusal is answered ``CLUSTER_AUTHORIZATION_FAILED``
+with a message saying so. ``require`` checks the connection's principal against the ACLs as
+Kafka's admin requests do (``kafka.authorize``; a denial is audited and raised as Kafka's
 ``TOPIC_``/``CLUSTER_AUTHORIZATION_FAILED``), ``made`` audits a change that passed.
 ``failure`` is an admin answer's error fields for a typed error; ``await_metadata``
 waits until this broker's own metadata shows a change (Kafka's controller answers once the
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from yak.api.admin import TopicDeleted, TopicDescription
 from yak.errors import (
+    AuthenticationError,
     ClusterAuthorizationError,
     NotControllerError,
     TopicAuthorizationError,
@@ -92,6 +95,14 @@ async def controller_admin(
     admin = open_admin(controller.url)
     try:
         yield admin
+    except AuthenticationError as exc:
+        # The coordinator wants a user's credential (YAK_SECURITY=on) and a broker holds none
+        # to forward for a SASL principal yet: say so, rather than a failed login the client
+        # did not make (the ACLs were checked here already).
+        raise ClusterAuthorizationError(
+            "the coordinator's admin API asks for a user credential, which the Kafka listener "
+            f"cannot forward yet: use `yak` or the admin API ({exc.message})"
+        ) from exc
     finally:
         await admin.aclose()
 

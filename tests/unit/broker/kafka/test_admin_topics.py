@@ -18,7 +18,7 @@ from kio.schema.delete_topics.v6 import request as delete6
 
 from tests.unit.broker.broker_harness import BrokerHarness
 from tests.unit.broker.kafka.admin_harness import CONTROLLER_URL, AdminBench, make
-from yak.errors import TopicAlreadyExistsError
+from yak.errors import AuthenticationError, TopicAlreadyExistsError
 from yak.security.acl import CLUSTER_NAME, AclBinding, Operation, ResourceType
 from yak.security.audit import AUDIT_LOGGER
 from yak_broker.kafka.admin_topics import (
@@ -139,6 +139,11 @@ async def test_validate_only_writes_nothing_and_the_controllers_refusal_is_answe
     bench.controller.refuse = TopicAlreadyExistsError("raced")
     raced = await bench.call(handle_create_topics, CREATE, 7, create(topic("raced")))
     assert (raced.topics[0].error_code, raced.topics[0].error_message) == (36, "raced")
+    bench.controller.refuse = AuthenticationError("a credential is required")
+    secured = await bench.call(handle_create_topics, CREATE, 7, create(topic("secured")))
+    assert secured.topics[0].error_code == 31  # not SASL_AUTHENTICATION_FAILED: no login failed
+    assert "credential" in (secured.topics[0].error_message or "")
+    assert bench.controller.closed == 2
 
 
 async def test_create_topics_v2_and_without_a_controller(bench: AdminBench) -> None:
