@@ -122,7 +122,7 @@ APIS: Mapping[int, Api] = _table(
         36: Api("SaslAuthenticate", 0, 2, handle_sasl_authenticate),
         37: Api("CreatePartitions", 0, 3, handle_create_partitions),
         44: Api("IncrementalAlterConfigs", 0, 1, handle_incremental_alter_configs),
-        60: Api("DescribeCluster", 0, 0, handle_describe_cluster),
+        60: Api("DescribeCluster", 0, 2, handle_describe_cluster),
     }
 )
 

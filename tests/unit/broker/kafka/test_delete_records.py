@@ -1,5 +1,6 @@
 """DeleteRecords at the leader, spoken with kio: the log start moves, -1 is the high
-watermark, bad offsets and partitions led elsewhere get Kafka's errors; and DescribeCluster."""
+watermark, bad offsets and partitions led elsewhere get Kafka's errors; and DescribeCluster
+(brokers; controllers refused as a Kafka broker refuses them)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from kio.schema.delete_records.v2 import request as delete2
 from kio.schema.describe_cluster.v0.request import DescribeClusterRequest
+from kio.schema.describe_cluster.v2 import request as describe_cluster2
 
 from tests.unit.broker.broker_harness import BrokerHarness
 from tests.unit.broker.kafka.admin_harness import AdminBench, make
@@ -79,3 +81,23 @@ async def test_delete_records_needs_delete_on_the_topic(broker: BrokerHarness) -
     answer = await bench.call(handle_delete_records, DELETE_RECORDS, 2, request("kept", (0, -1)))
     (partition,) = answer.topics[0].partitions
     assert (partition.error_code, partition.low_watermark) == (29, -1)
+
+
+async def test_describe_cluster_v2_endpoint_types(broker: BrokerHarness) -> None:
+    bench = await AdminBench.open(broker)
+
+    async def ask(endpoint_type: int) -> Any:
+        body = make(
+            describe_cluster2.DescribeClusterRequest,
+            include_cluster_authorized_operations=False,
+            endpoint_type=endpoint_type,
+            include_fenced_brokers=True,
+        )
+        return await bench.call(handle_describe_cluster, DESCRIBE_CLUSTER, 2, body)
+
+    brokers = await ask(1)
+    assert (brokers.error_code, brokers.endpoint_type, brokers.controller_id) == (0, 1, 0)
+    assert [(b.broker_id, b.is_fenced) for b in brokers.brokers] == [(0, False)]
+    controllers = await ask(2)
+    assert (controllers.error_code, controllers.brokers) == (114, ())  # MISMATCHED_ENDPOINT_TYPE
+    assert (await ask(7)).error_code == 115  # UNSUPPORTED_ENDPOINT_TYPE
