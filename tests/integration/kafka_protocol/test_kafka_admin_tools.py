@@ -1,9 +1,9 @@
 """Kafka's admin APIs, aiokafka, kcat and a leader killed under an idempotent producer, against
 a real cluster (etcd, a coordinator, 3 brokers, a rest-proxy; one cluster for the module).
 
-- confluent-kafka's ``AdminClient`` creates a topic with configs, describes and alters them,
-  adds partitions, deletes records and deletes the topic — and the coordinator's REST admin
-  (what ``yak topics describe`` prints) and the proxy agree at every step;
+- confluent-kafka's ``AdminClient`` creates a topic with configs (refusals and validate_only
+  too), describes and alters them, adds partitions, deletes records and deletes the topic —
+  and the coordinator's REST admin, ``yak topics describe`` and the proxy agree at each step;
 - aiokafka produces keyed records with headers and reads them back with ``assign``;
 - kcat lists the metadata (``-L``), produces (``-P``) and consumes (``-C -o beginning -e``);
 - last (it kills a broker): librdkafka, idempotent with acks=all, sends a numbered sequence to
@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -75,6 +77,19 @@ def rest_topic(cluster: LocalCluster, topic: str) -> httpx.Response:
     return httpx.get(f"{cluster.coordinator_url}/admin/v1/topics/{topic}", timeout=TIMEOUT_S)
 
 
+def yak_cli(*args: str) -> str:
+    """What the ``yak`` CLI prints (it reads the coordinator's REST admin)."""
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("yak")), *args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=True,
+        env={**os.environ, "COLUMNS": "200"},  # rich wraps table cells at 80 otherwise
+    )
+    return done.stdout
+
+
 def settle(future: Any) -> Any:
     return future.result(timeout=TIMEOUT_S)
 
@@ -87,9 +102,19 @@ def confluent_admin_walk(cluster: LocalCluster, bootstrap: str, topic: str) -> N
     described = rest_topic(cluster, topic).json()
     assert (described["partition_count"], described["replication_factor"]) == (2, 3)
     assert described["configs"] == configs
-    again = admin.create_topics([NewTopic(topic, 1, 1)], operation_timeout=TIMEOUT_S)[topic]
-    with pytest.raises(KafkaException, match="TOPIC_ALREADY_EXISTS"):
-        settle(again)
+    refusals = {
+        topic: "TOPIC_ALREADY_EXISTS",
+        "__yak_mine": "POLICY_VIOLATION",
+        f"{topic}-wide": "INVALID_REPLICATION_FACTOR",
+    }
+    factors = {f"{topic}-wide": 4}
+    asked = [NewTopic(name, 1, factors.get(name, 1)) for name in refusals]
+    for name, future in admin.create_topics(asked, operation_timeout=TIMEOUT_S).items():
+        with pytest.raises(KafkaException, match=refusals[name]):
+            settle(future)
+    dry = NewTopic(f"{topic}-dry", 1, 3)
+    settle(admin.create_topics([dry], validate_only=True)[dry.topic])
+    assert rest_topic(cluster, dry.topic).status_code == 404  # validated, not created
 
     resource = ConfigResource("TOPIC", topic)
     entries = settle(admin.describe_configs([resource])[resource])
@@ -104,6 +129,10 @@ def confluent_admin_walk(cluster: LocalCluster, bootstrap: str, topic: str) -> N
     altered = ConfigResource("TOPIC", topic, incremental_configs=changes)
     settle(admin.incremental_alter_configs([altered])[altered])
     assert rest_topic(cluster, topic).json()["configs"] == {"retention.ms": "7200000"}
+    printed = yak_cli("topics", "describe", topic, "--coordinator", cluster.coordinator_url)
+    assert "retention.ms" in printed
+    assert "7200000" in printed
+    assert "cleanup.policy" not in printed
     entries = settle(admin.describe_configs([resource])[resource])
     assert entries["retention.ms"].value == "7200000"
     assert entries["cleanup.policy"].source == ConfigSource.DEFAULT_CONFIG.value
