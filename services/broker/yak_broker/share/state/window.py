@@ -13,6 +13,7 @@ This module keeps the arrays consistent and answers reads over them (views, runs
 
 from __future__ import annotations
 
+import re
 import sys
 from array import array
 from bisect import bisect_left, bisect_right
@@ -179,20 +180,50 @@ class InFlightWindow:
 
     def runs(self) -> Iterator[Run]:
         """The window as runs of consecutive offsets sharing every attribute but the
-        timestamp (each run carries its oldest). A snapshot walks the whole window, so the
-        per-slot work is one tuple compare and one subtraction: the attribute tuples are
-        zipped at C speed, and offsets are consecutive where ``offset - slot`` stays put."""
+        timestamp (each run carries its oldest). A snapshot walks the whole window, so a run
+        of unlocked records — most of a window: the available tail, acknowledged stretches —
+        is found at C speed once it is longer than ``_SHORT_RUN``: where its state, count and
+        reason bytes end (``_differs``; an unlocked slot has no member and no deadline) and
+        where its offsets stop being consecutive (``offset - slot`` is non-decreasing:
+        bisection). Short runs and acquired records (few: what members hold) are compared
+        slot by slot."""
         offsets, timestamps = self.offsets, self.timestamps
-        columns = (self.states, self.counts, self.members, self.deadlines, self.reasons)
-        keys = list(zip(*columns, strict=True))
-        n = len(keys)
+        states, counts, reasons, members, deadlines = (
+            self.states, self.counts, self.reasons, self.members, self.deadlines,
+        )  # fmt: skip
+        n = len(offsets)
         i = 0
         while i < n:
-            key, base = keys[i], offsets[i] - i
-            j = i + 1
-            while j < n and keys[j] == key and offsets[j] - j == base:
-                j += 1
-            state, count, member, deadline, reason = key
+            state, count, reason = states[i], counts[i], reasons[i]
+            base = offsets[i] - i
+            if state != _ACQUIRED:
+                member, deadline = None, 0
+                j, short = i + 1, min(i + _SHORT_RUN, n)
+                while (
+                    j < short
+                    and states[j] == state
+                    and counts[j] == count
+                    and reasons[j] == reason
+                    and offsets[j] - j == base
+                ):
+                    j += 1
+                if j == short < n:  # a long run: find its end at C speed
+                    j = min(_differs(states, state, j), _differs(counts, count, j))
+                    j = min(j, _differs(reasons, reason, j))
+                    if offsets[j - 1] - (j - 1) != base:
+                        j = _gap(offsets, base, i, j)
+            else:
+                member, deadline = members[i], deadlines[i]
+                j = i + 1
+                while (
+                    j < n
+                    and states[j] == state
+                    and members[j] == member
+                    and deadlines[j] == deadline
+                    and counts[j] == count
+                    and offsets[j] - j == base
+                ):
+                    j += 1
             yield Run(
                 offsets[i],
                 offsets[j - 1],
@@ -218,3 +249,28 @@ class InFlightWindow:
         self.deadlines.extend([run.deadline_ms] * length)
         self.timestamps.extend([run.timestamp_ms] * length)
         self.members.extend([member] * length)
+
+
+#: Slots compared one by one before a run of unlocked records is taken for a long one.
+_SHORT_RUN = 8
+#: Per byte value, a pattern matching any other byte (``_differs``).
+_OTHER_BYTE = [re.compile(b"[^" + re.escape(bytes([v])) + b"]") for v in range(256)]
+
+
+def _differs(column: bytearray, value: int, start: int) -> int:
+    """The first slot at or after ``start`` whose byte is not ``value`` (len: none)."""
+    found = _OTHER_BYTE[value].search(column, start)
+    return found.start() if found is not None else len(column)
+
+
+def _gap(offsets: array[int], base: int, start: int, stop: int) -> int:
+    """The first slot in ``(start, stop)`` whose ``offset - slot`` passed ``base`` (offsets
+    strictly increase, so ``offset - slot`` never decreases); ``stop`` if none."""
+    low, high = start + 1, stop
+    while low < high:
+        middle = (low + high) // 2
+        if offsets[middle] - middle > base:
+            high = middle
+        else:
+            low = middle + 1
+    return low

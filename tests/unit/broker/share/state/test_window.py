@@ -102,26 +102,59 @@ def _reference_runs(window: InFlightWindow) -> list[Run]:
     return out
 
 
+_FATES = [
+    RecordState.AVAILABLE,
+    RecordState.ACQUIRED,
+    RecordState.ACKNOWLEDGED,
+    RecordState.ARCHIVED,
+]
+
+
 @given(
     st.lists(
         st.tuples(
             st.integers(1, 3),  # gap to the previous offset
-            st.sampled_from([RecordState.AVAILABLE, RecordState.ACQUIRED, RecordState.ARCHIVED]),
+            st.integers(0, 2),  # deliveries before its fate
+            st.sampled_from(_FATES),
             st.sampled_from(["a", "b"]),
+            st.sampled_from([1_000, 2_000]),  # lock deadline
+            st.sampled_from([DeadLetterReason.NONE, DeadLetterReason.REJECTED]),
             st.integers(0, 2),  # timestamp
         ),
-        max_size=60,
+        max_size=80,
     )
 )
 def test_runs_are_the_plain_slot_by_slot_runs(
-    slots: list[tuple[int, RecordState, str, int]],
+    slots: list[tuple[int, int, RecordState, str, int, DeadLetterReason, int]],
 ) -> None:
     window, offset = InFlightWindow(), 0
-    for gap, state, member, timestamp in slots:
+    for gap, deliveries, fate, member, deadline, reason, timestamp in slots:
         offset += gap
         i = window.insert(offset, RecordState.AVAILABLE, timestamp)
-        if state == RecordState.ACQUIRED:
-            window.acquire(i, member, 1_000)
-        elif state == RecordState.ARCHIVED:
-            window.settle(i, state, DeadLetterReason.REJECTED)
+        for _ in range(deliveries):
+            window.acquire(i, member, deadline)
+            window.settle(i, RecordState.AVAILABLE, DeadLetterReason.NONE)
+        if fate == RecordState.ACQUIRED:
+            window.acquire(i, member, deadline)
+        elif fate == RecordState.ARCHIVED:
+            window.settle(i, fate, reason)
+        elif fate == RecordState.ACKNOWLEDGED:
+            window.settle(i, fate, DeadLetterReason.NONE)
     assert list(window.runs()) == _reference_runs(window)
+
+
+def test_long_runs_end_where_a_byte_changes_or_the_offsets_jump() -> None:
+    window = InFlightWindow()
+    for offset in [*range(50), *range(60, 90), *range(90, 110), *range(110, 150)]:
+        i = window.insert(offset, RecordState.AVAILABLE, offset)
+        if 90 <= offset < 110:  # delivered once and released: count 1
+            window.acquire(i, "a", 1)
+            window.settle(i, RecordState.AVAILABLE, DeadLetterReason.NONE)
+        elif offset >= 110:
+            window.settle(i, RecordState.ACKNOWLEDGED, DeadLetterReason.NONE)
+    runs = list(window.runs())
+    assert runs == _reference_runs(window)
+    assert [(r.first_offset, r.last_offset) for r in runs] == [
+        (0, 49), (60, 89), (90, 109), (110, 149),
+    ]  # fmt: skip
+    assert [r.timestamp_ms for r in runs] == [0, 60, 90, 110]
