@@ -185,11 +185,22 @@ async def _throughput(
             window_s=plan.window_s, ack=plan.share_ack,
         )  # fmt: skip
     results |= share.figures("share_ack") | saves
-    group = await group_rate(
-        http, "bench-group", TOPIC, written, members=CONSUMERS, warmup_s=GROUP_WARMUP_S,
-        window_s=plan.window_s,
-    )  # fmt: skip
+    async with _sampled(cluster, None, "group", 0) as used:
+        group = await group_rate(
+            http, "bench-group", TOPIC, written, members=CONSUMERS, warmup_s=GROUP_WARMUP_S,
+            window_s=plan.window_s,
+        )  # fmt: skip
     results |= group.figures("group_poll")
+    results |= {k: v for k, v in used.items() if "_cpu_" in k}
+    for prefix, total in (
+        ("share", "share_ack_total_records"),
+        ("group", "group_poll_total_records"),
+    ):
+        records = results.get(total) or 0
+        for side in ("proxy", "brokers"):
+            used_s = results.get(f"{prefix}_cpu_{side}_s")
+            if records and used_s is not None:
+                results[f"{prefix}_cpu_{side}_us_per_record"] = round(used_s / records * 1e6, 1)
     group_rps = results["group_poll_rps"]
     results["share_vs_group_ratio"] = (
         round(results["share_ack_rps"] / group_rps, 3) if group_rps else None
