@@ -2,6 +2,8 @@
 "Kafka classic groups").
 
 ``state/`` is the pure machine of one group (no asyncio, no clock, no I/O: time is an
-argument, answers go to an outbox); the asyncio driver that feeds it requests and timer ticks
-and writes committed offsets to the metadata store sits beside it.
+argument, answers go to an outbox; an import contract keeps it so). Beside it, the asyncio
+side: ``rendezvous`` picks a group's coordinating broker, ``group_driver`` drives one group
+(requests, timer, marker), ``coordinator`` holds the groups led here and their offsets (the
+wire handlers' entry point, ``KafkaServer.groups``).
 """

@@ -91,6 +91,8 @@ class GroupDriver:
         self._timer: asyncio.Task[None] | None = None
         self._timer_at: int | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        #: A release of the marker is scheduled (one at a time).
+        self._releasing = False
 
     def now_ms(self) -> int:
         return int(self._clock.monotonic() * 1000)
@@ -184,7 +186,9 @@ class GroupDriver:
             if future is not None and not future.done():
                 future.set_result(reply.result)
         state = self.machine.state
-        if state in (GroupStateName.EMPTY, GroupStateName.DEAD) and self.marker_revision:
+        empty = state in (GroupStateName.EMPTY, GroupStateName.DEAD)
+        if empty and self.marker_revision and not self._releasing:
+            self._releasing = True
             self._spawn(self._release_if_empty)
         if state is GroupStateName.DEAD:
             self._stop_timer()
@@ -249,10 +253,13 @@ class GroupDriver:
         return _E.COORDINATOR_LOAD_IN_PROGRESS  # another broker is still handing it over
 
     async def _release_if_empty(self) -> None:
-        async with self._lock:
-            state = self.machine.state
-            if self.marker_revision and state in (GroupStateName.EMPTY, GroupStateName.DEAD):
-                await self._release_locked()
+        try:
+            async with self._lock:
+                state = self.machine.state
+                if self.marker_revision and state in (GroupStateName.EMPTY, GroupStateName.DEAD):
+                    await self._release_locked()
+        finally:
+            self._releasing = False
 
     async def _release_locked(self) -> None:
         revision, self.marker_revision = self.marker_revision, 0
