@@ -13,7 +13,10 @@ user / role         may write (and read)                       may read
                     ``decommissions/``, ``groups/``,           ...)
                     ``offsets/``, ``security/``
 ``yak-broker``      ``brokers/`` (its registration),           the whole cluster prefix
-                    ``partitions/`` (ISR changes)
+                    ``partitions/`` (ISR changes), and for its
+                    Kafka listener ``producers/``
+                    (InitProducerId), ``groups/`` and
+                    ``offsets/`` (classic groups, commits)
 ``yak-rest-proxy``  ``groups/``, ``offsets/``, ``producers/``  the whole cluster prefix
 ``root``            everything (etcd's own super-user: user and role setup, ``yak users
                     create --bootstrap``)
@@ -102,7 +105,17 @@ def service_roles(
             ),
             read=everything,
         ),
-        EtcdRole("yak-broker", write=(ks.brokers_prefix, ks.partitions_prefix), read=everything),
+        EtcdRole(
+            "yak-broker",
+            write=(
+                ks.brokers_prefix,
+                ks.partitions_prefix,
+                f"{ks.root}producers/",
+                ks.groups_prefix,
+                ks.offsets_prefix,
+            ),
+            read=everything,
+        ),
         EtcdRole(
             "yak-rest-proxy",
             write=(ks.groups_prefix, ks.offsets_prefix, f"{ks.root}producers/", *security),

@@ -13,6 +13,7 @@ import typer
 
 from yak.heap import HeapFreezer
 from yak.observability.logs import configure_logging
+from yak.security.audit import install_audit_handler
 from yak.security.cluster_secret import load_cluster_secret
 from yak.web.serve import serve
 from yak.web.tls import ServerTls
@@ -110,7 +111,9 @@ def run(
     still serves; a second stops at once)."""
     configure_logging("broker", log_level)  # YAK_LOG_FORMAT=text|json
     tls = ServerTls.from_env()
-    settings = BrokerSettings(
+    # The flags over the environment (``YAK_KAFKA_SECURITY_PROTOCOL``, ``YAK_SECURITY``,
+    # ``YAK_SUPER_USERS``, ``YAK_QUOTA_*`` have no flag: read from the environment alone).
+    settings = BrokerSettings.from_env(
         broker_id=broker_id,
         host=host,
         port=port,
@@ -130,6 +133,8 @@ def run(
         cluster_secret=load_cluster_secret(),
         max_open_files=max_open_files,
     )
+    if settings.security:
+        install_audit_handler()  # the Kafka listener's failed logins and denials
     # Tens of thousands of replicas are millions of long-lived objects: keep them out of the
     # collector's full passes (``yak.heap``; a full pass held the loop up to a second).
     app = create_app(settings, heap=HeapFreezer())

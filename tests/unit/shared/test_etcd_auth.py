@@ -31,7 +31,14 @@ def test_only_the_coordinator_writes_security_and_the_proxy_no_partition_state()
     assert not any(key.startswith(ks.security_prefix) for key in proxy)
     assert ks.partitions_prefix not in proxy
     assert ks.topics_prefix not in proxy
-    assert set(roles["yak-broker"].write) == {ks.brokers_prefix, ks.partitions_prefix}
+    assert set(roles["yak-broker"].write) == {
+        ks.brokers_prefix,
+        ks.partitions_prefix,
+        f"{ks.root}producers/",  # the Kafka listener's InitProducerId
+        ks.groups_prefix,  # and its classic groups
+        ks.offsets_prefix,
+    }
+    assert ks.security_prefix not in roles["yak-broker"].write
     assert ks.controller in roles["yak-coordinator"].write
 
 
