@@ -21,7 +21,7 @@ from yak.protocol.broker_wire import Buffer
 from yak_broker.kafka.groups.coordinator import GroupCoordinator
 
 if TYPE_CHECKING:
-    from yak_broker.kafka.controller import OpenAdmin
+    from yak_broker.kafka.controller_admin import OpenAdmin
     from yak_broker.kafka.producer_ids import ProducerIds
     from yak_broker.kafka.sasl import SaslSession
     from yak_broker.kafka.security import KafkaSecurity

@@ -22,11 +22,10 @@ change is in the brokers' metadata). Single event loop.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
-from yak.api.admin import TopicDeleted, TopicDescription
 from yak.errors import (
     AuthenticationError,
     ClusterAuthorizationError,
@@ -37,6 +36,7 @@ from yak.errors import (
 from yak.metadata.snapshot import ClusterSnapshot
 from yak.security.acl import Operation, ResourceType
 from yak_broker.kafka.authorize import audit_allowed, authorize
+from yak_broker.kafka.controller_admin import ControllerAdmin, OpenAdmin
 
 if TYPE_CHECKING:
     from yak_broker.kafka.context import KafkaRequest
@@ -51,37 +51,6 @@ __all__ = [
     "made",
     "require",
 ]
-
-
-class ControllerAdmin(Protocol):
-    """The coordinator admin calls of the Kafka admin APIs (``AdminClient``'s signatures)."""
-
-    async def create_topic(
-        self,
-        name: str,
-        *,
-        partitions: int = 1,
-        replication_factor: int | None = None,
-        configs: Mapping[str, str] | None = None,
-    ) -> TopicDescription: ...
-
-    async def delete_topic(self, name: str) -> TopicDeleted: ...
-
-    async def create_partitions(self, name: str, count: int) -> TopicDescription: ...
-
-    async def alter_topic_configs(
-        self,
-        name: str,
-        *,
-        set_configs: Mapping[str, str] | None = None,
-        delete_configs: Sequence[str] = (),
-    ) -> TopicDescription: ...
-
-    async def aclose(self) -> None: ...
-
-
-#: Opens a client of the coordinator at a URL (``AdminClient`` in a running broker).
-OpenAdmin = Callable[[str], ControllerAdmin]
 
 
 @asynccontextmanager
