@@ -449,13 +449,14 @@ def encode_fetch_response(
     *,
     session_id: int = 0,
     error_code: int = 0,
+    throttle_time_ms: int = 0,
 ) -> list[Buffer]:
     """``throttle_time_ms, error_code, session_id, responses [topic, partitions
     [partition_index, error_code, high_watermark, last_stable_offset, log_start_offset,
     aborted_transactions, preferred_read_replica, records]]`` — records uncopied."""
     parts: list[Buffer] = []
     pending = bytearray(response_header(correlation_id, True))
-    pending += _FETCH_RESULT_TOP.pack(0, error_code, session_id)
+    pending += _FETCH_RESULT_TOP.pack(throttle_time_ms, error_code, session_id)
     grouped = _by_topic(partitions)
     pending += uvarint(len(grouped) + 1)
     for topic, entries in grouped.items():

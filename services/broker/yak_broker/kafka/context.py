@@ -19,18 +19,17 @@ from typing import TYPE_CHECKING, NamedTuple
 from yak.clients.admin import AdminClient
 from yak.protocol.broker_wire import Buffer
 from yak_broker.kafka.groups.coordinator import GroupCoordinator
+from yak_broker.kafka.sasl_session import ANONYMOUS
 
 if TYPE_CHECKING:
     from yak_broker.kafka.controller_admin import OpenAdmin
     from yak_broker.kafka.producer_ids import ProducerIds
-    from yak_broker.kafka.sasl import SaslSession
+    from yak_broker.kafka.quotas import KafkaQuotas
+    from yak_broker.kafka.sasl_session import SaslSession
     from yak_broker.kafka.security import KafkaSecurity
     from yak_broker.server.broker import Broker
 
 __all__ = ["ANONYMOUS", "Handler", "KafkaRequest", "KafkaServer"]
-
-#: The principal of a connection that did not authenticate (Kafka's and the rest-proxy's).
-ANONYMOUS = "User:ANONYMOUS"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +43,11 @@ class KafkaServer:
     open_admin: OpenAdmin = AdminClient
     #: The classic groups this broker coordinates (``kafka/groups``), built from ``broker``.
     groups: GroupCoordinator = field(init=False)
-    #: Users, ACLs and quotas (``kafka.security``); None: the listener does not authenticate
+    #: Users and ACLs (``kafka.security``); None: the listener does not authenticate
     #: (PLAINTEXT/SSL) and every check passes (``kafka.authorize``).
     security: KafkaSecurity | None = None
+    #: Per-principal byte-rate quotas of Produce and Fetch (``kafka.quotas``); None: none.
+    quotas: KafkaQuotas | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "groups", GroupCoordinator.of_broker(self.broker))

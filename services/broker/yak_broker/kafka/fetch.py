@@ -8,7 +8,9 @@ long poll of up to ``max_wait_ms`` (capped at the broker's ``max_wait_ms_limit``
 watermark...). ``isolation_level``: Yak has no transactions, so the last stable offset is the
 high watermark and read_committed reads what read_uncommitted does. A partition of a topic
 the principal may not READ (``kafka.authorize``, as the REST record reads) is answered with
-``TOPIC_AUTHORIZATION_FAILED`` and no records; the others are served.
+``TOPIC_AUTHORIZATION_FAILED`` and no records; the others are served. The records returned
+count against the principal's fetch quota (``kafka.quotas``: a throttled answer carries
+``throttle_time_ms`` and is held that long).
 
 **Fetch sessions** (KIP-227, v7+): none are created here — every answer says session id 0,
 which tells a client to keep sending full fetches (Kafka's ``FetchSessionHandler`` does); an
@@ -42,6 +44,7 @@ from yak.protocol.kafka_errors import kafka_error_code
 from yak.security.acl import Operation, ResourceType
 from yak_broker.kafka.authorize import authorized
 from yak_broker.kafka.context import KafkaRequest
+from yak_broker.kafka.quotas import QuotaKind
 from yak_broker.kafka.schemas import read_request, write_response
 from yak_broker.server.fetcher import serve_fetch
 
@@ -49,6 +52,7 @@ __all__ = ["handle_fetch"]
 
 API_FETCH = 1
 _FETCH_SESSION_ID_NOT_FOUND = 70
+_FETCH = QuotaKind.FETCH
 
 
 def _decode(version: int, body: memoryview) -> FetchRequest:
@@ -101,7 +105,10 @@ async def handle_fetch(request: KafkaRequest) -> list[Buffer]:
             broker.replicas,
             max_wait_limit_ms=broker.settings.max_wait_ms_limit,
         )
-    return _answer(version, correlation_id, [*partitions, *denied], 0)
+    size = sum(len(memoryview(p.records)) for p in partitions)
+    quotas = request.server.quotas
+    throttle_ms = 0 if quotas is None else await quotas.throttle(_FETCH, request.principal, size)
+    return _answer(version, correlation_id, [*partitions, *denied], 0, throttle_ms)
 
 
 def _denied(partition: FetchPartition) -> FetchedPartition:
@@ -115,10 +122,16 @@ def _denied(partition: FetchPartition) -> FetchedPartition:
 
 
 def _answer(
-    version: int, correlation_id: int, partitions: Sequence[FetchedPartition], error_code: int
+    version: int,
+    correlation_id: int,
+    partitions: Sequence[FetchedPartition],
+    error_code: int,
+    throttle_ms: int = 0,
 ) -> list[Buffer]:
     if version == kw.FETCH_VERSION:
-        return kw.encode_fetch_response(correlation_id, partitions, error_code=error_code)
+        return kw.encode_fetch_response(
+            correlation_id, partitions, error_code=error_code, throttle_time_ms=throttle_ms
+        )
     grouped: dict[str, list[dict[str, Any]]] = {}
     for p in partitions:
         grouped.setdefault(p.topic, []).append(
@@ -134,7 +147,7 @@ def _answer(
             }
         )
     values = {
-        "throttle_time": 0,
+        "throttle_time": throttle_ms,
         "error_code": error_code,
         "session_id": 0,
         "responses": [{"topic": t, "partitions": parts} for t, parts in grouped.items()],

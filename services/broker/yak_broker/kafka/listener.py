@@ -30,6 +30,8 @@ broker's registration as ``kafka_host``/``kafka_port``). Per connection:
   (``SaslSession.raw_token``); an answer that ends the exchange (a failed login, a SASL
   request out of turn) is written, then the connection is closed (``SaslSession.closing``).
   Requests carry the session, so handlers know the principal (``kafka.authorize``).
+- **Quotas** (``kafka.quotas``): the listener follows the principals' quota overrides; Produce
+  and Fetch hold a throttled answer (which holds the connection's later ones behind it).
 
 Single event loop.
 """
@@ -50,6 +52,7 @@ from yak.protocol.kafka_types import FrameSplitter, FrameTooLargeError, Reader
 from yak_broker.kafka.context import KafkaRequest, KafkaServer
 from yak_broker.kafka.dispatch import lookup, unsupported_version_answer
 from yak_broker.kafka.producer_ids import ProducerIds
+from yak_broker.kafka.quotas import KafkaQuotas
 from yak_broker.kafka.sasl import PRE_AUTHENTICATION, SaslSession
 from yak_broker.kafka.schemas import API_VERSIONS_KEY
 from yak_broker.kafka.security import KafkaSecurity
@@ -77,6 +80,7 @@ class KafkaListener:
             broker,
             ProducerIds(lambda: broker.metadata_store, broker.keyspace),
             security=self._security,
+            quotas=KafkaQuotas.of_broker(broker),
         )
         self._ssl = ssl_context
         self._max_bytes = broker.settings.max_request_bytes
@@ -89,6 +93,8 @@ class KafkaListener:
         loop = asyncio.get_running_loop()
         if self._security is not None:
             await self._security.start()
+        assert self._server_state.quotas is not None
+        await self._server_state.quotas.start()
         self._server = await loop.create_server(
             lambda: _Connection(self._server_state, self._connections, self._max_bytes),
             host,
@@ -112,6 +118,8 @@ class KafkaListener:
             await server.wait_closed()
         if self._security is not None:
             await self._security.stop()
+        if self._server_state.quotas is not None:
+            await self._server_state.quotas.stop()
 
 
 class _Connection(asyncio.BufferedProtocol):

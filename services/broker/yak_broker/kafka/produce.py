@@ -11,7 +11,9 @@ kio. A partition whose records hold a batch of magic < 2 (Kafka's message format
 which Yak does not store) gets ``UNSUPPORTED_FOR_MESSAGE_FORMAT`` and is not appended; its
 neighbours still are. A partition of a topic the principal may not WRITE (``kafka.authorize``,
 as the REST produce routes) gets ``TOPIC_AUTHORIZATION_FAILED`` and is not appended either.
-Errors keep Kafka's numbers (``YakError.kafka_code``) and messages; the
+The appended bytes count against the principal's produce quota (``kafka.quotas``: a
+throttled answer carries ``throttle_time_ms`` and is held that long). Errors keep Kafka's
+numbers (``YakError.kafka_code``) and messages; the
 response carries no Yak-specific tagged fields.
 
 **InitProducerId** hands out a fresh producer id at epoch 0 (``producer_ids``: blocks from the
@@ -46,6 +48,7 @@ from yak.security.acl import Operation, ResourceType
 from yak_broker.kafka.authorize import TOPIC_AUTHORIZATION_FAILED, authorized
 from yak_broker.kafka.context import KafkaRequest
 from yak_broker.kafka.produce_legacy import LEGACY_VERSIONS, refuse_legacy_produce
+from yak_broker.kafka.quotas import QuotaKind
 from yak_broker.kafka.schemas import read_request, write_response
 from yak_broker.server.appender import append_partitions
 
@@ -58,6 +61,7 @@ _UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
 _COORDINATOR_NOT_AVAILABLE = 15
 _INVALID_REQUEST = 42
 _BATCH_LENGTH = struct.Struct(">i")
+_PRODUCE = QuotaKind.PRODUCE
 _MAGIC_AT = 16  # base offset int64, length int32, partition leader epoch int32, then magic
 
 
@@ -113,6 +117,9 @@ async def handle_produce(request: KafkaRequest) -> list[Buffer] | None:
     results: list[ProduceResult] = []
     if accepted:
         results = await append_partitions(produce._replace(partitions=accepted), replicas)
+    size = sum(len(memoryview(p.records)) for p in accepted)
+    quotas = request.server.quotas
+    throttle_ms = 0 if quotas is None else await quotas.throttle(_PRODUCE, request.principal, size)
     if produce.acks == 0:
         return None
     appended = {(r.topic, r.partition): r for r in results}
@@ -120,7 +127,7 @@ async def handle_produce(request: KafkaRequest) -> list[Buffer] | None:
     for p in produce.partitions:
         key = p.topic, p.partition
         entries.append(_refused(p, *refused[key]) if key in refused else _answer(appended[key]))
-    values = {"responses": _by_topic(entries), "throttle_time": 0}
+    values = {"responses": _by_topic(entries), "throttle_time": throttle_ms}
     return write_response(API_PRODUCE, request.api_version, request.correlation_id, values)
 
 
