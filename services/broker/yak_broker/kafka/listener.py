@@ -107,7 +107,9 @@ class KafkaListener:
         return self.port
 
     async def stop(self) -> None:
-        """Stop accepting, close every connection and cancel what they were serving."""
+        """Stop accepting, close every connection and cancel what they were serving, then stop
+        the security and quota refreshers and the classic groups coordinated here (parked
+        joins and syncs answered, timers cancelled)."""
         server, self._server = self._server, None
         if server is None:
             return
@@ -120,6 +122,7 @@ class KafkaListener:
             await self._security.stop()
         if self._server_state.quotas is not None:
             await self._server_state.quotas.stop()
+        await self._server_state.groups.close()
 
 
 class _Connection(asyncio.BufferedProtocol):
