@@ -5,7 +5,8 @@
 * A per-principal override written through the API applies to the very next request.
 * The consumer cap per principal, in both dialects.
 * A body that stalls answers 408; too many records, too large a body and a record over the
-  topic's ``max.message.bytes`` are refused, and nothing is written.
+  topic's ``max.message.bytes`` are refused, and nothing is written; a request larger than
+  a segment lands when each of its records fits one.
 """
 
 from __future__ import annotations
@@ -255,3 +256,26 @@ async def test_oversized_requests_are_refused_and_nothing_is_written(limited: Li
         assert batch.status_code == 413, batch.text
         assert batch.json()["code"] == "MESSAGE_TOO_LARGE"
     assert await limited.high_watermark(topic) == 0
+
+
+async def test_a_request_larger_than_a_segment_lands_when_each_record_fits(
+    limited: Limited,
+) -> None:
+    """Segments of 4 KiB and a 40 KB request of 1 KB records: every record lands (the proxy's
+    batches fit a segment); a record larger than a segment is refused by its place, naming
+    ``segment.bytes``, and nothing of its request is written."""
+    topic = unique("segments")
+    await limited.topic(topic, **{"segment.bytes": "4096"})
+    async with limited.client(limited.admin_key) as admin:
+        put = await admin.put("/api/v1/security/quotas/User:admin", json={"produce_bytes_per_s": 0})
+        assert put.status_code == 200, put.text
+        native = f"/api/v1/topics/{topic}/records"
+        fits = await admin.post(native, json=_records(40, 1000))
+        assert fits.status_code == 200, fits.text
+        assert [r["error"] for r in fits.json()["results"]] == [None] * 40
+        too_big = await admin.post(native, json=_records(3, 5000))
+        assert too_big.status_code == 413, too_big.text
+        assert too_big.json()["code"] == "MESSAGE_TOO_LARGE"
+        assert "records[0]" in too_big.json()["message"]
+        assert "segment.bytes" in too_big.json()["message"]
+    assert await limited.high_watermark(topic) == 40

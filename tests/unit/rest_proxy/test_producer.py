@@ -452,3 +452,35 @@ async def test_batches_are_byte_for_byte_encode_batch_and_split_records_of_one_s
     assert [r.timestamp for r in first + second] == [r.timestamp for r in records]
     # Every batch is answered at base offset 40: each record's offset is 40 + its place.
     assert [r.offset for r in first + second] == [40 + i for n in counts for i in range(n)]
+
+
+async def test_batches_are_capped_by_the_segment_size(store: MemoryMetadataStore) -> None:
+    """A topic whose segments are smaller than ``max.message.bytes``: the records of one send
+    leave in batches that each fit in a segment (the broker refuses a larger request), and all
+    of them land."""
+    topic = TopicRecord(
+        name="t",
+        topic_id="x",
+        partitions=1,
+        replication_factor=2,
+        created_at_ms=0,
+        configs={"segment.bytes": "4096"},
+    )
+    await store.put(KS.topic("t"), topic.encode())
+
+    def answer(_broker: int, batch: bytes) -> ProduceResult:
+        if len(batch) > 4096:  # the broker's refusal (log_validator)
+            error = MessageTooLargeError(f"request of {len(batch)} bytes does not fit")
+            return ProduceResult("t", 0, error=PartitionError.of(error))
+        return ProduceResult("t", 0, base_offset=0)
+
+    brokers = FakeBrokers(answer)
+    producer, cache, pool = await make_producer(store, brokers)
+    try:
+        records = [RecordInput(value=b"v" * 1000) for _ in range(20)]
+        assert len(await landed(producer.send("t", 0, records))) == 20
+    finally:
+        await close(producer, cache, pool)
+    sizes = [len(batch) for _, batch in brokers.seen]
+    assert len(sizes) >= 5
+    assert max(sizes) <= 4096

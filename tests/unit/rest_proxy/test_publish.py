@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+
+from yak.errors import MessageTooLargeError
 from yak.partitioner import StickyPartitioner
 from yak.record import RecordInput
 from yak.record.record_encoder import encode_record_body
-from yak_rest_proxy.produce.accumulator import ProducedRecord, Result, record_size
-from yak_rest_proxy.produce.publish import OutgoingRecord, RequestRecords, enqueue
+from yak_rest_proxy.produce.accumulator import ProducedRecord, Result, batch_limit, record_size
+from yak_rest_proxy.produce.publish import OutgoingRecord, RequestRecords, check_records, enqueue
 
 NOW = 1_700_000_000_000
 
@@ -72,3 +76,34 @@ async def test_columns_go_where_records_go() -> None:
         answers.append((await publication.results(), producer.queued))
     assert answers[0] == answers[1]
     assert len(answers[0][1]) > 1  # the records spread over several partitions
+
+
+def test_a_batch_is_capped_by_the_smaller_of_max_message_bytes_and_a_segment() -> None:
+    assert batch_limit({}) == 1024 * 1024 + 12  # the default max.message.bytes
+    assert batch_limit({"segment.bytes": "65536"}) == 65536
+    assert batch_limit({"segment.bytes": "65536", "max.message.bytes": "2000"}) == 2000
+
+
+def _given(values: list[bytes], as_columns: bool) -> Sequence[OutgoingRecord]:
+    """The records of a request with these values, as records or in columns."""
+    records = [OutgoingRecord(RecordInput(None, v, (), NOW)) for v in values]
+    if not as_columns:
+        return records
+    return RequestRecords(
+        [None] * len(values),
+        [encode_record_body(None, v) for v in values],
+        [NOW] * len(values),
+        [record.size for record in records],
+    )
+
+
+@pytest.mark.parametrize("as_columns", [False, True])
+def test_a_record_larger_than_a_segment_is_refused_by_its_place(as_columns: bool) -> None:
+    """Records that each fit a segment pass, however many (the producer splits them); one that
+    does not is named, with the limit that refused it, not the request's size."""
+    snapshot: Any = Snapshot({"t": Topic(configs={"segment.bytes": "4096"})})
+    small = [b"x" * 1000] * 50
+    assert check_records(snapshot, "t", _given(small, as_columns)) == 8
+    with pytest.raises(MessageTooLargeError, match=re.escape("records[50]")) as refused:
+        check_records(snapshot, "t", _given([*small, b"y" * 5000], as_columns))
+    assert "segment.bytes" in refused.value.message

@@ -7,15 +7,17 @@ per record — oldest first, and at most one batch in flight (``InFlight``), so 
 partition are never reordered. It numbers its records with consecutive sequence numbers under
 its own producer id (idempotence; ``producer`` says when they are renewed). ``take`` makes the
 next batch from the oldest chunks that fit, splitting the first one that does not fit whole,
-and ``encode`` its bytes. Each ``send`` has one ``Call``, whose future resolves once every chunk
-of it was settled (``InFlight.land``, ``Chunk.fail``), with one ``Result`` per record:
-``ProducedRecord`` or a ``YakError``. Single event loop.
+and ``encode`` its bytes; ``batch_limit`` is the most a topic's batch may hold (the smaller
+of ``max.message.bytes`` and ``segment.bytes``). Each ``send`` has one ``Call``, whose future
+resolves once every chunk of it was settled (``InFlight.land``, ``Chunk.fail``), with one
+``Result`` per record: ``ProducedRecord`` or a ``YakError``. Single event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import NamedTuple, cast
@@ -24,6 +26,7 @@ from yak.errors import YakError
 from yak.record import CompressionType, RecordInput
 from yak.record.batch import encode_batch_of
 from yak.record.record_encoder import encode_bodies
+from yak.topic_config import CATALOGUE
 
 __all__ = [
     "Call",
@@ -32,6 +35,7 @@ __all__ = [
     "PartitionQueue",
     "ProducedRecord",
     "Result",
+    "batch_limit",
     "encode",
     "record_size",
     "take",
@@ -59,6 +63,16 @@ def record_size(record: RecordInput) -> int:
     for key, value in record.headers:
         size += len(key) + len(value or b"") + 10
     return size
+
+
+def batch_limit(configs: Mapping[str, str]) -> int:
+    """The largest batch a topic takes, from its config overrides: ``max.message.bytes``, and
+    no more than ``segment.bytes``, since the broker refuses a request larger than a segment."""
+    limits = []
+    for name in ("max.message.bytes", "segment.bytes"):
+        value = configs.get(name)
+        limits.append(int(CATALOGUE[name].default if value is None else value))
+    return min(limits)
 
 
 class Call:

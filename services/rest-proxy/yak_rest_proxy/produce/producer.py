@@ -11,12 +11,12 @@ at once, with no wait; the sender picks up, in the next event-loop turn, every q
 became ready meanwhile, so the records of concurrent requests still share one round. While a
 round to that broker is outstanding, records wait and leave together when an answer from that
 broker comes back, when their batch reaches ``batch_max_bytes`` (capped by the topic's
-``max.message.bytes``), or ``linger_ms`` after they started waiting, whichever comes first.
-So an idle proxy adds nothing to a produce's latency, and batches grow with load (as Kafka's
-producer's do); ``linger_ms`` only bounds the wait behind a busy broker. A queue's records
-that arrive while its own batch is in flight leave together after that batch's answer. Each
-``send`` gets one future for all its records, resolved with one result per record once every
-batch holding them was answered.
+``max.message.bytes`` and ``segment.bytes``: ``accumulator.batch_limit``), or ``linger_ms``
+after they started waiting, whichever comes first. So an idle proxy adds nothing to a
+produce's latency, and batches grow with load (as Kafka's producer's do); ``linger_ms`` only
+bounds the wait behind a busy broker. A queue's records that arrive while its own batch is in
+flight leave together after that batch's answer. Each ``send`` gets one future for all its
+records, resolved with one result per record once every batch holding them was answered.
 
 Idempotence (KIP-98): each queue writes with its own producer id (from etcd,
 ``ProducerIds``), epoch 0 and consecutive sequence numbers, and has at most one batch in
@@ -59,7 +59,6 @@ from yak.metadata.cache import ClusterSnapshot, MetadataCache
 from yak.protocol.broker_wire import ProducePartition, ProduceResult
 from yak.record import CompressionType, RecordInput
 from yak.record.record_encoder import encode_record_body
-from yak.topic_config import effective_config
 from yak_rest_proxy.brokers import BrokerPool, leader_of
 from yak_rest_proxy.metrics import ProduceStats
 from yak_rest_proxy.produce.accumulator import (
@@ -68,6 +67,7 @@ from yak_rest_proxy.produce.accumulator import (
     InFlight,
     PartitionQueue,
     Result,
+    batch_limit,
     encode,
     record_size,
     take,
@@ -192,8 +192,7 @@ class Producer:
         record = self._cache.snapshot.topics.get(topic)
         if record is None:
             return self._batch_max_bytes
-        limit = int(effective_config(record.configs)["max.message.bytes"])
-        return max(1, min(self._batch_max_bytes, limit))
+        return max(1, min(self._batch_max_bytes, batch_limit(record.configs)))
 
     def _schedule(self, queue: PartitionQueue) -> None:
         if queue.in_flight is not None or queue.routing or not queue.pending:

@@ -1,9 +1,10 @@
 """``publish``: one produce request of either dialect, validated whole before anything is sent.
 
 Steps: the topic must exist (``UNKNOWN_TOPIC_OR_PARTITION``); every explicit partition must be
-one of its partitions; every record must fit the topic's ``max.message.bytes``
-(``MESSAGE_TOO_LARGE``, naming the record). Only when all records pass are they handed to the
-producer, so a refused request writes nothing. Then each record gets its partition — explicit,
+one of its partitions; every record, in a batch of its own, must fit the topic's
+``max.message.bytes`` and one segment (``segment.bytes``) (``MESSAGE_TOO_LARGE``, naming the
+record and the limit). Only when all records pass are they handed to the producer, so a
+refused request writes nothing. Then each record gets its partition — explicit,
 else Kafka's murmur2 of the key, else the keyless records' partitioner the caller passes
 (sticky, round-robin or load-aware: ``produce.partitioners``) — and the answer is one
 ``ProducedRecord`` or typed error per record, in request order (records of one request that go
@@ -36,7 +37,7 @@ from yak.record import RecordInput
 from yak.record.record_decoder import decode_records
 from yak.record.record_encoder import encode_bodies
 from yak.topic_config import effective_config
-from yak_rest_proxy.produce.accumulator import Result, record_size
+from yak_rest_proxy.produce.accumulator import Result, batch_limit, record_size
 from yak_rest_proxy.produce.producer import Producer
 
 __all__ = [
@@ -129,7 +130,7 @@ def max_message_bytes(snapshot: ClusterSnapshot, topic: str) -> int:
 def check_records(snapshot: ClusterSnapshot, topic: str, records: Sequence[OutgoingRecord]) -> int:
     """The topic's partition count, once every record was found fit to send."""
     count = _partition_count(snapshot, topic)
-    limit = max_message_bytes(snapshot, topic)
+    limit = batch_limit(snapshot.topics[topic].configs)
     if isinstance(records, RequestRecords):  # the columns: in C, unless one record fails
         explicit = records.partitions
         fits = explicit is None or all(p is None or 0 <= p < count for p in explicit)
@@ -147,11 +148,18 @@ def check_records(snapshot: ClusterSnapshot, topic: str, records: Sequence[Outgo
         if size > limit:
             raise MessageTooLargeError(
                 f"records[{index}] is {size:,} bytes in a batch; topic {topic!r} accepts at "
-                f"most {limit:,} (max.message.bytes)",
+                f"most {limit:,} ({_limit_name(snapshot, topic, limit)})",
                 topic=topic,
                 record=index,
             )
     return count
+
+
+def _limit_name(snapshot: ClusterSnapshot, topic: str, limit: int) -> str:
+    """Which config sets ``batch_limit``: ``max.message.bytes`` unless a segment is smaller."""
+    if limit < max_message_bytes(snapshot, topic):
+        return "segment.bytes: a batch must fit in one segment"
+    return "max.message.bytes"
 
 
 class Publication:
