@@ -14,10 +14,11 @@ revocation is never served from memory. Concurrent first uses of one credential 
 verification. A malformed stored value is logged and ignored.
 
 With a ``FailedLoginLimiter``, every check that reaches argon2 and fails counts against the
-user name (a password) or the key id (an API key); past the limit that name or key is refused
-with ``AuthenticationThrottledError`` (429) without a check until its window passes, while a
-credential remembered from a success still works. Unknown users and key ids cost nothing and
-are not counted.
+user name (a password) or the key id (an API key), and so does a failed SCRAM proof of a known
+user (``check_login``, ``count_login``: the Kafka listener's exchange); past the limit that
+name or key is refused with ``AuthenticationThrottledError`` (429) without a check until its
+window passes, while a credential remembered from a success still works. Unknown users and
+key ids cost nothing and are not counted.
 
 Single event loop; any number of request tasks may call it at once.
 """
@@ -134,6 +135,20 @@ class SecurityCache(WatchedCopy):
         if found is None:
             raise AuthenticationError("wrong user name or password")
         return record.principal
+
+    def check_login(self, user: str) -> None:
+        """``AuthenticationThrottledError`` while ``user``'s password logins are refused: for a
+        check made outside this cache (a SCRAM exchange, which never reaches argon2)."""
+        self._refuse_if_throttled(user, None, self._clock.monotonic())
+
+    def count_login(self, user: str, *, ok: bool) -> None:
+        """Count a password check made outside this cache against ``user``'s limit (call it
+        for known users only, as the cache's own checks count)."""
+        if self._limiter is not None:
+            if ok:
+                self._limiter.succeeded(_limited_key(user, None))
+            else:
+                self._limiter.failed(_limited_key(user, None), self._clock.monotonic())
 
     async def _verify(
         self, credential: str, user: str, key_id: str | None, stored_hash: str, secret: str

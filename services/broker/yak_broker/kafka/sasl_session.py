@@ -4,9 +4,10 @@ The principal starts as ``ANONYMOUS`` and becomes ``User:<name>`` once an exchan
 ``closing`` tells the listener to close the connection after the answer being written (a
 failed exchange, a SASL request out of turn); ``raw`` says the next frames are unframed
 tokens (after a handshake v0). ``step`` runs one client token through the chosen mechanism —
-PLAIN against the user's password (or API key) hash, SCRAM against its stored credential —
-and audits a failure. A leaf module (the request context names its type): it imports nothing
-of the listener. Single event loop: a session belongs to one connection.
+PLAIN against the user's password (or API key) hash, SCRAM against its stored credential,
+both counted by the cache's failed-login limiter — and audits a failure. A leaf module (the
+request context names its type): it imports nothing of the listener. Single event loop: a
+session belongs to one connection.
 """
 
 from __future__ import annotations
@@ -141,20 +142,28 @@ class SaslSession:
     def _scram_step(self, token: bytes) -> bytes:
         mechanism = self.mechanism
         assert mechanism is not None
+        cache = self._security.cache
         try:
             if self._scram is None:
-                cache = self._security.cache
                 self._scram = ScramServer(
                     mechanism, lambda user: cache.scram_credential(user, mechanism)
                 )
-                return self._scram.first(token)
+                first = self._scram.first(token)
+                cache.check_login(self._scram.user)  # too many failures: refused unchecked
+                return first
             answer = self._scram.final(token)
+        except AuthenticationThrottledError as exc:
+            raise SaslFailedError(exc.message, throttled=True) from None
         except ScramError as exc:
             _log.info("SCRAM login from %s failed: %s", self.peer, exc)
+            user = self._scram.user if self._scram is not None else ""
+            if user and cache.scram_credential(user, mechanism) is not None:
+                cache.count_login(user, ok=False)
             raise SaslFailedError(
                 "Authentication failed during authentication due to invalid credentials "
                 f"with SASL mechanism {mechanism}"
             ) from None
+        cache.count_login(self._scram.user, ok=True)
         self._authenticated(user_principal(self._scram.user))
         return answer
 

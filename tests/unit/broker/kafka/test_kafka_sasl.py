@@ -34,6 +34,7 @@ from tests.unit.broker.kafka.secured_broker import (
 )
 from yak.metadata.memory_store import MemoryMetadataStore
 from yak.security.audit import AUDIT_LOGGER
+from yak.security.login_limiter import DEFAULT_MAX_FAILURES
 from yak_broker.app import create_app
 from yak_broker.settings import BrokerSettings
 
@@ -217,3 +218,25 @@ async def test_sasl_on_a_plaintext_listener_is_illegal(tmp_path: Path) -> None:
         assert metadata.cluster_id == "local"
         await connection.close()
     await store.aclose()
+
+
+async def test_failed_scram_proofs_count_toward_the_login_limit(
+    secured: Secured, caplog: pytest.LogCaptureFixture
+) -> None:
+    for _ in range(DEFAULT_MAX_FAILURES):
+        connection = await KafkaTestConnection.open(secured.port)
+        assert (await login(connection, "SCRAM-SHA-256", "bob", "guess"))[0] == 58
+        assert await _closed(connection)
+    for mechanism in ("SCRAM-SHA-512", "PLAIN"):  # one limit per user, whatever the mechanism
+        connection = await KafkaTestConnection.open(secured.port)
+        with caplog.at_level(logging.INFO, logger=AUDIT_LOGGER):
+            code, message = await login(connection, mechanism, "bob", PASSWORDS["bob"])
+        assert code == 58
+        assert message is not None
+        assert "too many failed logins" in message
+        assert await _closed(connection)
+    audited = [r.getMessage() for r in caplog.records if r.name == AUDIT_LOGGER]
+    assert sum('"result": "throttled"' in line for line in audited) == 2
+    connection = await KafkaTestConnection.open(secured.port)  # another user is not limited
+    assert await login(connection, "SCRAM-SHA-256", "alice", "alice-pw") == (0, None)
+    await connection.close()
