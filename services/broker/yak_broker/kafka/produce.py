@@ -10,7 +10,8 @@ plane's hand-written decoder (``kafka_wire``: record bytes are not copied), olde
 kio. A partition whose records hold a batch of magic < 2 (Kafka's message formats v0/v1,
 which Yak does not store) gets ``UNSUPPORTED_FOR_MESSAGE_FORMAT`` and is not appended; its
 neighbours still are. A partition of a topic the principal may not WRITE (``kafka.authorize``,
-as the REST produce routes) gets ``TOPIC_AUTHORIZATION_FAILED`` and is not appended either.
+as the REST produce routes) gets ``TOPIC_AUTHORIZATION_FAILED`` and is not appended either
+(with acks=0, which has no answer to carry it, the connection is closed, as Kafka does).
 The appended bytes count against the principal's produce quota (``kafka.quotas``: a
 throttled answer carries ``throttle_time_ms`` and is held that long). Errors keep Kafka's
 numbers (``YakError.kafka_code``) and messages; the
@@ -121,6 +122,8 @@ async def handle_produce(request: KafkaRequest) -> list[Buffer] | None:
     quotas = request.server.quotas
     throttle_ms = 0 if quotas is None else await quotas.throttle(_PRODUCE, request.principal, size)
     if produce.acks == 0:
+        if _DENIED in refused.values():  # no answer to carry the error: Kafka closes
+            raise InvalidRequestError(f"acks=0 produce by {request.principal} was denied")
         return None
     appended = {(r.topic, r.partition): r for r in results}
     entries = []

@@ -6,6 +6,7 @@ pass; InitProducerId needs only a login; ``kafka.authorize``'s helpers."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
 from collections.abc import AsyncIterator
@@ -247,3 +248,18 @@ async def test_the_helpers_check_the_principal(
     assert '"remote": "1.2.3.4:5"' in lines[0]
     assert '"result": "allowed"' in lines[2]
     assert [denied_code(t) for t in ResourceType] == [29, 30, 31]
+
+
+async def test_a_denied_acks_0_produce_closes_the_connection(secured: Secured) -> None:
+    bob = await _as(secured, "bob")
+    bob.send(PRODUCE, 7, produce_request("orders", batch(b"x"), acks=0))
+    assert await bob.closed_by_peer()
+    with contextlib.suppress(OSError):
+        await bob.close()
+    assert _log_end(secured, "orders") == 0
+    alice = await _as(secured, "alice")  # allowed: appended, no answer, the connection stays
+    alice.send(PRODUCE, 7, produce_request("orders", batch(b"x"), acks=0))
+    answer = await alice.call(METADATA, 12, metadata(["orders"]))
+    assert answer.topics[0].error_code == 0
+    assert _log_end(secured, "orders") == 1
+    await alice.close()
