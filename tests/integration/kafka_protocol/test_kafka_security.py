@@ -43,7 +43,10 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:(read|open)_text is deprecated:DeprecationWarning"),
 ]
 
-PASSWORDS = {"alice": "alice-Pw-1", "bob": "bob-Pw-2"}
+#: carol and dave only ever fail to log in (one test each): a client with a wrong password keeps
+#: retrying, and past the failed-login limit its user is refused for a while, so they must not
+#: be users other tests log in as.
+PASSWORDS = {"alice": "alice-Pw-1", "bob": "bob-Pw-2", "carol": "carol-Pw-3", "dave": "dave-Pw-4"}
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,7 @@ def test_confluent_kafka_scram_sha_512_produces_and_reads_back(secure: SecureKaf
 
 def test_confluent_kafka_with_a_wrong_password_never_connects(secure: SecureKafka) -> None:
     errors: list[KafkaError] = []
-    admin = AdminClient(secure.librdkafka("alice", "not-the-password", error_cb=errors.append))
+    admin = AdminClient(secure.librdkafka("carol", "not-the-password", error_cb=errors.append))
     with pytest.raises(KafkaException):
         admin.list_topics(topic=secure.topic, timeout=8)
     for _ in range(20):  # the error callbacks are served by poll
@@ -189,7 +192,7 @@ def test_kafka_python_produces_and_reads_back(secure: SecureKafka, mechanism: st
 
 
 def test_kafka_python_with_a_wrong_password_fails(secure: SecureKafka) -> None:
-    config = {**secure.kafka_python("alice"), "sasl_plain_password": "wrong"}
+    config = {**secure.kafka_python("dave"), "sasl_plain_password": "wrong"}
     # A known api_version: the constructor connects to nothing, so the producer can be closed.
     producer = KafkaProducer(**config, api_version=(2, 8), max_block_ms=8000)
     try:
