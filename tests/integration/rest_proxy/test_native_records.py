@@ -1,6 +1,6 @@
 """The native record API against a real cluster: headers and timestamps round-trip, the stateless
 read long-polls and wakes on append, and an idempotent batch sent twice (through two proxies)
-is written once."""
+is written once; reads fired as a topic is created wait for its leaders instead of failing."""
 
 from __future__ import annotations
 
@@ -144,3 +144,38 @@ async def test_idempotent_batches_are_written_once(cluster: LocalCluster) -> Non
         assert (gap.status_code, gap.json()["code"]) == (409, "OUT_OF_ORDER_SEQUENCE_NUMBER")
         read = await first.get(f"/api/v1/topics/{topic}/partitions/0/records")
         assert [r["value"] for r in read.json()["records"]] == ["a", "b", "c"]
+
+
+async def test_reads_right_after_a_topic_is_created_wait_for_its_leaders(
+    cluster: LocalCluster,
+) -> None:
+    """Reads of every partition fired the moment a proxy knows a new topic's leaders, before
+    the brokers may have installed them: each long poll waits out its leader's start-up and
+    answers 200 with no records, never 421 NOT_LEADER_OR_FOLLOWER."""
+    topic, partitions = unique("fresh"), 100
+    async with (
+        httpx.AsyncClient(base_url=cluster.coordinator_url, timeout=30) as admin,
+        httpx.AsyncClient(base_url=cluster.proxy_url(0), timeout=30) as proxy,
+    ):
+        body = {"name": topic, "partitions": partitions, "replication_factor": 3, "configs": {}}
+        created = await admin.post("/admin/v1/topics", json=body)
+        assert created.status_code == 201, created.text
+        deadline = time.monotonic() + 20
+        while True:
+            parts = (await proxy.get(f"/topics/{topic}")).json().get("partitions", [])
+            if len(parts) == partitions and all(p["leader"] >= 0 for p in parts):
+                break
+            assert time.monotonic() < deadline, f"{topic} never reached the proxy"
+            await asyncio.sleep(0.01)  # another process's metadata: nothing to await here
+        reads = await asyncio.gather(
+            *(
+                proxy.get(
+                    f"/api/v1/topics/{topic}/partitions/{p}/records",
+                    params={"offset": 0, "timeout_ms": 1_000},
+                )
+                for p in range(partitions)
+            )
+        )
+    failed = [r.text for r in reads if r.status_code != 200]
+    assert not failed, f"{len(failed)} of {partitions} reads failed, e.g. {failed[0]}"
+    assert all(r.json()["records"] == [] for r in reads)

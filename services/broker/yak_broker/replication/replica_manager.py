@@ -15,7 +15,11 @@ wakes it; no polling). A failed pass is retried in full at the next change.
 
 Leadership is read from the *current* snapshot on every request (``leader``), so a new leader
 epoch applies at once; the hosted replica must also carry the topic's current id, so a
-re-created topic is never served from the old folder even before ``apply`` wiped it.
+re-created topic is never served from the old folder even before ``apply`` wiped it. Until
+``apply`` has installed a leadership the metadata names (a new topic's log not created yet, a
+new epoch not stamped yet), requests are refused with ``ReplicaNotReadyError``, a
+``NOT_LEADER_OR_FOLLOWER`` that a consumer's long poll waits out instead (``fetcher``): the
+waiting fetches are woken when the replica is installed (``ReplicaRoles._host``).
 
 Roles (leader, follower, none, lost) and what a change of role does: ``replica_roles``
 (``ReplicaRoles``, which ``ReplicaManager`` extends).
@@ -63,7 +67,7 @@ from yak_broker.replication.state.replica_plan import (
 from yak_broker.storage.log import Log
 from yak_broker.storage.log_manager import LogManager, LogRequest
 
-__all__ = ["AlterIsrWriter", "Replica", "ReplicaManager"]
+__all__ = ["AlterIsrWriter", "Replica", "ReplicaManager", "ReplicaNotReadyError"]
 
 _log = logging.getLogger(__name__)
 #: Replicas refreshed between two yields of the event loop while a plan is carried out.
@@ -76,6 +80,12 @@ _TICK_CHUNK = 1_000
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+class ReplicaNotReadyError(NotLeaderOrFollowerError):
+    """The metadata names this broker the partition's leader, but the metadata pass has not
+    installed that leadership yet (the log not created, the epoch not stamped): retriable, and
+    over soon — a consumer's long poll waits for it rather than answering it."""
 
 
 class ReplicaManager(ReplicaRoles):
@@ -190,7 +200,7 @@ class ReplicaManager(ReplicaRoles):
             raise _not_leader(tp, state, snapshot, "lost its log on this broker (new data folder)")
         if replica is None or replica.topic_id != record.topic_id:
             # The metadata names us leader but ``apply`` has not caught up yet: retriable.
-            raise _not_leader(tp, state, snapshot, "is not ready on this broker yet")
+            raise _not_ready(tp, state, snapshot)
         return replica, state
 
     def leader_partition(self, tp: TopicPartition) -> tuple[Replica, LeaderPartition]:
@@ -198,7 +208,7 @@ class ReplicaManager(ReplicaRoles):
         replica, state = self.leader(tp)
         machine = replica.leader
         if machine is None or machine.leader_epoch != state.leader_epoch:
-            raise _not_leader(tp, state, self._snapshot(), "is not ready on this broker yet")
+            raise _not_ready(tp, state, self._snapshot())
         return replica, machine
 
     def on_leader_append(self, replica: Replica, local_end: int | None = None) -> None:
@@ -441,6 +451,7 @@ def _not_leader(
     state: PartitionState,
     snapshot: ClusterSnapshot,
     why: str = "is led by another broker",
+    error: type[NotLeaderOrFollowerError] = NotLeaderOrFollowerError,
 ) -> NotLeaderOrFollowerError:
     details: dict[str, object] = {
         "topic": tp.topic,
@@ -451,7 +462,14 @@ def _not_leader(
     leader = snapshot.brokers.get(state.leader)
     if leader is not None:
         details["leader_url"] = leader.url
-    return NotLeaderOrFollowerError(
+    return error(
         f"partition {tp.dir_name} {why} (leader {state.leader}, epoch {state.leader_epoch})",
         **details,
     )
+
+
+def _not_ready(
+    tp: TopicPartition, state: PartitionState, snapshot: ClusterSnapshot
+) -> NotLeaderOrFollowerError:
+    why = "is not ready on this broker yet"
+    return _not_leader(tp, state, snapshot, why, ReplicaNotReadyError)

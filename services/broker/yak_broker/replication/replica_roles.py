@@ -198,8 +198,9 @@ class ReplicaRoles:
         else:
             self._retire_leader(replica)
             self._follow(replica, state)
-        if (previous.leader, previous.leader_epoch) != (state.leader, state.leader_epoch):
-            self.waiters.notify(tp)  # waiting fetches re-check leadership
+        moved = (previous.leader, previous.leader_epoch) != (state.leader, state.leader_epoch)
+        if moved or not hosted:  # waiting fetches re-check leadership (a consumer's may be
+            self.waiters.notify(tp)  # waiting for this replica to be ready: ``fetcher``)
             self._wake_followers(tp)
         return stamped
 

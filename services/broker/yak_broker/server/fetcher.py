@@ -15,10 +15,16 @@ Fencing: a partition asked with a ``current_leader_epoch`` other than the leader
 still carries the log start offset and high watermark, so a follower can reset.
 
 Each partition's failure (unknown, not leader, offset out of range) is reported in its own
-entry; the others are still read. ``read_partitions`` is synchronous: one pass over the logs,
-no await. ``serve_fetch`` is a whole fetch as either transport serves it (HTTP ``/v1/fetch``,
-the internal listener's Fetch): counted, long-polled (``delayed_fetch``) on the waiters of its
-kind, its bytes added to the topic counters.
+entry; the others are still read. A partition whose leadership here the metadata names but
+the broker has not installed yet (``ReplicaNotReadyError``: a topic just created, a new leader
+epoch) is, for a consumer, no failure but no data yet: answered empty, offsets unknown (-1),
+so the long poll waits — woken when the replica is installed — and answers empty at its
+deadline; a leader's start-up is never handed to the client. A follower is told, as before.
+
+``read_partitions`` is synchronous: one pass over the logs, no await. ``serve_fetch`` is a
+whole fetch as either transport serves it (HTTP ``/v1/fetch``, the internal listener's Fetch):
+counted, long-polled (``delayed_fetch``) on the waiters of its kind, its bytes added to the
+topic counters.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from yak.errors import OffsetOutOfRangeError, YakError
 from yak.protocol.broker_wire import FetchedPartition, FetchRequest, PartitionError
 from yak.types import TopicPartition
 from yak_broker.replication.delayed_fetch import delayed_fetch
-from yak_broker.replication.replica_manager import ReplicaManager
+from yak_broker.replication.replica_manager import ReplicaManager, ReplicaNotReadyError
 from yak_broker.replication.state.fetch_metadata import SessionClock
 from yak_broker.storage.log import FetchIsolation
 
@@ -79,6 +85,9 @@ def read_partitions(
                 FetchedPartition(tp.topic, tp.partition, hw, hw, start, _EMPTY, error=error)
             )
         except YakError as exc:
+            if isinstance(exc, ReplicaNotReadyError) and not follower:
+                result.append(FetchedPartition(tp.topic, tp.partition))  # no data yet
+                continue
             error = PartitionError.of(exc)
             result.append(FetchedPartition(tp.topic, tp.partition, error=error))
     return result
