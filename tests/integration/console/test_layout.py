@@ -28,14 +28,31 @@ def test_dark_mode_toggle_is_remembered(page: Page) -> None:
     page.emulate_media(color_scheme="light")
     page.reload()
     expect(html).to_have_attribute("data-theme", "light")
-    toggle = page.get_by_role("button", name="Dark mode")
-    toggle.click()
+    page.get_by_role("button", name="Dark mode", exact=True).click()
     expect(html).to_have_attribute("data-theme", "dark")
-    expect(toggle).to_have_attribute("aria-pressed", "true")
+    says_light_mode(page)  # what pressing it does now
     page.goto("/topics")
     expect(html).to_have_attribute("data-theme", "dark")
     background = page.evaluate("getComputedStyle(document.body).backgroundColor")
     assert background == "rgb(18, 21, 28)"
+    page.get_by_role("button", name="Light mode", exact=True).click()
+    expect(html).to_have_attribute("data-theme", "light")
+    expect(page.locator("#theme-toggle")).to_have_accessible_name("Dark mode")
+
+
+def says_light_mode(page: Page) -> None:
+    """The theme button offers light mode, to the eye and to a screen reader."""
+    toggle = page.locator("#theme-toggle")
+    expect(toggle).to_have_accessible_name("Light mode")
+    expect(toggle).to_have_text(re.compile(r"^\W*Light mode$"), use_inner_text=True)
+
+
+def test_the_theme_button_names_the_other_theme_on_a_dark_system(page: Page) -> None:
+    """First visit, the system prefers dark: the page is dark and the button offers light."""
+    page.emulate_media(color_scheme="dark")
+    page.goto("/")
+    expect(page.locator("html")).to_have_attribute("data-theme", "dark")
+    says_light_mode(page)
 
 
 def test_keyboard_reaches_navigation_and_content(page: Page) -> None:

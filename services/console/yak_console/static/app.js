@@ -5,8 +5,7 @@
   function setTheme(dark) {
     document.documentElement.setAttribute("data-theme", dark ? "dark" : "light");
     try { localStorage.setItem("yak-theme", dark ? "dark" : "light"); } catch (e) { /* private mode */ }
-    var toggle = document.getElementById("theme-toggle");
-    if (toggle) toggle.setAttribute("aria-pressed", dark ? "true" : "false");
+    // The button's label follows data-theme in CSS (app.css): it names the other theme.
     document.dispatchEvent(new CustomEvent("yak:theme", { detail: { dark: dark } }));
   }
 
@@ -82,9 +81,7 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     var toggle = document.getElementById("theme-toggle");
-    var dark = document.documentElement.getAttribute("data-theme") === "dark";
     if (toggle) {
-      toggle.setAttribute("aria-pressed", dark ? "true" : "false");
       toggle.addEventListener("click", function () {
         setTheme(document.documentElement.getAttribute("data-theme") !== "dark");
       });
