@@ -30,6 +30,8 @@ from yak.metadata.store import MetadataStore
 from yak.partitioner import Partitioner
 from yak.security.cache import SecurityCache
 from yak.security.login_limiter import FailedLoginLimiter
+from yak.security.quota_overrides import QuotaOverrides
+from yak.security.quota_store import QuotaStore
 from yak.security.store import SecurityStore
 from yak_rest_proxy.brokers import BrokerPool
 from yak_rest_proxy.consume.reader import Reader
@@ -37,7 +39,6 @@ from yak_rest_proxy.metrics import ProxyStats
 from yak_rest_proxy.produce.partitioners import Partitioners
 from yak_rest_proxy.produce.producer import Producer
 from yak_rest_proxy.produce.producer_ids import ProducerIds
-from yak_rest_proxy.quotas.quota_store import QuotaOverrides, QuotaStore
 from yak_rest_proxy.quotas.quotas import Quotas
 from yak_rest_proxy.security.forwarded_credential import ForwardedAuth
 from yak_rest_proxy.settings import ProxySettings

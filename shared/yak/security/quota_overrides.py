@@ -3,9 +3,9 @@
 The values are ``yak.security.quota_store``'s; this keeps one service's copy current with one
 prefix watch from the load's revision + 1 (``yak.metadata.watched``), so a change takes effect
 within milliseconds everywhere, reloading after a compaction and retrying (with what it has)
-while etcd is unreachable. A malformed value is logged and ignored. Used by the brokers' Kafka
-listener (``yak_broker.kafka.quotas``); the rest-proxy's ``quotas.quota_store.QuotaOverrides``
-is the same follower, kept there until the proxy imports this one. Single event loop.
+while etcd is unreachable. A malformed value is logged and ignored. Used by the rest-proxy
+(``yak_rest_proxy.quotas``) and the brokers' Kafka listener (``yak_broker.kafka.quotas``).
+Single event loop.
 """
 
 from __future__ import annotations

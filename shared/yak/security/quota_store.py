@@ -5,7 +5,7 @@ Value: JSON ``{"produce_bytes_per_s": int | null, "fetch_bytes_per_s": int | nul
 Kafka's ``user`` quota entities override its defaults. Shared because two services touch the
 range: the coordinator writes it (the quota admin API, which proxies send to it, since a
 proxy's etcd user may not write ``security/``), proxies read it and follow it
-(``yak_rest_proxy.quotas.quota_store.QuotaOverrides``).
+(``yak.security.quota_overrides.QuotaOverrides``).
 """
 
 from __future__ import annotations

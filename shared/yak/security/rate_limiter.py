@@ -10,9 +10,8 @@ gets exactly ``rate`` (Kafka's KIP-599 bucket works the same way).
 
 Pure: no asyncio, no clock of its own — every call takes ``now`` (monotonic seconds), so tests
 step time by hand. Not thread-safe; each service calls it from its one event loop. The
-brokers' Kafka listener uses this module (``yak_broker.kafka.quotas``); the rest-proxy's
-``yak_rest_proxy.quotas.rate_limiter`` is the same code, kept there until the proxy imports
-this one.
+rest-proxy's quotas (``yak_rest_proxy.quotas``) and the brokers' Kafka listener
+(``yak_broker.kafka.quotas``) both use it.
 """
 
 from __future__ import annotations

@@ -16,10 +16,11 @@ from yak.errors import ThrottlingQuotaExceededError
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
 from yak.sdk._client import throttle_ms
+from yak.security.quota_overrides import QuotaOverrides
+from yak.security.quota_store import QuotaConfig, QuotaStore
 from yak_rest_proxy.http.body import read_body
 from yak_rest_proxy.http.errors import install_error_handlers, v2_error
 from yak_rest_proxy.http.read_timeout import BodyReadTimeout
-from yak_rest_proxy.quotas.quota_store import QuotaConfig, QuotaOverrides, QuotaStore
 from yak_rest_proxy.quotas.quotas import ANONYMOUS, QuotaKind, Quotas
 from yak_rest_proxy.settings import ProxySettings
 

@@ -25,8 +25,9 @@ from enum import Enum
 
 from yak.clock import Clock, SystemClock
 from yak.errors import ThrottlingQuotaExceededError
-from yak_rest_proxy.quotas.quota_store import QuotaConfig, QuotaOverrides
-from yak_rest_proxy.quotas.rate_limiter import RateLimiter, retry_after_s
+from yak.security.quota_overrides import QuotaOverrides
+from yak.security.quota_store import QuotaConfig
+from yak.security.rate_limiter import RateLimiter, retry_after_s
 from yak_rest_proxy.security.access import ANONYMOUS, current_access
 
 __all__ = ["ANONYMOUS", "QuotaKind", "Quotas"]

@@ -16,9 +16,9 @@ from fastapi import APIRouter, Request, Response
 from yak.api.records import API_PREFIX
 from yak.api.security import QuotaBody, QuotaInfo, QuotaList
 from yak.security.audit import audit
+from yak.security.quota_store import QuotaConfig, quota_principal
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
-from yak_rest_proxy.quotas.quota_store import QuotaConfig, quota_principal
 from yak_rest_proxy.quotas.quotas import ANONYMOUS, QuotaKind
 from yak_rest_proxy.runtime import ProxyRuntime
 from yak_rest_proxy.security.access import current_access
