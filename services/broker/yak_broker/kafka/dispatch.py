@@ -116,11 +116,11 @@ APIS: Mapping[int, Api] = _table(
         21: Api("DeleteRecords", 0, 2, handle_delete_records),
         22: Api("InitProducerId", 0, 4, handle_init_producer_id),
         23: Api("OffsetForLeaderEpoch", 2, 4, handle_offset_for_leader_epoch),
-        42: Api("DeleteGroups", 0, 2, handle_delete_groups),
         32: Api("DescribeConfigs", 1, 4, handle_describe_configs),
         33: Api("AlterConfigs", 0, 2, handle_alter_configs),
         36: Api("SaslAuthenticate", 0, 2, handle_sasl_authenticate),
         37: Api("CreatePartitions", 0, 3, handle_create_partitions),
+        42: Api("DeleteGroups", 0, 2, handle_delete_groups),
         44: Api("IncrementalAlterConfigs", 0, 1, handle_incremental_alter_configs),
         60: Api("DescribeCluster", 0, 2, handle_describe_cluster),
     }
