@@ -102,6 +102,8 @@ def confluent_admin_walk(cluster: LocalCluster, bootstrap: str, topic: str) -> N
     described = rest_topic(cluster, topic).json()
     assert (described["partition_count"], described["replication_factor"]) == (2, 3)
     assert described["configs"] == configs
+    # every topic (librdkafka's all-topics Metadata v12 carries bytes past its fields)
+    assert len(admin.list_topics(timeout=TIMEOUT_S).topics[topic].partitions) == 2
     refusals = {
         topic: "TOPIC_ALREADY_EXISTS",
         "__yak_mine": "POLICY_VIOLATION",

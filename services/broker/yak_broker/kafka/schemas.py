@@ -5,8 +5,9 @@ version, with a (native) parser and a writer for each. This module is the listen
 to it, so handlers never name a version's module:
 
 - ``read_request(api_key, version, body)`` parses a request body (after the header) into kio's
-  frozen dataclass of that version; anything malformed, or bytes left over, is an
-  ``InvalidRequestError`` (the listener then closes the connection, as Kafka does);
+  frozen dataclass of that version; anything malformed is an ``InvalidRequestError`` (the
+  listener then closes the connection, as Kafka does). Bytes after the version's fields are
+  not read, as Kafka does not: librdkafka 2.16's all-topics Metadata v12 carries three;
 - ``write_response(api_key, version, correlation_id, values)`` builds the response of that
   version from plain values — ints, strings, ``uuid.UUID``, lists of dicts for nested
   structures — and writes the whole frame. Handlers give the newest shape; a key the version
@@ -29,6 +30,7 @@ import dataclasses
 import datetime
 import functools
 import io
+import logging
 import types
 from collections.abc import Callable, Mapping
 from typing import Any, Union, get_args, get_origin
@@ -48,6 +50,8 @@ __all__ = [
     "response_frame",
     "write_response",
 ]
+
+_log = logging.getLogger(__name__)
 
 API_VERSIONS_KEY = 18
 
@@ -71,10 +75,8 @@ def read_request(api_key: int, version: int, body: Buffer) -> Any:
         raise InvalidRequestError(
             f"a malformed api key {api_key} v{version} request: {exc!r}"
         ) from None
-    if size != len(memoryview(body)):
-        raise InvalidRequestError(
-            f"api key {api_key} v{version}: {len(memoryview(body)) - size} bytes left over"
-        )
+    if size != len(memoryview(body)):  # as Kafka: what follows the fields is not read
+        _log.debug("api key %d v%d: %d bytes past the fields", api_key, version, len(body) - size)
     return value
 
 
