@@ -1,14 +1,17 @@
-"""The layout every page shares: overview, dark mode, phone width, keyboard, favicon."""
+"""The layout every page shares: overview (its throughput chart drawn as sampled), dark mode,
+phone width, keyboard, favicon."""
 
 from __future__ import annotations
 
 import re
+import time
 
 import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
 from loadtest.local_cluster import LocalCluster
+from tests.integration.console.charts import series_pixels, serve_history, wait_for_chart
 
 pytestmark = pytest.mark.integration
 
@@ -20,6 +23,29 @@ def test_overview_shows_the_cluster(page: Page, console_cluster: LocalCluster) -
     expect(page.get_by_test_id("controller")).to_contain_text("epoch")
     # The live chart is drawn by uPlot from the history and the event stream.
     expect(page.locator('[data-chart="cluster-rates"] canvas')).to_have_count(1)
+
+
+def test_the_throughput_chart_leaves_missing_samples_out(page: Page) -> None:
+    """Samples every 0.5 s (the console's interval here), then none for 50 s, then a burst
+    of one sample and quiet again: nothing is drawn across the 50 s (no ramp up to the
+    burst), and the burst is a spike."""
+    start = time.time() - 70
+    rows = [(start + i * 0.5, 0.0) for i in range(10)]
+    burst = rows[-1][0] + 50
+    rows += [(burst, 1000.0)] + [(burst + (i + 1) * 0.5, 0.0) for i in range(10)]
+    serve_history(
+        page,
+        [
+            {"seq": 10**9 + i, "at": at, "produce_rate": rate, "consume_rate": 0.0}
+            for i, (at, rate) in enumerate(rows)
+        ],
+    )
+    page.goto("/")
+    chart = '[data-chart="cluster-rates"]'
+    wait_for_chart(page, chart, len(rows))
+    assert series_pixels(page, chart, rows[9][0] + 1, burst - 1) == 0  # the gap: no ramp
+    assert series_pixels(page, chart, burst - 0.25, burst + 0.25, at_least=800) > 0
+    assert series_pixels(page, chart, burst + 0.75, burst + 5, at_least=100) == 0  # back down
 
 
 def test_dark_mode_toggle_is_remembered(page: Page) -> None:
