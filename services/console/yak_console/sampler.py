@@ -265,6 +265,10 @@ class Sampler:
     def latest(self) -> Sample | None:
         return self.history[-1] if self.history else None
 
+    def now(self) -> float:
+        """The time on the clock samples are taken by (their ``at``)."""
+        return self._clock()
+
     def watched(self) -> bool:
         """Whether a page or an event stream looked in the last ``watch_s``."""
         return self._monotonic() < self._watched_until

@@ -1,5 +1,6 @@
-"""The consumer-group pages in a real browser: lag appearing and falling live, members and
-their partitions, an offset reset's preview and its refusal, deletion, an unknown group."""
+"""The consumer-group pages in a real browser: lag appearing and falling live, a new group's lag
+charted from the first load, members and their partitions, an offset reset's preview and its
+refusal, deletion, an unknown group."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from playwright.sync_api import Dialog, Page, expect
 
 from loadtest.local_cluster import LocalCluster
+from tests.integration.console.charts import series_pixels, serve_history, wait_for_chart
 from tests.integration.console.conftest import ARTIFACTS, unique
 from yak.sdk import Admin, Consumer, Producer, TopicPartition
 
@@ -88,6 +90,38 @@ def test_lag_appears_and_falls_to_zero_live(page: Page, console_cluster: LocalCl
         consumer.close()
         detail.close()
     assert not errors, errors
+
+
+def test_the_lag_chart_shows_a_new_group_from_the_first_load(
+    page: Page, console_cluster: LocalCluster
+) -> None:
+    """A group in one sample of the history only (it just appeared): its lag is drawn at once,
+    not after the next sample; a group in no sample yet: the lag the page shows is."""
+    url = console_cluster.proxy_url(0)
+    topic, group = _topic_with_records(url), unique("group")
+    with Consumer(url, group, [topic], auto_offset_reset="earliest") as consumer:
+        _consume_all(consumer, 100)
+        consumer.commit({TopicPartition(topic, 0): 40})
+    now, chart = time.time(), '[data-chart="group-lag"]'
+    quiet = [{"seq": 10**9 + i, "at": now - 15 + i, "groups": {}} for i in range(5)]
+    appeared = [
+        {"seq": 10**9 + 5, "at": now + 30, "groups": {group: 60}},
+        {"seq": 10**9 + 6, "at": now + 30.5, "groups": {}},
+    ]
+    serve_history(page, quiet + appeared)
+    page.goto(f"/groups/{group}")
+    wait_for_chart(page, chart, len(quiet) + len(appeared))
+    assert series_pixels(page, chart, now + 29.75, now + 30.25, at_least=30) > 0
+
+    unseen = page.context.new_page()
+    try:
+        serve_history(unseen, quiet)
+        unseen.goto(f"/groups/{group}")
+        expect(unseen.get_by_test_id("total-lag")).to_have_text("60")
+        wait_for_chart(unseen, chart, len(quiet) + 1)
+        assert series_pixels(unseen, chart, now - 5, now + 60, at_least=30) > 0
+    finally:
+        unseen.close()
 
 
 def test_reset_preview_changes_nothing_then_apply_and_delete(

@@ -6,7 +6,9 @@ Both pages render from the sampler's latest sample (a brand new group the sample
 yet is described through the API). They stay live without polling: the total-lag numbers
 follow the ``yak:metrics`` events, and on each event the table part asks again with the
 digest of what it shows (``?since=``), answered ``204`` while nothing changed — so a page
-swaps only what did (a member joining, a committed offset moving).
+swaps only what did (a member joining, a committed offset moving). The lag chart starts with
+the samples' history and the lag the page shows, at the time it was described (so a group
+that just appeared is charted from the first load).
 
 An offset reset is the API's: "Preview" asks it with ``dry_run`` and shows, per partition,
 the committed offset now, the new one and the lag after; "Apply" resets. A refusal (members
@@ -157,15 +159,17 @@ def router(pages: Pages) -> APIRouter:
     routes = APIRouter()
     sampler = pages.runtime.sampler
 
-    async def describe(request: Request, group: str) -> GroupDescription:
+    async def describe(request: Request, group: str) -> tuple[GroupDescription, float]:
         """From the latest sample, or the API for a group the sampler has not seen yet (with
-        security on always the API, with the user's credential)."""
+        security on always the API, with the user's credential); with when it was described
+        (on the samples' clock: the page's lag chart starts from it)."""
         admin = pages.api(request).admin
-        if pages.session(request) is not None:
-            return await admin.describe_group(group)
-        sample = await sampler.current()
-        found = sample.groups.get(group)
-        return found if found is not None else await admin.describe_group(group)
+        if pages.session(request) is None:
+            sample = await sampler.current()
+            found = sample.groups.get(group)
+            if found is not None:
+                return found, sample.at
+        return await admin.describe_group(group), sampler.now()
 
     @routes.get("/groups", response_class=HTMLResponse, include_in_schema=False)
     async def groups(
@@ -188,10 +192,10 @@ def router(pages: Pages) -> APIRouter:
     @routes.get("/groups/{group}", response_class=HTMLResponse, include_in_schema=False)
     async def group_page(request: Request, group: str, since: str | None = None) -> Response:
         if since is None:
-            found = await describe(request, group)
-            return _group_page(request, found, _digest([found.model_dump_json()]))
+            found, at = await describe(request, group)
+            return _group_page(request, found, at, _digest([found.model_dump_json()]))
         try:
-            found = await describe(request, group)
+            found, _ = await describe(request, group)
         except GroupIdNotFoundError:  # deleted while the page was open: say so in place
             return pages.render(request, "_group_gone.html", group_id=group)
         digest = _digest([found.model_dump_json()])
@@ -202,6 +206,7 @@ def router(pages: Pages) -> APIRouter:
     def _group_page(
         request: Request,
         group: GroupDescription,
+        described_at: float,
         digest: str,
         status_code: int = 200,
         **extra: object,
@@ -212,6 +217,7 @@ def router(pages: Pages) -> APIRouter:
             nav="groups",
             status_code=status_code,
             group=group,
+            described_at=described_at,
             digest=digest,
             topics=_group_topics(group),
             **extra,
@@ -249,9 +255,9 @@ def router(pages: Pages) -> APIRouter:
             context["rows"] = reset_rows(result, ends)
         if _is_htmx(request):
             return pages.render(request, "_group_reset_result.html", status_code=status, **context)
-        found = await describe(request, group)
+        found, at = await describe(request, group)
         digest = _digest([found.model_dump_json()])
-        return _group_page(request, found, digest, status_code=status, reset=context)
+        return _group_page(request, found, at, digest, status_code=status, reset=context)
 
     @routes.post("/groups/{group}/delete", include_in_schema=False)
     async def delete(request: Request, group: str) -> Response:

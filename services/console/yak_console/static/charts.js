@@ -4,7 +4,8 @@
 // the chart starts with the kept history and appends each new sample. options.history
 // overrides where the history comes from (a URL answering a list of metrics objects);
 // options.interval the sampling interval in seconds (default: the console's, from the
-// page's <html data-sample-interval-ms>).
+// page's <html data-sample-interval-ms>); options.latest a metrics object the page was
+// rendered from (no seq), drawn after the history when it is newer than its last sample.
 //
 // Samples are drawn as they were taken, never interpolated across time without one: two
 // samples more than GAP_FACTOR intervals apart are not joined (a null point breaks the line),
@@ -102,6 +103,7 @@
       .catch(function () { return []; })
       .then(function (history) {
         history.forEach(function (metrics) { if (metrics.seq > seen) { push(metrics); seen = metrics.seq; } });
+        if (options.latest) push(options.latest);  // dropped unless newer than the history
         build();
         document.addEventListener("yak:metrics", function (event) {
           if (event.detail.seq <= seen) return;
