@@ -38,6 +38,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
+from typing import Any
 
 from yak.errors import NotLeaderOrFollowerError, UnknownTopicOrPartitionError
 from yak.metadata.keyspace import KeyKind, ParsedKey
@@ -85,7 +86,13 @@ def _now_ms() -> int:
 class ReplicaNotReadyError(NotLeaderOrFollowerError):
     """The metadata names this broker the partition's leader, but the metadata pass has not
     installed that leadership yet (the log not created, the epoch not stamped): retriable, and
-    over soon — a consumer's long poll waits for it rather than answering it."""
+    over soon — a consumer's long poll waits for it rather than answering it. ``log``: the
+    replica's log when it is the topic's current one (its offsets stand meanwhile), None when
+    the log is yet to be created (a new, empty one)."""
+
+    def __init__(self, message: str, log: Log | None = None, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.log = log
 
 
 class ReplicaManager(ReplicaRoles):
@@ -208,7 +215,7 @@ class ReplicaManager(ReplicaRoles):
         replica, state = self.leader(tp)
         machine = replica.leader
         if machine is None or machine.leader_epoch != state.leader_epoch:
-            raise _not_ready(tp, state, self._snapshot())
+            raise _not_ready(tp, state, self._snapshot(), replica.log)
         return replica, machine
 
     def on_leader_append(self, replica: Replica, local_end: int | None = None) -> None:
@@ -451,7 +458,6 @@ def _not_leader(
     state: PartitionState,
     snapshot: ClusterSnapshot,
     why: str = "is led by another broker",
-    error: type[NotLeaderOrFollowerError] = NotLeaderOrFollowerError,
 ) -> NotLeaderOrFollowerError:
     details: dict[str, object] = {
         "topic": tp.topic,
@@ -462,14 +468,14 @@ def _not_leader(
     leader = snapshot.brokers.get(state.leader)
     if leader is not None:
         details["leader_url"] = leader.url
-    return error(
+    return NotLeaderOrFollowerError(
         f"partition {tp.dir_name} {why} (leader {state.leader}, epoch {state.leader_epoch})",
         **details,
     )
 
 
 def _not_ready(
-    tp: TopicPartition, state: PartitionState, snapshot: ClusterSnapshot
-) -> NotLeaderOrFollowerError:
-    why = "is not ready on this broker yet"
-    return _not_leader(tp, state, snapshot, why, ReplicaNotReadyError)
+    tp: TopicPartition, state: PartitionState, snapshot: ClusterSnapshot, log: Log | None = None
+) -> ReplicaNotReadyError:
+    refused = _not_leader(tp, state, snapshot, "is not ready on this broker yet")
+    return ReplicaNotReadyError(refused.message, log, **refused.details)

@@ -17,9 +17,10 @@ still carries the log start offset and high watermark, so a follower can reset.
 Each partition's failure (unknown, not leader, offset out of range) is reported in its own
 entry; the others are still read. A partition whose leadership here the metadata names but
 the broker has not installed yet (``ReplicaNotReadyError``: a topic just created, a new leader
-epoch) is, for a consumer, no failure but no data yet: answered empty, offsets unknown (-1),
-so the long poll waits — woken when the replica is installed — and answers empty at its
-deadline; a leader's start-up is never handed to the client. A follower is told, as before.
+epoch) is, for a consumer, no failure but no data yet: answered empty, with the offsets of
+its log (0 for a log yet to be created), so the long poll waits — woken when the replica is
+installed — and answers empty at its deadline; a leader's start-up is never handed to the
+client. A follower is told, as before.
 
 ``read_partitions`` is synchronous: one pass over the logs, no await. ``serve_fetch`` is a
 whole fetch as either transport serves it (HTTP ``/v1/fetch``, the internal listener's Fetch):
@@ -86,11 +87,19 @@ def read_partitions(
             )
         except YakError as exc:
             if isinstance(exc, ReplicaNotReadyError) and not follower:
-                result.append(FetchedPartition(tp.topic, tp.partition))  # no data yet
+                result.append(_no_data_yet(tp, exc))
                 continue
             error = PartitionError.of(exc)
             result.append(FetchedPartition(tp.topic, tp.partition, error=error))
     return result
+
+
+def _no_data_yet(tp: TopicPartition, refused: ReplicaNotReadyError) -> FetchedPartition:
+    """A consumer's answer for a partition whose leadership here is not installed yet: empty,
+    with its log's offsets (0: a log yet to be created)."""
+    log = refused.log
+    hw, start = (log.high_watermark, log.log_start_offset) if log is not None else (0, 0)
+    return FetchedPartition(tp.topic, tp.partition, hw, hw, start)
 
 
 def response_bytes(partitions: list[FetchedPartition]) -> int:

@@ -1,8 +1,9 @@
 """A consumer's fetch of a partition the metadata says this broker leads, before the broker has
 installed that leadership (a topic just created): the long poll waits for it — woken when the
 replica is installed, not by a timer — and answers empty at its deadline, never
-``NOT_LEADER_OR_FOLLOWER``; a follower is still told at once. Over HTTP and over the internal
-listener (Kafka framing)."""
+``NOT_LEADER_OR_FOLLOWER``; a follower is still told at once. The same while a new leader
+epoch is being stamped, with the log's offsets. Over HTTP and over the internal listener
+(Kafka framing)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from yak.metadata.models import PartitionState, TopicRecord
 from yak.protocol.broker_wire import FetchPartition, FetchRequest
 from yak.record import RecordInput, encode_batch, iter_records
 from yak.types import TopicPartition
+from yak_broker.storage.log import Log
 from yak_broker.storage.log_manager import LogRequest
 
 TP = TopicPartition("fresh", 0)
@@ -96,7 +98,7 @@ async def test_a_long_poll_answers_empty_at_its_deadline_if_never_ready(
     fetched = await broker.client.fetch_one(TP.topic, 0, 0, max_wait_ms=100)
     assert loop.time() - started >= 0.09
     assert (len(fetched.records), fetched.error) == (0, None)
-    assert fetched.high_watermark == -1  # not known yet
+    assert (fetched.high_watermark, fetched.log_start_offset) == (0, 0)  # the log to be made
 
 
 async def test_installing_the_leadership_wakes_the_waiting_fetches(
@@ -116,3 +118,41 @@ async def test_a_follower_is_told_at_once(broker: BrokerHarness, held: HeldCreat
     (fetched,) = await asyncio.wait_for(broker.client.fetch(request), 5)
     assert fetched.error is not None
     assert isinstance(fetched.error.exception(), NotLeaderOrFollowerError)
+
+
+async def test_a_new_epoch_being_stamped_answers_the_log_s_offsets_meanwhile(
+    broker: BrokerHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """This broker leads again in a new epoch, whose stamp is being written (the leader
+    retired meanwhile): a consumer's poll answers empty with the log's offsets, then the
+    first record appended in the new epoch."""
+    await broker.create_topic("again")
+    batch = encode_batch([RecordInput(value=b"old")] * 3)
+    assert (await broker.client.produce_one("again", 0, batch)).base_offset == 0
+    logs = broker.broker.replicas._logs
+    persist, release = logs.persist_epochs, asyncio.Event()
+
+    async def held_persist(jobs: Sequence[tuple[TopicPartition, Log]]) -> object:
+        await release.wait()
+        return await persist(jobs)
+
+    monkeypatch.setattr(logs, "persist_epochs", held_persist)
+    state = PartitionState(
+        topic="again", partition=0, leader=0, leader_epoch=1, replicas=(0,), isr=(0,)
+    )
+    revision = await broker.store.put(broker.keyspace.partition("again", 0), state.encode())
+    tp = TopicPartition("again", 0)
+    for _ in range(1000):  # the metadata pass reaches the held write (event-loop turns)
+        if broker.broker.replicas.replicas[tp].leader is None:
+            break
+        await asyncio.sleep(0)
+    assert broker.broker.replicas.replicas[tp].leader is None, "the new epoch never started"
+    fetched = await broker.client.fetch_one("again", 0, 3, max_wait_ms=50)
+    assert (len(fetched.records), fetched.high_watermark, fetched.log_start_offset) == (0, 3, 0)
+    waiting = asyncio.create_task(broker.client.fetch_one("again", 0, 3, max_wait_ms=30_000))
+    release.set()
+    await broker.sync(revision)
+    batch = encode_batch([RecordInput(value=b"new")])
+    assert (await broker.client.produce_one("again", 0, batch)).base_offset == 3
+    fetched = await asyncio.wait_for(waiting, 5)
+    assert [r.value for r in iter_records(fetched.records)] == [b"new"]
