@@ -201,6 +201,7 @@ class ReplicaRoles:
         moved = (previous.leader, previous.leader_epoch) != (state.leader, state.leader_epoch)
         if moved or not hosted:  # waiting fetches re-check leadership (a consumer's may be
             self.waiters.notify(tp)  # waiting for this replica to be ready: ``fetcher``)
+        if moved:
             self._wake_followers(tp)
         return stamped
 
