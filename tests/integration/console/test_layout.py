@@ -48,6 +48,27 @@ def test_the_throughput_chart_leaves_missing_samples_out(page: Page) -> None:
     assert series_pixels(page, chart, burst + 0.75, burst + 5, at_least=100) == 0  # back down
 
 
+def test_samples_become_chart_columns_with_gaps_and_lone_points(page: Page) -> None:
+    """``YakCharts``' pure parts: a null row where samples are more than the gap apart, a
+    sample not later than the last dropped, values with no neighbour listed for dots."""
+    page.goto("/")
+    columns = page.evaluate(
+        """() => {
+          const data = [[], [], []];
+          const added = [[10, [1, 5]], [11, [2, null]], [11, [9, 9]], [20, [3, 7]], [20.5, [4, 8]]]
+            .map(([at, values]) => YakCharts.appendSample(data, at, values, 2.5));
+          return { data, added, lone: data.slice(1).map(YakCharts.isolated) };
+        }"""
+    )
+    assert columns["added"] == [1, 1, 0, 2, 1]
+    assert columns["data"] == [
+        [10, 11, 15.5, 20, 20.5],
+        [1, 2, None, 3, 4],
+        [5, None, None, 7, 8],
+    ]
+    assert columns["lone"] == [[], [0]]
+
+
 def test_dark_mode_toggle_is_remembered(page: Page) -> None:
     page.goto("/")
     html = page.locator("html")

@@ -120,5 +120,5 @@
     return { element: el };
   }
 
-  window.YakCharts = { live: live, appendSample: appendSample, isolated: isolated, GAP_FACTOR: GAP_FACTOR };
+  window.YakCharts = { live: live, appendSample: appendSample, isolated: isolated };
 })();
