@@ -55,7 +55,8 @@ def block(document: Mapping[str, Any]) -> str:
         f"Measured {machine.get('measured_at', '?')} on {machine.get('cpus', '?')} CPUs "
         f"({machine.get('platform', '?')}, Python {machine.get('python', '?')}), load average "
         f"{_load(document.get('load_average_start'))} at the start and "
-        f"{_load(document.get('load_average_end'))} at the end (other agents' tests ran too). "
+        f"{_load(document.get('load_average_end'))} at the end (the benchmark's own load "
+        "generator runs on the same CPUs). "
         "`make bench-queue` (`python -m loadtest.bench_queue`); every figure is in "
         "`loadtest/results/queue.json`.",
         "",
