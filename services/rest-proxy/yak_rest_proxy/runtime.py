@@ -26,6 +26,7 @@ from yak.errors import MetadataStoreError, NotControllerError
 from yak.metadata.cache import MetadataCache
 from yak.metadata.etcd_store import EtcdMetadataStore, RequestObserver
 from yak.metadata.keyspace import Keyspace
+from yak.metadata.producer_ids import ProducerIds
 from yak.metadata.store import MetadataStore
 from yak.partitioner import Partitioner
 from yak.security.cache import SecurityCache
@@ -38,7 +39,6 @@ from yak_rest_proxy.consume.reader import Reader
 from yak_rest_proxy.metrics import ProxyStats
 from yak_rest_proxy.produce.partitioners import Partitioners
 from yak_rest_proxy.produce.producer import Producer
-from yak_rest_proxy.produce.producer_ids import ProducerIds
 from yak_rest_proxy.quotas.quotas import Quotas
 from yak_rest_proxy.security.forwarded_credential import ForwardedAuth
 from yak_rest_proxy.settings import ProxySettings
@@ -85,7 +85,7 @@ class ProxyRuntime:
             timeout_s=settings.produce_timeout_ms / 1000 + 5,
             client_factory=broker_client_factory,
         )
-        self.producer_ids = ProducerIds(self.store, self.keyspace)
+        self.producer_ids = ProducerIds(lambda: self.store, self.keyspace)
         self.producer = Producer(
             self.cache,
             self.brokers,

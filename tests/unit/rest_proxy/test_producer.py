@@ -23,6 +23,7 @@ from yak.metadata.cache import MetadataCache
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
 from yak.metadata.models import BrokerRegistration, PartitionState, TopicRecord
+from yak.metadata.producer_ids import ProducerIds
 from yak.protocol.broker_wire import (
     PartitionError,
     ProduceResult,
@@ -34,7 +35,6 @@ from yak_rest_proxy.brokers import BrokerPool
 from yak_rest_proxy.metrics import ProduceStats
 from yak_rest_proxy.produce.accumulator import ProducedRecord, Result
 from yak_rest_proxy.produce.producer import Producer
-from yak_rest_proxy.produce.producer_ids import ProducerIds
 
 KS = Keyspace("unit")
 Answer = Callable[[int, bytes], ProduceResult]
@@ -95,7 +95,11 @@ async def make_producer(
     await cache.start()
     pool = BrokerPool(cache, client_factory=brokers.factory)
     producer = Producer(
-        cache, pool, ProducerIds(store, KS), linger_ms=linger_ms, delivery_timeout_ms=timeout_ms
+        cache,
+        pool,
+        ProducerIds(lambda: store, KS),
+        linger_ms=linger_ms,
+        delivery_timeout_ms=timeout_ms,
     )
     return producer, cache, pool
 
@@ -261,7 +265,7 @@ async def test_rounds_to_one_broker_overlap(store: MemoryMetadataStore) -> None:
     cache = MetadataCache(store, KS)
     await cache.start()
     pool = BrokerPool(cache, client_factory=factory)
-    producer = Producer(cache, pool, ProducerIds(store, KS), linger_ms=0, max_in_flight=2)
+    producer = Producer(cache, pool, ProducerIds(lambda: store, KS), linger_ms=0, max_in_flight=2)
     try:
         first = producer.send("u", 0, values(1))
         await asyncio.wait_for(first_sent.wait(), 5)  # partition 0's round is in flight
@@ -322,7 +326,11 @@ async def held_producer(
     await cache.start()
     pool = BrokerPool(cache, client_factory=broker.factory)
     producer = Producer(
-        cache, pool, ProducerIds(store, KS), linger_ms=linger_ms, max_in_flight=max_in_flight
+        cache,
+        pool,
+        ProducerIds(lambda: store, KS),
+        linger_ms=linger_ms,
+        max_in_flight=max_in_flight,
     )
     return producer, cache, pool
 
@@ -399,7 +407,7 @@ async def test_a_round_observes_its_queue_sender_and_broker_stages_once(
     await cache.start()
     pool = BrokerPool(cache, client_factory=brokers.factory)
     producer = Producer(
-        cache, pool, ProducerIds(store, KS), linger_ms=0, stats=ProduceStats(registry)
+        cache, pool, ProducerIds(lambda: store, KS), linger_ms=0, stats=ProduceStats(registry)
     )
     try:
         await asyncio.gather(producer.send("t", 0, values(2)), producer.send("t", 0, values(1)))
@@ -424,7 +432,9 @@ async def test_batches_are_byte_for_byte_encode_batch_and_split_records_of_one_s
     cache = MetadataCache(store, KS)
     await cache.start()
     pool = BrokerPool(cache, client_factory=brokers.factory)
-    producer = Producer(cache, pool, ProducerIds(store, KS), linger_ms=0, batch_max_bytes=400)
+    producer = Producer(
+        cache, pool, ProducerIds(lambda: store, KS), linger_ms=0, batch_max_bytes=400
+    )
     records = [
         RecordInput(f"k{i}".encode(), b"v" * 50, (("h", b"x"),) if i % 2 else (), 1_000 + i)
         for i in range(10)

@@ -22,8 +22,8 @@ from yak_broker.kafka.groups.coordinator import GroupCoordinator
 from yak_broker.kafka.sasl_session import ANONYMOUS
 
 if TYPE_CHECKING:
+    from yak.metadata.producer_ids import ProducerIds
     from yak_broker.kafka.controller_admin import OpenAdmin
-    from yak_broker.kafka.producer_ids import ProducerIds
     from yak_broker.kafka.quotas import KafkaQuotas
     from yak_broker.kafka.sasl_session import SaslSession
     from yak_broker.kafka.security import KafkaSecurity

@@ -47,11 +47,11 @@ from collections import deque
 from typing import TYPE_CHECKING, cast
 
 from yak.errors import InvalidRequestError
+from yak.metadata.producer_ids import ProducerIds
 from yak.protocol.broker_wire import Buffer
 from yak.protocol.kafka_types import FrameSplitter, FrameTooLargeError, Reader
 from yak_broker.kafka.context import KafkaRequest, KafkaServer
 from yak_broker.kafka.dispatch import lookup, unsupported_version_answer
-from yak_broker.kafka.producer_ids import ProducerIds
 from yak_broker.kafka.quotas import KafkaQuotas
 from yak_broker.kafka.sasl import PRE_AUTHENTICATION, SaslSession
 from yak_broker.kafka.schemas import API_VERSIONS_KEY

@@ -17,10 +17,10 @@ throttled answer carries ``throttle_time_ms`` and is held that long). Errors kee
 numbers (``YakError.kafka_code``) and messages; the
 response carries no Yak-specific tagged fields.
 
-**InitProducerId** hands out a fresh producer id at epoch 0 (``producer_ids``: blocks from the
-metadata store, shared with the rest-proxy's producer sessions), also when the request names
-its current id and epoch (KIP-360's epoch bump): a new id serves that purpose as well, and
-the storage's producer state starts it cleanly. A ``transactional_id`` is refused with
+**InitProducerId** hands out a fresh producer id at epoch 0 (``yak.metadata.producer_ids``:
+blocks from the metadata store, shared with the rest-proxy's producer sessions), also when the
+request names its current id and epoch (KIP-360's epoch bump): a new id serves that purpose
+as well, and the storage's producer state starts it cleanly. A ``transactional_id`` is refused with
 ``INVALID_REQUEST`` (Yak has no transactions); a failure to reserve ids answers the retriable
 ``COORDINATOR_NOT_AVAILABLE``. It needs an authenticated principal only, as the REST producer
 sessions: a producer id alone writes nothing, each batch it stamps is checked as a WRITE.

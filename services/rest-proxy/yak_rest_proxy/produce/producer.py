@@ -56,6 +56,7 @@ from yak.errors import (
     YakError,
 )
 from yak.metadata.cache import ClusterSnapshot, MetadataCache
+from yak.metadata.producer_ids import ProducerIds
 from yak.protocol.broker_wire import ProducePartition, ProduceResult
 from yak.record import CompressionType, RecordInput
 from yak.record.record_encoder import encode_record_body
@@ -72,7 +73,6 @@ from yak_rest_proxy.produce.accumulator import (
     record_size,
     take,
 )
-from yak_rest_proxy.produce.producer_ids import ProducerIds
 from yak_rest_proxy.produce.sender import Sender
 
 __all__ = ["Producer"]

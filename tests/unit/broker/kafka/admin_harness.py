@@ -25,11 +25,11 @@ from yak.api.admin import TopicDeleted, TopicDescription
 from yak.errors import YakError
 from yak.metadata.describe import topic_description
 from yak.metadata.models import ControllerRecord, TopicRecord
+from yak.metadata.producer_ids import ProducerIds
 from yak.security.acl import AclBinding
 from yak.security.authorizer import Authorizer
 from yak_broker.kafka.context import Handler, KafkaRequest, KafkaServer
 from yak_broker.kafka.controller import ControllerAdmin
-from yak_broker.kafka.producer_ids import ProducerIds
 from yak_broker.kafka.sasl import SaslSession
 
 __all__ = ["AdminBench", "FakeController", "encode", "make", "with_controller"]

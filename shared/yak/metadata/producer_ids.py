@@ -1,14 +1,13 @@
-"""Producer ids for InitProducerId: blocks reserved in etcd by compare-and-swap on
-``producers/next-id``.
+"""Producer ids from etcd: blocks of ids handed out by compare-and-swap on ``producers/next-id``.
 
-The same key and protocol the rest-proxy's idempotent producer sessions use
-(``yak_rest_proxy.produce.producer_ids``), so an id is never handed out twice, whichever door
-a producer came in by: read ``ProducerIdBlock``, write ``next_id + block_size`` in a transaction
-that compares the key's ``mod_revision`` (or its absence), retry on a lost race. Ids of a block
-this broker did not use before it stopped are never reused (gaps are harmless; ids are 63-bit).
-Services do not import each other, so this is the second copy of that protocol: it belongs in
-``shared/yak/metadata`` once both owners move it there. Single event loop; concurrent callers
-share one refill.
+Kafka's brokers get blocks of producer ids from the controller (KIP-730); here every process
+that hands out ids — the rest-proxies for their idempotent producer sessions, the brokers'
+Kafka listeners for InitProducerId — takes a block straight from the metadata store: read
+``ProducerIdBlock``, then write ``next_id + block_size`` in a transaction that compares the
+key's ``mod_revision`` (or its absence), retrying on a lost race. One key and one protocol, so
+an id is never handed out twice, whichever door a producer came in by. Ids of a block a process
+did not use before it stopped are never reused (gaps are harmless; ids are 63-bit). Single
+event loop; concurrent callers share one refill.
 """
 
 from __future__ import annotations
@@ -27,7 +26,9 @@ _MAX_ATTEMPTS = 20
 
 
 class ProducerIds:
-    """Allocates producer ids for one broker from blocks reserved in the metadata store."""
+    """Allocates producer ids for one process from blocks reserved in the metadata store
+    (``store`` is asked for the current store at each refill: a broker's is replaced when it
+    reconnects)."""
 
     def __init__(
         self, store: Callable[[], MetadataStore], keyspace: Keyspace, *, block_size: int = 100
