@@ -20,8 +20,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,34 +40,12 @@ from confluent_kafka.admin._config import (
 from confluent_kafka.admin._listoffsets import OffsetSpec
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
-from loadtest.local_cluster import LocalCluster, local_cluster
+from loadtest.local_cluster import LocalCluster
 from tests.integration.rest_proxy.conftest import create_topic, unique
-from yak.etcd_server import EmbeddedEtcd
 
 pytestmark = pytest.mark.integration
 
 TIMEOUT_S = 30
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory, etcd: EmbeddedEtcd) -> Iterator[LocalCluster]:
-    folder: Path = tmp_path_factory.mktemp("kafka-admin")
-    with local_cluster(folder, etcd, f"kadmin-{uuid.uuid4().hex[:8]}", brokers=3) as running:
-        running.start_proxy(0)
-        yield running
-
-
-@pytest.fixture(scope="module")
-def bootstrap(cluster: LocalCluster) -> str:
-    """The brokers' Kafka listeners, as ``yak cluster status`` lists them."""
-    deadline = time.monotonic() + 20
-    while True:
-        brokers = httpx.get(f"{cluster.coordinator_url}/admin/v1/cluster").json()["brokers"]
-        addresses = [b["kafka"] for b in brokers if b.get("kafka")]
-        if len(addresses) == 3:
-            return ",".join(addresses)
-        assert time.monotonic() < deadline, brokers
-        time.sleep(0.1)  # another process's registration: nothing to await
 
 
 def rest_topic(cluster: LocalCluster, topic: str) -> httpx.Response:

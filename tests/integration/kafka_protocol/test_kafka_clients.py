@@ -11,10 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
-import uuid
 import warnings
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -28,9 +25,8 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", "(read|open)_text is deprecated", DeprecationWarning)
     from kafka import KafkaConsumer, KafkaProducer
     from kafka import TopicPartition as KafkaPartition
-from loadtest.local_cluster import LocalCluster, local_cluster
+from loadtest.local_cluster import LocalCluster
 from tests.integration.rest_proxy.conftest import create_topic, unique
-from yak.etcd_server import EmbeddedEtcd
 from yak.partitioner import partition_for_key
 
 pytestmark = [
@@ -41,27 +37,6 @@ pytestmark = [
 PARTITIONS = 3
 #: (partition, offset) -> (key, value, headers as (key, value) pairs)
 Records = dict[tuple[int, int], tuple[bytes | None, bytes | None, tuple[tuple[str, bytes], ...]]]
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory, etcd: EmbeddedEtcd) -> Iterator[LocalCluster]:
-    folder: Path = tmp_path_factory.mktemp("kafka")
-    with local_cluster(folder, etcd, f"kafka-{uuid.uuid4().hex[:8]}", brokers=3) as running:
-        running.start_proxy(0)
-        yield running
-
-
-@pytest.fixture(scope="module")
-def bootstrap(cluster: LocalCluster) -> str:
-    """The brokers' Kafka listeners, as ``yak cluster status`` lists them."""
-    deadline = time.monotonic() + 20
-    while True:
-        brokers = httpx.get(f"{cluster.coordinator_url}/admin/v1/cluster").json()["brokers"]
-        addresses = [b["kafka"] for b in brokers if b.get("kafka")]
-        if len(addresses) == 3:
-            return ",".join(addresses)
-        assert time.monotonic() < deadline, brokers
-        time.sleep(0.1)  # another process's registration: nothing to await
 
 
 def kafka_python_produce(bootstrap: str, topic: str, codec: str, tag: str) -> None:

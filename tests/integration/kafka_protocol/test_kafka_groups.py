@@ -13,10 +13,8 @@ import datetime
 import queue
 import threading
 import time
-import uuid
 import warnings
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -29,10 +27,9 @@ with warnings.catch_warnings():
     # kafka-python 3 loads its schemas with importlib.resources.read_text (deprecated).
     warnings.filterwarnings("ignore", "(read|open)_text is deprecated", DeprecationWarning)
     from kafka import KafkaConsumer, KafkaProducer
-from loadtest.local_cluster import LocalCluster, local_cluster
+from loadtest.local_cluster import LocalCluster
 from tests.integration.rest_proxy.conftest import create_topic, unique
 from tests.unit.broker.kafka.kafka_test_client import KafkaTestConnection
-from yak.etcd_server import EmbeddedEtcd
 
 pytestmark = [
     pytest.mark.integration,
@@ -41,26 +38,6 @@ pytestmark = [
 
 PARTITIONS, PER_PARTITION = 3, 10
 WAIT_S = 60.0
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory, etcd: EmbeddedEtcd) -> Iterator[LocalCluster]:
-    folder: Path = tmp_path_factory.mktemp("kafka-groups")
-    with local_cluster(folder, etcd, f"kgroups-{uuid.uuid4().hex[:8]}", brokers=3) as running:
-        running.start_proxy(0)
-        yield running
-
-
-@pytest.fixture(scope="module")
-def bootstrap(cluster: LocalCluster) -> str:
-    deadline = time.monotonic() + 20
-    while True:
-        brokers = httpx.get(f"{cluster.coordinator_url}/admin/v1/cluster").json()["brokers"]
-        addresses = [b["kafka"] for b in brokers if b.get("kafka")]
-        if len(addresses) == 3:
-            return ",".join(addresses)
-        assert time.monotonic() < deadline, brokers
-        time.sleep(0.1)  # another process's registration: nothing to await
 
 
 async def topic_with_records(cluster: LocalCluster, bootstrap: str) -> str:
