@@ -76,6 +76,7 @@ from pathlib import Path
 
 from yak.metadata.etcd_endpoints import parse_etcd_urls
 from yak.security.cluster_secret import load_cluster_secret
+from yak.security.switches import principal_list, security_switch
 
 __all__ = [
     "LOAD_PUBLISH_INTERVAL_MAX_MS",
@@ -232,17 +233,6 @@ class BrokerSettings:
         return cls(**values)  # type: ignore[arg-type]
 
 
-def _switch(text: str) -> bool:
-    value = text.strip().lower()
-    if value not in ("on", "off", "true", "false", "1", "0"):
-        raise ValueError(f"YAK_SECURITY must be on or off, not {text!r}")
-    return value in ("on", "true", "1")
-
-
-def _principals(text: str) -> tuple[str, ...]:
-    return tuple(part.strip() for part in text.split(",") if part.strip())
-
-
 _ENV: tuple[tuple[str, str, Callable[[str], object]], ...] = (
     ("broker_id", "YAK_NODE_ID", int),
     ("host", "YAK_HOST", str),
@@ -253,8 +243,8 @@ _ENV: tuple[tuple[str, str, Callable[[str], object]], ...] = (
     ("kafka_advertised_host", "YAK_KAFKA_ADVERTISED_HOST", str),
     ("kafka_advertised_port", "YAK_KAFKA_ADVERTISED_PORT", int),
     ("kafka_security_protocol", "YAK_KAFKA_SECURITY_PROTOCOL", KafkaSecurityProtocol),
-    ("security", "YAK_SECURITY", _switch),
-    ("super_users", "YAK_SUPER_USERS", _principals),
+    ("security", "YAK_SECURITY", security_switch),
+    ("super_users", "YAK_SUPER_USERS", principal_list),
     ("quota_produce_bytes_per_s", "YAK_QUOTA_PRODUCE_BYTES_PER_S", int),
     ("quota_fetch_bytes_per_s", "YAK_QUOTA_FETCH_BYTES_PER_S", int),
     ("data_dir", "YAK_DATA_DIR", Path),

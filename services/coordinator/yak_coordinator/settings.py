@@ -15,6 +15,7 @@ from yak.metadata.etcd_endpoints import parse_etcd_urls
 from yak.metadata.keyspace import validate_cluster_id, validate_member_id
 from yak.security.acl import user_name
 from yak.security.cluster_secret import load_cluster_secret
+from yak.security.switches import principal_list, security_switch
 
 __all__ = ["CoordinatorSettings"]
 
@@ -119,13 +120,10 @@ _BOOLS = {"auto_leader_rebalance"}
 
 def _security(env: Mapping[str, str]) -> dict[str, object]:
     values: dict[str, object] = {}
-    switch = env.get("YAK_SECURITY", "").strip().lower()
-    if switch:
-        if switch not in ("on", "off", "true", "false", "1", "0"):
-            raise ValueError(f"YAK_SECURITY must be on or off, not {switch!r}")
-        values["security"] = switch in ("on", "true", "1")
+    if env.get("YAK_SECURITY", "").strip():
+        values["security"] = security_switch(env["YAK_SECURITY"])
     if env.get("YAK_SUPER_USERS"):
-        users = tuple(p.strip() for p in env["YAK_SUPER_USERS"].split(",") if p.strip())
+        users = principal_list(env["YAK_SUPER_USERS"])
         for user in users:
             user_name(user)  # ValueError for anything but User:<name>
         values["super_users"] = users

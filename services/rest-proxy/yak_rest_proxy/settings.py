@@ -78,6 +78,7 @@ from yak.metadata.keyspace import validate_cluster_id, validate_member_id
 from yak.partitioner import PARTITIONERS, PartitionerName
 from yak.record import CompressionType
 from yak.security.acl import user_name
+from yak.security.switches import principal_list, security_switch
 
 __all__ = ["ProxySettings"]
 
@@ -176,17 +177,6 @@ def _compression(name: str) -> CompressionType:
         raise ValueError(f"unknown compression {name!r}; use one of {choices}") from None
 
 
-def _switch(text: str) -> bool:
-    value = text.strip().lower()
-    if value not in ("on", "off", "true", "false", "1", "0"):
-        raise ValueError(f"YAK_SECURITY must be on or off, not {text!r}")
-    return value in ("on", "true", "1")
-
-
-def _principals(text: str) -> tuple[str, ...]:
-    return tuple(part.strip() for part in text.split(",") if part.strip())
-
-
 _ENV: tuple[tuple[str, str, Callable[[str], object]], ...] = (
     ("host", "YAK_HOST", str),
     ("port", "YAK_PORT", int),
@@ -210,8 +200,8 @@ _ENV: tuple[tuple[str, str, Callable[[str], object]], ...] = (
     ("consumer_request_max_timeout_ms", "YAK_CONSUMER_REQUEST_MAX_TIMEOUT_MS", int),
     ("consumer_positions_flush_ms", "YAK_CONSUMER_POSITIONS_FLUSH_MS", int),
     ("consumer_handoff_timeout_ms", "YAK_CONSUMER_HANDOFF_TIMEOUT_MS", int),
-    ("security", "YAK_SECURITY", _switch),
-    ("super_users", "YAK_SUPER_USERS", _principals),
+    ("security", "YAK_SECURITY", security_switch),
+    ("super_users", "YAK_SUPER_USERS", principal_list),
     ("auth_max_failures", "YAK_AUTH_MAX_FAILURES", int),
     ("auth_failure_window_s", "YAK_AUTH_FAILURE_WINDOW_S", float),
     ("tls", "YAK_TLS_CERT", bool),
