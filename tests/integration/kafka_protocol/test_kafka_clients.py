@@ -3,7 +3,11 @@ cluster for the module): kafka-python and confluent-kafka (librdkafka) produce k
 with headers — acks=all, confluent-kafka idempotent, gzip, lz4, zstd and snappy across them —
 and read them back with ``assign`` (no group yet); every record sits on the partition Kafka's
 partitioner picks for its key, and at exactly the offset, with the key, value and headers the
-REST API reads there. The reverse: records produced over HTTP are read by both clients.
+REST API reads there. Then each of confluent-kafka, kafka-python and aiokafka alone
+(parametrised by client, ``client_io``): an idempotent acks=all producer per codec the client
+has sends keyed records with headers, the REST API shows each exactly once, and the client
+reads exactly those records at those offsets, then seeks every partition and reads exactly
+what follows. The reverse: records produced over HTTP are read by each client.
 (The folder is not named ``kafka``: it would shadow kafka-python's package.)"""
 
 from __future__ import annotations
@@ -26,6 +30,14 @@ with warnings.catch_warnings():
     from kafka import KafkaConsumer, KafkaProducer
     from kafka import TopicPartition as KafkaPartition
 from loadtest.local_cluster import LocalCluster
+from tests.integration.kafka_protocol.client_io import (
+    CLIENTS,
+    CODECS,
+    Records,
+    outgoing,
+    produce,
+    read_and_seek,
+)
 from tests.integration.rest_proxy.conftest import create_topic, unique
 from yak.partitioner import partition_for_key
 
@@ -35,8 +47,8 @@ pytestmark = [
 ]
 
 PARTITIONS = 3
-#: (partition, offset) -> (key, value, headers as (key, value) pairs)
-Records = dict[tuple[int, int], tuple[bytes | None, bytes | None, tuple[tuple[str, bytes], ...]]]
+#: Where the seek cells move every partition's position to.
+SEEK_TO = 3
 
 
 def kafka_python_produce(bootstrap: str, topic: str, codec: str, tag: str) -> None:
@@ -179,8 +191,29 @@ async def test_kafka_clients_produce_what_rest_reads_and_read_it_back(
     assert await asyncio.to_thread(confluent_read, bootstrap, snappy, 6) == snappy_over_rest
 
 
+@pytest.mark.parametrize("client", CLIENTS)
+async def test_client_produces_every_codec_idempotently_and_reads_and_seeks_what_rest_reads(
+    cluster: LocalCluster, bootstrap: str, client: str
+) -> None:
+    topic = unique("matrix-in")
+    await create_topic(cluster, topic, partitions=PARTITIONS, replication_factor=3)
+    sent = {codec: outgoing(client, codec, 8) for codec in CODECS[client]}
+    await asyncio.gather(*(produce(client, bootstrap, topic, c, rs) for c, rs in sent.items()))
+    over_rest = await rest_read(cluster, topic)
+    check_partitioning(over_rest)
+    sent_records = sorted((k, v, tuple(h)) for rs in sent.values() for k, v, h in rs)
+    assert sorted(over_rest.values()) == sent_records  # each exactly once, as sent
+    everything, after_seek = await read_and_seek(
+        client, bootstrap, topic, PARTITIONS, len(over_rest), SEEK_TO
+    )
+    assert everything == over_rest
+    assert after_seek == {at: r for at, r in over_rest.items() if at[1] >= SEEK_TO}
+    assert len(after_seek) < len(over_rest)
+
+
+@pytest.mark.parametrize("client", CLIENTS)
 async def test_records_produced_over_http_are_read_by_kafka_clients(
-    cluster: LocalCluster, bootstrap: str
+    cluster: LocalCluster, bootstrap: str, client: str
 ) -> None:
     topic = unique("http-in")
     await create_topic(cluster, topic, partitions=PARTITIONS, replication_factor=3)
@@ -203,5 +236,5 @@ async def test_records_produced_over_http_are_read_by_kafka_clients(
     assert len(over_rest) == 9
     check_partitioning(over_rest)
     assert {v for _k, v, _h in over_rest.values()} == {f"event {i}".encode() for i in range(9)}
-    assert await asyncio.to_thread(kafka_python_read, bootstrap, topic, 9) == over_rest
-    assert await asyncio.to_thread(confluent_read, bootstrap, topic, 9) == over_rest
+    everything, _ = await read_and_seek(client, bootstrap, topic, PARTITIONS, 9, seek_to=0)
+    assert everything == over_rest
