@@ -47,6 +47,7 @@ from yak_rest_proxy.consume.consumer import Consumers
 from yak_rest_proxy.consume.group_admin import GroupAdmin
 from yak_rest_proxy.consume.share.share_consumer import ShareConsumers
 from yak_rest_proxy.consume.share.share_stats import ShareStats
+from yak_rest_proxy.http.cors import CorsMiddleware, CorsPolicy
 from yak_rest_proxy.http.errors import install_error_handlers
 from yak_rest_proxy.http.openapi import install_openapi
 from yak_rest_proxy.http.read_timeout import BodyReadTimeout
@@ -59,7 +60,7 @@ from yak_rest_proxy.security.guard import Guard
 from yak_rest_proxy.security.route_acls import missing_routes
 from yak_rest_proxy.settings import ProxySettings
 
-__all__ = ["ProxyApp", "create_app"]
+__all__ = ["ProxyApp", "cors_policy", "create_app"]
 
 
 def create_app(
@@ -152,12 +153,28 @@ def create_app(
     app.add_middleware(ForwardCredential)
     app.router.routes.append(metrics_route(metrics))
     # In front of FastAPI's own stack: the observability middleware (times and ids every
-    # request), the body-read timeout, then the fast lane, whose requests skip the rest.
+    # request), CORS when configured, the body-read timeout, then the fast lane, whose
+    # requests skip the rest.
     front: ASGIApp = FastLane(app.behind_front, runtime=runtime, consumers=consumers)
     front = BodyReadTimeout(front, timeout_s=runtime.settings.request_read_timeout_ms / 1000)
+    cors = cors_policy(runtime.settings)
+    if cors.enabled:  # outside the fast lane and the guard: preflights carry no credential
+        front = CorsMiddleware(front, cors)
     app.front = ObservabilityMiddleware(front, metrics=metrics, routes=lambda: app.router.routes)
     install_openapi(app)
     return app
+
+
+def cors_policy(settings: ProxySettings) -> CorsPolicy:
+    """The settings' CORS policy (ValueError, at start, for one the Fetch standard forbids)."""
+    return CorsPolicy(
+        origins=settings.cors_origins,
+        methods=settings.cors_methods,
+        headers=settings.cors_headers,
+        expose_headers=settings.cors_expose_headers,
+        credentials=settings.cors_credentials,
+        max_age_s=settings.cors_max_age_s,
+    )
 
 
 class ProxyApp(FastAPI):

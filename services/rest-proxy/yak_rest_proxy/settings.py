@@ -64,6 +64,22 @@ auth_max_failures                   YAK_AUTH_MAX_FAILURES       10 failed checks
                                                                 limit) within
 auth_failure_window_s               YAK_AUTH_FAILURE_WINDOW_S   60 s: then 429 until the window
                                                                 passes
+cors_origins                        YAK_CORS_ORIGINS            none (CORS off); comma list of
+                                                                origins, or ``*`` (``http.cors``)
+cors_methods / cors_headers         YAK_CORS_METHODS /          GET, POST, PUT, DELETE / Accept,
+                                    YAK_CORS_HEADERS            Authorization, Content-Type,
+                                                                Idempotency-Key (``*``: any)
+cors_expose_headers                 YAK_CORS_EXPOSE_HEADERS     the RateLimit ones, Retry-After,
+                                                                X-Request-Id, Idempotent-Replayed
+cors_credentials                    YAK_CORS_CREDENTIALS        off (refused with origins ``*``)
+cors_max_age_s                      YAK_CORS_MAX_AGE_S          600: how long a browser keeps a
+                                                                preflight's answer
+idempotency_window_s                YAK_IDEMPOTENCY_WINDOW_S    86400: how long a produce's
+                                                                answer is kept for a retry with
+                                                                its ``Idempotency-Key`` (0: the
+                                                                header is ignored)
+ratelimit_headers                   YAK_RATELIMIT_HEADERS       on: ``RateLimit-*`` headers on
+                                                                answers a quota applies to
 ==================================  ==========================  ================================
 """
 
@@ -80,7 +96,20 @@ from yak.record import CompressionType
 from yak.security.acl import user_name
 from yak.security.switches import principal_list, security_switch
 
-__all__ = ["ProxySettings"]
+__all__ = ["CORS_ALLOW_HEADERS", "CORS_ALLOW_METHODS", "CORS_EXPOSE_HEADERS", "ProxySettings"]
+
+CORS_ALLOW_METHODS = ("GET", "POST", "PUT", "DELETE")
+CORS_ALLOW_HEADERS = ("Accept", "Authorization", "Content-Type", "Idempotency-Key")
+#: What a page may read of an answer beyond the CORS-safelisted headers.
+CORS_EXPOSE_HEADERS = (
+    "RateLimit-Limit",
+    "RateLimit-Remaining",
+    "RateLimit-Reset",
+    "RateLimit-Policy",
+    "Retry-After",
+    "X-Request-Id",
+    "Idempotent-Replayed",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +145,14 @@ class ProxySettings:
     super_users: tuple[str, ...] = ()
     auth_max_failures: int = 10
     auth_failure_window_s: float = 60.0
+    cors_origins: tuple[str, ...] = ()
+    cors_methods: tuple[str, ...] = CORS_ALLOW_METHODS
+    cors_headers: tuple[str, ...] = CORS_ALLOW_HEADERS
+    cors_expose_headers: tuple[str, ...] = CORS_EXPOSE_HEADERS
+    cors_credentials: bool = False
+    cors_max_age_s: int = 600
+    idempotency_window_s: int = 24 * 3600
+    ratelimit_headers: bool = True
     #: The listener speaks TLS (``YAK_TLS_CERT`` is set): ``base_url`` is ``https://``.
     tls: bool = False
 
@@ -148,6 +185,8 @@ class ProxySettings:
             raise ValueError("need auth_max_failures >= 0 and auth_failure_window_s > 0")
         for principal in self.super_users:
             user_name(principal)
+        if self.idempotency_window_s < 0:
+            raise ValueError("idempotency_window_s must be >= 0 (0: Idempotency-Key ignored)")
 
     @property
     def base_url(self) -> str:
@@ -177,6 +216,20 @@ def _compression(name: str) -> CompressionType:
         raise ValueError(f"unknown compression {name!r}; use one of {choices}") from None
 
 
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _switch(variable: str) -> Callable[[str], bool]:
+    def parse(text: str) -> bool:
+        value = text.strip().lower()
+        if value not in ("on", "true", "1", "off", "false", "0"):
+            raise ValueError(f"{variable} must be on or off, not {text!r}")
+        return value in ("on", "true", "1")
+
+    return parse
+
+
 _ENV: tuple[tuple[str, str, Callable[[str], object]], ...] = (
     ("host", "YAK_HOST", str),
     ("port", "YAK_PORT", int),
@@ -204,5 +257,13 @@ _ENV: tuple[tuple[str, str, Callable[[str], object]], ...] = (
     ("super_users", "YAK_SUPER_USERS", principal_list),
     ("auth_max_failures", "YAK_AUTH_MAX_FAILURES", int),
     ("auth_failure_window_s", "YAK_AUTH_FAILURE_WINDOW_S", float),
+    ("cors_origins", "YAK_CORS_ORIGINS", _names),
+    ("cors_methods", "YAK_CORS_METHODS", _names),
+    ("cors_headers", "YAK_CORS_HEADERS", _names),
+    ("cors_expose_headers", "YAK_CORS_EXPOSE_HEADERS", _names),
+    ("cors_credentials", "YAK_CORS_CREDENTIALS", _switch("YAK_CORS_CREDENTIALS")),
+    ("cors_max_age_s", "YAK_CORS_MAX_AGE_S", int),
+    ("idempotency_window_s", "YAK_IDEMPOTENCY_WINDOW_S", int),
+    ("ratelimit_headers", "YAK_RATELIMIT_HEADERS", _switch("YAK_RATELIMIT_HEADERS")),
     ("tls", "YAK_TLS_CERT", bool),
 )
