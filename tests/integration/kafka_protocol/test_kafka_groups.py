@@ -1,10 +1,12 @@
 """Kafka consumer groups against a real cluster (etcd, a coordinator, 3 brokers, a rest-proxy;
-one cluster for the module): kafka-python ``KafkaConsumer`` with a ``group_id`` — a rebalance
-when a second member joins and when it leaves — commits, and the committed offsets are the ones
-the REST API shows for the group; confluent-kafka ``Consumer.subscribe`` consumes and commits;
-one kind of member per group: a REST member cannot join a group with live Kafka members (409
-INCONSISTENT_GROUP_PROTOCOL) and a Kafka JoinGroup is refused (error 23) while REST members
-hold the group. (Module name unique across the suite; the folder is not named ``kafka``.)"""
+one cluster for the module). For each of confluent-kafka, kafka-python and aiokafka
+(parametrised by client): a member subscribes and reads every partition, commits, and the
+committed offsets are the ones the REST API shows for the group; a second member joins (a
+rebalance splits the partitions, and it resumes at the committed offsets) and leaves (a
+rebalance gives everything back). One kind of member per group: a REST member cannot join a
+group with live Kafka members (409 INCONSISTENT_GROUP_PROTOCOL) and a Kafka JoinGroup is refused
+(error 23) while REST members hold the group. (Module name unique across the suite; the folder
+is not named ``kafka``.)"""
 
 from __future__ import annotations
 
@@ -12,13 +14,13 @@ import asyncio
 import datetime
 import queue
 import threading
-import time
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Protocol
 
 import httpx
 import pytest
+from aiokafka import AIOKafkaConsumer
 from confluent_kafka import Consumer as ConfluentConsumer
 from kio.schema.find_coordinator.v4 import request as find4
 from kio.schema.join_group.v5 import request as join5
@@ -28,6 +30,7 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", "(read|open)_text is deprecated", DeprecationWarning)
     from kafka import KafkaConsumer, KafkaProducer
 from loadtest.local_cluster import LocalCluster
+from tests.integration.kafka_protocol.client_io import CLIENTS
 from tests.integration.rest_proxy.conftest import create_topic, unique
 from tests.unit.broker.kafka.kafka_test_client import KafkaTestConnection
 
@@ -57,25 +60,92 @@ async def topic_with_records(cluster: LocalCluster, bootstrap: str) -> str:
     return topic
 
 
-class ConsumerThread:
-    """A kafka-python group member confined to a thread of its own (the client is not
-    thread-safe): it polls until closed, and tells waiters whenever its assignment or the
-    records it read change."""
+class Member(Protocol):
+    """One group member of one client, used from one thread only."""
+
+    def poll(self) -> dict[int, int]:
+        """Records read by partition within ~100 ms."""
+        ...
+
+    def assignment(self) -> frozenset[int]: ...
+
+    def commit(self) -> None:
+        """Commit the positions read (synchronously)."""
+        ...
+
+    def close(self) -> None:
+        """Leave the group (LeaveGroup) and release the client."""
+        ...
+
+
+class KafkaPythonMember:
+    def __init__(self, bootstrap: str, topic: str, group: str) -> None:
+        self._consumer = KafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            session_timeout_ms=10_000,
+            heartbeat_interval_ms=500,
+        )
+
+    def poll(self) -> dict[int, int]:
+        batches = self._consumer.poll(timeout_ms=100)
+        return {tp.partition: len(records) for tp, records in batches.items()}
+
+    def assignment(self) -> frozenset[int]:
+        return frozenset(tp.partition for tp in self._consumer.assignment())
+
+    def commit(self) -> None:
+        self._consumer.commit()
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+class ConfluentMember:
+    def __init__(self, bootstrap: str, topic: str, group: str) -> None:
+        self._consumer = ConfluentConsumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "session.timeout.ms": 10_000,
+                "heartbeat.interval.ms": 500,
+            }
+        )
+        self._consumer.subscribe([topic])
+
+    def poll(self) -> dict[int, int]:
+        read: dict[int, int] = {}
+        for message in self._consumer.consume(num_messages=500, timeout=0.1):
+            assert message.error() is None, message.error()
+            partition = message.partition()
+            assert partition is not None
+            read[partition] = read.get(partition, 0) + 1
+        return read
+
+    def assignment(self) -> frozenset[int]:
+        return frozenset(tp.partition for tp in self._consumer.assignment())
+
+    def commit(self) -> None:
+        self._consumer.commit(asynchronous=False)
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+class AiokafkaMember:
+    """aiokafka on an event loop of the member's own thread (``asyncio.Runner``): the loop
+    runs, heartbeats included, whenever the member polls, commits or closes."""
 
     def __init__(self, bootstrap: str, topic: str, group: str) -> None:
-        self.changed = threading.Condition()
-        self.assignment: frozenset[int] = frozenset()
-        self.read: dict[int, int] = {}  # partition -> records read
-        self._commands: queue.Queue[Callable[[Any], None] | None] = queue.Queue()
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(
-            target=self._run, args=(bootstrap, topic, group), daemon=True
-        )
-        self._thread.start()
+        self._runner = asyncio.Runner()
 
-    def _run(self, bootstrap: str, topic: str, group: str) -> None:
-        try:
-            consumer = KafkaConsumer(
+        async def start() -> AIOKafkaConsumer:
+            consumer = AIOKafkaConsumer(
                 topic,
                 bootstrap_servers=bootstrap,
                 group_id=group,
@@ -84,6 +154,58 @@ class ConsumerThread:
                 session_timeout_ms=10_000,
                 heartbeat_interval_ms=500,
             )
+            await consumer.start()
+            return consumer
+
+        self._consumer = self._runner.run(start())
+
+    def poll(self) -> dict[int, int]:
+        batches = self._runner.run(self._consumer.getmany(timeout_ms=100))
+        return {tp.partition: len(records) for tp, records in batches.items()}
+
+    def assignment(self) -> frozenset[int]:
+        return frozenset(tp.partition for tp in self._consumer.assignment())
+
+    def commit(self) -> None:
+        self._runner.run(self._consumer.commit())
+
+    def close(self) -> None:
+        try:
+            self._runner.run(self._consumer.stop())
+        finally:
+            self._runner.close()
+
+
+MEMBERS: dict[str, Callable[[str, str, str], Member]] = {
+    "confluent-kafka": ConfluentMember,
+    "kafka-python": KafkaPythonMember,
+    "aiokafka": AiokafkaMember,
+}
+
+
+class ConsumerThread:
+    """A group member of ``client`` confined to a thread of its own (the clients are not
+    thread-safe): it polls until closed, and tells waiters whenever its assignment or the
+    records it read change."""
+
+    def __init__(
+        self, bootstrap: str, topic: str, group: str, client: str = "kafka-python"
+    ) -> None:
+        self.changed = threading.Condition()
+        self.assignment: frozenset[int] = frozenset()
+        self.read: dict[int, int] = {}  # partition -> records read
+        self._commands: queue.Queue[Callable[[Member], None] | None] = queue.Queue()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._run, args=(MEMBERS[client], bootstrap, topic, group), daemon=True
+        )
+        self._thread.start()
+
+    def _run(
+        self, make: Callable[[str, str, str], Member], bootstrap: str, topic: str, group: str
+    ) -> None:
+        try:
+            member = make(bootstrap, topic, group)
         except BaseException as exc:  # handed to the test thread
             self._error = exc
             return
@@ -96,17 +218,17 @@ class ConsumerThread:
                 else:
                     if command is None:
                         return
-                    command(consumer)
-                batches = consumer.poll(timeout_ms=100)
+                    command(member)
+                read = member.poll()
                 with self.changed:
-                    for tp, records in batches.items():
-                        self.read[tp.partition] = self.read.get(tp.partition, 0) + len(records)
-                    self.assignment = frozenset(tp.partition for tp in consumer.assignment())
+                    for partition, count in read.items():
+                        self.read[partition] = self.read.get(partition, 0) + count
+                    self.assignment = member.assignment()
                     self.changed.notify_all()
         except BaseException as exc:  # handed to the test thread
             self._error = exc
         finally:
-            consumer.close()  # LeaveGroup
+            member.close()  # LeaveGroup
             with self.changed:
                 self.assignment = frozenset()
                 self.changed.notify_all()
@@ -117,11 +239,11 @@ class ConsumerThread:
         assert self._error is None, self._error
         assert ok, f"{what}: assignment {set(self.assignment)}, read {self.read}"
 
-    def run(self, command: Callable[[Any], None]) -> None:
+    def run(self, command: Callable[[Member], None]) -> None:
         done = threading.Event()
 
-        def wrapped(consumer: Any) -> None:
-            command(consumer)
+        def wrapped(member: Member) -> None:
+            command(member)
             done.set()
 
         self._commands.put(wrapped)
@@ -178,13 +300,14 @@ async def kafka_join_error(bootstrap: str, group: str) -> int:
         await coordinator.close()
 
 
-async def test_kafka_python_group_rebalances_commits_and_excludes_rest_members(
-    cluster: LocalCluster, bootstrap: str
+@pytest.mark.parametrize("client", CLIENTS)
+async def test_group_rebalances_when_a_member_joins_and_leaves_and_commits(
+    cluster: LocalCluster, bootstrap: str, client: str
 ) -> None:
     topic = await topic_with_records(cluster, bootstrap)
-    group = unique("kp-group")
+    group = unique(f"{client}-group")
     everything = frozenset(range(PARTITIONS))
-    first = ConsumerThread(bootstrap, topic, group)
+    first = ConsumerThread(bootstrap, topic, group, client)
     second: ConsumerThread | None = None
     try:
         await asyncio.to_thread(
@@ -194,20 +317,17 @@ async def test_kafka_python_group_rebalances_commits_and_excludes_rest_members(
             ),
             "the only member reads every partition",
         )
-        await asyncio.to_thread(first.run, lambda consumer: consumer.commit())
+        await asyncio.to_thread(first.run, lambda member: member.commit())
         assert await rest_committed(cluster, group) == dict.fromkeys(everything, PER_PARTITION)
 
-        refused = await rest_join(cluster, group, topic)
-        assert refused.status_code == 409, refused.text
-        assert refused.json()["code"] == "INCONSISTENT_GROUP_PROTOCOL"
-
-        second = ConsumerThread(bootstrap, topic, group)
+        second = ConsumerThread(bootstrap, topic, group, client)
         await asyncio.to_thread(second.wait, lambda c: bool(c.assignment), "the joiner's share")
         await asyncio.to_thread(
             first.wait,
             lambda c: c.assignment == everything - second.assignment and bool(c.assignment),
             "a rebalance when a member joins",
         )
+        assert sum(second.read.values()) == 0  # it resumed at the committed offsets
         await asyncio.to_thread(second.close)
         await asyncio.to_thread(
             first.wait, lambda c: c.assignment == everything, "a rebalance when it leaves"
@@ -216,6 +336,28 @@ async def test_kafka_python_group_rebalances_commits_and_excludes_rest_members(
         if second is not None:
             await asyncio.to_thread(second.close)
         await asyncio.to_thread(first.close)
+    assert sum(first.read.values()) == PARTITIONS * PER_PARTITION  # and nothing read twice
+
+
+async def test_kafka_and_rest_members_never_share_a_group(
+    cluster: LocalCluster, bootstrap: str
+) -> None:
+    topic = await topic_with_records(cluster, bootstrap)
+    group = unique("kp-group")
+    everything = frozenset(range(PARTITIONS))
+    member = ConsumerThread(bootstrap, topic, group)
+    try:
+        await asyncio.to_thread(
+            member.wait,
+            lambda c: sum(c.read.values()) == PARTITIONS * PER_PARTITION,
+            "the only member reads every partition",
+        )
+        await asyncio.to_thread(member.run, lambda m: m.commit())
+        refused = await rest_join(cluster, group, topic)
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["code"] == "INCONSISTENT_GROUP_PROTOCOL"
+    finally:
+        await asyncio.to_thread(member.close)
 
     # The group is empty again (no marker): either kind may take it, from the same offsets.
     joined = await rest_join(cluster, group, topic)
@@ -225,37 +367,3 @@ async def test_kafka_python_group_rebalances_commits_and_excludes_rest_members(
         left = await proxy.delete(f"/api/v1/groups/{group}/members/rest-1")
     assert left.status_code in (200, 204), left.text
     assert await rest_committed(cluster, group) == dict.fromkeys(everything, PER_PARTITION)
-
-
-async def test_confluent_kafka_subscribes_consumes_and_commits(
-    cluster: LocalCluster, bootstrap: str
-) -> None:
-    topic = await topic_with_records(cluster, bootstrap)
-    group = unique("ck-group")
-
-    def consume() -> int:
-        consumer = ConfluentConsumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": group,
-                "auto.offset.reset": "earliest",
-                "enable.auto.commit": False,
-            }
-        )
-        try:
-            consumer.subscribe([topic])
-            read, deadline = 0, time.monotonic() + WAIT_S
-            while read < PARTITIONS * PER_PARTITION and time.monotonic() < deadline:
-                message = consumer.poll(0.5)
-                if message is None:
-                    continue
-                assert message.error() is None, message.error()
-                read += 1
-            consumer.commit(asynchronous=False)
-            return read
-        finally:
-            consumer.close()
-
-    assert await asyncio.to_thread(consume) == PARTITIONS * PER_PARTITION
-    committed = await rest_committed(cluster, group)
-    assert committed == dict.fromkeys(range(PARTITIONS), PER_PARTITION)
