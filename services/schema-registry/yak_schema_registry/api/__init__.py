@@ -1,0 +1,1 @@
+"""The HTTP layer: Confluent's Schema Registry API as thin FastAPI routes."""

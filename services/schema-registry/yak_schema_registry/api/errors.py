@@ -1,0 +1,65 @@
+"""One table from errors to Confluent's error bodies: ``{"error_code": N, "message": "..."}``.
+
+A ``RegistryError`` answers with its status and Confluent's ``error_code``; a metadata-store
+failure (etcd unreachable) 500 / 50001 ("error in the backend data store"); a body or
+parameter that fails validation 422 / 422, as Confluent's Jersey validation does; a path no
+route serves 404 / 404 and another method 405 / 405 (with ``Allow``); anything else 500 /
+50001, logged with its traceback and never leaked. Every body has Confluent's content type.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+
+from yak.errors import MetadataStoreError
+from yak.web.errors import describe_validation
+from yak_schema_registry.api.wire import RegistryJSONResponse
+from yak_schema_registry.errors import RegistryError
+
+__all__ = ["error_body", "install_registry_error_handlers"]
+
+log = logging.getLogger(__name__)
+
+_BACKEND = 50001
+
+
+def error_body(error_code: int, message: str) -> dict[str, object]:
+    return {"error_code": error_code, "message": message}
+
+
+def install_registry_error_handlers(app: FastAPI) -> None:
+    """Register the handlers of the module doc on ``app``."""
+
+    async def on_registry_error(_request: Request, exc: Exception) -> RegistryJSONResponse:
+        assert isinstance(exc, RegistryError)
+        body = error_body(exc.error_code, exc.message)
+        return RegistryJSONResponse(body, status_code=exc.http_status)
+
+    async def on_store_error(_request: Request, exc: Exception) -> RegistryJSONResponse:
+        message = f"Error in the backend data store: {exc}"
+        return RegistryJSONResponse(error_body(_BACKEND, message), status_code=500)
+
+    async def on_validation_error(_request: Request, exc: Exception) -> RegistryJSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return RegistryJSONResponse(error_body(422, describe_validation(exc)), status_code=422)
+
+    async def on_http_error(request: Request, exc: Exception) -> RegistryJSONResponse:
+        assert isinstance(exc, HTTPException)
+        message = f"HTTP {exc.status_code} {exc.detail}: {request.method} {request.url.path}"
+        body = error_body(exc.status_code, message)
+        return RegistryJSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+    async def on_unexpected(request: Request, exc: Exception) -> RegistryJSONResponse:
+        log.exception("unhandled error serving %s %s", request.method, request.url.path)
+        message = f"Internal error: {type(exc).__name__}"
+        return RegistryJSONResponse(error_body(_BACKEND, message), status_code=500)
+
+    app.add_exception_handler(RegistryError, on_registry_error)
+    app.add_exception_handler(MetadataStoreError, on_store_error)
+    app.add_exception_handler(RequestValidationError, on_validation_error)
+    app.add_exception_handler(HTTPException, on_http_error)
+    app.add_exception_handler(Exception, on_unexpected)

@@ -1,0 +1,76 @@
+"""The schema registry's app factory.
+
+``create_app(settings)`` opens the metadata store (etcd, or the ``store`` a test passes) and
+wires ``SchemaRegistry``, ``Deletions`` and the settings store into the routers of Confluent's
+API. Every answer has Confluent's content type, every error Confluent's body
+(``api.errors``). ``/healthz`` and ``/readyz`` are Yak's; ready means etcd answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from yak import __version__
+from yak.errors import MetadataStoreError
+from yak.metadata.etcd_store import EtcdMetadataStore
+from yak.metadata.keyspace import Keyspace
+from yak.metadata.store import MetadataStore
+from yak.web.health import health_router
+from yak_schema_registry.api.config_routes import config_router
+from yak_schema_registry.api.errors import install_registry_error_handlers
+from yak_schema_registry.api.schema_routes import schema_router
+from yak_schema_registry.api.subject_routes import subject_router
+from yak_schema_registry.api.wire import RegistryJSONResponse
+from yak_schema_registry.deletions import Deletions
+from yak_schema_registry.registry import SchemaRegistry
+from yak_schema_registry.settings import RegistrySettings
+from yak_schema_registry.settings_store import RegistrySettingsStore
+from yak_schema_registry.storage import SchemaStorage
+
+__all__ = ["create_app"]
+
+
+def create_app(
+    settings: RegistrySettings | None = None, *, store: MetadataStore | None = None
+) -> FastAPI:
+    """Build the registry ASGI app; ``store`` replaces the etcd connection of the settings
+    (the caller then owns it and closes it)."""
+    settings = settings if settings is not None else RegistrySettings()
+    owned = store is None
+    metadata: MetadataStore = (
+        EtcdMetadataStore.from_url(settings.etcd_url) if store is None else store
+    )
+    storage = SchemaStorage(metadata, Keyspace(settings.cluster_id).root)
+    config = RegistrySettingsStore(storage)
+    registry = SchemaRegistry(storage, config)
+
+    async def ready() -> str | None:
+        try:
+            await config.mode(None)
+        except MetadataStoreError as exc:
+            return f"etcd unreachable: {exc}"
+        return None
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if owned:
+                await metadata.aclose()
+
+    app = FastAPI(
+        title="Yak schema registry",
+        version=__version__,
+        lifespan=lifespan,
+        default_response_class=RegistryJSONResponse,
+    )
+    install_registry_error_handlers(app)
+    app.include_router(health_router("schema-registry", ready))
+    app.include_router(schema_router(registry))
+    app.include_router(subject_router(registry, Deletions(storage, config)))
+    app.include_router(config_router(registry, config))
+    return app

@@ -1,0 +1,75 @@
+"""PROTOBUF schemas: ``.proto`` text parsed by ``proto-schema-parser`` (an ANTLR grammar of
+the proto2/proto3/editions language), strictly: the first syntax error rejects the schema.
+
+The parser is lenient by default (ANTLR recovers from errors and prints them); the registry
+installs ANTLR's bail-out strategy so that any error raises. The identity is the parser's
+own re-generation of the file (``proto_schema_parser.generator``), so spacing and comments do
+not make a new version. References are the files the schema imports, by import path; each is
+parsed the same way.
+
+Compatibility: neither ``protobuf`` (which cannot read ``.proto`` text) nor the parser
+compares two files, so the registry does not check Protobuf schemas for compatibility
+(``incompatibilities`` is always empty) and says so in docs/schema-registry.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from antlr4.error.Errors import ParseCancellationException
+from antlr4.error.ErrorStrategy import BailErrorStrategy
+from proto_schema_parser.generator import Generator
+from proto_schema_parser.parser import Parser
+
+from yak_schema_registry.errors import InvalidSchemaError
+from yak_schema_registry.formats.model import ParsedSchema, SchemaSource
+
+__all__ = ["incompatibilities", "parse"]
+
+
+def _strict(parser: Any) -> None:
+    parser.removeErrorListeners()
+    parser._errHandler = BailErrorStrategy()
+
+
+def _strict_lexer(lexer: Any) -> None:
+    lexer.removeErrorListeners()
+
+
+def _parsed(text: str, what: str) -> Any:
+    if not text.strip():
+        raise InvalidSchemaError(f"Invalid Protobuf schema{what}: empty")
+    try:
+        return Parser(setup_lexer=_strict_lexer, setup_parser=_strict).parse(text)
+    except (ParseCancellationException, ValueError) as exc:
+        problem = _describe(exc)
+        raise InvalidSchemaError(f"Invalid Protobuf schema{what}: {problem}") from None
+
+
+def _describe(exc: Exception) -> str:
+    cause = exc.args[0] if exc.args else exc.__cause__ or exc.__context__
+    token = getattr(getattr(cause, "offendingToken", None), "text", None)
+    line = getattr(getattr(cause, "offendingToken", None), "line", None)
+    if token is not None:
+        return f"unexpected {token!r} at line {line}"
+    return str(exc) or type(exc).__name__
+
+
+def parse(source: SchemaSource, resolved: Sequence[tuple[str, str]]) -> ParsedSchema:
+    """Parse ``source`` and its imports' texts (``(import path, text)``)."""
+    for name, text in resolved:
+        _parsed(text, f" reference {name!r}")
+    tree = _parsed(source.text, "")
+    return ParsedSchema(
+        schema_type=source.schema_type,
+        text=source.text,
+        identity=Generator().generate(tree),
+        references=source.references,
+        parsed=tree,
+    )
+
+
+def incompatibilities(reader: ParsedSchema, writer: ParsedSchema) -> list[str]:
+    """Not checked for Protobuf (see the module doc): always compatible."""
+    return []
