@@ -32,6 +32,8 @@ __all__ = [
     "GroupAuthorizationError",
     "GroupIdNotFoundError",
     "GroupNotEmptyError",
+    "IdempotencyKeyInUseError",
+    "IdempotencyKeyReusedError",
     "IllegalGenerationError",
     "IllegalStateError",
     "InconsistentGroupProtocolError",
@@ -522,6 +524,24 @@ class DuplicateResourceError(YakError):
 
     code = "DUPLICATE_RESOURCE"
     kafka_code = 92
+    http_status = 409
+
+
+class IdempotencyKeyReusedError(YakError):
+    """An ``Idempotency-Key`` sent again with another request (another body, route or
+    query) than the one it was first used for: refused, nothing written (as Stripe and the
+    IETF ``Idempotency-Key`` draft answer)."""
+
+    code = "IDEMPOTENCY_KEY_REUSED"
+    http_status = 422
+
+
+class IdempotencyKeyInUseError(YakError):
+    """The first request with this ``Idempotency-Key`` is still being served (on this proxy or
+    another): retry, and the first request's answer comes back."""
+
+    code = "IDEMPOTENCY_KEY_IN_USE"
+    retriable = True
     http_status = 409
 
 

@@ -36,6 +36,7 @@ from yak.security.quota_store import QuotaStore
 from yak.security.store import SecurityStore
 from yak_rest_proxy.brokers import BrokerPool
 from yak_rest_proxy.consume.reader import Reader
+from yak_rest_proxy.http.idempotency import Idempotency
 from yak_rest_proxy.metrics import ProxyStats
 from yak_rest_proxy.produce.partitioners import Partitioners
 from yak_rest_proxy.produce.producer import Producer
@@ -113,6 +114,14 @@ class ProxyRuntime:
                 clock=self.clock,
                 login_limiter=limiter,
             )
+        #: ``Idempotency-Key`` records of the simple produce routes (``http.idempotency``).
+        self.idempotency = Idempotency(
+            self.store,
+            self.keyspace,
+            self.clock,
+            window_s=settings.idempotency_window_s,
+            work_timeout_ms=settings.produce_timeout_ms,
+        )
         self.quota_store = QuotaStore(self.store, self.keyspace)
         self.quota_overrides = QuotaOverrides(self.store, self.keyspace, self.clock)
         self.quotas = Quotas(

@@ -6,7 +6,8 @@
   The request is checked whole before anything is sent. ``partitioner=sticky|round_robin|
   load_aware`` chooses the partition of its keyless records without one (default: the proxy's
   ``YAK_PARTITIONER``; ``produce.partitioners``). ``deliver_after_ms`` / ``deliver_at`` per
-  record or for the whole body delay delivery to share groups (``produce_delays``).
+  record or for the whole body delay delivery to share groups (``produce_delays``). With an
+  ``Idempotency-Key`` header a retry gets the first answer (``http.idempotency``).
 * ``GET /api/v1/topics/{topic}/partitions/{p}/records?offset=&max_bytes=&timeout_ms=`` — read one
   partition from an explicit offset, no consumer group: waits up to ``timeout_ms`` for a first
   record (woken by the append, not by polling) and answers ``next_offset`` and the high
@@ -25,6 +26,7 @@ from __future__ import annotations
 import struct
 import time
 from collections.abc import Sequence
+from functools import partial
 from itertools import repeat
 from typing import Annotated, Any, Literal
 
@@ -53,6 +55,7 @@ from yak.errors import (
     UnknownTopicOrPartitionError,
     YakError,
 )
+from yak.metadata.models import TopicRecord
 from yak.partitioner import PartitionerName
 from yak.record import CompressionType, RecordInput, encode_batch
 from yak_rest_proxy.api.native.batch_body import check_batch, is_record_batch
@@ -61,6 +64,7 @@ from yak_rest_proxy.api.native.produce_delays import record_headers
 from yak_rest_proxy.api.native.render import renderer
 from yak_rest_proxy.consume.reader import FILTER_DOC, filter_param
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
+from yak_rest_proxy.http.idempotency import fingerprint, idempotency_header
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.produce.accumulator import ProducedRecord
 from yak_rest_proxy.produce.direct import send_batch
@@ -71,7 +75,7 @@ from yak_rest_proxy.produce.publish import (
     enqueue,
     max_message_bytes,
 )
-from yak_rest_proxy.quotas.quotas import QuotaKind
+from yak_rest_proxy.quotas.quotas import QuotaKind, Quotas
 from yak_rest_proxy.runtime import ProxyRuntime
 
 __all__ = ["ACKS", "native_router", "produce_batch", "produce_records", "produce_response"]
@@ -166,6 +170,26 @@ async def produce_records(
     raw = await read_body(request, settings.max_request_bytes)
     read = time.perf_counter()
     runtime.quotas.charge(QuotaKind.PRODUCE, principal, len(raw))
+    key = idempotency_header(request)
+    if key is None or not runtime.idempotency.enabled:
+        return await _publish(runtime, raw, topic_state, topic, acks, partitioner, started, read)
+    work = partial(_publish, runtime, raw, topic_state, topic, acks, partitioner, started, read)
+    print_ = fingerprint(request, raw)
+    return await runtime.idempotency.once(Quotas.principal(), key, print_, work)
+
+
+async def _publish(
+    runtime: ProxyRuntime,
+    raw: bytes,
+    topic_state: TopicRecord,
+    topic: str,
+    acks: int,
+    partitioner: PartitionerName | None,
+    started: float,
+    read: float,
+) -> Response:
+    """The body checked whole, then its records sent; the answer once they are."""
+    settings = runtime.settings
     now_ms = runtime.clock.time_ms()
     outgoing = fast_outgoing(raw, now_ms)
     if outgoing is None:  # not the plain shape (or a delay): the model parses it

@@ -5,13 +5,15 @@ checked (JSON, shape, base64, partitions, sizes) before any record is sent, so a
 writes nothing. As in Confluent's proxy, records that fail once sent are reported in their
 ``offsets`` entry (``error_code`` 50003 when retrying may succeed, else 50002) and the status is
 still 200; ``docs/rest-api.md`` lists where Yak differs. Records are acknowledged with the
-proxy's ``acks`` setting (default all in-sync replicas). Each request observes its ``read``,
+proxy's ``acks`` setting (default all in-sync replicas). With an ``Idempotency-Key`` header a
+retry gets the first answer, from any proxy (``http.idempotency``). Each request observes its ``read``,
 ``parse`` and ``render`` stages (``metrics.ProduceStats``) once.
 """
 
 from __future__ import annotations
 
 import time
+from functools import partial
 
 from fastapi import APIRouter, Request, Response
 
@@ -22,11 +24,12 @@ from yak_rest_proxy.api.v2.metadata_routes import V2_TAG
 from yak_rest_proxy.api.v2.models import V2ProduceRequest, V2ProduceResponse
 from yak_rest_proxy.api.v2.produce_body import parse_produce_body
 from yak_rest_proxy.http.body import openapi_body, read_body
-from yak_rest_proxy.http.content import negotiate, request_format
+from yak_rest_proxy.http.content import EmbeddedFormat, negotiate, request_format
 from yak_rest_proxy.http.errors import v2_error
+from yak_rest_proxy.http.idempotency import fingerprint, idempotency_header
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.produce.publish import OutgoingRecord, check_record_count, enqueue
-from yak_rest_proxy.quotas.quotas import QuotaKind
+from yak_rest_proxy.quotas.quotas import QuotaKind, Quotas
 from yak_rest_proxy.runtime import ProxyRuntime
 
 __all__ = ["produce_router"]
@@ -52,6 +55,23 @@ def produce_router(runtime: ProxyRuntime) -> APIRouter:
         raw = await read_body(request, settings.max_request_bytes)
         read = time.perf_counter()
         runtime.quotas.charge(QuotaKind.PRODUCE, principal, len(raw))
+        work = partial(publish, raw, topic, partition, fmt, media, started, read)
+        key = idempotency_header(request)
+        if key is None or not runtime.idempotency.enabled:
+            return await work()
+        print_ = fingerprint(request, raw)
+        return await runtime.idempotency.once(Quotas.principal(), key, print_, work)
+
+    async def publish(
+        raw: bytes,
+        topic: str,
+        partition: int | None,
+        fmt: EmbeddedFormat,
+        media: str,
+        started: float,
+        read: float,
+    ) -> Response:
+        """The body checked whole, then its records sent; the answer once they are."""
         items = parse_produce_body(raw)
         check_record_count(len(items), settings.max_records_per_request)
         now_ms = runtime.clock.time_ms()
