@@ -43,6 +43,7 @@ from yak_rest_proxy.api.native.share_routes import share_router
 from yak_rest_proxy.api.v2.consumer_routes import consumer_router
 from yak_rest_proxy.api.v2.metadata_routes import metadata_router
 from yak_rest_proxy.api.v2.produce_routes import produce_router
+from yak_rest_proxy.api.v3.routes import v3_routers
 from yak_rest_proxy.consume.consumer import Consumers
 from yak_rest_proxy.consume.group_admin import GroupAdmin
 from yak_rest_proxy.consume.share.share_consumer import ShareConsumers
@@ -142,6 +143,8 @@ def create_app(
         runtime.store, runtime.keyspace, runtime.cache, runtime.reader, clock=clock
     )
     app.include_router(group_admin_router(runtime, group_admin))
+    for v3_router in v3_routers(runtime, group_admin):  # Confluent v3 (/v3)
+        app.include_router(v3_router)
     app.include_router(share_group_admin_router(runtime))
     app.include_router(scheduled_router(runtime))
     app.include_router(native_router(runtime))

@@ -38,6 +38,10 @@ _MEMBER = "/api/v1/groups/{group}/members/{member}"
 _SHARE = "/api/v1/share-groups/{group}"
 _SECURITY = "/api/v1/security"
 _SCHEDULED = "/api/v1/topics/{topic}/partitions/{partition}/scheduled"
+_V3 = "/v3/clusters/{cluster_id}"
+_V3_TOPIC = f"{_V3}/topics/{{topic}}"
+_V3_GROUP = f"{_V3}/consumer-groups/{{group}}"
+_GROUP_DESCRIBE = (Check(G, Source.PATH, O.DESCRIBE),)
 
 #: (METHOD, path template) -> the checks (None: public).
 ROUTE_ACLS: dict[RouteKey, tuple[Check, ...] | None] = {
@@ -137,6 +141,30 @@ ROUTE_ACLS: dict[RouteKey, tuple[Check, ...] | None] = {
     ("GET", f"{_SECURITY}/quotas/{{principal}}"): _CLUSTER_DESCRIBE,
     ("PUT", f"{_SECURITY}/quotas/{{principal}}"): _CLUSTER_ALTER,
     ("DELETE", f"{_SECURITY}/quotas/{{principal}}"): _CLUSTER_ALTER,
+    # -- Confluent v3 (api/v3): creating a topic needs CLUSTER CREATE (the name is in the body)
+    ("GET", "/v3/clusters"): _CLUSTER_DESCRIBE,
+    ("GET", _V3): _CLUSTER_DESCRIBE,
+    ("GET", f"{_V3}/brokers"): _CLUSTER_DESCRIBE,
+    ("GET", f"{_V3}/brokers/{{broker_id}}"): _CLUSTER_DESCRIBE,
+    ("GET", f"{_V3}/topics"): (Check(T, Source.LISTED, O.DESCRIBE),),
+    ("POST", f"{_V3}/topics"): (Check(C, Source.CLUSTER, O.CREATE),),
+    ("GET", _V3_TOPIC): _TOPIC[O.DESCRIBE],
+    ("DELETE", _V3_TOPIC): _TOPIC[O.DELETE],
+    ("GET", f"{_V3_TOPIC}/partitions"): _TOPIC[O.DESCRIBE],
+    ("GET", f"{_V3_TOPIC}/partitions/{{partition_id}}"): _TOPIC[O.DESCRIBE],
+    ("GET", f"{_V3_TOPIC}/configs"): _TOPIC[O.DESCRIBE_CONFIGS],
+    ("GET", f"{_V3_TOPIC}/configs/{{name}}"): _TOPIC[O.DESCRIBE_CONFIGS],
+    ("PUT", f"{_V3_TOPIC}/configs/{{name}}"): _TOPIC[O.ALTER_CONFIGS],
+    ("DELETE", f"{_V3_TOPIC}/configs/{{name}}"): _TOPIC[O.ALTER_CONFIGS],
+    ("POST", f"{_V3_TOPIC}/configs:alter"): _TOPIC[O.ALTER_CONFIGS],
+    ("POST", f"{_V3_TOPIC}/records"): _TOPIC[O.WRITE],
+    ("GET", f"{_V3}/consumer-groups"): (Check(G, Source.LISTED, O.DESCRIBE),),
+    ("GET", _V3_GROUP): _GROUP_DESCRIBE,
+    ("GET", f"{_V3_GROUP}/consumers"): _GROUP_DESCRIBE,
+    ("GET", f"{_V3_GROUP}/consumers/{{consumer_id}}"): _GROUP_DESCRIBE,
+    ("GET", f"{_V3_GROUP}/lags"): _GROUP_DESCRIBE,
+    ("GET", f"{_V3_GROUP}/lags/{{topic}}/partitions/{{partition_id}}"): _GROUP_DESCRIBE,
+    ("GET", f"{_V3_GROUP}/lag-summary"): _GROUP_DESCRIBE,
 }
 
 #: Administrative changes: written to the audit log when allowed (denials always are).
@@ -145,7 +173,7 @@ AUDITED: frozenset[RouteKey] = frozenset(
     for key in ROUTE_ACLS
     if key[0] in ("POST", "PUT", "PATCH", "DELETE")
     and key[1].startswith(
-        ("/api/v1/topics", "/api/v1/groups/{group}", "/api/v1/share-groups", _SECURITY)
+        ("/api/v1/topics", "/api/v1/groups/{group}", "/api/v1/share-groups", _SECURITY, _V3)
     )
     and not key[1].endswith(("/records", "/batches"))
     and "/members" not in key[1]
