@@ -1,7 +1,8 @@
 """``python -m loadtest.peers``: the whole comparison in one go (``make bench-peers``).
 
-For each system in turn — Yak (REST and SDK drivers on one local 3-broker cluster), Redis,
-NATS — start it (``servers``), run every chosen workload with a progress bar, stop it. Then
+For each system in turn — Yak (REST, SDK and Kafka-listener drivers on one local 3-broker
+cluster), Redis, NATS — start it (``servers``), run every chosen workload with a progress bar,
+stop it. Then
 write ``loadtest/results/peers.json``, the plots under ``docs/benchmarks/`` and
 ``docs/benchmarks.md`` (the hand-written ``intro.md``, the generated results, and the
 hand-written closing ``notes.md``); ``--report-only`` writes the docs again from
@@ -33,6 +34,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from loadtest.peers.drivers.base import Driver
 from loadtest.peers.drivers.nats_jetstream import NatsJetStreamDriver
 from loadtest.peers.drivers.redis_streams import RedisStreamsDriver
+from loadtest.peers.drivers.yak_kafka import YakKafkaDriver
 from loadtest.peers.drivers.yak_rest import YakRestDriver, YakRestRf1Driver
 from loadtest.peers.drivers.yak_sdk import YakSdkDriver
 from loadtest.peers.environment import environment
@@ -49,7 +51,7 @@ RESULTS = ROOT / "loadtest" / "results"
 DOCS = ROOT / "docs"
 INTRO = Path(__file__).with_name("intro.md")
 NOTES = Path(__file__).with_name("notes.md")
-DRIVERS = ("yak-rest", "yak-rest-rf1", "yak-sdk", "redis", "nats")
+DRIVERS = ("yak-rest", "yak-rest-rf1", "yak-sdk", "yak-kafka", "redis", "nats")
 console = Console()
 
 
@@ -66,7 +68,7 @@ def _peer(server: Callable[[], AbstractContextManager[str]]) -> Iterator[tuple[s
 
 
 SYSTEMS: dict[str, tuple[Callable[[], AbstractContextManager[tuple[str, int]]], list[str]]] = {
-    "yak": (_yak, ["yak-rest", "yak-rest-rf1", "yak-sdk"]),
+    "yak": (_yak, ["yak-rest", "yak-rest-rf1", "yak-sdk", "yak-kafka"]),
     "redis": (lambda: _peer(redis_server), ["redis"]),
     "nats": (lambda: _peer(nats_server), ["nats"]),
 }
@@ -74,6 +76,7 @@ FACTORIES: dict[str, Callable[[str], Driver]] = {
     "yak-rest": YakRestDriver,
     "yak-rest-rf1": YakRestRf1Driver,
     "yak-sdk": YakSdkDriver,
+    "yak-kafka": YakKafkaDriver,
     "redis": RedisStreamsDriver,
     "nats": NatsJetStreamDriver,
 }
@@ -179,7 +182,7 @@ def main() -> None:
     write_json(RESULTS / ("peers-quick.json" if args.quick else "peers.json"), doc)
     if not args.quick:
         write_docs(doc, results)
-    console.print(doc["ratios"], doc["ratios_rf1"], doc["ratios_sdk"])
+    console.print(doc["ratios"], doc["ratios_rf1"], doc["ratios_sdk"], doc["ratios_kafka"])
     if args.profile and (args.profile / "rest-proxy-max-rate.txt").exists():
         for function, own, total in hot_spots(args.profile / "rest-proxy-max-rate.txt"):
             console.print(f"{own:6.1%} self {total:6.1%} total  {function}")

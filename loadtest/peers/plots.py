@@ -23,6 +23,7 @@ _COLOURS = {
     "yak-rest": "#1f77b4",
     "yak-rest-rf1": "#9467bd",
     "yak-sdk": "#17becf",
+    "yak-kafka": "#ff7f0e",
     "redis": "#d62728",
     "nats": "#2ca02c",
 }

@@ -5,7 +5,8 @@ The ratios compare Yak with the peers on the workloads the issue names: produce 
 ``1-topic-16-partitions-1kb`` (the maximum sustainable rate), consume throughput on the backlog
 drain, and end-to-end p99 at the fixed 10,000 msg/s. ``ratios`` use the Yak REST driver (the
 HTTP-first API is Yak's product); ``ratios_rf1`` the same with replication factor 1 (like
-for like with the single-node peers); ``ratios_sdk`` the same for the Python SDK. A ratio is None
+for like with the single-node peers); ``ratios_sdk`` the same for the Python SDK,
+``ratios_kafka`` for confluent-kafka through the brokers' Kafka listeners. A ratio is None
 when a figure is missing (a workload or driver left out of the run).
 """
 
@@ -93,6 +94,7 @@ def document(
         "ratios": ratios(results, "yak-rest"),
         "ratios_rf1": ratios(results, "yak-rest-rf1"),
         "ratios_sdk": ratios(results, "yak-sdk"),
+        "ratios_kafka": ratios(results, "yak-kafka"),
         "goals": {k: f"{c} {g}" for k, (c, g) in GOALS.items()},
         "results": [r.to_json() for r in results],
     }
@@ -129,12 +131,12 @@ def results_table(results: Sequence[RunResult]) -> list[str]:
 
 def ratio_table(doc: dict[str, Any]) -> list[str]:
     lines = [
-        "| ratio | Yak REST (RF 3) | Yak REST RF 1 | Yak SDK | goal |",
-        "|---|--:|--:|--:|---|",
+        "| ratio | Yak REST (RF 3) | Yak REST RF 1 | Yak SDK | Yak Kafka | goal |",
+        "|---|--:|--:|--:|--:|---|",
     ]
     for name, (comparison, goal) in GOALS.items():
         cells = []
-        for key in ("ratios", "ratios_rf1", "ratios_sdk"):
+        for key in ("ratios", "ratios_rf1", "ratios_sdk", "ratios_kafka"):
             value = doc.get(key, {}).get(name)
             verdict = {True: "met", False: "missed", None: ""}[met(name, value)]
             cells.append("n/a" if value is None else f"{value:.2f}x {verdict}")

@@ -7,7 +7,9 @@ REST API reads there. Then each of confluent-kafka, kafka-python and aiokafka al
 (parametrised by client, ``client_io``): an idempotent acks=all producer per codec the client
 has sends keyed records with headers, the REST API shows each exactly once, and the client
 reads exactly those records at those offsets, then seeks every partition and reads exactly
-what follows. The reverse: records produced over HTTP are read by each client.
+what follows. The reverse: records produced over HTTP are read by each client. Last, the
+benchmark's ``yak-kafka`` driver (``loadtest.peers``) runs a few seconds at 200 msg/s and drains
+a 500-record backlog without errors.
 (The folder is not named ``kafka``: it would shadow kafka-python's package.)"""
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ with warnings.catch_warnings():
     from kafka import KafkaConsumer, KafkaProducer
     from kafka import TopicPartition as KafkaPartition
 from loadtest.local_cluster import LocalCluster
+from loadtest.peers.drivers.yak_kafka import YakKafkaDriver
+from loadtest.peers.runner import Runner
+from loadtest.peers.workload import Workload
 from tests.integration.kafka_protocol.client_io import (
     CLIENTS,
     CODECS,
@@ -238,3 +243,32 @@ async def test_records_produced_over_http_are_read_by_kafka_clients(
     assert {v for _k, v, _h in over_rest.values()} == {f"event {i}".encode() for i in range(9)}
     everything, _ = await read_and_seek(client, bootstrap, topic, PARTITIONS, 9, seek_to=0)
     assert everything == over_rest
+
+
+async def test_the_benchmark_driver_produces_and_consumes_through_the_kafka_listener(
+    cluster: LocalCluster, bootstrap: str
+) -> None:
+    steady = Workload(
+        "kafka-smoke-steady",
+        partitions_per_topic=2,
+        message_size=256,
+        producer_rate=200,
+        duration_s=2.0,
+        warmup_s=0.5,
+    )
+    backlog = Workload(
+        "kafka-smoke-backlog", partitions_per_topic=2, message_size=256, backlog_records=500
+    )
+    driver = YakKafkaDriver(cluster.proxy_url(0))
+    try:
+        assert set((await driver.bootstrap()).split(",")) == set(bootstrap.split(","))
+        ran = await Runner(driver, steady).run()
+        drained = await Runner(driver, backlog).run()
+    finally:
+        await driver.aclose()
+    assert ran.errors == 0
+    assert ran.published >= 0.8 * 200 * steady.duration_s
+    assert ran.consumed >= 0.8 * ran.published
+    assert 0 < ran.e2e_latency.p50 < 2_000
+    assert drained.errors == 0
+    assert drained.consumed == 500

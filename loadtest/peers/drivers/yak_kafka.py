@@ -1,0 +1,194 @@
+"""Yak through its brokers' Kafka listeners with confluent-kafka (librdkafka), as a Kafka user
+would drive it.
+
+Produce: one ``confluent_kafka.Producer`` per runner producer, with the settings a Kafka user
+picks for throughput under full durability — ``acks=all`` and ``enable.idempotence`` (Kafka
+3's defaults), ``linger.ms`` 5 and ``batch.size`` 1 MiB (librdkafka's default ``batch.size`` is
+1 MB already; linger 5 ms is Kafka 4's default and what the SDK driver uses), up to 10,000
+messages a batch, no compression (the peers' payloads are mostly padding: compressing them
+would measure the codec, and Redis and NATS store them as they are), Kafka's Java partitioner
+(``murmur2_random``; the runner sends no keys, so records go to sticky partitions). Each record
+of a runner batch is handed to ``produce`` on the event loop (a C call); its delivery report
+counts down the batch, and the last one resolves the batch's future through
+``call_soon_threadsafe``. Delivery reports are served by a thread of the producer's own that
+calls ``poll`` in a loop (librdkafka runs callbacks in the thread that polls).
+
+Consume: one ``confluent_kafka.Consumer`` group member per runner consumer
+(``auto.offset.reset`` earliest, ``fetch.wait.max.ms`` 100 like the other drivers' poll
+timeout, auto-commit of the positions read every second, as the other drivers commit), its
+blocking ``consume(1000, 0.1 s)`` run on a one-thread executor of its own (the client is not
+thread-safe; the runner's consumers must not queue behind each other in the loop's default
+pool). ``create_consumer`` returns once the member holds its partitions (the group's first
+rebalance waits ``group.initial.rebalance.delay.ms``, 3 s as in Kafka), so the runner's
+consumers are members before its producers start; a backlog drain, timed from creating the
+consumers, includes that join as the runner says.
+
+Topics are created as the REST driver creates them (RF 3, ``min.insync.replicas`` 2, through
+the rest-proxy's admin API); the bootstrap is every broker's Kafka address from the proxy's
+``GET /api/v1/cluster``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from confluent_kafka import Consumer as ConfluentConsumer
+from confluent_kafka import KafkaError, Message
+from confluent_kafka import Producer as ConfluentProducer
+
+from loadtest.peers.drivers.base import Consumer, Producer, payload_timestamp
+from loadtest.peers.drivers.base import Message as Outgoing
+from loadtest.peers.drivers.yak_rest import YakRestDriver
+
+__all__ = ["CONSUMER_SETTINGS", "PRODUCER_SETTINGS", "YakKafkaDriver"]
+
+PRODUCER_SETTINGS: dict[str, str | int | bool] = {
+    "acks": "all",
+    "enable.idempotence": True,
+    "linger.ms": 5,
+    "batch.size": 1024 * 1024,
+    "batch.num.messages": 10_000,
+    "compression.type": "none",
+    "partitioner": "murmur2_random",
+}
+CONSUMER_SETTINGS: dict[str, str | int | bool] = {
+    "auto.offset.reset": "earliest",
+    "enable.auto.commit": True,
+    "auto.commit.interval.ms": 1_000,
+    "fetch.wait.max.ms": 100,
+}
+CONSUME_COUNT = 1_000
+CONSUME_TIMEOUT_S = 0.1
+POLL_S = 0.05
+CLOSE_TIMEOUT_S = 30.0
+JOIN_TIMEOUT_S = 60.0
+
+
+class _Batch:
+    """One runner batch in flight: delivery reports count it down (in the poll thread)."""
+
+    __slots__ = ("failed", "future", "left", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, count: int) -> None:
+        self.loop = loop
+        self.future: asyncio.Future[int] = loop.create_future()
+        self.left = count
+        self.failed = 0
+
+    def delivered(self, error: KafkaError | None, _message: Message) -> None:
+        if error is not None:
+            self.failed += 1
+        self.left -= 1
+        if self.left == 0:
+            self.loop.call_soon_threadsafe(_resolve, self.future, self.failed)
+
+
+def _resolve(future: asyncio.Future[int], failed: int) -> None:
+    if not future.done():
+        future.set_result(failed)
+
+
+class _KafkaProducer(Producer):
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self._producer = ConfluentProducer({"bootstrap.servers": bootstrap, **PRODUCER_SETTINGS})
+        self._topic = topic
+        self._stop = threading.Event()
+        self._poller = threading.Thread(target=self._poll, name="yak-kafka-poll", daemon=True)
+        self._poller.start()
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            self._producer.poll(POLL_S)
+
+    async def send(self, messages: Sequence[Outgoing]) -> int:
+        batch = _Batch(asyncio.get_running_loop(), len(messages))
+        produce, topic, delivered = self._producer.produce, self._topic, batch.delivered
+        for key, payload in messages:
+            produce(topic, payload, key, on_delivery=delivered)
+        return await batch.future
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self._producer.flush, CLOSE_TIMEOUT_S)
+        self._stop.set()
+        await asyncio.to_thread(self._poller.join)
+
+
+class _KafkaConsumer(Consumer):
+    def __init__(self, bootstrap: str, topic: str, group: str) -> None:
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="yak-kafka-consume")
+        self._consumer = ConfluentConsumer(
+            {"bootstrap.servers": bootstrap, "group.id": group, **CONSUMER_SETTINGS}
+        )
+        self._assigned = False
+        self._early: list[int] = []  # read while joining: handed out by the first receive
+        self._consumer.subscribe([topic], on_assign=self._on_assign)
+
+    def _on_assign(self, _consumer: Any, _partitions: Any) -> None:
+        self._assigned = True  # in the consume thread, inside ``consume``
+
+    async def join(self) -> None:
+        """Poll until the group gave this member its partitions (Kafka's first rebalance of
+        an empty group waits ``group.initial.rebalance.delay.ms``, 3 s)."""
+        deadline = time.monotonic() + JOIN_TIMEOUT_S
+        while not self._assigned:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no partitions assigned after {JOIN_TIMEOUT_S} s")
+            self._early += await self.receive()
+
+    def _consume(self) -> list[int]:
+        messages = self._consumer.consume(CONSUME_COUNT, CONSUME_TIMEOUT_S)
+        stamps = []
+        for message in messages:
+            if message.error() is not None:
+                continue  # partition EOF and the like: nothing delivered
+            value: Any = message.value()
+            stamps.append(payload_timestamp(value))
+        return stamps
+
+    async def receive(self) -> list[int]:
+        stamps = await asyncio.get_running_loop().run_in_executor(self._pool, self._consume)
+        if self._early:
+            stamps, self._early = self._early + stamps, []
+        return stamps
+
+    async def close(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._pool, self._consumer.close)
+        self._pool.shutdown()
+
+
+class YakKafkaDriver(YakRestDriver):
+    """Yak's Kafka listeners through confluent-kafka; the rest-proxy at ``url`` creates the
+    topics and names the brokers' Kafka addresses."""
+
+    name = "yak-kafka"
+    description = (
+        "Yak Kafka listener, confluent-kafka (librdkafka): idempotent acks=all producer, "
+        "linger.ms 5, batch.size 1 MiB, no compression; group consumer consume(1000, 100 ms) "
+        "+ auto-commit each 1 s; RF 3, min.insync 2"
+    )
+
+    def __init__(self, url: str, replication_factor: int = 3) -> None:
+        super().__init__(url, replication_factor)
+        self._bootstrap = ""
+
+    async def bootstrap(self) -> str:
+        """Every live broker's Kafka address, ``host:port,...`` (asked once)."""
+        if not self._bootstrap:
+            cluster = await self._admin.cluster()
+            self._bootstrap = ",".join(b.kafka for b in cluster.brokers if b.kafka)
+            if not self._bootstrap:
+                raise RuntimeError("no broker has a Kafka listener")
+        return self._bootstrap
+
+    async def create_producer(self, topic: str) -> Producer:
+        return _KafkaProducer(await self.bootstrap(), topic)
+
+    async def create_consumer(self, topic: str, subscription: str) -> Consumer:
+        consumer = _KafkaConsumer(await self.bootstrap(), topic, subscription)
+        await consumer.join()
+        return consumer
