@@ -10,6 +10,10 @@ each batch, so nothing is copied); index entries are added per batch by the
 ``index.interval.bytes`` rule (see ``offset_index``). Nothing is fsynced here: the log fsyncs
 duplicated descriptors (``dup_fds`` + ``sync_and_close``), possibly on a worker thread.
 
+A failed write (``ENOSPC``, ``EIO``: the ``OSError`` is raised to the caller) leaves the
+segment as it was: the bytes of it that reached the file are cut off again, nothing is
+indexed, the size does not move.
+
 Crash behaviour: after an unclean stop the tail of ``.log`` may be torn or hold garbage (a size
 update that reached the disk before its data). ``recover`` re-reads every batch, checks framing,
 CRC-32C and offset order, rebuilds both indexes and truncates the file after the last good
@@ -26,6 +30,7 @@ descriptors from ``dup_fds`` may be fsynced from another thread.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 from collections.abc import Callable, Iterator, Sequence
@@ -205,14 +210,18 @@ class LogSegment:
                 iov.append(buf[pos:end])
         position = self._size
         fd = self._log.fd()
-        if len(iov) <= _IOV_MAX:
-            written = os.pwritev(fd, iov, position)
-        else:
-            written = 0
-            for start in range(0, len(iov), _IOV_MAX):
-                written += os.pwritev(fd, iov[start : start + _IOV_MAX], position + written)
-        if written != size:
-            self._finish_short_write(iov, written)
+        try:
+            if len(iov) <= _IOV_MAX:
+                written = os.pwritev(fd, iov, position)
+            else:
+                written = 0
+                for start in range(0, len(iov), _IOV_MAX):
+                    written += os.pwritev(fd, iov[start : start + _IOV_MAX], position + written)
+            if written != size:
+                self._finish_short_write(iov, written)
+        except OSError:
+            self._cut_back(position)
+            raise
         for _, header in batches:
             self._index_batch(header, position)
             position += header.batch_length + LOG_OVERHEAD
@@ -224,6 +233,14 @@ class LogSegment:
             n = os.pwrite(self._log.fd(), rest, self._size + written)
             written += n
             rest = rest[n:]
+
+    def _cut_back(self, position: int) -> None:
+        """A write failed (``ENOSPC``, ``EIO``) after part of it may have reached the file:
+        cut the file back to ``position``, the end of the last whole batch, so that no torn
+        batch stays behind for a reader or the next start. A failing cut (the disk is gone)
+        is left to ``recover`` at the next start, which cuts after the last good batch."""
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._log.fd(), position)
 
     def _index_batch(self, header: BatchHeader, position: int) -> None:
         """Account one stored batch at ``position`` (same rule for append and recover)."""

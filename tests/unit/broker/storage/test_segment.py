@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import uuid
 from pathlib import Path
@@ -260,4 +261,32 @@ def test_read_agrees_with_a_naive_walk(
     read = segment.read(spans[start][0], max_bytes, max_offset)
     assert len(read.records) == expected_end - spans[start][0]
     assert read.next_offset == expected_next
+    segment.close()
+
+
+def test_a_failed_write_leaves_the_segment_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ENOSPC after half a batch reached the file: the half is cut off, nothing is indexed,
+    and the next append lands where the failed one would have."""
+    segment = LogSegment(tmp_path, 0, CONFIG, T0)
+    first = fill(segment, 1)[0]
+    real_pwritev = os.pwritev
+
+    def half_then_full(fd: int, iov: list[bytes | memoryview], offset: int) -> int:
+        data = b"".join(bytes(part) for part in iov)
+        real_pwritev(fd, [data[: len(data) // 2]], offset)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "pwritev", half_then_full)
+    with pytest.raises(OSError, match="No space"):
+        append(segment, make_batch(2, 300), segment.next_offset)
+    monkeypatch.undo()
+    assert segment.log_path.stat().st_size == segment.size == len(first)
+    assert segment.next_offset == 2
+    second = make_batch(2, 300, timestamp=T0 + 1)
+    append(segment, second, 2)
+    found = list(iter_batches(segment.log_path.read_bytes()))  # CRCs checked
+    assert [h.base_offset for _, h in found] == [0, 2]
+    assert segment.recover() == 0  # nothing torn to cut
     segment.close()
