@@ -49,6 +49,7 @@ __all__ = [
     "InvalidReplicationFactorError",
     "InvalidRequestError",
     "InvalidTopicError",
+    "KafkaStorageError",
     "KafkaTimeoutError",
     "LeaderNotAvailableError",
     "MessageTooLargeError",
@@ -202,6 +203,25 @@ class KafkaTimeoutError(YakError):
     kafka_code = 7
     retriable = True
     http_status = 504
+
+
+class KafkaStorageError(YakError):
+    """The broker's data folder failed under this partition: a write met ``ENOSPC`` or
+    ``EIO``, or a read met ``EIO`` or a batch whose CRC no longer matches (bit rot).
+
+    Kafka's ``KAFKA_STORAGE_ERROR`` (56, KIP-112): retriable, since the broker takes the folder
+    offline and the controller moves the partition's leadership to an in-sync replica — the
+    client refreshes its metadata and retries there. Nothing of the failed append stays in the
+    log. HTTP 503: the server cannot serve this now and another attempt (after a metadata
+    refresh) will be served, the same class as ``LEADER_NOT_AVAILABLE``; a 500 would say the
+    request itself broke something, a 507 (Insufficient Storage) is WebDAV's and would tell a
+    client nothing about retrying.
+    """
+
+    code = "KAFKA_STORAGE_ERROR"
+    kafka_code = 56
+    retriable = True
+    http_status = 503
 
 
 class NotEnoughReplicasError(YakError):

@@ -115,6 +115,11 @@ class BrokerRegistration(MetadataValue):
     #: Set by a broker stopping on SIGTERM (controlled shutdown): the controller moves its
     #: leaderships to other in-sync replicas and elects it for nothing.
     shutting_down: bool = False
+    #: The ids of this broker's data folders that failed (a full disk, an I/O error: KIP-112,
+    #: Kafka's ``OfflineLogDirs`` of KIP-858): the controller moves the leaderships of the
+    #: replicas in them to in-sync replicas and drops the broker from their ISRs, as for a
+    #: dead broker, until the broker clears the mark. Empty: every folder is online.
+    offline_log_dirs: tuple[str, ...] = ()
     #: ``https`` when the broker's listener speaks TLS (``YAK_TLS_CERT``).
     scheme: Literal["http", "https"] = "http"
     #: The internal listener (Kafka framing: produce, fetch, replication) on ``host``; None

@@ -18,6 +18,10 @@ it. One ``ReplicaFetcher`` per leader broker loops:
 4. on a network error, start the session over and back off ``fetch_backoff_ms`` (woken early
    by a change of the session); an answer of errors only backs off too, keeping the session.
 
+While the data folder is offline (``storage.log_dir_failure``: a follower append met a full
+disk, or an append as leader did) it fetches nothing, its session dropped, until the folder is
+back; then it starts over with a full round, and the divergence check of each partition.
+
 With nothing to fetch it sleeps on an event set by ``add``/``remove``. A partition added while a
 long poll is in flight joins the next request (at most ``max_wait_ms`` later). The leader's URL
 comes from the metadata snapshot on each round, so a restarted leader on a new port is found
@@ -42,6 +46,7 @@ from yak.types import TopicPartition
 from yak_broker.replication.state.fetch_session import FetchRound, FetchSession
 from yak_broker.replication.state.follower_partition import FollowerPartition
 from yak_broker.replication.state.messages import EpochAnswer, FetchAnswer
+from yak_broker.storage.log_dir_failure import LogDirFailureChannel
 
 __all__ = ["ReplicaFetcher", "ReplicaFetcherManager"]
 
@@ -67,8 +72,10 @@ class ReplicaFetcher:
         backoff_ms: int,
         on_fetched: FetchedBytes | None = None,
         log_dir_id: str = "",
+        failures: LogDirFailureChannel | None = None,
     ) -> None:
         self.broker_id = broker_id
+        self._failures = failures if failures is not None else LogDirFailureChannel()
         #: This broker's data folder id, sent with every fetch (the leader's ISR needs it).
         self.log_dir_id = log_dir_id
         self._on_fetched = on_fetched
@@ -139,6 +146,12 @@ class ReplicaFetcher:
                 self.session.on_error()
                 await self._changed.wait()
                 continue
+            if self._failures.offline:
+                # The data folder failed: follow nothing until the probe finds it usable again
+                # (the manager wakes this loop then); the leader's session is dropped.
+                self.session.on_error()
+                await self._changed.wait()
+                continue
             round_ = self.session.next_round()
             if not round_:  # nothing to ask
                 await self._changed.wait()
@@ -148,7 +161,12 @@ class ReplicaFetcher:
             except _EveryPartitionFailedError as exc:
                 _log.info("fetch from broker %d: %s; backing off", self.leader_id, exc)
                 await self._back_off()
-            except (YakError, OSError) as exc:
+            except OSError as exc:  # a follower append failed: maybe the folder (a full disk)
+                self.session.on_error()
+                error = self._failures.fail(exc, f"a follower append from {self.leader_id}")
+                _log.warning("fetch from broker %d: %s; backing off", self.leader_id, error)
+                await self._back_off()
+            except YakError as exc:
                 self.session.on_error()
                 _log.info("fetch from broker %d failed: %s; backing off", self.leader_id, exc)
                 await self._back_off()
@@ -257,6 +275,7 @@ class ReplicaFetcherManager:
         backoff_ms: int = 1000,
         on_progress: Callable[[TopicPartition], None] | None = None,
         on_fetched: FetchedBytes | None = None,
+        failures: LogDirFailureChannel | None = None,
     ) -> None:
         del on_progress  # reserved: followers serve no consumers yet
         self._broker_id = broker_id
@@ -270,6 +289,8 @@ class ReplicaFetcherManager:
             "backoff_ms": backoff_ms,
         }
         self._on_fetched = on_fetched
+        self._failures = failures if failures is not None else LogDirFailureChannel()
+        self._failures.subscribe(lambda _offline: self.metadata_changed())
         self._fetchers: dict[int, ReplicaFetcher] = {}
         self._leader_of: dict[TopicPartition, int] = {}
 
@@ -285,6 +306,7 @@ class ReplicaFetcherManager:
                 self._now_ms,
                 on_fetched=self._on_fetched,
                 log_dir_id=self.log_dir_id,
+                failures=self._failures,
                 **self._options,
             )
             self._fetchers[leader_id] = fetcher

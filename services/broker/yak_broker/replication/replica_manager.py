@@ -66,6 +66,7 @@ from yak_broker.replication.state.replica_plan import (
     plan_replicas,
 )
 from yak_broker.storage.log import Log
+from yak_broker.storage.log_dir_failure import LogDirFailureChannel
 from yak_broker.storage.log_manager import LogManager, LogRequest
 
 __all__ = ["AlterIsrWriter", "Replica", "ReplicaManager", "ReplicaNotReadyError"]
@@ -126,10 +127,14 @@ class ReplicaManager(ReplicaRoles):
         self.hw_waiters: HighWatermarkWaiters[TopicPartition] = HighWatermarkWaiters()
         self.now_ms = now_ms
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        #: The data folder's storage failures (``storage.log_dir_failure``): offline, appends
+        #: are refused and the followers stop fetching until the probe finds it usable again.
+        self.log_dir_failures = LogDirFailureChannel()
         self.fetchers = ReplicaFetcherManager(
             broker_id,
             snapshot,
             now_ms,
+            failures=self.log_dir_failures,
             max_wait_ms=fetch_wait_max_ms,
             backoff_ms=fetch_backoff_ms,
             on_progress=self._on_follower_progress,
@@ -239,12 +244,14 @@ class ReplicaManager(ReplicaRoles):
         """A follower asks from ``fetch_offset`` (its log end offset): record its progress
         (``session``: the incremental fetch session the fetch came in; ``log_dir_id``: the
         data folder it fetches from). It may join the ISR only if it is registered with
-        that folder (KIP-903: a process not registered yet, or the fetch of one whose log
-        is gone, never does)."""
+        that folder and the folder is not marked offline (KIP-903: a process not registered
+        yet, the fetch of one whose log is gone or whose disk failed, never does)."""
         if replica.leader is not None:
             registration = self._snapshot().brokers.get(replica_id)
-            eligible = registration is not None and (
-                registration.log_dir_id == log_dir_id or not registration.log_dir_id
+            eligible = (
+                registration is not None
+                and (registration.log_dir_id == log_dir_id or not registration.log_dir_id)
+                and log_dir_id not in registration.offline_log_dirs
             )
             outputs = replica.leader.on_follower_fetch(
                 replica_id,

@@ -24,6 +24,10 @@ Kafka. If the broker loses leadership meanwhile the wait ends with
 ``NOT_LEADER_OR_FOLLOWER``: the producer retries, its idempotence dedupes.
 Nothing in the append path awaits before the log write, so partitions see appends in arrival
 order.
+A write that fails because the data folder failed (``ENOSPC``, ``EIO``: the log cut its bytes
+off again) answers ``KAFKA_STORAGE_ERROR`` (retriable) and takes the folder offline
+(``storage.log_dir_failure``); while it is offline appends are refused the same way before
+touching the disk, until the controller has moved the leadership and the client follows it.
 Timestamps are the producer's (CreateTime): ``log_append_time`` is always -1.
 Each appended partition adds its bytes and records to the topic's bytes-in and records-in
 counters (``metrics.BrokerTopicStats``); a retried batch the log recognised as a duplicate
@@ -37,7 +41,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from yak.errors import KafkaTimeoutError, UnknownServerError, YakError
+from yak.errors import KafkaTimeoutError, YakError
 from yak.protocol.broker_wire import (
     ACKS_ALL,
     PartitionError,
@@ -94,6 +98,9 @@ async def _append(
         replica, leader = replicas.leader_partition(tp)
         if acks == ACKS_ALL:
             leader.check_acks_all(replica.min_insync_replicas)
+        failures = replicas.log_dir_failures
+        if failures.offline:
+            failures.check_online(tp.dir_name)
         log = replica.log
         started = time.perf_counter()
         info = log.append(wanted.records, leader.leader_epoch)  # validates all, then writes
@@ -115,8 +122,8 @@ async def _append(
                 await replicas.hw_waiters.wait(tp, end, timeout_s, f"{tp.dir_name} @{end - 1}")
     except YakError as exc:
         return ProduceResult(tp.topic, tp.partition, error=PartitionError.of(exc))
-    except OSError as exc:
-        error = UnknownServerError(f"storage error on {tp.dir_name}: {exc}")
+    except OSError as exc:  # the folder failed (a full disk, EIO): see ``log_dir_failure``
+        error = replicas.log_dir_failures.fail(exc, tp.dir_name)
         return ProduceResult(tp.topic, tp.partition, error=PartitionError.of(error))
     return ProduceResult(tp.topic, tp.partition, info.first_offset, -1, info.log_start_offset)
 

@@ -86,6 +86,7 @@ from yak_broker.server.load_sampler import (
     disk_used_ratio,
     records_appended,
 )
+from yak_broker.server.log_dir_monitor import LogDirMonitor
 from yak_broker.server.meta_properties import check_meta_properties
 from yak_broker.server.registration import BrokerRegistrar, announce_log_dir
 from yak_broker.settings import BrokerSettings
@@ -307,7 +308,7 @@ class Broker:
             )
             await self._registrar.register()
             self._load_task = asyncio.create_task(
-                self._load_publisher(self._registrar).run(), name="load-publisher"
+                self._publishers(self._registrar), name="registration-publishers"
             )
         except BaseException:
             await self.stop()
@@ -345,6 +346,17 @@ class Broker:
         if self.kafka_listener is None:
             return None
         return self.settings.kafka_advertised_port or self.kafka_listener.port
+
+    async def _publishers(self, registrar: BrokerRegistrar) -> None:
+        """What the registration carries besides the address: the load sample and the data
+        folder's failures (``log_dir_monitor``)."""
+        monitor = LogDirMonitor(
+            self.replicas.log_dir_failures,
+            self.settings.data_dir,
+            self.log_dir_id,
+            registrar.publish_offline_log_dirs,
+        )
+        await asyncio.gather(self._load_publisher(registrar).run(), monitor.run())
 
     def _load_publisher(self, registrar: BrokerRegistrar) -> LoadPublisher:
         interval_ms, clock = self.settings.load_publish_interval_ms, SystemClock()

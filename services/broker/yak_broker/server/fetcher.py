@@ -22,6 +22,9 @@ its log (0 for a log yet to be created), so the long poll waits — woken when t
 installed — and answers empty at its deadline; a leader's start-up is never handed to the
 client. A follower is told, as before.
 
+A read that fails with ``EIO`` answers that partition ``KAFKA_STORAGE_ERROR`` (retriable) and
+takes the data folder offline (``storage.log_dir_failure``), as a failed write does.
+
 ``read_partitions`` is synchronous: one pass over the logs, no await. ``serve_fetch`` is a
 whole fetch as either transport serves it (HTTP ``/v1/fetch``, the internal listener's Fetch):
 counted, long-polled (``delayed_fetch``) on the waiters of its kind, its bytes added to the
@@ -85,6 +88,9 @@ def read_partitions(
             result.append(
                 FetchedPartition(tp.topic, tp.partition, hw, hw, start, _EMPTY, error=error)
             )
+        except OSError as exc:  # EIO: the folder failed (``storage.log_dir_failure``)
+            error = PartitionError.of(replicas.log_dir_failures.fail(exc, tp.dir_name))
+            result.append(FetchedPartition(tp.topic, tp.partition, error=error))
         except YakError as exc:
             if isinstance(exc, ReplicaNotReadyError) and not follower:
                 result.append(_no_data_yet(tp, exc))

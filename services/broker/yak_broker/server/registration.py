@@ -29,8 +29,9 @@ of this id — still running after a pause, its place taken by a re-registration
 folder announced — can no longer change an ISR.
 
 **Rewrites** (``update``: ``shutting_down``; ``publish_load``: the load sample of
-``load_sampler``) are a compare-and-swap on the bytes this process last wrote, on the same
-lease: a process fenced by a newer one (which re-registered, or announced a new data folder)
+``load_sampler``; ``publish_offline_log_dirs``: a failed data folder, ``log_dir_monitor``)
+are a compare-and-swap on the bytes this process last wrote, on the same lease: a process
+fenced by a newer one (which re-registered, or announced a new data folder)
 never overwrites what the newer one wrote. They hold a ``RewriteGate`` alone, which the ISR
 writes share (``fenced_writes``), so that a rewrite never makes an ISR write's fence fail
 (see ``registration_gate``); re-registering after a lease loss holds it alone too.
@@ -154,6 +155,13 @@ class BrokerRegistrar:
     async def publish_load(self, load: BrokerLoad) -> bool:
         """Rewrite the registration with ``load`` as its sample, the rest as it is."""
         return await self._rewrite(lambda current: current.model_copy(update={"load": load}))
+
+    async def publish_offline_log_dirs(self, offline: tuple[str, ...]) -> bool:
+        """Rewrite the registration with ``offline`` as its failed data folders (the broker's
+        ``LogDirMonitor``), the rest as it is."""
+        return await self._rewrite(
+            lambda current: current.model_copy(update={"offline_log_dirs": offline})
+        )
 
     async def _rewrite(self, change: Callable[[BrokerRegistration], BrokerRegistration]) -> bool:
         async with self._gate.alone():

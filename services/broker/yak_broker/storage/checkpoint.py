@@ -34,11 +34,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 import crc32c
 
-from yak.errors import YakError
+from yak.errors import KafkaStorageError
 
 __all__ = [
     "CHECKPOINT_FILE_NAME",
@@ -61,11 +60,9 @@ _VERSION = 0
 _FIELDS = ("recovery_point", "log_start_offset", "high_watermark")
 
 
-class CorruptCheckpointError(YakError):
-    """A checkpoint or snapshot file exists but is partial, garbled or of an unknown version."""
-
-    code: ClassVar[str] = "KAFKA_STORAGE_ERROR"
-    kafka_code: ClassVar[int] = 56
+class CorruptCheckpointError(KafkaStorageError):
+    """A checkpoint or snapshot file exists but is partial, garbled or of an unknown version
+    (a ``KAFKA_STORAGE_ERROR``: a client rebuilds it as ``KafkaStorageError``)."""
 
 
 def temp_path(path: Path) -> Path:

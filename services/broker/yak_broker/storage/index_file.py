@@ -48,7 +48,7 @@ from array import array
 from collections import OrderedDict
 from pathlib import Path
 
-from yak.errors import YakError
+from yak.errors import KafkaStorageError
 from yak_broker.storage.file_handles import FileHandleCache
 
 __all__ = ["BLOCKS", "BLOCK_ENTRIES", "BlockCache", "CorruptIndexError", "IndexFile"]
@@ -62,11 +62,9 @@ _LOAD_CHUNK_BLOCKS = 512
 _Block = tuple["array[int]", "array[int]"]
 
 
-class CorruptIndexError(YakError):
-    """An index file failed its sanity check; it must be rebuilt from the log."""
-
-    code = "KAFKA_STORAGE_ERROR"
-    kafka_code = 56
+class CorruptIndexError(KafkaStorageError):
+    """An index file failed its sanity check; it must be rebuilt from the log (a
+    ``KAFKA_STORAGE_ERROR``: a client rebuilds it as ``KafkaStorageError``)."""
 
 
 class BlockCache:

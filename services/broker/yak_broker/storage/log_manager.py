@@ -70,10 +70,10 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from types import MappingProxyType
-from typing import ClassVar, NamedTuple
+from typing import NamedTuple
 
 from yak.clock import Clock, SystemClock
-from yak.errors import UnknownTopicOrPartitionError, YakError
+from yak.errors import KafkaStorageError, UnknownTopicOrPartitionError
 from yak.heap import HeapFreezer
 from yak.types import TopicPartition
 from yak_broker.storage import checkpoint, log_creation
@@ -101,11 +101,11 @@ DEFAULT_IO_THREADS = 4
 _log = logging.getLogger(__name__)
 
 
-class LogDirLockedError(YakError):
-    """Another log manager (usually another broker process) holds the data folder."""
+class LogDirLockedError(KafkaStorageError):
+    """Another log manager (usually another broker process) holds the data folder.
 
-    code: ClassVar[str] = "KAFKA_STORAGE_ERROR"
-    kafka_code: ClassVar[int] = 56
+    A ``KAFKA_STORAGE_ERROR`` like any folder failure; a client that gets the code back
+    rebuilds the general ``KafkaStorageError`` (the first class declaring it)."""
 
 
 class LogRequest(NamedTuple):

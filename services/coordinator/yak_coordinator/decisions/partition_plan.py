@@ -36,6 +36,11 @@ Rules (Kafka's controller, KRaft flavour):
   nothing — not as a new leader, not as the preferred one — and a partition it leads moves to
   the first other live ISR member (in replica order); with none, it keeps leading until it
   is gone.
+- A failed data folder (KIP-112): a broker whose registration lists ``offline_log_dirs`` (a
+  full disk, an I/O error) counts as dead for its replicas — it leaves their ISRs, a
+  partition it led elects another in-sync replica, and it gets no new partitions — until it
+  clears the mark; then its leaders add it back to the ISRs once it caught up, as for a
+  broker that came back. (Yak's broker has one data folder: the mark covers all its replicas.)
 - Decommission (``decommissions/<id>``, see ``decommission.py``): a draining broker is treated
   like one in controlled shutdown for leadership, gets no new partitions, and its replicas
   are reassigned onto the other brokers (``drain_moves``, at most ``max_drain_moves``
@@ -73,6 +78,7 @@ __all__ = [
     "placement_start_index",
     "plan_new_partitions",
     "reconcile",
+    "serving_brokers",
     "stopping_brokers",
 ]
 
@@ -295,7 +301,11 @@ def _topic_actions(
         return [DeleteTopic(record.name)]
     states = snapshot.partitions_of(record.name)
     actions: list[Action] = []
-    placeable = {b: r for b, r in snapshot.brokers.items() if b not in snapshot.draining}
+    placeable = {
+        b: r
+        for b, r in snapshot.brokers.items()
+        if b not in snapshot.draining and not r.offline_log_dirs
+    }
     created = plan_new_partitions(record, [s.partition for s in states], placeable)
     if created:
         actions.append(CreatePartitions(record.name, created))
@@ -312,6 +322,12 @@ def _topic_actions(
         if change is not None:
             actions.append(UpdatePartition(state, *change))
     return actions
+
+
+def serving_brokers(snapshot: ClusterSnapshot) -> frozenset[int]:
+    """The live brokers whose data folder serves: registered, no folder marked offline (a
+    broker with a failed folder counts as dead for its replicas, see the module doc)."""
+    return frozenset(b for b, r in snapshot.brokers.items() if not r.offline_log_dirs)
 
 
 def stopping_brokers(snapshot: ClusterSnapshot) -> frozenset[int]:
@@ -340,7 +356,7 @@ def reconcile(
     states; what a change to them can call for) — the same actions a full pass has for them.
     None: every topic. Decommission moves (``drain_moves``) are decided either way.
     """
-    live = frozenset(snapshot.brokers)
+    live = serving_brokers(snapshot)
     stopping = stopping_brokers(snapshot)
     log_dirs = {b: r.log_dir_id for b, r in snapshot.brokers.items()}
     actions: list[Action] = []

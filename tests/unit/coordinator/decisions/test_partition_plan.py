@@ -543,3 +543,45 @@ def test_a_pass_over_some_topics_reads_a_cache_snapshot_the_same_way() -> None:
     )
     assert reconcile(shared) == reconcile(snap)
     assert reconcile(shared, topics={"orphan"}) == [DeleteTopic("orphan", orphan=True)]
+
+
+# -- a failed data folder (KIP-112) ------------------------------------------------------------
+
+
+def _disk_failed(snap: ClusterSnapshot, *broker_ids: int) -> ClusterSnapshot:
+    brokers = {
+        b: r.model_copy(update={"offline_log_dirs": ("dir",) if b in broker_ids else ()})
+        for b, r in snap.brokers.items()
+    }
+    return ClusterSnapshot(
+        revision=snap.revision,
+        brokers=MappingProxyType(brokers),
+        topics=snap.topics,
+        partitions=snap.partitions,
+    )
+
+
+def test_a_broker_with_an_offline_folder_gives_up_leadership_and_leaves_the_isrs() -> None:
+    states = (
+        part(0, 1, (1, 2, 3), (1, 2, 3)),  # led by the failed broker: moves to 2
+        part(1, 2, (2, 1, 3), (2, 1, 3)),  # followed by it: it leaves the ISR
+        part(2, 1, (1,), (1,)),  # its only replica: offline until it is back
+    )
+    topics = (topic("t", partitions=3, rf=3),)
+    snap = _disk_failed(snapshot((1, 2, 3), topics, states), 1)
+    after = {a.before.partition: a.after for a in reconcile(snap) if isinstance(a, UpdatePartition)}
+    assert (after[0].leader, after[0].isr, after[0].leader_epoch) == (2, (2, 3), 1)
+    assert (after[1].leader, after[1].isr) == (2, (2, 3))
+    assert (after[2].leader, after[2].isr) == (NO_LEADER, (1,))
+    # The mark cleared: the leaderless partition elects it again; the others wait for the
+    # leaders to add it back once caught up.
+    back = snapshot((1, 2, 3), topics, tuple(after[p] for p in range(3)))
+    again = {a.before.partition: a.after for a in reconcile(back) if isinstance(a, UpdatePartition)}
+    assert set(again) == {2}
+    assert again[2].leader == 1
+
+
+def test_a_broker_with_an_offline_folder_gets_no_new_partitions() -> None:
+    snap = _disk_failed(snapshot((1, 2, 3), (topic("n", partitions=6, rf=2),)), 3)
+    [created] = [a for a in reconcile(snap) if isinstance(a, CreatePartitions)]
+    assert all(3 not in s.replicas for s in created.states)
