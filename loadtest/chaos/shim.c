@@ -5,12 +5,17 @@
  *   fsync/fdatasync sleep its fsync delay (sockets and pipes are never delayed: fstat);
  * - clock_gettime(CLOCK_REALTIME*), gettimeofday and time return the real time plus its clock
  *   offset (monotonic clocks are left alone: a stepped wall clock is what NTP does).
- * The control file holds "<write_delay_us> <fsync_delay_us> <clock_offset_ms>" and is read
- * again at most every 50 ms. Thread-safe: the three values are atomics, a racing refresh
+ * - a full disk: while the control file's fourth number is 1, writes to a regular file whose
+ *   path starts with YAK_CHAOS_FULL_DIR fail with ENOSPC (nothing written), as on a file
+ *   system without space; reads, fsyncs and other files are untouched.
+ * The control file holds "<write_delay_us> <fsync_delay_us> <clock_offset_ms> [<full>]" and is
+ * read again at most every 50 ms. Thread-safe: the three values are atomics, a racing refresh
  * reads the same file.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static long write_delay_us, fsync_delay_us, clock_offset_ms;
+static long write_delay_us, fsync_delay_us, clock_offset_ms, disk_full;
 static long long next_read_ns;
 
 static int (*real_clock_gettime)(clockid_t, struct timespec *);
@@ -45,8 +50,9 @@ static void refresh(void) {
     close(fd);
     if (n <= 0) return;
     buf[n] = 0;
-    long w = 0, f = 0, c = 0;
-    if (sscanf(buf, "%ld %ld %ld", &w, &f, &c) == 3) {
+    long w = 0, f = 0, c = 0, full = 0;
+    if (sscanf(buf, "%ld %ld %ld %ld", &w, &f, &c, &full) >= 3) {
+        __atomic_store_n(&disk_full, full, __ATOMIC_RELAXED);
         __atomic_store_n(&write_delay_us, w, __ATOMIC_RELAXED);
         __atomic_store_n(&fsync_delay_us, f, __ATOMIC_RELAXED);
         __atomic_store_n(&clock_offset_ms, c, __ATOMIC_RELAXED);
@@ -61,54 +67,83 @@ static void delay_file(int fd, long *which) {
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) usleep((useconds_t)us);
 }
 
+/* Whether a write to fd must fail with ENOSPC: the disk is "full" and fd is a regular file
+ * under YAK_CHAOS_FULL_DIR (its path read from /proc/self/fd only while full). */
+static int no_space(int fd) {
+    refresh();
+    if (!__atomic_load_n(&disk_full, __ATOMIC_RELAXED)) return 0;
+    const char *dir = getenv("YAK_CHAOS_FULL_DIR");
+    if (!dir || !*dir) return 0;
+    char link[64], path[4096];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof path - 1);
+    if (n <= 0) return 0;
+    path[n] = 0;
+    return strncmp(path, dir, strlen(dir)) == 0;
+}
+
+#define FULL_CHECK(fd)          \
+    if (no_space(fd)) {         \
+        errno = ENOSPC;         \
+        return -1;              \
+    }
+
 #define REAL(ret, name, ...)                                  \
     static ret (*real_##name)(__VA_ARGS__);                   \
     if (!real_##name) real_##name = dlsym(RTLD_NEXT, #name);
 
 ssize_t write(int fd, const void *buf, size_t count) {
     REAL(ssize_t, write, int, const void *, size_t)
+    FULL_CHECK(fd)
     delay_file(fd, &write_delay_us);
     return real_write(fd, buf, count);
 }
 
 ssize_t pwrite(int fd, const void *buf, size_t count, off_t offset) {
     REAL(ssize_t, pwrite, int, const void *, size_t, off_t)
+    FULL_CHECK(fd)
     delay_file(fd, &write_delay_us);
     return real_pwrite(fd, buf, count, offset);
 }
 
 ssize_t pwrite64(int fd, const void *buf, size_t count, off_t offset) {
     REAL(ssize_t, pwrite64, int, const void *, size_t, off_t)
+    FULL_CHECK(fd)
     delay_file(fd, &write_delay_us);
     return real_pwrite64(fd, buf, count, offset);
 }
 
 ssize_t writev(int fd, const struct iovec *iov, int iovcnt) {
     REAL(ssize_t, writev, int, const struct iovec *, int)
+    FULL_CHECK(fd)
     delay_file(fd, &write_delay_us);
     return real_writev(fd, iov, iovcnt);
 }
 
 ssize_t pwritev(int fd, const struct iovec *iov, int iovcnt, off_t offset) {
     REAL(ssize_t, pwritev, int, const struct iovec *, int, off_t)
+    FULL_CHECK(fd)
     delay_file(fd, &write_delay_us);
     return real_pwritev(fd, iov, iovcnt, offset);
 }
 
 ssize_t pwritev64(int fd, const struct iovec *iov, int iovcnt, off_t offset) {
     REAL(ssize_t, pwritev64, int, const struct iovec *, int, off_t)
+    FULL_CHECK(fd)
     delay_file(fd, &write_delay_us);
     return real_pwritev64(fd, iov, iovcnt, offset);
 }
 
 ssize_t pwritev2(int fd, const struct iovec *iov, int iovcnt, off_t offset, int flags) {
     REAL(ssize_t, pwritev2, int, const struct iovec *, int, off_t, int)
+    FULL_CHECK(fd)
     delay_file(fd, &write_delay_us);
     return real_pwritev2(fd, iov, iovcnt, offset, flags);
 }
 
 ssize_t pwritev64v2(int fd, const struct iovec *iov, int iovcnt, off_t offset, int flags) {
     REAL(ssize_t, pwritev64v2, int, const struct iovec *, int, off_t, int)
+    FULL_CHECK(fd)
     delay_file(fd, &write_delay_us);
     return real_pwritev64v2(fd, iov, iovcnt, offset, flags);
 }
