@@ -24,6 +24,7 @@ import avro.name
 import avro.schema
 import fastavro
 from avro.compatibility import ReaderWriterCompatibilityChecker, SchemaCompatibilityType
+from fastavro.schema import SchemaParseException, UnknownType
 
 from yak_schema_registry.errors import InvalidSchemaError
 from yak_schema_registry.formats.model import ParsedSchema, SchemaSource
@@ -62,8 +63,16 @@ def _parse_both(
     try:
         fastavro.parse_schema(document, named_schemas=named, _write_hint=False)
         return avro.schema.make_avsc_object(document, names)
-    except (avro.errors.AvroException, ValueError, TypeError, KeyError, AttributeError) as exc:
-        # fastavro raises SchemaParseException/UnknownType (ValueError kin); avro its own.
+    except (
+        SchemaParseException,
+        UnknownType,
+        avro.errors.AvroException,
+        # What either library raises on a document of the wrong shape (a list for a name ...).
+        ValueError,
+        TypeError,
+        KeyError,
+        AttributeError,
+    ) as exc:
         raise InvalidSchemaError(f"Invalid schema{what}: {exc}") from None
 
 

@@ -3,9 +3,9 @@ the proto2/proto3/editions language), strictly: the first syntax error rejects t
 
 The parser is lenient by default (ANTLR recovers from errors and prints them); the registry
 installs ANTLR's bail-out strategy so that any error raises. The identity is the parser's
-own re-generation of the file (``proto_schema_parser.generator``), so spacing and comments do
-not make a new version. References are the files the schema imports, by import path; each is
-parsed the same way.
+own re-generation of the file (``proto_schema_parser.generator``), so spacing does not make a
+new version (comments are part of the parser's tree, and do). References are the files the
+schema imports, by import path; each is parsed the same way.
 
 Compatibility: neither ``protobuf`` (which cannot read ``.proto`` text) nor the parser
 compares two files, so the registry does not check Protobuf schemas for compatibility

@@ -1,0 +1,139 @@
+"""Confluent's API over HTTP (in-process): shapes, content type, error bodies, no partial writes."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from tests.unit.schema_registry.conftest import avro_record
+from yak.metadata.memory_store import MemoryMetadataStore
+from yak_schema_registry.api.wire import MEDIA_TYPE
+
+A = {"name": "a", "type": "int"}
+B = {"name": "b", "type": "string"}
+HEADERS = {"Content-Type": MEDIA_TYPE}
+
+
+async def _post(client: httpx.AsyncClient, url: str, body: object) -> httpx.Response:
+    return await client.post(url, content=json.dumps(body), headers=HEADERS)
+
+
+async def test_register_and_read_back_in_confluent_shapes(client: httpx.AsyncClient) -> None:
+    text = avro_record(A)
+    first = await _post(client, "/subjects/t-value/versions?normalize=False", {"schema": text})
+    assert first.status_code == 200
+    assert first.headers["content-type"] == MEDIA_TYPE
+    assert first.json() == {"id": 1}
+    proto = 'syntax = "proto3"; message M { string a = 1; }'
+    body = {"schema": proto, "schemaType": "PROTOBUF", "metadata": None, "ruleSet": None}
+    assert (await _post(client, "/subjects/p/versions", body)).json() == {"id": 2}
+
+    compact = json.dumps(json.loads(text), separators=(",", ":"))
+    assert (await client.get("/schemas/ids/1")).json() == {"schema": compact}
+    assert (await client.get("/schemas/ids/2")).json() == {
+        "schema": proto,
+        "schemaType": "PROTOBUF",
+    }
+    assert (await client.get("/schemas/ids/1/schema")).json() == json.loads(text)
+    assert (await client.get("/schemas/ids/1/versions")).json() == [
+        {"subject": "t-value", "version": 1}
+    ]
+    assert (await client.get("/schemas/ids/1/subjects")).json() == ["t-value"]
+    assert (await client.get("/schemas/types")).json() == ["AVRO", "JSON", "PROTOBUF"]
+    assert (await client.get("/subjects")).json() == ["p", "t-value"]
+    assert (await client.get("/subjects/t-value/versions")).json() == [1]
+    latest = await client.get("/subjects/t-value/versions/latest")
+    assert latest.json() == {"subject": "t-value", "version": 1, "id": 1, "schema": compact}
+    looked_up = await _post(client, "/subjects/t-value?deleted=False", {"schema": text})
+    assert looked_up.json() == latest.json()
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "body", "status", "error_code"),
+    [
+        ("GET", "/schemas/ids/9", None, 404, 40403),
+        ("GET", "/subjects/none/versions", None, 404, 40401),
+        ("GET", "/subjects/none/versions/1", None, 404, 40401),
+        ("GET", "/subjects/t/versions/2", None, 404, 40402),
+        ("GET", "/subjects/t/versions/zero", None, 422, 42202),
+        ("GET", "/subjects/t/versions/0", None, 422, 42202),
+        ("POST", "/subjects/t", {"schema": avro_record(B)}, 404, 40403),
+        ("POST", "/subjects/t/versions", {"schema": "{"}, 422, 42201),
+        ("POST", "/subjects/t/versions", {"schema": "1", "schemaType": "XML"}, 422, 42201),
+        ("POST", "/subjects/t/versions", {"schemaType": "AVRO"}, 422, 422),
+        ("POST", "/subjects/t/versions", {"schema": avro_record(A, B)}, 409, 409),
+        ("PUT", "/config", {"compatibility": "SIDEWAYS"}, 422, 42203),
+        ("PUT", "/mode", {"mode": "WRITEONLY"}, 422, 42204),
+        ("GET", "/config/t", None, 404, 40408),
+        ("GET", "/mode/t", None, 404, 40409),
+        ("DELETE", "/subjects/t?permanent=true", None, 404, 40405),
+        ("DELETE", "/subjects/t/versions/1?permanent=true", None, 404, 40407),
+        ("GET", "/no/such/route", None, 404, 404),
+        ("PUT", "/schemas/types", None, 405, 405),
+    ],
+)
+async def test_errors_have_confluent_codes_and_change_nothing(
+    client: httpx.AsyncClient,
+    store: MemoryMetadataStore,
+    method: str,
+    url: str,
+    body: object,
+    status: int,
+    error_code: int,
+) -> None:
+    await _post(client, "/subjects/t/versions", {"schema": avro_record(A)})
+    before = await store.range_prefix("/yak/unit/")
+    content = None if body is None else json.dumps(body)
+    answer = await client.request(method, url, content=content, headers=HEADERS)
+    assert answer.status_code == status, answer.text
+    assert answer.headers["content-type"] == MEDIA_TYPE
+    assert answer.json()["error_code"] == error_code
+    assert isinstance(answer.json()["message"], str)
+    assert (await store.range_prefix("/yak/unit/")).kvs == before.kvs
+
+
+async def test_compatibility_checks_with_and_without_verbose(client: httpx.AsyncClient) -> None:
+    await _post(client, "/subjects/t/versions", {"schema": avro_record(A)})
+    bad = {"schema": avro_record(A, B)}
+    quiet = await _post(client, "/compatibility/subjects/t/versions/latest", bad)
+    assert quiet.json() == {"is_compatible": False}
+    verbose = await _post(client, "/compatibility/subjects/t/versions/1?verbose=True", bad)
+    assert verbose.json()["is_compatible"] is False
+    assert "READER_FIELD_MISSING_DEFAULT_VALUE" in verbose.json()["messages"][0]
+    good = {"schema": avro_record(A, {**B, "default": ""})}
+    every = await _post(client, "/compatibility/subjects/t/versions", good)
+    assert every.json() == {"is_compatible": True}
+
+
+async def test_config_and_mode_round_trips(client: httpx.AsyncClient) -> None:
+    assert (await client.get("/config")).json() == {"compatibilityLevel": "BACKWARD"}
+    put = await client.put("/config", json={"compatibility": "full"})
+    assert put.json() == {"compatibility": "FULL"}
+    assert (await client.put("/config/t", json={"compatibility": "NONE"})).status_code == 200
+    assert (await client.get("/config/t")).json() == {"compatibilityLevel": "NONE"}
+    assert (await client.delete("/config/t")).json() == {"compatibilityLevel": "NONE"}
+    defaulted = await client.get("/config/t?defaultToGlobal=true")
+    assert defaulted.json() == {"compatibilityLevel": "FULL"}
+    assert (await client.put("/mode", json={"mode": "READONLY"})).json() == {"mode": "READONLY"}
+    refused = await _post(client, "/subjects/t/versions", {"schema": avro_record(A)})
+    assert (refused.status_code, refused.json()["error_code"]) == (422, 42205)
+    assert (await client.get("/mode")).json() == {"mode": "READONLY"}
+
+
+async def test_delete_routes_answer_the_versions_deleted(client: httpx.AsyncClient) -> None:
+    await client.put("/config", json={"compatibility": "NONE"})
+    await _post(client, "/subjects/t/versions", {"schema": avro_record(A)})
+    await _post(client, "/subjects/t/versions", {"schema": avro_record(B)})
+    assert (await client.delete("/subjects/t/versions/latest")).json() == 2
+    assert (await client.delete("/subjects/t/versions/2?permanent=true")).json() == 2
+    assert (await client.delete("/subjects/t")).json() == [1]
+    assert (await client.get("/subjects?deleted=true")).json() == ["t"]
+    assert (await client.delete("/subjects/t?permanent=true")).json() == [1]
+    assert (await client.get("/subjects?deleted=true")).json() == []
+
+
+async def test_health_and_readiness(client: httpx.AsyncClient) -> None:
+    assert (await client.get("/healthz")).json() == {"status": "ok", "service": "schema-registry"}
+    assert (await client.get("/readyz")).status_code == 200
