@@ -51,6 +51,7 @@ from yak_rest_proxy.consume.share.share_stats import ShareStats
 from yak_rest_proxy.http.cors import CorsMiddleware, CorsPolicy
 from yak_rest_proxy.http.errors import install_error_handlers
 from yak_rest_proxy.http.openapi import install_openapi
+from yak_rest_proxy.http.ratelimit_headers import RateLimitHeaders
 from yak_rest_proxy.http.read_timeout import BodyReadTimeout
 from yak_rest_proxy.http.slashes import StripTrailingSlash
 from yak_rest_proxy.metrics import ProxyStats
@@ -115,7 +116,12 @@ def create_app(
         app.include_router(memory_router())
     app.include_router(metadata_router(runtime))
     app.include_router(produce_router(runtime))
-    cap = ConsumerCap(runtime.store, runtime.keyspace, runtime.settings.max_consumers_per_principal)
+    cap = ConsumerCap(
+        runtime.store,
+        runtime.keyspace,
+        runtime.settings.max_consumers_per_principal,
+        retry_after_s=runtime.settings.consumer_instance_timeout_ms // 1000,
+    )
     clock = runtime.clock
     consumers = Consumers(
         runtime.store,
@@ -156,10 +162,12 @@ def create_app(
     app.add_middleware(ForwardCredential)
     app.router.routes.append(metrics_route(metrics))
     # In front of FastAPI's own stack: the observability middleware (times and ids every
-    # request), CORS when configured, the body-read timeout, then the fast lane, whose
-    # requests skip the rest.
+    # request), CORS when configured, the RateLimit headers, the body-read timeout, then the
+    # fast lane, whose requests skip the rest.
     front: ASGIApp = FastLane(app.behind_front, runtime=runtime, consumers=consumers)
     front = BodyReadTimeout(front, timeout_s=runtime.settings.request_read_timeout_ms / 1000)
+    if runtime.settings.ratelimit_headers:
+        front = RateLimitHeaders(front, active=lambda: runtime.quotas.active)
     cors = cors_policy(runtime.settings)
     if cors.enabled:  # outside the fast lane and the guard: preflights carry no credential
         front = CorsMiddleware(front, cors)

@@ -102,6 +102,14 @@ class RateLimiter:
         bucket = self._bucket(principal, now)
         return 0.0 if bucket is None else bucket.delay(now)
 
+    def credit(self, principal: str, now: float) -> float | None:
+        """The principal's credit in bytes now (below 0: in debt), None if it is unlimited."""
+        bucket = self._bucket(principal, now)
+        if bucket is None:
+            return None
+        bucket.delay(now)  # refills
+        return bucket.tokens
+
     def charge(self, principal: str, size: int, now: float) -> None:
         """Count ``size`` bytes the principal sent or received."""
         bucket = self._bucket(principal, now)

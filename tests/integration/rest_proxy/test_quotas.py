@@ -3,7 +3,8 @@
 * Produce quota: over it, 429 + ``Retry-After`` in both dialects; a client that waits what it
   is told gets the quota (measured and printed, within ±30 %).
 * A per-principal override written through the API applies to the very next request.
-* The consumer cap per principal, in both dialects.
+* ``RateLimit-*`` headers on answers under the quota and on its 429s.
+* The consumer cap per principal, in both dialects, with ``Retry-After``.
 * A body that stalls answers 408; too many records, too large a body and a record over the
   topic's ``max.message.bytes`` are refused, and nothing is written; a request larger than
   a segment lands when each of its records fits one.
@@ -151,7 +152,10 @@ async def test_an_override_applies_to_the_next_request(limited: Limited) -> None
     key = await limited.user("bob", _writer("User:bob", topic))
     path = f"/api/v1/topics/{topic}/records"
     async with limited.client(limited.admin_key) as admin, limited.client(key) as bob:
-        assert (await bob.post(path, json=_records(1, 100))).status_code == 200
+        first = await bob.post(path, json=_records(1, 100))
+        assert first.status_code == 200
+        assert first.headers["ratelimit-limit"] == str(QUOTA)  # burst: one second of quota
+        assert 0 < int(first.headers["ratelimit-remaining"]) < QUOTA
         put = await admin.put("/api/v1/security/quotas/User:bob", json={"produce_bytes_per_s": 1})
         assert put.status_code == 200, put.text
         assert put.json()["effective_produce_bytes_per_s"] == 1
@@ -159,6 +163,8 @@ async def test_an_override_applies_to_the_next_request(limited: Limited) -> None
         refused = await bob.post(path, json=_records(1, 100))
         assert refused.status_code == 429
         assert int(refused.headers["retry-after"]) > 60
+        assert refused.headers["ratelimit-remaining"] == "0"
+        assert refused.headers["ratelimit-policy"] == "1;w=1"
         listed = (await admin.get("/api/v1/security/quotas")).json()
         assert listed["default_produce_bytes_per_s"] == QUOTA
         assert [q["principal"] for q in listed["quotas"]] == ["User:bob"]
@@ -183,6 +189,7 @@ async def test_consumer_instances_are_capped_per_principal(limited: Limited) -> 
         )
         assert v2.status_code == 429
         assert v2.json()["error_code"] == 42902
+        assert v2.headers["retry-after"] == "300"  # the instance timeout: when one may expire
         assert "limit is 2" in v2.json()["message"]
         native = await carol.post(f"/api/v1/groups/{group}/members", json={"topics": [topic]})
         assert native.status_code == 429

@@ -4,8 +4,9 @@ Each member record carries the principal that created it (``GroupMember.principa
 members made with security off or by an older proxy). Creating one more counts the
 principal's live members in etcd — one range read of ``groups/``, members only, on creation
 only, never on the data path — and refuses with ``ConsumerQuotaExceededError`` (429
-``CONSUMER_QUOTA_EXCEEDED``, no ``Retry-After``: the answer changes when the principal deletes
-an instance or one expires, not with time). The count is read, then the member written: two
+``CONSUMER_QUOTA_EXCEEDED``). The answer changes when the principal deletes an instance or one
+expires, not with time; its ``Retry-After`` is the instance timeout, the longest an abandoned
+instance of the principal's keeps its place. The count is read, then the member written: two
 creations racing on two proxies may pass the cap by one each, as Kafka's
 ``group.max.size`` is checked per coordinator. Only with security on (an authenticated
 principal); with security off every client is one anonymous principal and nothing is capped.
@@ -25,10 +26,13 @@ __all__ = ["ConsumerCap"]
 class ConsumerCap:
     """Counts members by principal at creation; see the module docstring."""
 
-    def __init__(self, store: MetadataStore, keyspace: Keyspace, limit: int) -> None:
+    def __init__(
+        self, store: MetadataStore, keyspace: Keyspace, limit: int, *, retry_after_s: int = 300
+    ) -> None:
         self._store = store
         self._keyspace = keyspace
         self.limit = limit
+        self._retry_after_s = retry_after_s
 
     async def count(self, principal: str) -> int:
         """How many live members ``principal`` created (every group)."""
@@ -59,5 +63,6 @@ class ConsumerCap:
                     f"{self.limit:,} (YAK_MAX_CONSUMERS_PER_PRINCIPAL): delete one first",
                     principal=principal,
                     limit=self.limit,
+                    retry_after_s=self._retry_after_s,
                 )
         return record.model_copy(update={"principal": principal})

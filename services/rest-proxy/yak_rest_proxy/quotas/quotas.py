@@ -10,6 +10,8 @@ Routes call ``admit(kind)`` before the work — it raises ``ThrottlingQuotaExcee
 (429 + ``Retry-After``) while the principal's bucket is in debt — and ``charge`` with the bytes
 once known: a produce request's body, a fetch answer's body. With no default and no override
 ``admit`` is one attribute test and returns None, so the produce path pays nothing more.
+``admit`` also notes the quota it applied, so the answer carries ``RateLimit-*`` headers
+(``usage``; ``http.ratelimit_headers``).
 
 Streams (SSE ``/stream`` and WebSocket ``/ws`` consumers) are throttled the Kafka way instead:
 before each poll ``throttle`` *waits* until the principal's bucket is out of debt, and each
@@ -22,12 +24,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import Enum
+from functools import partial
 
 from yak.clock import Clock, SystemClock
 from yak.errors import ThrottlingQuotaExceededError
 from yak.security.quota_overrides import QuotaOverrides
 from yak.security.quota_store import QuotaConfig
 from yak.security.rate_limiter import RateLimiter, retry_after_s
+from yak_rest_proxy.http.ratelimit_headers import RateLimitState, note_rate_limit
 from yak_rest_proxy.security.access import ANONYMOUS, current_access
 
 __all__ = ["ANONYMOUS", "QuotaKind", "Quotas"]
@@ -58,6 +62,7 @@ class Quotas:
             QuotaKind.FETCH: fetch_bytes_per_s,
         }
         self._clock: Clock = clock if clock is not None else SystemClock()
+        self._burst_s = burst_s
         self._limiters = {
             kind: RateLimiter(self._rate_getter(kind), burst_s=burst_s) for kind in QuotaKind
         }
@@ -85,6 +90,7 @@ class Quotas:
         if not self.active:
             return None
         principal = self.principal()
+        note_rate_limit(partial(self.usage, kind, principal))
         delay = self._limiters[kind].delay(principal, self._clock.monotonic())
         if delay > 0:
             wait = retry_after_s(delay)
@@ -98,6 +104,14 @@ class Quotas:
                 retry_after_ms=max(1, round(delay * 1000)),
             )
         return principal
+
+    def usage(self, kind: QuotaKind, principal: str) -> RateLimitState | None:
+        """What is left of the principal's quota now (None: it has none), for the
+        ``RateLimit-*`` headers (``http.ratelimit_headers``)."""
+        credit = self._limiters[kind].credit(principal, self._clock.monotonic())
+        if credit is None:
+            return None
+        return RateLimitState.of_bucket(self.rate(kind, principal), self._burst_s, credit)
 
     @staticmethod
     def principal() -> str:

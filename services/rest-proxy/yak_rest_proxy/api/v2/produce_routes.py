@@ -6,8 +6,8 @@ writes nothing. As in Confluent's proxy, records that fail once sent are reporte
 ``offsets`` entry (``error_code`` 50003 when retrying may succeed, else 50002) and the status is
 still 200; ``docs/rest-api.md`` lists where Yak differs. Records are acknowledged with the
 proxy's ``acks`` setting (default all in-sync replicas). With an ``Idempotency-Key`` header a
-retry gets the first answer, from any proxy (``http.idempotency``). Each request observes its ``read``,
-``parse`` and ``render`` stages (``metrics.ProduceStats``) once.
+retry gets the first answer, from any proxy (``http.idempotency``). Each request observes its
+``read``, ``parse`` and ``render`` stages (``metrics.ProduceStats``) once.
 """
 
 from __future__ import annotations
