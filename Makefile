@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 YAK_ARGS ?=
 
-.PHONY: install install-run install-test install-bench install-spark etcd chromium java peers kafka-tools deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers bench-latency bench-workers bench-scale bench-queue soak clean
+.PHONY: install install-run install-test install-bench install-spark etcd chromium java peers kafka-tools deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers bench-kafka bench-latency bench-workers bench-scale bench-queue soak clean
 
 ## One venv, installed by use: each stamp installs its part once (again when pyproject.toml
 ## changes). Running needs the package with its `server` extra (the base package alone is the
@@ -191,6 +191,14 @@ bench-spark: $(BENCH_STAMP) $(SPARK_STAMP) java
 ## Yak against Redis Streams and NATS JetStream: docs/benchmarks.md, loadtest/results/peers.json.
 bench-peers: $(BENCH_STAMP) peers
 	$(BIN)/python -m loadtest.peers
+
+## The Kafka listener (issue 32): confluent-kafka's max produce rate (1 KiB, RF 3, acks=all) and
+## backlog drain against Redis pipelined XADD and XREADGROUP, the idle acks=1 produce p50 on one
+## connection, and how many Python clients pass the compatibility matrix (its pytest modules):
+## loadtest/results/kafka.json, docs/benchmarks.md (BENCH_KAFKA_ARGS="--quick" checks the harness).
+BENCH_KAFKA_ARGS ?=
+bench-kafka: $(BENCH_STAMP) $(TEST_STAMP) peers kafka-tools
+	$(BIN)/python -m loadtest.bench_kafka $(BENCH_KAFKA_ARGS)
 
 ## Idle produce latency, end-to-end latency at 1k and 10k msg/s and CPU per record, next to
 ## Redis Streams and a baseline build (BENCH_LATENCY_ARGS="--baseline REF" or "--no-baseline"):

@@ -175,6 +175,8 @@ class YakKafkaDriver(YakRestDriver):
     def __init__(self, url: str, replication_factor: int = 3) -> None:
         super().__init__(url, replication_factor)
         self._bootstrap = ""
+        #: Seconds each ``create_consumer`` took to join its group, in order (for reports).
+        self.joins_s: list[float] = []
 
     async def bootstrap(self) -> str:
         """Every live broker's Kafka address, ``host:port,...`` (asked once)."""
@@ -189,6 +191,8 @@ class YakKafkaDriver(YakRestDriver):
         return _KafkaProducer(await self.bootstrap(), topic)
 
     async def create_consumer(self, topic: str, subscription: str) -> Consumer:
+        started = time.monotonic()
         consumer = _KafkaConsumer(await self.bootstrap(), topic, subscription)
         await consumer.join()
+        self.joins_s.append(time.monotonic() - started)
         return consumer

@@ -1,0 +1,112 @@
+"""Idle one-record produce latency on a broker's Kafka listener: one request at a time on one
+connection, back to back (``GAP_S`` apart), ``warmup`` unmeasured then ``samples`` measured.
+
+- ``bare_socket``: a blocking socket (``TCP_NODELAY``) speaking Produce v9 with
+  ``yak.protocol.kafka_wire`` — the headline, because it measures the broker: every request is
+  encoded before the clock starts (one RecordBatch v2 of one record, no producer id, reused),
+  and a sample is ``sendall`` of the request until the last byte of its response is read
+  (``perf_counter_ns``); each response is decoded after the clock stopped and must carry no
+  error and a base offset one past the previous one.
+- ``confluent``: confluent-kafka with ``linger.ms`` 0, not idempotent, ``produce`` + ``flush``
+  per record — what a librdkafka user sees, including librdkafka's queue hand-offs between
+  the caller's thread and its broker thread.
+
+Both write to partition ``partition`` of ``topic`` at ``address`` (the partition leader's
+Kafka listener, ``host:port``) with the given ``acks``. Blocking: run them in a thread.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+from confluent_kafka import Producer as ConfluentProducer
+
+from loadtest.peers.drivers.base import make_payload
+from yak.protocol.broker_wire import ProducePartition, ProduceRequest
+from yak.protocol.kafka_wire import (
+    decode_produce_response,
+    decode_response_header,
+    encode_produce_request,
+)
+from yak.record import RecordInput, encode_batch
+
+__all__ = ["GAP_S", "bare_socket", "confluent"]
+
+GAP_S = 0.002
+VALUE_BYTES = 1024
+_SIZE = 4
+
+
+def _read_exactly(sock: socket.socket, count: int) -> bytes:
+    chunks, left = [], count
+    while left:
+        chunk = sock.recv(left)
+        if not chunk:
+            raise ConnectionError("the broker closed the connection")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def bare_socket(
+    address: str, topic: str, partition: int, acks: int, warmup: int, samples: int
+) -> list[float]:
+    """The measured request times in seconds (see the module docstring)."""
+    host, port = address.rsplit(":", 1)
+    batch = encode_batch([RecordInput(value=make_payload(VALUE_BYTES, time.monotonic_ns()))])
+    request = ProduceRequest((ProducePartition(topic, partition, batch),), acks, 30_000)
+    frames = [
+        b"".join(encode_produce_request(request, i, "bench-kafka")) for i in range(warmup + samples)
+    ]
+    measured: list[float] = []
+    last_offset: int | None = None
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for i, frame in enumerate(frames):
+            started = time.perf_counter_ns()
+            sock.sendall(frame)
+            size = int.from_bytes(_read_exactly(sock, _SIZE), "big")
+            body = _read_exactly(sock, size)
+            elapsed = time.perf_counter_ns() - started
+            header, rest = decode_response_header(body, is_flexible=True)
+            if header.error is not None or header.correlation_id != i:
+                raise RuntimeError(f"request {i}: {header}")
+            (result,) = decode_produce_response(rest)
+            if result.error is not None:
+                raise RuntimeError(f"request {i}: {result.error}")
+            if last_offset is not None and result.base_offset != last_offset + 1:
+                raise RuntimeError(f"request {i}: offset {result.base_offset} after {last_offset}")
+            last_offset = result.base_offset
+            if i >= warmup:
+                measured.append(elapsed / 1e9)
+            time.sleep(GAP_S)  # pacing between requests, not waiting for anything
+    return measured
+
+
+def confluent(
+    address: str, topic: str, partition: int, acks: int, warmup: int, samples: int
+) -> list[float]:
+    """The measured ``produce`` + ``flush`` times in seconds (see the module docstring)."""
+    producer = ConfluentProducer(
+        {"bootstrap.servers": address, "acks": acks, "linger.ms": 0, "enable.idempotence": False}
+    )
+    value = make_payload(VALUE_BYTES, time.monotonic_ns())
+    errors: list[object] = []
+
+    def delivered(error: object, _message: object) -> None:
+        if error is not None:
+            errors.append(error)
+
+    measured: list[float] = []
+    for i in range(warmup + samples):
+        started = time.perf_counter_ns()
+        producer.produce(topic, value, partition=partition, on_delivery=delivered)
+        left = producer.flush(30)
+        elapsed = time.perf_counter_ns() - started
+        if left or errors:
+            raise RuntimeError(f"record {i}: {errors or f'{left} not delivered'}")
+        if i >= warmup:
+            measured.append(elapsed / 1e9)
+        time.sleep(GAP_S)  # pacing between records, not waiting for anything
+    return measured
