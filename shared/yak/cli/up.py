@@ -6,10 +6,14 @@ Port layout from ``--base-port`` B (defaults in brackets for B = 9400)::
     coordinators B+10+i [9410, 9411]      brokers B+20+i [9420, 9421, 9422]
     rest-proxies B+30+i [9430]            console B+40 [9440]
     brokers' Kafka listeners B+50+i [9450, 9451, 9452]
+    schema registry B+60 [9460] (with ``--schema-registry``)
 
 ``--brokers``, ``--coordinators`` and ``--proxies`` (1-9 each; defaults 3, 2 and 1) say how
 many of each run. The first rest-proxy is named ``rest-proxy`` (the CLI's default endpoint),
 the others ``rest-proxy-1``, ``rest-proxy-2`` ...; the console talks to the first.
+``--schema-registry`` adds one ``schema-registry`` process (Confluent's Schema Registry API,
+schemas in the same etcd: docs/schema-registry.md); not with ``--secure`` yet, since etcd's
+roles have no user for it.
 
 ``--etcd-members`` (1, 3 or 5; default 1) runs that many etcd members as one cluster, each
 with its own ports and data folder (``etcd-<i>/``; a single member keeps ``etcd/``), and gives
@@ -84,6 +88,8 @@ __all__ = ["ClusterPlan", "plan_cluster", "up"]
 HOST = "127.0.0.1"
 #: A broker's Kafka port is the base port + this + its index.
 KAFKA_PORT_OFFSET = 50
+#: The schema registry's port is the base port + this (``--schema-registry``).
+SCHEMA_REGISTRY_PORT_OFFSET = 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +159,7 @@ def plan_cluster(
     proxies: int = 1,
     secure: bool = False,
     etcd_members: int = 1,
+    schema_registry: bool = False,
 ) -> ClusterPlan:
     """Lay out ports, data folders and commands for a local cluster."""
     if not all(1 <= count <= 9 for count in (brokers, coordinators, proxies)):
@@ -183,6 +190,15 @@ def plan_cluster(
     console = _service("console", "yak-console", base_port + 40, *common)
     proxy_url = f"http://{HOST}:{base_port + 30}"
     specs.append(replace(console, env={**console.env, "YAK_API_URL": proxy_url}))
+    if schema_registry:
+        if secure:
+            raise typer.BadParameter(
+                "the schema registry does not run in a --secure cluster yet (etcd's roles "
+                "have no user for it)",
+                param_hint="'--schema-registry'",
+            )
+        port = base_port + SCHEMA_REGISTRY_PORT_OFFSET
+        specs.append(_service("schema-registry", "yak-schema-registry", port, *common))
     if secure:
         specs = [secure_spec(spec, data_dir) for spec in specs]
     return ClusterPlan(
@@ -331,6 +347,13 @@ def up(
     secure: Annotated[
         bool, typer.Option("--secure", help="TLS, a cluster secret and security on.")
     ] = False,
+    schema_registry: Annotated[
+        bool,
+        typer.Option(
+            "--schema-registry",
+            help="Also run a schema registry (Confluent's API) on the base port + 60.",
+        ),
+    ] = False,
     restart: Annotated[
         bool,
         typer.Option(
@@ -374,6 +397,7 @@ def up(
         proxies=proxies,
         secure=secure,
         etcd_members=etcd_members,
+        schema_registry=schema_registry,
     )
     binary = _choose_etcd(etcd_binary, allow_not_recommended_etcd)
     plan.data_dir.mkdir(parents=True, exist_ok=True)

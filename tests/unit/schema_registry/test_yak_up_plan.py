@@ -1,0 +1,31 @@
+"""``yak up --schema-registry``: the registry's place in the plan (the flag's part of
+``yak.cli.up``; the rest of the plan is tested in tests/unit/shared/cli/test_up_plan.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import typer
+
+from yak.cli.up import plan_cluster
+
+
+def test_the_registry_runs_only_when_asked(tmp_path: Path) -> None:
+    without = plan_cluster(tmp_path, 19400, 1, 1, "local")
+    assert "schema-registry" not in [spec.name for spec in without.services]
+    plan = plan_cluster(tmp_path, 19400, 1, 1, "local", schema_registry=True)
+    (spec,) = [spec for spec in plan.services if spec.name == "schema-registry"]
+    assert spec.url == "http://127.0.0.1:19460"
+    assert spec.health_url == "http://127.0.0.1:19460/healthz"
+    assert Path(spec.argv[0]).name == "yak-schema-registry"
+    assert spec.argv[1:] == ("--host", "127.0.0.1", "--port", "19460")
+    assert spec.env["YAK_ETCD"] == "http://127.0.0.1:19400"
+    assert spec.env["YAK_CLUSTER_ID"] == "local"
+    # The other processes keep their places.
+    assert [s.name for s in plan.services][:-1] == [s.name for s in without.services]
+
+
+def test_not_in_a_secure_cluster_yet(tmp_path: Path) -> None:
+    with pytest.raises(typer.BadParameter, match="--secure"):
+        plan_cluster(tmp_path, 19400, 1, 1, "local", secure=True, schema_registry=True)
