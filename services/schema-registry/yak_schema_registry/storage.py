@@ -36,6 +36,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from yak.metadata.store import Compare, CompareOp, DeleteOp, MetadataStore, Op, PutOp
+from yak_schema_registry.errors import OperationNotPermittedError
 from yak_schema_registry.formats.model import ParsedSchema, Reference, SchemaType
 
 __all__ = ["MAX_SCHEMA_BYTES", "SchemaStorage", "StoredSchema", "VersionRecord"]
@@ -171,14 +172,17 @@ class SchemaStorage:
     ) -> int | None:
         """Write ``version`` of ``subject`` holding ``schema``: under the schema's existing id,
         else (with ``import_id``: that id) a new one. None if another writer took the version
-        or the id first: read again and retry."""
+        or the id first: read again and retry. An ``import_id`` that holds another schema, or
+        a schema registered under another id, is refused (42205)."""
         version_key = self._version_key(subject, version)
         identity_key = self._identity_key(schema)
         known = await self._store.get(identity_key)
         if known is not None:
             schema_id = int(json.loads(known.value)["id"])
             if import_id is not None and import_id != schema_id:
-                return None
+                raise OperationNotPermittedError(
+                    f"Schema already registered with id {schema_id} instead of input id {import_id}"
+                )
             guards = [
                 Compare.absent(version_key),
                 Compare.create_revision(identity_key, 0, CompareOp.GREATER),
@@ -193,6 +197,11 @@ class SchemaStorage:
         counter = await self._store.get(counter_key)
         next_id = 1 if counter is None else int(json.loads(counter.value)["next_id"])
         schema_id = next_id if import_id is None else import_id
+        if import_id is not None and await self._store.get(self._id_key(import_id)) is not None:
+            raise OperationNotPermittedError(
+                f"Overwrite new schema with id {import_id} is not permitted: the id holds "
+                "another schema"
+            )
         guards = [
             Compare.absent(version_key),
             Compare.absent(identity_key),

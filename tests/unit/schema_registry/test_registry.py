@@ -168,3 +168,15 @@ async def test_a_schema_over_the_size_limit_is_refused(registry: SchemaRegistry)
     huge = avro({"name": "a", "type": "string", "doc": "x" * MAX_SCHEMA_BYTES})
     with pytest.raises(InvalidSchemaError, match="larger than"):
         await registry.register("s", huge)
+
+
+async def test_an_import_cannot_move_a_schema_or_overwrite_an_id(
+    registry: SchemaRegistry, settings_store: RegistrySettingsStore
+) -> None:
+    await settings_store.set_mode(None, Mode.IMPORT)
+    assert await registry.register("s", avro(A), import_id=10) == 10
+    with pytest.raises(OperationNotPermittedError, match="instead of input id 11"):
+        await registry.register("t", avro(A), import_id=11)
+    with pytest.raises(OperationNotPermittedError, match="id 10"):
+        await registry.register("t", avro(B), import_id=10)
+    assert await registry.register("t", avro(A), import_id=10) == 10  # the same pair again
