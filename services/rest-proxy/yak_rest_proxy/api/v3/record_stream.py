@@ -22,17 +22,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any, Protocol
 
 import orjson
 from starlette.requests import ClientDisconnect
 
-from yak.errors import YakError
+from yak.errors import UnknownServerError, YakError
 from yak_rest_proxy.api.v3.errors import v3_error_body
 from yak_rest_proxy.api.v3.json_stream import JsonSplitter
 
 __all__ = ["Pending", "Ready", "delivery_reports", "encode_report"]
+
+log = logging.getLogger(__name__)
 
 #: Records between ``submit`` and their report, at most.
 WINDOW = 256
@@ -75,8 +78,13 @@ async def _read(
         await queue.put(Ready(v3_error_body(exc)))
     except ClientDisconnect:
         pass  # nobody left to read more reports than those queued
-    finally:
-        await queue.put(_END)
+    except Exception as exc:  # a bug: the stream ends with a 500 report, not a hang
+        log.exception("reading a produce stream failed")
+        failed = UnknownServerError(f"internal error: {type(exc).__name__}")
+        await queue.put(Ready(v3_error_body(failed)))
+    # Not in a ``finally``: a cancelled reader (the answer was closed) must not wait for
+    # room in a queue nobody reads any more.
+    await queue.put(_END)
 
 
 async def delivery_reports(
@@ -85,7 +93,7 @@ async def delivery_reports(
     *,
     max_record_bytes: int,
     window: int = WINDOW,
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncGenerator[dict[str, Any], None]:
     """One report per record of ``chunks``, in order; see the module docstring."""
     queue: asyncio.Queue[Pending | None] = asyncio.Queue(window)
     reader = asyncio.get_running_loop().create_task(_read(chunks, submit, queue, max_record_bytes))
