@@ -4,6 +4,8 @@
 wires ``SchemaRegistry``, ``Deletions`` and the settings store into the routers of Confluent's
 API. Every answer has Confluent's content type, every error Confluent's body
 (``api.errors``). ``/healthz`` and ``/readyz`` are Yak's; ready means etcd answers.
+``/metrics`` (docs/observability.md) times every route and every etcd call, as in every
+Yak service.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from yak.errors import MetadataStoreError
 from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.store import MetadataStore
+from yak.observability.http import install_observability
+from yak.observability.metrics import ServiceMetrics
 from yak.web.health import health_router
 from yak_schema_registry.api.config_routes import config_router
 from yak_schema_registry.api.errors import install_registry_error_handlers
@@ -39,9 +43,12 @@ def create_app(
     """Build the registry ASGI app; ``store`` replaces the etcd connection of the settings
     (the caller then owns it and closes it)."""
     settings = settings if settings is not None else RegistrySettings()
+    metrics = ServiceMetrics("schema-registry")
     owned = store is None
     metadata: MetadataStore = (
-        EtcdMetadataStore.from_url(settings.etcd_url) if store is None else store
+        EtcdMetadataStore.from_url(settings.etcd_url, observer=metrics.observe_etcd)
+        if store is None
+        else store
     )
     storage = SchemaStorage(metadata, Keyspace(settings.cluster_id).root)
     config = RegistrySettingsStore(storage)
@@ -57,7 +64,8 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         try:
-            yield
+            async with metrics.loop_lag.running():
+                yield
         finally:
             if owned:
                 await metadata.aclose()
@@ -73,4 +81,5 @@ def create_app(
     app.include_router(schema_router(registry))
     app.include_router(subject_router(registry, Deletions(storage, config)))
     app.include_router(config_router(registry, config))
+    install_observability(app, metrics)  # outermost: times and ids every request
     return app

@@ -11,6 +11,7 @@ from yak_schema_registry.api.wire import (
     ConfigUpdate,
     ModeBody,
     SchemaBody,
+    error_responses,
     parse_version,
 )
 from yak_schema_registry.formats.model import CompatibilityLevel, Mode
@@ -29,7 +30,7 @@ def _level(body: ConfigBody) -> CompatibilityLevel:
 
 
 def config_router(registry: SchemaRegistry, settings: RegistrySettingsStore) -> APIRouter:
-    router = APIRouter(tags=["compatibility"])
+    router = APIRouter(tags=["compatibility"], responses=error_responses(404, 422, 500))
 
     @router.post(
         "/compatibility/subjects/{subject}/versions/{version}",

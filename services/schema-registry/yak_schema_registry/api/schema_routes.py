@@ -6,7 +6,12 @@ import json
 
 from fastapi import APIRouter
 
-from yak_schema_registry.api.wire import SchemaResponse, SubjectVersion, schema_response
+from yak_schema_registry.api.wire import (
+    SchemaResponse,
+    SubjectVersion,
+    error_responses,
+    schema_response,
+)
 from yak_schema_registry.formats.model import SchemaType
 from yak_schema_registry.registry import SchemaRegistry
 
@@ -14,7 +19,9 @@ __all__ = ["raw_schema", "schema_router"]
 
 
 def schema_router(registry: SchemaRegistry) -> APIRouter:
-    router = APIRouter(prefix="/schemas", tags=["schemas"])
+    router = APIRouter(
+        prefix="/schemas", tags=["schemas"], responses=error_responses(404, 422, 500)
+    )
 
     @router.get("/types")
     async def schema_types() -> list[str]:

@@ -9,6 +9,7 @@ from yak_schema_registry.api.wire import (
     RegisterResponse,
     SchemaBody,
     SubjectVersionResponse,
+    error_responses,
     parse_version,
     version_response,
 )
@@ -19,7 +20,9 @@ __all__ = ["subject_router"]
 
 
 def subject_router(registry: SchemaRegistry, deletions: Deletions) -> APIRouter:
-    router = APIRouter(prefix="/subjects", tags=["subjects"])
+    router = APIRouter(
+        prefix="/subjects", tags=["subjects"], responses=error_responses(404, 409, 422, 500)
+    )
 
     @router.get("")
     async def list_subjects(subjectPrefix: str = "", deleted: bool = False) -> list[str]:  # noqa: N803

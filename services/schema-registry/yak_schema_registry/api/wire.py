@@ -8,7 +8,7 @@ Requests ignore fields they do not know (Confluent's clients send ``metadata`` a
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,6 +24,7 @@ __all__ = [
     "ConfigBody",
     "ConfigResponse",
     "ConfigUpdate",
+    "ErrorBody",
     "ModeBody",
     "ReferenceBody",
     "RegisterResponse",
@@ -32,6 +33,7 @@ __all__ = [
     "SchemaResponse",
     "SubjectVersion",
     "SubjectVersionResponse",
+    "error_responses",
     "parse_version",
     "schema_response",
     "version_response",
@@ -112,6 +114,28 @@ class ConfigUpdate(BaseModel):
 
 class ModeBody(_Body):
     mode: str
+
+
+class ErrorBody(BaseModel):
+    """Confluent's error body (``api.errors``)."""
+
+    error_code: int
+    message: str
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries for the error statuses a router's routes answer."""
+    return {status: {"model": ErrorBody, "description": _ERRORS[status]} for status in statuses}
+
+
+_ERRORS = {
+    404: "Subject (40401), version (40402) or schema (40403) not found, or a delete or "
+    "setting in the wrong state (40404-40409)",
+    409: "Incompatible with the subject's compatibility level (409)",
+    422: "Invalid schema (42201), version (42202), level (42203), mode (42204), operation "
+    "not permitted (42205), reference exists (42206), or a body of the wrong shape (422)",
+    500: "The metadata store failed (50001)",
+}
 
 
 def parse_version(text: str) -> int:

@@ -137,3 +137,20 @@ async def test_delete_routes_answer_the_versions_deleted(client: httpx.AsyncClie
 async def test_health_and_readiness(client: httpx.AsyncClient) -> None:
     assert (await client.get("/healthz")).json() == {"status": "ok", "service": "schema-registry"}
     assert (await client.get("/readyz")).status_code == 200
+
+
+async def test_metrics_count_requests_by_route_template(client: httpx.AsyncClient) -> None:
+    await client.get("/subjects/t/versions")
+    metrics = (await client.get("/metrics")).text
+    assert 'service="schema-registry"' in metrics
+    assert 'route="/subjects/{subject}/versions"' in metrics
+
+
+async def test_the_openapi_document_states_confluent_bodies(client: httpx.AsyncClient) -> None:
+    document = (await client.get("/openapi.json")).json()
+    register = document["paths"]["/subjects/{subject}/versions"]["post"]
+    assert set(register["responses"]) >= {"200", "404", "409", "422", "500"}
+    error = register["responses"]["409"]["content"][MEDIA_TYPE]["schema"]
+    assert error == {"$ref": "#/components/schemas/ErrorBody"}
+    ok = register["responses"]["200"]["content"]
+    assert list(ok) == [MEDIA_TYPE]
