@@ -35,6 +35,12 @@ What Yak adds, inside Kafka's extension points so that a Kafka parser skips it:
   others (docs/decisions.md, "Server-side filters").
 - Partition errors keep their Yak identity as in ``kafka_wire`` (``YAK_ERROR_TAG``); the
   acknowledgement error of a ShareFetch partition under ``YAK_ACK_ERROR_TAG``.
+- ``YAK_ACK_REFUSED_TAG`` on a partition of either answer: which of the request's
+  acknowledgement batches for that partition were refused (uvarint count, then each batch's
+  index, ascending); the others were applied. Kafka answers one acknowledgement error per
+  partition, so a request could only carry one batch per partition and still tell which one
+  failed; with the indices a partition's every batch goes in one request. An error without the
+  tag (a broker that does not send it) says nothing of which batch: all are treated as refused.
 
 Share sessions (KIP-932's epochs) are the Kafka listener's business: on the internal plane
 the proxy sends epoch ``-1`` ("no session": every request names its partitions). Decoders never
@@ -78,6 +84,7 @@ __all__ = [
     "SHARE_ACKNOWLEDGE_VERSION",
     "SHARE_FETCH_VERSION",
     "YAK_ACK_ERROR_TAG",
+    "YAK_ACK_REFUSED_TAG",
     "YAK_SHARE_FILTER_TAG",
     "AckBatch",
     "AckResult",
@@ -106,6 +113,7 @@ SHARE_ACKNOWLEDGE_VERSION = 1
 NO_SESSION = -1
 YAK_SHARE_FILTER_TAG = 0x7963
 YAK_ACK_ERROR_TAG = 0x7964
+YAK_ACK_REFUSED_TAG = 0x7965
 
 _FETCH_TOP = struct.Struct(
     ">iiiiii"
@@ -180,6 +188,8 @@ class ShareFetchedPartition(NamedTuple):
     ack_error: PartitionError | None = None
     leader_id: int = -1
     leader_epoch: int = -1
+    #: With ``ack_error``: the indices of the refused batches (``YAK_ACK_REFUSED_TAG``).
+    ack_refused: tuple[int, ...] = ()
 
 
 class ShareFetchResponse(NamedTuple):
@@ -205,6 +215,8 @@ class AckResult(NamedTuple):
     error: PartitionError | None = None
     leader_id: int = -1
     leader_epoch: int = -1
+    #: With ``error``: the indices of the refused batches (``YAK_ACK_REFUSED_TAG``).
+    refused: tuple[int, ...] = ()
 
 
 # --- shared pieces ----------------------------------------------------------------------------
@@ -382,13 +394,28 @@ def decode_share_fetch_request(body: Buffer) -> ShareFetchRequest:
     )
 
 
-def _partition_tags(error: PartitionError | None, ack_error: PartitionError | None) -> bytes:
+def _partition_tags(
+    error: PartitionError | None, ack_error: PartitionError | None, refused: Sequence[int]
+) -> bytes:
     extra: dict[int, bytes] = {}
     for tag, which in ((YAK_ERROR_TAG, error), (YAK_ACK_ERROR_TAG, ack_error)):
         payload = identity_payload(which)
         if payload is not None:
             extra[tag] = payload
+    if refused:
+        extra[YAK_ACK_REFUSED_TAG] = b"".join(map(uvarint, (len(refused), *refused)))
     return tags(extra)
+
+
+def _refused(found: dict[int, memoryview], where: str) -> tuple[int, ...]:
+    payload = found.get(YAK_ACK_REFUSED_TAG)
+    if payload is None:
+        return ()
+    reader = Reader(payload, where)
+    count = reader.uvarint("refused batches")
+    indices = tuple(reader.uvarint("refused batch") for _ in range(count))
+    reader.end()
+    return indices
 
 
 def encode_share_fetch_response(correlation_id: int, response: ShareFetchResponse) -> list[Buffer]:
@@ -414,7 +441,7 @@ def encode_share_fetch_response(correlation_id: int, response: ShareFetchRespons
             pending += uvarint(len(p.acquired) + 1)
             for acquired in p.acquired:
                 pending += _ACQUIRED.pack(*acquired) + EMPTY_TAGS
-            pending += _partition_tags(p.error, p.ack_error)
+            pending += _partition_tags(p.error, p.ack_error, p.ack_refused)
         pending += EMPTY_TAGS
     pending += b"\x01"  # node_endpoints: [] (the proxy has the cluster's metadata)
     pending += EMPTY_TAGS
@@ -468,6 +495,7 @@ def decode_share_fetch_response(body: Buffer) -> ShareFetchResponse:
                     as_partition_error(ack_code, ack_message, found, YAK_ACK_ERROR_TAG),
                     leader_id,
                     leader_epoch,
+                    _refused(found, where),
                 )
             )
         reader.tags(f"responses[{t}]")
@@ -520,7 +548,7 @@ def encode_share_acknowledge_response(
             r = results[index]
             out += I32.pack(r.partition) + _error_fields(r.error)
             out += _LEADER.pack(r.leader_id, r.leader_epoch) + EMPTY_TAGS
-            out += _partition_tags(r.error, None)
+            out += _partition_tags(r.error, None, r.refused)
         out += EMPTY_TAGS
     out += b"\x01" + EMPTY_TAGS  # node_endpoints: []
     return [SIZE.pack(len(out)) + out]
@@ -548,6 +576,7 @@ def decode_share_acknowledge_response(body: Buffer) -> tuple[AckResult, ...]:
                     as_partition_error(code, message, found),
                     leader_id,
                     leader_epoch,
+                    _refused(found, where),
                 )
             )
         reader.tags(f"responses[{t}]")

@@ -101,8 +101,9 @@ class Acquisition(NamedTuple):
 
     records: list[Buffer]
     acquired: list[AcquiredRecord]
-    #: Why the acknowledgements sent with the request were refused (None: all applied).
-    ack_error: YakError | None = None
+    #: One result per acknowledgement batch sent with the request: None when applied, else
+    #: why it was refused (nothing of it changed).
+    ack_results: Sequence[YakError | None] = ()
 
 
 class SharePartitionDriver:
@@ -168,27 +169,28 @@ class SharePartitionDriver:
     ) -> Acquisition:
         self._check_open()
         now = self._clock.time_ms()
-        ack_error = self._acknowledge(member_id, acks, now) if acks else None
+        ack_results = self._acknowledge(member_id, acks, now) if acks else []
         self._take_due(now)
         acquired = self._acquire(member_id, now, max_records, record_filter)
         records: list[Buffer] = []
         if not acquired and not acks:  # nothing to answer: nothing to save (module doc)
             self._follow_up(self._archive())
-            return Acquisition(records, acquired, ack_error)
+            return Acquisition(records, acquired, ack_results)
         if acquired:
             records, acquired = self._read_back(member_id, acquired, record_filter, now)
         await _durable(self._settle())
         self._counters.acquired.inc(len(acquired))
-        return Acquisition(records, acquired, ack_error)
+        return Acquisition(records, acquired, ack_results)
 
     async def acknowledge(
         self, member_id: str, acks: Sequence[AcknowledgementBatch]
-    ) -> YakError | None:
-        """Apply ``acks``; the first refusal (the other batches still apply)."""
+    ) -> list[YakError | None]:
+        """Apply ``acks``, each batch whole or refused (the others still apply); one result
+        per batch, None when applied."""
         self._check_open()
-        error = self._acknowledge(member_id, acks, self._clock.time_ms())
+        results = self._acknowledge(member_id, acks, self._clock.time_ms())
         await _durable(self._settle())
-        return error
+        return results
 
     def close(self) -> None:
         """Stop the timer and the dead-letter copies; later inputs raise NOT_LEADER."""
@@ -215,7 +217,7 @@ class SharePartitionDriver:
 
     def _acknowledge(
         self, member_id: str, acks: Sequence[AcknowledgementBatch], now: int
-    ) -> YakError | None:
+    ) -> list[YakError | None]:
         results: list[AckResult] = self.machine.acknowledge(member_id, acks, now)
         released = False
         for batch, result in zip(acks, results, strict=True):
@@ -225,7 +227,7 @@ class SharePartitionDriver:
                 released |= batch.type == AcknowledgeType.RELEASE
         if released:
             self._notify()
-        return next((r for r in results if r is not None), None)
+        return list(results)
 
     def _take_due(self, now: int) -> bool:
         """Feed due delayed records to the machine; whether any entered."""

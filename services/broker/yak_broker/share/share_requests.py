@@ -17,6 +17,10 @@ wakes it (``FetchWaiters.notify``), never a polling loop.
 
 Acknowledge types: Kafka's numbers are the machine's (``AcknowledgeType``); ``GAP`` (offsets
 that hold no record) changes nothing. A batch with one type per offset is split into runs.
+A partition may carry any number of batches; each is applied whole or refused, in order, and
+the answer names the partition's first refusal as its (acknowledgement) error and lists the
+refused batches by their index in the request (``kafka_share.YAK_ACK_REFUSED_TAG``; a batch
+with one type per offset is listed when any of its runs was refused).
 Single event loop.
 """
 
@@ -25,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from yak.errors import UnknownTopicOrPartitionError, YakError
 from yak.filters import RecordFilter, compile_filter
@@ -43,10 +48,25 @@ __all__ = [
 ]
 
 
-def acknowledgement_batches(acks: Sequence[ks.AckBatch]) -> list[AcknowledgementBatch]:
-    """The machine's batches of a request's (see the module doc)."""
-    out: list[AcknowledgementBatch] = []
-    for batch in acks:
+class _Acks(NamedTuple):
+    """A partition's acknowledgements as the machine takes them, and for each the index of
+    the request's batch it came from."""
+
+    batches: list[AcknowledgementBatch]
+    sources: list[int]
+
+    def refused(
+        self, results: Sequence[YakError | None]
+    ) -> tuple[PartitionError | None, tuple[int, ...]]:
+        """The first refusal, and the request's batches that had one (ascending)."""
+        first = next((r for r in results if r is not None), None)
+        indices = sorted({self.sources[i] for i, r in enumerate(results) if r is not None})
+        return (PartitionError.of(first) if first is not None else None), tuple(indices)
+
+
+def _machine_acks(acks: Sequence[ks.AckBatch]) -> _Acks:
+    out = _Acks([], [])
+    for index, batch in enumerate(acks):
         if len(batch.types) == 1:
             runs = [(batch.first_offset, batch.last_offset, batch.types[0])]
         else:
@@ -56,12 +76,16 @@ def acknowledgement_batches(acks: Sequence[ks.AckBatch]) -> list[Acknowledgement
                     runs[-1] = (runs[-1][0], offset, kind)
                 else:
                     runs.append((offset, offset, kind))
-        out.extend(
-            AcknowledgementBatch(first, last, AcknowledgeType(kind))
-            for first, last, kind in runs
-            if kind != ks.AckType.GAP
-        )
+        for first, last, kind in runs:
+            if kind != ks.AckType.GAP:
+                out.batches.append(AcknowledgementBatch(first, last, AcknowledgeType(kind)))
+                out.sources.append(index)
     return out
+
+
+def acknowledgement_batches(acks: Sequence[ks.AckBatch]) -> list[AcknowledgementBatch]:
+    """The machine's batches of a request's (see the module doc)."""
+    return _machine_acks(acks).batches
 
 
 def acquired_ranges(acquired: Sequence[AcquiredRecord]) -> tuple[ks.AcquiredRecords, ...]:
@@ -95,7 +119,7 @@ async def _fetch_one(
     manager: ShareManager,
     request: ks.ShareFetchRequest,
     wanted: ks.SharePartitionAcks,
-    acks: Sequence[AcknowledgementBatch],
+    acks: _Acks,
     max_records: int,
     record_filter: RecordFilter | None,
 ) -> tuple[ks.ShareFetchedPartition, bool]:
@@ -103,7 +127,7 @@ async def _fetch_one(
     try:
         key = _key(manager, request.group_id, wanted.topic_id, wanted.partition)
         driver = await manager.driver(key)
-        got = await driver.acquire(request.member_id, acks, max_records, record_filter)
+        got = await driver.acquire(request.member_id, acks.batches, max_records, record_filter)
     except YakError as exc:
         leader_id, leader_epoch = _leader(exc)
         failed = ks.ShareFetchedPartition(
@@ -111,11 +135,11 @@ async def _fetch_one(
             leader_id=leader_id, leader_epoch=leader_epoch,
         )  # fmt: skip
         return failed, True
-    ack_error = PartitionError.of(got.ack_error) if got.ack_error is not None else None
+    ack_error, refused = acks.refused(got.ack_results)
     records = b"".join(got.records) if len(got.records) > 1 else (got.records or [b""])[0]
     answer = ks.ShareFetchedPartition(
         wanted.topic_id, wanted.partition, records, acquired_ranges(got.acquired),
-        ack_error=ack_error, leader_id=-1, leader_epoch=driver.leader_epoch,
+        ack_error=ack_error, leader_id=-1, leader_epoch=driver.leader_epoch, ack_refused=refused,
     )  # fmt: skip
     return answer, bool(got.acquired)
 
@@ -130,8 +154,8 @@ async def serve_share_fetch(
     lock_ms = group.lock_duration_ms if group is not None else 0
     wanted = request.partitions
     per_partition = max(request.max_records // max(len(wanted), 1), 1)
-    pending_acks = [acknowledgement_batches(p.acks) for p in wanted]
-    ack_errors: dict[int, PartitionError] = {}
+    pending_acks = [_machine_acks(p.acks) for p in wanted]
+    ack_errors: dict[int, tuple[PartitionError, tuple[int, ...]]] = {}
     keys = []
     for p in wanted:
         name = manager.topic_ids.name(p.topic_id)
@@ -150,14 +174,16 @@ async def serve_share_fetch(
             )
             for index, (answer, _) in enumerate(outcomes):
                 if answer.ack_error is not None:
-                    ack_errors[index] = answer.ack_error
-            pending_acks = [[] for _ in wanted]  # applied once
+                    ack_errors[index] = (answer.ack_error, answer.ack_refused)
+            pending_acks = [_Acks([], []) for _ in wanted]  # applied once
             remaining = deadline - loop.time()
             if any(now for _, now in outcomes) or remaining <= 0 or not wanted:
                 break
             await waiter.wait(remaining)
     partitions = tuple(
-        answer._replace(ack_error=ack_errors.get(index, answer.ack_error))
+        answer._replace(ack_error=ack_errors[index][0], ack_refused=ack_errors[index][1])
+        if index in ack_errors
+        else answer
         for index, (answer, _) in enumerate(outcomes)
     )
     return ks.ShareFetchResponse(partitions, lock_ms)
@@ -169,19 +195,15 @@ async def _acknowledge_one(
     try:
         key = _key(manager, request.group_id, wanted.topic_id, wanted.partition)
         driver = await manager.driver(key)
-        error = await driver.acknowledge(request.member_id, acknowledgement_batches(wanted.acks))
+        acks = _machine_acks(wanted.acks)
+        results = await driver.acknowledge(request.member_id, acks.batches)
     except YakError as exc:
         leader_id, leader_epoch = _leader(exc)
         return ks.AckResult(
             wanted.topic_id, wanted.partition, PartitionError.of(exc), leader_id, leader_epoch
         )
-    return ks.AckResult(
-        wanted.topic_id,
-        wanted.partition,
-        PartitionError.of(error) if error is not None else None,
-        -1,
-        driver.leader_epoch,
-    )
+    error, refused = acks.refused(results)
+    return ks.AckResult(wanted.topic_id, wanted.partition, error, -1, driver.leader_epoch, refused)
 
 
 async def serve_share_acknowledge(

@@ -84,6 +84,40 @@ async def test_an_ack_of_records_not_held_is_invalid_record_state_and_changes_no
     assert (await world.ack("m1", (0, 1, ks.AckType.ACCEPT))).error is None
 
 
+async def test_many_batches_of_one_partition_each_apply_or_are_listed_refused(
+    world: ShareWorld,
+) -> None:
+    world.append(0, "a", "b", "c", "d", "e")
+    await world.fetch("m1")
+    result = await world.ack(
+        "m1",
+        (0, 0, ks.AckType.ACCEPT),
+        (9, 9, ks.AckType.ACCEPT),  # never in the log: refused
+        (2, 2, ks.AckType.ACCEPT),
+        (0, 0, ks.AckType.ACCEPT),  # accepted by the first batch: no longer held
+        (4, 4, ks.AckType.RELEASE),
+    )
+    assert result.error is not None
+    assert result.error.code == "INVALID_RECORD_STATE"
+    assert result.refused == (1, 3)
+    # 0, 2 accepted and 4 released: the next member gets 4 (and 1, 3, still m1's, stay held)
+    (answer,) = (await world.fetch("m2")).partitions
+    assert acquired_offsets(answer) == [(4, 2)]
+    assert (
+        await world.ack("m1", (1, 1, ks.AckType.ACCEPT), (3, 3, ks.AckType.ACCEPT))
+    ).refused == ()
+
+
+async def test_refused_batches_riding_a_fetch_are_listed(world: ShareWorld) -> None:
+    world.append(0, "a", "b")
+    await world.fetch("m1", max_records=1)
+    batches = [ks.AckBatch(o, o, (int(ks.AckType.ACCEPT),)) for o in (7, 0, 8)]
+    (answer,) = (await world.fetch("m1", acks=batches)).partitions
+    assert answer.ack_error is not None
+    assert answer.ack_refused == (0, 2)
+    assert acquired_offsets(answer) == [(1, 1)]
+
+
 async def test_a_piggybacked_refused_ack_is_the_partitions_ack_error(world: ShareWorld) -> None:
     world.append(0, "a")
     wrong = ks.AckBatch(5, 6, (int(ks.AckType.ACCEPT),))

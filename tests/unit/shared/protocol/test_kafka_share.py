@@ -184,6 +184,7 @@ def _fetch_response() -> ks.ShareFetchResponse:
                 ack_error=PartitionError.of(
                     InvalidRecordStateError("offset 5 is not acquired by worker-1", offset=5)
                 ),
+                ack_refused=(0, 2, 300),
             ),
         ),
         lock_timeout_ms=30_000,
@@ -230,6 +231,8 @@ def test_share_fetch_response_round_trips_with_yak_errors() -> None:
     assert ack_error is not None
     assert ack_error.code == "INVALID_RECORD_STATE"
     assert dict(ack_error.details) == {"offset": 5}
+    assert decoded.partitions[2].ack_refused == (0, 2, 300)
+    assert decoded.partitions[0].ack_refused == ()
     assert decoded.partitions[2].error is None
 
 
@@ -257,7 +260,10 @@ def test_share_acknowledge_response_round_trips_and_kio_reads_it() -> None:
     results = (
         ks.AckResult(ORDERS, 0, leader_id=1, leader_epoch=2),
         ks.AckResult(
-            ORDERS, 1, PartitionError.of(OffsetOutOfRangeError("below the start", start=40))
+            ORDERS,
+            1,
+            PartitionError.of(OffsetOutOfRangeError("below the start", start=40)),
+            refused=(1, 129),
         ),
     )
     body = _unframe(_joined(ks.encode_share_acknowledge_response(8, results)))
@@ -276,6 +282,7 @@ def test_share_acknowledge_response_round_trips_and_kio_reads_it() -> None:
         "OFFSET_OUT_OF_RANGE",
         {"start": 40},
     )
+    assert decoded[1].refused == (1, 129)
 
 
 def test_a_request_level_error_in_an_acknowledge_response_raises() -> None:

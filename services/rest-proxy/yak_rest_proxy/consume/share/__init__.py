@@ -5,8 +5,9 @@ An acquire, from the route to the brokers: ``api/native/share_routes.py`` →
 ``share_consumer.ShareConsumers.acquire`` → one ShareFetch per leader broker of the requested
 topics' partitions, concurrently (``yak.clients.broker.BrokerClient.share_fetch``) →
 ``acquired.acquired_records``: only the acquired offsets of the answered batches decoded. An
-acknowledgement: ``ShareConsumers.acknowledge`` → ``acknowledgements.plan_rounds`` (one batch per
-partition per request, as Kafka's ShareAcknowledge takes them) → one ShareAcknowledge per leader.
+acknowledgement: ``ShareConsumers.acknowledge`` → ``acknowledgements.by_partition`` (each
+partition once, with all its entries; the leader lists the refused ones) → one ShareAcknowledge
+per leader.
 Acknowledgements an acquire carries ride its ShareFetches (``riding_acks.RidingAcks``).
 The share-partitions' state lives with the leaders (docs/decisions.md, "Share groups: where their
 state lives"): nothing here is durable, and any proxy serves any member.

@@ -1,13 +1,14 @@
-"""Acknowledgement entries as ShareAcknowledge requests can carry them (pure).
+"""Acknowledgement entries as ShareAcknowledge and ShareFetch requests carry them (pure).
 
 A request's entries (``AckRange``: one partition, an inclusive offset range, one acknowledge
-type) are answered one by one, but Kafka's ShareAcknowledge names a partition at most once per
-request and answers one error per partition. So entries are planned in *rounds*: round ``i``
-holds the ``i``-th entry of every partition, one ``AckBatch`` each, and rounds are sent one
-after the other (each round one request per leader). An error then belongs to exactly one
-entry, and a failing entry changes nothing of the others (the leader applies batches one by
-one and refuses a batch whole). The common request — one range per partition, as the SDK sends
-them — is one round.
+type) are answered one by one. A ShareAcknowledge (or ShareFetch) names a partition once and
+carries all its entries there, in the order given, one ``AckBatch`` each (``by_partition``);
+the leader applies them in that order, each whole or refused, and answers the partition's first
+refusal with the indices of the refused batches (``kafka_share.YAK_ACK_REFUSED_TAG``), so each
+entry gets its own result (``entry_results``) from one request per leader, however many ranges
+a member acknowledges (delayed records come due out of offset order: their accepts are many
+short ranges). A partition-level failure — the leader moved, an unknown share group, a broker
+that does not list refused batches — is every one of that partition's entries' result.
 
 Pure functions of their arguments; safe from any thread.
 """
@@ -17,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from yak.errors import YakError
 from yak.protocol.kafka_share import AckBatch, AckType
 
-__all__ = ["AckRange", "RoundEntry", "plan_rounds", "split_riders"]
+__all__ = ["AckRange", "RoundEntry", "by_partition", "entry_results"]
 
 
 class AckRange(NamedTuple):
@@ -43,28 +45,24 @@ class RoundEntry(NamedTuple):
     entry: AckRange
 
 
-def plan_rounds(entries: Sequence[AckRange]) -> list[list[RoundEntry]]:
-    """The rounds of ``entries`` (see the module docstring): each partition at most once per
-    round, entries of one partition in the order given."""
-    rounds: list[list[RoundEntry]] = []
-    seen: dict[tuple[str, int], int] = {}
-    for index, entry in enumerate(entries):
-        key = (entry.topic, entry.partition)
-        number = seen.get(key, 0)
-        seen[key] = number + 1
-        if number == len(rounds):
-            rounds.append([])
-        rounds[number].append(RoundEntry(index, entry))
-    return rounds
+def by_partition(items: Sequence[RoundEntry]) -> dict[tuple[str, int], list[RoundEntry]]:
+    """``items`` grouped by partition, each group in the order given."""
+    grouped: dict[tuple[str, int], list[RoundEntry]] = {}
+    for item in items:
+        grouped.setdefault((item.entry.topic, item.entry.partition), []).append(item)
+    return grouped
 
 
-def split_riders(entries: Sequence[AckRange]) -> tuple[list[RoundEntry], list[RoundEntry]]:
-    """(entries to send before the acquire, the last entry of each partition: it rides the
-    partition's ShareFetch), each with its position among ``entries``."""
-    last: dict[tuple[str, int], int] = {}
-    for index, entry in enumerate(entries):
-        last[(entry.topic, entry.partition)] = index
-    riding = set(last.values())
-    before = [RoundEntry(i, e) for i, e in enumerate(entries) if i not in riding]
-    riders = [RoundEntry(i, e) for i, e in enumerate(entries) if i in riding]
-    return before, riders
+def entry_results(
+    items: Sequence[RoundEntry], error: YakError | None, refused: Sequence[int]
+) -> dict[int, YakError | None]:
+    """Each of one partition's ``items`` (sent in this order) by its position: the
+    partition's ``error`` for the batches listed in ``refused`` — for all of them when the
+    answer lists none —, None for the others."""
+    if error is None:
+        return dict.fromkeys((item.position for item in items), None)
+    listed = set(refused)
+    return {
+        item.position: error if not listed or index in listed else None
+        for index, item in enumerate(items)
+    }

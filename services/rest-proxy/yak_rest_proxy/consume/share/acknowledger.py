@@ -1,11 +1,12 @@
 """``Acknowledger``: a member's acknowledgements, sent to the partitions' leaders.
 
-Entries go in rounds (``acknowledgements.plan_rounds``: a partition at most once per request),
-each round one ShareAcknowledge per leader, concurrently; rounds one after the other. Each entry
-gets its own result: None when applied, else its typed error (``INVALID_RECORD_STATE`` when the
-member does not hold the records — never acquired by it, or its lock expired — and nothing of
-that entry changed). An entry whose leader moved or could not be reached is sent once more after
-the metadata cache caught up with etcd. Single event loop.
+All entries go at once: one ShareAcknowledge per leader, concurrently, each partition named
+once with all its entries in the order given (``acknowledgements.by_partition``). Each entry
+gets its own result (``acknowledgements.entry_results``): None when applied, else its typed
+error (``INVALID_RECORD_STATE`` when the member does not hold the records — never acquired by
+it, or its lock expired — and nothing of that entry changed). A partition whose leader moved or
+could not be reached is sent once more after the metadata cache caught up with etcd. Single
+event loop.
 """
 
 from __future__ import annotations
@@ -19,7 +20,12 @@ from yak.metadata.models import BrokerRegistration
 from yak.protocol.kafka_share import ShareAcknowledgeRequest, SharePartitionAcks
 from yak.security.acl import Operation, ResourceType
 from yak_rest_proxy.brokers import leader_of
-from yak_rest_proxy.consume.share.acknowledgements import AckRange, RoundEntry, plan_rounds
+from yak_rest_proxy.consume.share.acknowledgements import (
+    AckRange,
+    RoundEntry,
+    by_partition,
+    entry_results,
+)
 from yak_rest_proxy.consume.share.share_metadata import (
     ShareClient,
     ShareLookup,
@@ -58,64 +64,68 @@ class Acknowledger:
             if topic_id is not None:
                 ids[name] = topic_id
         results: list[YakError | None] = [None] * len(entries)
-        for round_ in plan_rounds(entries):
-            sendable = []
-            for item in round_:
-                if item.entry.topic in ids:
-                    sendable.append(item)
-                else:
-                    topic = item.entry.topic
-                    results[item.position] = UnknownTopicOrPartitionError(
-                        f"topic {topic!r} does not exist", topic=topic
-                    )
-            outcome = await self._send(group, member, sendable, ids)
-            moved = [item for item in sendable if leader_moved(outcome[item.position])]
-            if moved:
-                await self._lookup.sync()
-                outcome.update(await self._send(group, member, moved, ids))
-            for position, error in outcome.items():
-                results[position] = error
+        sendable = []
+        for position, entry in enumerate(entries):
+            if entry.topic in ids:
+                sendable.append(RoundEntry(position, entry))
+            else:
+                results[position] = UnknownTopicOrPartitionError(
+                    f"topic {entry.topic!r} does not exist", topic=entry.topic
+                )
+        outcome = await self._send(group, member, sendable, ids)
+        moved = [item for item in sendable if leader_moved(outcome[item.position])]
+        if moved:
+            await self._lookup.sync()
+            outcome.update(await self._send(group, member, moved, ids))
+        for position, error in outcome.items():
+            results[position] = error
         return results
 
     async def _send(
         self, group: str, member: str, items: list[RoundEntry], ids: dict[str, uuid.UUID]
     ) -> dict[int, YakError | None]:
-        """One ShareAcknowledge per leader of ``items`` (one round), concurrently."""
+        """One ShareAcknowledge per leader of ``items``, concurrently."""
         outcome: dict[int, YakError | None] = {}
-        by_broker: dict[int, tuple[BrokerRegistration, list[RoundEntry]]] = {}
+        by_broker: dict[int, tuple[BrokerRegistration, list[list[RoundEntry]]]] = {}
         snapshot = self._lookup.snapshot
-        for item in items:
+        for (topic, partition), sent in by_partition(items).items():
             try:
-                broker = leader_of(snapshot, item.entry.topic, item.entry.partition)
+                broker = leader_of(snapshot, topic, partition)
             except YakError as exc:
-                outcome[item.position] = exc
+                outcome.update({item.position: exc for item in sent})
                 continue
-            by_broker.setdefault(broker.broker_id, (broker, []))[1].append(item)
+            by_broker.setdefault(broker.broker_id, (broker, []))[1].append(sent)
 
-        async def one(broker: BrokerRegistration, sent: list[RoundEntry]) -> None:
+        async def one(broker: BrokerRegistration, parts: list[list[RoundEntry]]) -> None:
             request = ShareAcknowledgeRequest(
                 group,
                 member,
                 tuple(
-                    SharePartitionAcks(ids[i.entry.topic], i.entry.partition, (i.entry.batch,))
-                    for i in sent
+                    SharePartitionAcks(
+                        ids[sent[0].entry.topic],
+                        sent[0].entry.partition,
+                        tuple(item.entry.batch for item in sent),
+                    )
+                    for sent in parts
                 ),
             )
             try:
                 answered = await self._client_of(broker).share_acknowledge(request)
             except YakError as exc:
-                outcome.update({i.position: exc for i in sent})
+                outcome.update({item.position: exc for sent in parts for item in sent})
                 return
             by_key = {(r.topic_id, r.partition): r for r in answered}
-            for i in sent:
-                result = by_key.get((ids[i.entry.topic], i.entry.partition))
+            for sent in parts:
+                topic, partition = sent[0].entry.topic, sent[0].entry.partition
+                result = by_key.get((ids[topic], partition))
                 if result is None:
-                    outcome[i.position] = UnknownServerError(
-                        f"broker {broker.broker_id} did not answer for "
-                        f"{i.entry.topic}-{i.entry.partition}"
+                    missing = UnknownServerError(
+                        f"broker {broker.broker_id} did not answer for {topic}-{partition}"
                     )
+                    outcome.update({item.position: missing for item in sent})
                 else:
-                    outcome[i.position] = None if result.error is None else result.error.exception()
+                    error = None if result.error is None else result.error.exception()
+                    outcome.update(entry_results(sent, error, result.refused))
 
-        await asyncio.gather(*(one(broker, sent) for broker, sent in by_broker.values()))
+        await asyncio.gather(*(one(broker, parts) for broker, parts in by_broker.values()))
         return outcome

@@ -1,15 +1,14 @@
 """``RidingAcks``: one acquire's acknowledgements, carried by its ShareFetches (KIP-932's way).
 
-An acquire may bring the member's answers to records it holds. Each partition's last entry
-rides that partition's ShareFetch (``AckBatch`` in ``SharePartitionAcks.acks``): the leader
-applies it, then acquires, in one request and one state write. The partition's earlier entries
-go first, on their own (``Acknowledger``; ``acknowledgements.split_riders`` says why), and so
-do riders whose leader is unknown or whose broker already has a fetch of this member in flight
-(a parked fetch the acquire takes over: one fetch per member and broker). A rider whose fetch
-found the leader moved, or could not reach it, is sent again through the ``Acknowledger``
-(which retries once after the metadata caught up). Partitions named only by entries are added
-to the acquire (only those partitions, not their whole topics), so a member may acquire from
-them too.
+An acquire may bring the member's answers to records it holds. Each partition's entries ride
+that partition's ShareFetch (``AckBatch`` es in ``SharePartitionAcks.acks``, in the order given):
+the leader applies them, then acquires, in one request and one state write, and lists the
+refused ones (``acknowledgements.entry_results``). Entries whose leader is unknown, or whose
+broker already has a fetch of this member in flight (a parked fetch the acquire takes over: one
+fetch per member and broker), go on their own (``Acknowledger``). An entry whose fetch found the
+leader moved, or could not reach it, is sent again through the ``Acknowledger`` (which retries
+once after the metadata caught up). Partitions named only by entries are added to the acquire
+(only those partitions, not their whole topics), so a member may acquire from them too.
 
 Each entry ends with one result, in the order given: None when applied, else its typed error;
 nothing of a refused entry changed. The results are complete once ``results`` returns: every
@@ -25,15 +24,21 @@ from collections.abc import Iterable, Sequence
 
 from yak.errors import NetworkError, UnknownTopicOrPartitionError, YakError
 from yak.security.acl import Operation, ResourceType
-from yak_rest_proxy.consume.share.acknowledgements import AckRange, RoundEntry, split_riders
+from yak_rest_proxy.consume.share.acknowledgements import (
+    AckRange,
+    RoundEntry,
+    by_partition,
+    entry_results,
+)
 from yak_rest_proxy.consume.share.acknowledger import Acknowledger
 from yak_rest_proxy.consume.share.share_metadata import ShareLookup, leader_moved, topic_uuid
 from yak_rest_proxy.security.access import require
 
 __all__ = ["Outcomes", "RidingAcks"]
 
-#: A fetch's outcome for the entries it carried, by partition: None when applied.
-Outcomes = dict[tuple[str, int], YakError | None]
+#: A fetch's outcome for the entries it carried, by partition: the partition's acknowledgement
+#: error (None: all applied) and the indices of its refused entries.
+Outcomes = dict[tuple[str, int], tuple[YakError | None, tuple[int, ...]]]
 _Partition = tuple[str, int]
 
 
@@ -45,18 +50,17 @@ class RidingAcks:
         self._group = group
         self._member = member
         self._results: list[YakError | None] = []
-        self._riders: dict[_Partition, RoundEntry] = {}
+        self._riders: dict[_Partition, list[RoundEntry]] = {}
         self._apart: list[asyncio.Future[tuple[list[RoundEntry], list[YakError | None]]]] = []
         self.ids: dict[str, uuid.UUID] = {}
 
     @property
     def partitions(self) -> list[_Partition]:
-        """The partitions whose entry rides a fetch, in the order of the entries."""
+        """The partitions whose entries ride a fetch, in the order of their first entries."""
         return list(self._riders)
 
     async def prepare(self, lookup: ShareLookup, entries: Sequence[AckRange]) -> None:
-        """READ on the entries' topics; unknown topics answered at once; each partition's
-        earlier entries sent (and answered) before any fetch carries its last one."""
+        """READ on the entries' topics; entries of unknown topics answered at once."""
         self._results = [None] * len(entries)
         if not entries:
             return
@@ -68,27 +72,23 @@ class RidingAcks:
             topic_id = None if record is None or record.deleting else topic_uuid(record.topic_id)
             if topic_id is not None:
                 self.ids[name] = topic_id
-        before, riders = split_riders(entries)
-        for item in (*before, *riders):
-            if item.entry.topic not in self.ids:
-                topic = item.entry.topic
-                self._results[item.position] = UnknownTopicOrPartitionError(
-                    f"topic {topic!r} does not exist", topic=topic
+        for position, entry in enumerate(entries):
+            if entry.topic not in self.ids:
+                self._results[position] = UnknownTopicOrPartitionError(
+                    f"topic {entry.topic!r} does not exist", topic=entry.topic
                 )
-        known_before = [item for item in before if item.entry.topic in self.ids]
-        if known_before:
-            await self._settle(known_before)
-        for item in riders:
-            if item.entry.topic in self.ids:
-                self._riders[(item.entry.topic, item.entry.partition)] = item
+        known = [RoundEntry(i, e) for i, e in enumerate(entries) if e.topic in self.ids]
+        self._riders = by_partition(known)
 
-    def riding(self, parts: Iterable[_Partition]) -> dict[_Partition, AckRange]:
-        """The entries a fetch of ``parts`` carries."""
-        return {key: self._riders[key].entry for key in parts if key in self._riders}
+    def riding(self, parts: Iterable[_Partition]) -> dict[_Partition, list[AckRange]]:
+        """The entries a fetch of ``parts`` carries, by partition."""
+        return {
+            key: [item.entry for item in self._riders[key]] for key in parts if key in self._riders
+        }
 
     def send_apart(self, parts: Iterable[_Partition]) -> None:
         """The riders of ``parts`` go on their own (concurrently with the fetches)."""
-        items = [self._riders[key] for key in parts if key in self._riders]
+        items = [item for key in parts if key in self._riders for item in self._riders[key]]
         if items:
             self._apart.append(asyncio.ensure_future(self._send(items)))
 
@@ -98,15 +98,17 @@ class RidingAcks:
         """Every entry's result, given what the fetches that carried riders answered (None: no
         answer came, ``NetworkError``), once the entries sent apart have theirs."""
         again: list[RoundEntry] = []
+        unanswered = NetworkError("the leader's answer did not come")
         for parts, outcome in carried:
             got: Outcomes = outcome if outcome is not None else {}
             for key in parts:
-                item = self._riders[key]
-                error = got.get(key, NetworkError("the leader's answer did not come"))
+                items = self._riders[key]
+                error, refused = got.get(key, (unanswered, ()))
                 if leader_moved(error):
-                    again.append(item)
+                    again.extend(items)
                 else:
-                    self._results[item.position] = error
+                    for position, result in entry_results(items, error, refused).items():
+                        self._results[position] = result
         if again:
             await self._settle(again)
         for sent in await asyncio.gather(*self._apart):

@@ -11,15 +11,15 @@ second fetch is sent to that broker meanwhile: one fetch per member and broker).
 no acquire takes within ``keep_s`` (at most half their lock) are released for others. Answers
 are handed out oldest first while they fit ``max_records``; the rest stays parked.
 
-**Acknowledgements riding an acquire** (``riding_acks``): each partition's last entry goes in
-that partition's ShareFetch, sent with no long poll so that its result comes at once; a leader
+**Acknowledgements riding an acquire** (``riding_acks``): each partition's entries go in that
+partition's ShareFetch, sent with no long poll so that its result comes at once; a leader
 that answers it with no records is then asked again with the acquire's long poll (and no
 entries). The answer carries one result per entry beside the records; refused entries do not
 stop the acquire, and an acquire that carried entries answers its partitions' errors rather
 than raising them.
 
-**Acknowledge.** Entries are sent in rounds (``acknowledgements.plan_rounds``), each round one
-ShareAcknowledge per leader, concurrently; each entry gets its own result.
+**Acknowledge.** One ShareAcknowledge per leader, concurrently, each partition with all its
+entries (``acknowledgements.by_partition``); each entry gets its own result.
 
 **Leaders that moved.** A partition whose leader is unknown, moved (``NOT_LEADER_OR_FOLLOWER``)
 or unreachable is retried once, after the metadata cache caught up with etcd; what still fails
@@ -335,7 +335,7 @@ class ShareConsumers:
         broker_id: int,
         parts: list[tuple[str, int]],
         wait_ms: int,
-        riding: dict[tuple[str, int], AckRange] | None = None,
+        riding: dict[tuple[str, int], list[AckRange]] | None = None,
     ) -> asyncio.Future[_Answer]:
         task = asyncio.ensure_future(self._fetch(ask, broker_id, parts, wait_ms, riding or {}))
         key = (ask.group, ask.member, broker_id)
@@ -349,16 +349,14 @@ class ShareConsumers:
         broker_id: int,
         parts: list[tuple[str, int]],
         wait_ms: int,
-        riding: dict[tuple[str, int], AckRange],
+        riding: dict[tuple[str, int], list[AckRange]],
     ) -> _Answer:
         broker = self._lookup.snapshot.brokers.get(broker_id)
         request = ShareFetchRequest(
             ask.group,
             ask.member,
             tuple(
-                SharePartitionAcks(
-                    ask.ids[t], p, (riding[(t, p)].batch,) if (t, p) in riding else ()
-                )
+                SharePartitionAcks(ask.ids[t], p, tuple(r.batch for r in riding.get((t, p), ())))
                 for t, p in parts
             ),
             max_wait_ms=wait_ms,
@@ -374,12 +372,12 @@ class ShareConsumers:
                 message = response.error_message or "the share fetch was refused"
                 raise error_for_kafka_code(response.error_code, message)
         except YakError as exc:
-            acked: Outcomes = dict.fromkeys(riding, exc)
+            acked: Outcomes = dict.fromkeys(riding, (exc, ()))
             return _Answer([], [(t, p, exc) for t, p in parts], 0, time.perf_counter(), acked)
         names = {topic_id: name for name, topic_id in ask.ids.items()}
         partitions: list[AcquiredPartition] = []
         errors: list[tuple[str, int, YakError]] = []
-        acked = {key: _unanswered(broker_id, key) for key in riding}
+        acked = {key: (_unanswered(broker_id, key), ()) for key in riding}
         for part in response.partitions:
             topic = names.get(part.topic_id)
             if topic is None:
@@ -388,10 +386,11 @@ class ShareConsumers:
             if part.error is not None:
                 errors.append((topic, part.partition, part.error.exception()))
                 if key in acked:
-                    acked[key] = part.error.exception()
+                    acked[key] = (part.error.exception(), ())
                 continue
             if key in acked:
-                acked[key] = None if part.ack_error is None else part.ack_error.exception()
+                error = None if part.ack_error is None else part.ack_error.exception()
+                acked[key] = (error, part.ack_refused)
             try:
                 partitions.append(
                     acquired_records(topic, part.partition, part.records, part.acquired)

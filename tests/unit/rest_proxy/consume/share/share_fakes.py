@@ -5,9 +5,11 @@ available, or acquired by a member with a delivery count, or done. A ShareFetch 
 available offsets of the partitions asked (at most ``max_records``) and answers their whole
 batch; with nothing available it waits until ``wake`` is set or its max wait runs out — never a
 sleep. ``hold[broker_id]`` (an ``asyncio.Event``) keeps a broker's fetches from answering until
-set. ShareAcknowledge applies one batch per partition and answers ``INVALID_RECORD_STATE`` for
-offsets the member does not hold; a ShareFetch applies its partitions' batches so first (once,
-its ``ack_error`` the refusal) and acquires after. Every request is recorded in ``requests``.
+set. ShareAcknowledge applies each partition's batches in order and answers
+``INVALID_RECORD_STATE`` for batches whose offsets the member does not hold, listing them by
+index (``refused``); a ShareFetch applies its partitions' batches so first (once, its
+``ack_error`` and ``ack_refused`` the refusals) and acquires after. Every request is recorded
+in ``requests``.
 """
 
 from __future__ import annotations
@@ -97,17 +99,14 @@ class ShareBrokers:
         }
         if refused:
             self.acked.set()
-        answer = [
-            part._replace(ack_error=refused.get(part.partition)) for part in self._acquire(request)
-        ]
+        answer = [_with_acks(part, refused.get(part.partition)) for part in self._acquire(request)]
         idle = not any(p.acquired or p.error for p in answer)
         if idle and request.max_wait_ms:
             self.wake.clear()
             with suppress(TimeoutError):
                 await asyncio.wait_for(self.wake.wait(), request.max_wait_ms / 1000)
             answer = [
-                part._replace(ack_error=refused.get(part.partition))
-                for part in self._acquire(request)
+                _with_acks(part, refused.get(part.partition)) for part in self._acquire(request)
             ]
         return ShareFetchResponse(tuple(answer), LOCK_MS)
 
@@ -138,19 +137,21 @@ class ShareBrokers:
     ) -> tuple[AckResult, ...]:
         self.requests.append((broker_id, request))
         self.acked.set()
-        return tuple(
-            AckResult(part.topic_id, part.partition, self._apply(request.member_id, part))
-            for part in request.partitions
-        )
+        results = []
+        for part in request.partitions:
+            error, refused = self._apply(request.member_id, part)
+            results.append(AckResult(part.topic_id, part.partition, error, refused=refused))
+        return tuple(results)
 
-    def _apply(self, member: str, part: SharePartitionAcks) -> PartitionError | None:
-        """A partition's batches, one by one; the first refusal."""
-        error = None
-        for batch in part.acks:
+    def _apply(self, member: str, part: SharePartitionAcks) -> _Refusal:
+        """A partition's batches, one by one; the first refusal and the refused indices."""
+        error, refused = None, []
+        for index, batch in enumerate(part.acks):
             offsets = range(batch.first_offset, batch.last_offset + 1)
             keys = [(part.partition, o) for o in offsets]
             if any(self.state.get(k, (None, 0, True))[0] != member for k in keys):
                 error = error or PartitionError.of(InvalidRecordStateError("not held"))
+                refused.append(index)
                 continue
             kind = AckType(batch.types[0])
             for key in keys:
@@ -159,7 +160,17 @@ class ShareBrokers:
                     self.state[key] = (None, count, True)
                 elif kind is AckType.RELEASE:
                     self.state[key] = (None, count, False)
-        return error
+        return error, tuple(refused)
+
+
+#: A partition's first acknowledgement refusal (None: all applied) and the refused indices.
+_Refusal = tuple[PartitionError | None, tuple[int, ...]]
+
+
+def _with_acks(part: ShareFetchedPartition, refusal: _Refusal | None) -> ShareFetchedPartition:
+    if refusal is None:
+        return part
+    return part._replace(ack_error=refusal[0], ack_refused=refusal[1])
 
 
 class _Client(BrokerClient):

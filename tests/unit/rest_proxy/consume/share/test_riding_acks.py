@@ -1,7 +1,7 @@
 """Acknowledgements riding an acquire through scripted leaders (``share_fakes``): each
-partition's last entry inside its ShareFetch (no ShareAcknowledge sent), earlier entries first
-on their own, per-entry results in order, refusals that do not stop the acquire, partitions
-named only by entries, a parked fetch's broker answered apart, a leader that moved asked again."""
+partition's entries inside its ShareFetch (no ShareAcknowledge sent), per-entry results in
+order, refusals that do not stop the acquire, partitions named only by entries, a parked
+fetch's broker answered apart, a leader that moved asked again."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tests.unit.rest_proxy.consume.share.share_fakes import (
 )
 from yak.errors import InvalidRecordStateError, UnknownTopicOrPartitionError
 from yak.protocol.kafka_share import AckBatch, AckType, ShareAcknowledgeRequest, ShareFetchRequest
-from yak_rest_proxy.consume.share.acknowledgements import AckRange, split_riders
+from yak_rest_proxy.consume.share.acknowledgements import AckRange
 from yak_rest_proxy.consume.share.share_consumer import Acquisition, ShareConsumers
 from yak_rest_proxy.consume.share.share_stats import ShareStats
 from yak_rest_proxy.topics import TopicLookup
@@ -48,17 +48,6 @@ def _acks_sent(brokers: ShareBrokers) -> list[ShareAcknowledgeRequest]:
 
 def _fetches(brokers: ShareBrokers) -> list[ShareFetchRequest]:
     return [r for _, r in brokers.requests if isinstance(r, ShareFetchRequest)]
-
-
-def test_only_the_last_entry_of_each_partition_rides() -> None:
-    entries = [
-        AckRange("t", 0, 0, 0, AckType.RENEW),
-        AckRange("t", 1, 0, 0, AckType.ACCEPT),
-        AckRange("t", 0, 0, 1, AckType.ACCEPT),
-    ]
-    before, riders = split_riders(entries)
-    assert [(i.position, i.entry) for i in before] == [(0, entries[0])]
-    assert [i.position for i in riders] == [1, 2]
 
 
 async def test_entries_ride_the_share_fetches_and_answer_beside_the_records() -> None:
@@ -103,7 +92,7 @@ async def test_a_refused_entry_is_reported_and_the_partition_still_acquires() ->
         assert brokers.state[(0, 1)] == ("m1", 1, False)  # acquired, not accepted
 
 
-async def test_earlier_entries_of_a_partition_go_first_and_each_answers_alone() -> None:
+async def test_every_entry_of_a_partition_rides_and_each_answers_alone() -> None:
     brokers = ShareBrokers({0: 3, 1: 0})
     async for shares in _shares(brokers):
         await shares.acquire("g", "m1", ["t"], max_records=10, timeout_ms=1_000)
@@ -119,12 +108,23 @@ async def test_earlier_entries_of_a_partition_go_first_and_each_answers_alone() 
         assert got.ack_results[0] is None
         assert got.ack_results[2] is None
         assert isinstance(got.ack_results[1], InvalidRecordStateError)
-        sent = _acks_sent(brokers)
-        assert [[b for p in r.partitions for b in p.acks] for r in sent] == [
-            [AckBatch(0, 0, (1,))],
-            [AckBatch(5, 5, (1,))],
-        ]
+        assert _acks_sent(brokers) == []  # one fetch carried all three
+        carried = [p.acks for r in _fetches(brokers) for p in r.partitions if p.acks]
+        assert carried == [(AckBatch(0, 0, (1,)), AckBatch(5, 5, (1,)), AckBatch(1, 2, (1,)))]
         assert all(brokers.state[(0, o)][2] for o in range(3))
+
+
+async def test_many_scattered_entries_go_in_one_request() -> None:
+    brokers = ShareBrokers({0: 40, 1: 0})
+    async for shares in _shares(brokers):
+        await shares.acquire("g", "m1", ["t"], max_records=100, timeout_ms=1_000)
+        brokers.requests.clear()
+        entries = [AckRange("t", 0, o, o, AckType.ACCEPT) for o in range(0, 40, 2)]
+        results = await shares.acknowledge("g", "m1", entries)
+        assert results == [None] * 20
+        (sent,) = _acks_sent(brokers)  # not one request per entry
+        assert len(sent.partitions[0].acks) == 20
+        assert [brokers.state[(0, o)][2] for o in range(4)] == [True, False, True, False]
 
 
 async def test_an_entry_of_an_unknown_topic_is_answered_and_the_others_applied() -> None:
