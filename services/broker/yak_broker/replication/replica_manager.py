@@ -55,10 +55,16 @@ from yak_broker.replication.partition_metadata import (
     read_topic_id,
 )
 from yak_broker.replication.replica_fetcher import ReplicaFetcherManager
-from yak_broker.replication.replica_roles import AlterIsrWriter, Replica, ReplicaRoles
+from yak_broker.replication.replica_roles import (
+    DAMAGED_LOG_DIR,
+    AlterIsrWriter,
+    Replica,
+    ReplicaRoles,
+)
 from yak_broker.replication.state.fetch_metadata import SessionClock
 from yak_broker.replication.state.isr_checks import IsrChecks
 from yak_broker.replication.state.leader_partition import LeaderPartition
+from yak_broker.replication.state.messages import AlterIsr
 from yak_broker.replication.state.replica_plan import (
     DesiredReplica,
     ReplicaPlan,
@@ -152,6 +158,9 @@ class ReplicaManager(ReplicaRoles):
         #: what the previous one created.
         self._applying = asyncio.Lock()
         self._proposals: set[asyncio.Task[None]] = set()
+        #: Replicas whose log holds a damaged batch (bit rot) from this offset on: truncated
+        #: there when they next start following (``report_damage``, ``ReplicaRoles._follow``).
+        self._damaged: dict[TopicPartition, int] = {}
         #: Called after each plan carried out (replicas created, deleted, reconfigured).
         self.on_applied: Callable[[], None] | None = None
 
@@ -262,6 +271,52 @@ class ReplicaManager(ReplicaRoles):
                 eligible=eligible,
             )
             self._carry_out(replica, outputs)
+
+    def report_damage(self, tp: TopicPartition, offset: int) -> None:
+        """A read met a damaged batch holding ``offset`` in ``tp``'s log (bit rot, see
+        ``storage.damaged_batch``): repair the replica from an in-sync copy. Leading, it first
+        gives the leadership up: an ISR proposal that records its own ISR entry under another
+        data folder id (``DAMAGED_LOG_DIR``), so the controller counts its log as lost for
+        this partition — as after an empty-disk restart — and elects another in-sync replica;
+        the replica then truncates to before the damaged batch when it starts following
+        (``_follow``) and fetches the rest again, rejoining the ISR with its real folder id once
+        caught up. With no other in-sync replica the log is kept: the batch is never served,
+        and there is no intact copy to repair it from."""
+        replica = self._replicas.get(tp)
+        if replica is None:
+            return
+        known = self._damaged.get(tp)
+        self._damaged[tp] = offset if known is None else min(known, offset)
+        machine, state = replica.leader, replica.state
+        marked = state.isr_log_dirs.get(self.broker_id, "").startswith(DAMAGED_LOG_DIR)
+        if machine is None or marked:
+            return  # not leading (truncated when it starts following), or given up already
+        if not [b for b in state.isr if b != self.broker_id]:
+            if known is not None:
+                return  # said once
+            _log.error(
+                "%s: damaged batch at offset %d and no other in-sync replica to repair it from",
+                tp.dir_name,
+                offset,
+            )
+            return
+        _log.log(
+            logging.INFO if known is not None else logging.ERROR,  # a retried proposal
+            "%s: damaged batch at offset %d (bit rot): giving up leadership to repair it from "
+            "an in-sync replica",
+            tp.dir_name,
+            offset,
+        )
+        proposal = AlterIsr(
+            tp.topic,
+            tp.partition,
+            self.broker_id,
+            machine.leader_epoch,
+            state.partition_epoch,
+            state.isr,
+            ((self.broker_id, DAMAGED_LOG_DIR + self._log_dir_id),),
+        )
+        self._propose(replica, proposal)
 
     def on_follower_forgotten(self, tp: TopicPartition, replica_id: int) -> None:
         """A follower's fetch session dropped ``tp`` (see ``LeaderPartition``)."""

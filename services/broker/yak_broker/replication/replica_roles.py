@@ -21,6 +21,11 @@ Roles (docs/replication.md). For each hosted replica the metadata names a role:
   fetch session with that leader (``ReplicaFetcherManager``), re-created on every new leader
   epoch so that it first finds the divergence point and truncates;
 - **none** (no leader): the log is kept and nothing fetches.
+- **damaged** (a read met bit rot in a sealed segment: ``ReplicaManager.report_damage``): a
+  leader gives its leadership up first, recording its own ISR entry under
+  ``DAMAGED_LOG_DIR`` + its folder id, so that it is **lost** below for the controller; when
+  it next starts following it truncates to before the damaged batch and fetches the rest
+  again, and the leader records its real folder id when it rejoins the ISR.
 - **lost** (the state names this broker leader, but its ISR entry records another data folder
   than this broker's ``log_dir_id``: the log it was in sync with was lost, e.g. the broker
   restarted on an empty disk before the controller noticed): it neither leads nor follows,
@@ -60,10 +65,15 @@ from yak_broker.storage.group_commit import GroupCommitter
 from yak_broker.storage.log import Log
 from yak_broker.storage.log_manager import LogManager
 
-__all__ = ["AlterIsrWriter", "Replica", "ReplicaRoles"]
+__all__ = ["DAMAGED_LOG_DIR", "AlterIsrWriter", "Replica", "ReplicaRoles"]
 
 #: The replica manager's logger: these lines have always been its own (docs/chaos.md).
 _log = logging.getLogger("yak_broker.replication.replica_manager")
+
+#: Prefix of the data folder id a leader records for itself in the ISR when its log holds a
+#: damaged batch (``ReplicaManager.report_damage``): the controller then counts that log as
+#: lost for the partition and elects another in-sync replica.
+DAMAGED_LOG_DIR = "damaged:"
 
 #: Writes an ISR proposal to the metadata store; the committed state, or None if it lost.
 AlterIsrWriter = Callable[[AlterIsr], Awaitable[PartitionState | None]]
@@ -105,6 +115,7 @@ class ReplicaRoles:
     _replicas: dict[TopicPartition, Replica]
     _local_ids: dict[TopicPartition, str | None]
     _proposals: set[asyncio.Task[None]]
+    _damaged: dict[TopicPartition, int]
 
     def _wake_followers(self, tp: TopicPartition) -> None:
         self.replica_waiters.notify(tp)
@@ -265,6 +276,14 @@ class ReplicaRoles:
         ):
             return
         self._retire_follower(replica)
+        damaged = self._damaged.pop(replica.tp, None)
+        if damaged is not None:  # bit rot: what follows the damaged batch is fetched again
+            replica.log.truncate_to(damaged)
+            _log.warning(
+                "%s truncated to %d, before its damaged batch, to fetch it again",
+                replica.tp.dir_name,
+                replica.log.log_end_offset,
+            )
         _log.info(
             "following %s from broker %d in epoch %d (log end %d)",
             replica.tp.dir_name,

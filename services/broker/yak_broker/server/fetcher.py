@@ -25,6 +25,11 @@ client. A follower is told, as before.
 A read that fails with ``EIO`` answers that partition ``KAFKA_STORAGE_ERROR`` (retriable) and
 takes the data folder offline (``storage.log_dir_failure``), as a failed write does.
 
+A read that meets a damaged batch in a sealed segment (bit rot: ``storage.damaged_batch``)
+answers that partition ``KAFKA_STORAGE_ERROR`` (retriable) and never the damaged bytes; the
+replica manager moves the leadership away and repairs the copy (``report_damage``), so the
+reader's retry goes to the new leader (``NOT_LEADER_OR_FOLLOWER`` from here meanwhile).
+
 ``read_partitions`` is synchronous: one pass over the logs, no await. ``serve_fetch`` is a
 whole fetch as either transport serves it (HTTP ``/v1/fetch``, the internal listener's Fetch):
 counted, long-polled (``delayed_fetch``) on the waiters of its kind, its bytes added to the
@@ -41,6 +46,7 @@ from yak.types import TopicPartition
 from yak_broker.replication.delayed_fetch import delayed_fetch
 from yak_broker.replication.replica_manager import ReplicaManager, ReplicaNotReadyError
 from yak_broker.replication.state.fetch_metadata import SessionClock
+from yak_broker.storage.damaged_batch import DamagedBatchError
 from yak_broker.storage.log import FetchIsolation
 
 __all__ = ["read_partitions", "response_bytes", "serve_fetch"]
@@ -91,6 +97,9 @@ def read_partitions(
         except OSError as exc:  # EIO: the folder failed (``storage.log_dir_failure``)
             error = PartitionError.of(replicas.log_dir_failures.fail(exc, tp.dir_name))
             result.append(FetchedPartition(tp.topic, tp.partition, error=error))
+        except DamagedBatchError as exc:  # bit rot: never served; the replica is repaired
+            replicas.report_damage(tp, exc.details["offset"])
+            result.append(FetchedPartition(tp.topic, tp.partition, error=PartitionError.of(exc)))
         except YakError as exc:
             if isinstance(exc, ReplicaNotReadyError) and not follower:
                 result.append(_no_data_yet(tp, exc))

@@ -14,7 +14,9 @@ segment is full or old, write the batches with their assigned offsets, update in
 epoch cache and producer state, and fsync when ``flush.messages`` says so. In ``flush.mode=sync``
 the async ``GroupCommitter`` waits for the shared fsync; this class never blocks on one itself
 except for ``flush``. Reads (``read``) return whole batches of one segment, found by a binary
-search over segment base offsets and then the segment's sparse offset index.
+search over segment base offsets and then the segment's sparse offset index; from a sealed
+segment only the batches before the first whose CRC fails (bit rot), and a read starting at a
+damaged batch raises ``DamagedBatchError`` (see ``damaged_batch``).
 
 Crash behaviour: see ``log_loader`` (recovery) and ``segment``. Checkpoints are written
 atomically, and before files are deleted, so a crash never leaves the checkpoint pointing into
@@ -40,8 +42,9 @@ from typing import Protocol
 
 from yak.clock import Clock, SystemClock
 from yak.errors import OffsetOutOfRangeError
-from yak.record.batch_header import BatchHeader, patch_offset_and_epoch
+from yak.record.batch_header import BatchHeader, iter_batches, patch_offset_and_epoch
 from yak_broker.storage.checkpoint import fsync_dir
+from yak_broker.storage.damaged_batch import intact_prefix
 from yak_broker.storage.file_handles import FileHandleCache
 from yak_broker.storage.log_cleaner import SwapPlan, complete_swap
 from yak_broker.storage.log_config import LogConfig
@@ -75,6 +78,14 @@ __all__ = [
 ]
 
 _EMPTY = memoryview(b"")
+
+
+def _next_offset(records: memoryview) -> int:
+    """The offset after the last of ``records`` (whole, intact batches)."""
+    last = 0
+    for _, header in iter_batches(records, check_crc=False):
+        last = header.next_offset
+    return last
 
 
 class LogObserver(Protocol):
@@ -267,7 +278,12 @@ class Log(LogDurability):
                 if found[1].base_offset >= upper:
                     break
                 data = segment.read(found[0], max_bytes, upper)
-                return self._fetched(data.records, data.next_offset)
+                if segment is self._segments[-1]:
+                    return self._fetched(data.records, data.next_offset)
+                records = intact_prefix(data.records, self.directory.name, offset)
+                if len(records) == len(data.records):
+                    return self._fetched(records, data.next_offset)
+                return self._fetched(records, _next_offset(records))
         return self._fetched(_EMPTY, offset)
 
     def _fetched(self, records: memoryview, next_offset: int) -> FetchDataInfo:
