@@ -1,11 +1,14 @@
 """PROTOBUF schemas: ``.proto`` text parsed by ``proto-schema-parser`` (an ANTLR grammar of
 the proto2/proto3/editions language), strictly: the first syntax error rejects the schema.
 
-The parser is lenient by default (ANTLR recovers from errors and prints them); the registry
-installs ANTLR's bail-out strategy so that any error raises. The identity is the parser's
-own re-generation of the file (``proto_schema_parser.generator``), so spacing does not make a
-new version (comments are part of the parser's tree, and do). References are the files the
-schema imports, by import path; each is parsed the same way.
+The parser is lenient by default (ANTLR recovers from errors and prints them, and its lexer
+drops characters it cannot read); the registry installs a listener that raises on the first
+lexer or parser error, and ANTLR's bail-out strategy. It checks syntax only: the parser is not
+a compiler, so an unknown type or a field number used twice is accepted.
+
+The identity is the parser's own re-generation of the file (``proto_schema_parser.generator``),
+so spacing does not make a new version (comments are part of the parser's tree, and do).
+References are the files the schema imports, by import path; each is parsed the same way.
 
 Compatibility: neither ``protobuf`` (which cannot read ``.proto`` text) nor the parser
 compares two files, so the registry does not check Protobuf schemas for compatibility
@@ -17,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from antlr4.error.ErrorListener import ErrorListener
 from antlr4.error.Errors import ParseCancellationException
 from antlr4.error.ErrorStrategy import BailErrorStrategy
 from proto_schema_parser.generator import Generator
@@ -28,26 +32,35 @@ from yak_schema_registry.formats.model import ParsedSchema, SchemaSource
 __all__ = ["incompatibilities", "parse"]
 
 
-def _strict(parser: Any) -> None:
-    parser.removeErrorListeners()
-    parser._errHandler = BailErrorStrategy()
+class _Raise(ErrorListener):  # type: ignore[misc]  # antlr4 ships no types
+    """Turns the first lexer or parser error into an exception (ANTLR only prints them)."""
+
+    def syntaxError(  # noqa: N802 (ANTLR's name)
+        self, recognizer: Any, offending: Any, line: int, column: int, msg: str, e: Any
+    ) -> None:
+        raise ParseCancellationException(f"line {line}:{column}: {msg}")
 
 
-def _strict_lexer(lexer: Any) -> None:
-    lexer.removeErrorListeners()
+def _strict(recognizer: Any) -> None:
+    recognizer.removeErrorListeners()
+    recognizer.addErrorListener(_Raise())
+    if hasattr(recognizer, "_errHandler"):  # the parser: no recovery either
+        recognizer._errHandler = BailErrorStrategy()
 
 
 def _parsed(text: str, what: str) -> Any:
     if not text.strip():
         raise InvalidSchemaError(f"Invalid Protobuf schema{what}: empty")
     try:
-        return Parser(setup_lexer=_strict_lexer, setup_parser=_strict).parse(text)
+        return Parser(setup_lexer=_strict, setup_parser=_strict).parse(text)
     except (ParseCancellationException, ValueError) as exc:
         problem = _describe(exc)
         raise InvalidSchemaError(f"Invalid Protobuf schema{what}: {problem}") from None
 
 
 def _describe(exc: Exception) -> str:
+    if exc.args and isinstance(exc.args[0], str):
+        return exc.args[0]
     cause = exc.args[0] if exc.args else exc.__cause__ or exc.__context__
     token = getattr(getattr(cause, "offendingToken", None), "text", None)
     line = getattr(getattr(cause, "offendingToken", None), "line", None)

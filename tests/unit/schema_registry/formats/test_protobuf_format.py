@@ -33,6 +33,7 @@ def test_spacing_keeps_the_identity_and_the_text_is_kept() -> None:
         'syntax = "proto3"; message M { string a = ; }',
         'syntax = "proto3"; message M { string a = 1 }',
         'syntax = "proto3"; message M { string a = 1;',
+        'syntax = "proto3"; message M { string a = 1; } @',  # the lexer's error, not skipped
     ],
 )
 def test_syntax_errors_are_refused(text: str) -> None:
@@ -46,6 +47,16 @@ def test_an_invalid_import_is_refused_with_its_name() -> None:
     with pytest.raises(InvalidSchemaError, match=r"other\.proto"):
         _parse(text, ref, resolved=[("other.proto", "message {")])
     _parse(text, ref, resolved=[("other.proto", 'syntax = "proto3"; message Other {}')])
+
+
+def test_the_whole_language_parses() -> None:
+    text = (
+        'syntax = "proto3"; package a.b; import "google/protobuf/timestamp.proto";'
+        "message M { map<string, int32> m = 1; oneof o { string s = 2; } repeated M r = 3;"
+        " enum E { A = 0; } google.protobuf.Timestamp at = 4; }"
+        "service S { rpc Get(M) returns (M); }"
+    )
+    assert _parse(text) is not None
 
 
 def test_compatibility_is_not_checked() -> None:
