@@ -27,7 +27,11 @@ import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient, SchemaRegistryError
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from google.protobuf.descriptor_pb2 import FieldDescriptorProto, FileDescriptorProto
+from google.protobuf.descriptor_pool import DescriptorPool
+from google.protobuf.message_factory import GetMessageClass
 
 from yak.etcd_server import EmbeddedEtcd, free_ports
 
@@ -206,3 +210,30 @@ def test_json_serializer_round_trip(client: SchemaRegistryClient, subject: str) 
     assert payload is not None
     assert client.get_latest_version(subject).schema.schema_type == "JSON"
     assert JSONDeserializer(schema)(payload, ctx) == {"name": "ada"}
+
+
+def _user_message_class() -> Any:
+    """A ``demo.User`` message class built at run time (no generated ``_pb2`` module)."""
+    descriptor = FileDescriptorProto(
+        name=f"yak_test_{uuid.uuid4().hex[:8]}.proto", package="demo", syntax="proto3"
+    )
+    message = descriptor.message_type.add(name="User")
+    message.field.add(name="name", number=1, type=FieldDescriptorProto.TYPE_STRING)
+    message.field.add(name="age", number=2, type=FieldDescriptorProto.TYPE_INT32)
+    pool = DescriptorPool()
+    pool.Add(descriptor)
+    return GetMessageClass(pool.FindMessageTypeByName("demo.User"))
+
+
+def test_protobuf_serializer_round_trip(client: SchemaRegistryClient, subject: str) -> None:
+    user_class = _user_message_class()
+    ctx = SerializationContext(subject.removesuffix("-value"), MessageField.VALUE)
+    serializer = ProtobufSerializer(user_class, client, {"use.deprecated.format": False})
+    payload = serializer(user_class(name="ada", age=36), ctx)
+    assert payload is not None
+    registered = client.get_latest_version(subject)
+    assert registered.schema.schema_type == "PROTOBUF"
+    assert struct.unpack(">bI", payload[:5]) == (0, registered.schema_id)
+    deserializer = ProtobufDeserializer(user_class, {"use.deprecated.format": False}, client)
+    decoded = deserializer(payload, ctx)
+    assert (decoded.name, decoded.age) == ("ada", 36)

@@ -6,9 +6,16 @@ drops characters it cannot read); the registry installs a listener that raises o
 lexer or parser error, and ANTLR's bail-out strategy. It checks syntax only: the parser is not
 a compiler, so an unknown type or a field number used twice is accepted.
 
+A schema may also come as a base64 ``FileDescriptorProto`` (what Confluent's Python
+``ProtobufSerializer`` registers, and what its deserializer asks back with
+``format=serialized``): ``protobuf`` decodes it and builds it in a fresh descriptor pool, with
+the references that are descriptors too and the well-known types, which checks its types and
+names as protoc would. It is stored and served as sent.
+
 The identity is the parser's own re-generation of the file (``proto_schema_parser.generator``),
-so spacing does not make a new version (comments are part of the parser's tree, and do).
-References are the files the schema imports, by import path; each is parsed the same way.
+so spacing does not make a new version (comments are part of the parser's tree, and do); for a
+descriptor, its deterministic serialization. References are the files the schema imports, by
+import path; each is parsed the same way.
 
 Compatibility: neither ``protobuf`` (which cannot read ``.proto`` text) nor the parser
 compares two files, so the registry does not check Protobuf schemas for compatibility
@@ -17,12 +24,18 @@ compares two files, so the registry does not check Protobuf schemas for compatib
 
 from __future__ import annotations
 
+import base64
+import binascii
+import importlib
 from collections.abc import Sequence
 from typing import Any
 
 from antlr4.error.ErrorListener import ErrorListener
 from antlr4.error.Errors import ParseCancellationException
 from antlr4.error.ErrorStrategy import BailErrorStrategy
+from google.protobuf.descriptor_pb2 import FileDescriptorProto
+from google.protobuf.descriptor_pool import DescriptorPool
+from google.protobuf.message import DecodeError
 from proto_schema_parser.generator import Generator
 from proto_schema_parser.parser import Parser
 
@@ -49,13 +62,50 @@ def _strict(recognizer: Any) -> None:
 
 
 def _parsed(text: str, what: str) -> Any:
+    """The parser's tree of ``.proto`` text, or the ``FileDescriptorProto`` it encodes."""
     if not text.strip():
         raise InvalidSchemaError(f"Invalid Protobuf schema{what}: empty")
     try:
         return Parser(setup_lexer=_strict, setup_parser=_strict).parse(text)
     except (ParseCancellationException, ValueError) as exc:
+        descriptor = _descriptor(text)
+        if descriptor is not None:
+            return descriptor
         problem = _describe(exc)
         raise InvalidSchemaError(f"Invalid Protobuf schema{what}: {problem}") from None
+
+
+def _descriptor(text: str) -> FileDescriptorProto | None:
+    """``text`` as a base64 ``FileDescriptorProto``, or None if it is not one."""
+    try:
+        data = base64.b64decode(text.strip(), validate=True)
+        descriptor = FileDescriptorProto.FromString(data)
+    except (binascii.Error, DecodeError):
+        return None
+    return descriptor if descriptor.name or descriptor.message_type else None
+
+
+def _build(descriptor: FileDescriptorProto, resolved: dict[str, Any], what: str) -> None:
+    """Build ``descriptor`` in a fresh pool after its dependencies (references that are
+    descriptors, well-known types); refuse it if protobuf does. A dependency given as
+    ``.proto`` text cannot be built (no compiler here): then only the decoding is checked."""
+    pool = DescriptorPool()
+    for dependency in descriptor.dependency:
+        known = resolved.get(dependency)
+        if isinstance(known, FileDescriptorProto):
+            pool.Add(known)
+        elif dependency.startswith("google/protobuf/"):
+            module = importlib.import_module(
+                "google.protobuf." + dependency.removeprefix("google/protobuf/")[:-6] + "_pb2"
+            )
+            pool.AddSerializedFile(module.DESCRIPTOR.serialized_pb)
+        else:
+            return
+    try:
+        pool.Add(descriptor)
+        pool.FindFileByName(descriptor.name)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise InvalidSchemaError(f"Invalid Protobuf schema{what}: {exc}") from None
 
 
 def _describe(exc: Exception) -> str:
@@ -71,13 +121,19 @@ def _describe(exc: Exception) -> str:
 
 def parse(source: SchemaSource, resolved: Sequence[tuple[str, str]]) -> ParsedSchema:
     """Parse ``source`` and its imports' texts (``(import path, text)``)."""
-    for name, text in resolved:
-        _parsed(text, f" reference {name!r}")
+    references = {name: _parsed(text, f" reference {name!r}") for name, text in resolved}
     tree = _parsed(source.text, "")
+    if isinstance(tree, FileDescriptorProto):
+        if not tree.name:
+            tree.name = "schema.proto"
+        _build(tree, references, "")
+        identity = base64.b64encode(tree.SerializeToString(deterministic=True)).decode()
+    else:
+        identity = Generator().generate(tree)
     return ParsedSchema(
         schema_type=source.schema_type,
         text=source.text,
-        identity=Generator().generate(tree),
+        identity=identity,
         references=source.references,
         parsed=tree,
     )

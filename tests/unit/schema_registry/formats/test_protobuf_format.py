@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+
 import pytest
+from google.protobuf.descriptor_pb2 import FieldDescriptorProto, FileDescriptorProto
 
 from yak_schema_registry.errors import InvalidSchemaError
 from yak_schema_registry.formats.model import Reference, SchemaSource, SchemaType
@@ -57,6 +60,52 @@ def test_the_whole_language_parses() -> None:
         "service S { rpc Get(M) returns (M); }"
     )
     assert _parse(text) is not None
+
+
+def _descriptor(*type_names: str) -> FileDescriptorProto:
+    """``user.proto``: message User with a string and fields of ``type_names``."""
+    descriptor = FileDescriptorProto(name="user.proto", package="demo", syntax="proto3")
+    message = descriptor.message_type.add(name="User")
+    message.field.add(name="name", number=1, type=FieldDescriptorProto.TYPE_STRING)
+    for number, type_name in enumerate(type_names, start=2):
+        message.field.add(
+            name=f"f{number}",
+            number=number,
+            type=FieldDescriptorProto.TYPE_MESSAGE,
+            type_name=type_name,
+        )
+    return descriptor
+
+
+def _b64(descriptor: FileDescriptorProto) -> str:
+    return base64.b64encode(descriptor.SerializeToString()).decode()
+
+
+def test_a_base64_descriptor_is_accepted_as_confluents_serializer_sends_it() -> None:
+    descriptor = _descriptor(".google.protobuf.Timestamp")
+    descriptor.dependency.append("google/protobuf/timestamp.proto")
+    parsed = parse(SchemaSource(SchemaType.PROTOBUF, _b64(descriptor)), [])
+    assert parsed.text == _b64(descriptor)
+    assert isinstance(parsed.parsed, FileDescriptorProto)
+    assert parsed.parsed.message_type[0].name == "User"
+
+
+def test_a_descriptor_protobuf_cannot_build_is_refused() -> None:
+    with pytest.raises(InvalidSchemaError, match=r"demo\.Missing"):
+        parse(SchemaSource(SchemaType.PROTOBUF, _b64(_descriptor(".demo.Missing"))), [])
+
+
+def test_a_descriptor_builds_on_its_descriptor_references() -> None:
+    other = FileDescriptorProto(name="other.proto", package="demo", syntax="proto3")
+    other.message_type.add(name="Other")
+    descriptor = _descriptor(".demo.Other")
+    descriptor.dependency.append("other.proto")
+    source = SchemaSource(
+        SchemaType.PROTOBUF, _b64(descriptor), (Reference("other.proto", "other", 1),)
+    )
+    parse(source, [("other.proto", _b64(other))])
+    with pytest.raises(InvalidSchemaError, match=r"demo\.Other"):
+        parse(source, [("other.proto", _b64(FileDescriptorProto(name="other.proto")))])
 
 
 def test_compatibility_is_not_checked() -> None:
