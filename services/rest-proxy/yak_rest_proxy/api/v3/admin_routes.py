@@ -25,7 +25,7 @@ from yak.metadata.models import TopicRecord
 from yak.names import validate_topic_name
 from yak.security.acl import Operation, ResourceType
 from yak.topic_config import validate_topic_configs
-from yak_rest_proxy.api.v3.errors import ResourceMissingError, V3Route
+from yak_rest_proxy.api.v3.errors import ResourceMissingError
 from yak_rest_proxy.api.v3.models import CreateTopic
 from yak_rest_proxy.api.v3.resources import (
     Links,
@@ -36,6 +36,7 @@ from yak_rest_proxy.api.v3.resources import (
     partition_data,
     topic_data,
 )
+from yak_rest_proxy.api.v3.v3_route import V3Route
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.runtime import ProxyRuntime

@@ -17,9 +17,10 @@ from yak.metadata.cache import ClusterSnapshot
 from yak.names import validate_topic_name
 from yak.topic_config import CATALOGUE, validate_topic_configs
 from yak_rest_proxy.api.v3.admin_routes import V3_TAG, caught_up, described, links_of
-from yak_rest_proxy.api.v3.errors import ResourceMissingError, V3Route
+from yak_rest_proxy.api.v3.errors import ResourceMissingError
 from yak_rest_proxy.api.v3.models import AlterConfigBatch, UpdateConfig
 from yak_rest_proxy.api.v3.resources import collection, config_data
+from yak_rest_proxy.api.v3.v3_route import V3Route
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.runtime import ProxyRuntime

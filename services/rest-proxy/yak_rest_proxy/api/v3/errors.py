@@ -5,9 +5,10 @@ Confluent's v3 API answers most errors with the plain HTTP status as ``error_cod
 topic (Kafka's ``UnknownTopicOrPartitionException``), 40402 for a partition the topic lacks,
 40002 for Kafka's bad requests (topic exists, invalid replication factor, invalid config,
 policy), 40101 / 40301 for authentication and authorization, 42901 for a quota, 50003 for a
-retriable Kafka error and 50002 for any other. ``v3_error`` is that table; ``V3Route``
-applies it to every route of a router (so the app-wide handlers, which speak v2 outside
-``/api/``, never see a v3 error), and the records route uses it for each record's report.
+retriable Kafka error and 50002 for any other. ``v3_error`` is that table;
+``v3_route.V3Route`` applies it to every route of a router (so the app-wide handlers, which
+speak v2 outside ``/api/``, never see a v3 error), and the records route uses it for each
+record's report.
 
 A resource the admin routes look up and do not find (a topic, partition, broker, group or
 consumer named in the path) is ``ResourceMissingError``: 404 with ``error_code`` 404, as
@@ -16,25 +17,11 @@ Confluent's ``NotFoundException``. Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
 from typing import Any
 
-from fastapi import Request, Response
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from fastapi.routing import APIRoute
-
 from yak.errors import InvalidRequestError, YakError
-from yak.web.errors import challenge_headers, describe_validation
 
-__all__ = [
-    "ResourceMissingError",
-    "UnsupportedFormatError",
-    "V3Route",
-    "v3_error",
-    "v3_error_body",
-    "v3_error_response",
-]
+__all__ = ["ResourceMissingError", "UnsupportedFormatError", "v3_error", "v3_error_body"]
 
 
 class ResourceMissingError(YakError):
@@ -100,31 +87,3 @@ def v3_error(error: YakError) -> tuple[int, int]:
 def v3_error_body(error: YakError) -> dict[str, Any]:
     """The ``{"error_code", "message"}`` body of ``error``."""
     return {"error_code": v3_error(error)[1], "message": error.message}
-
-
-def v3_error_response(error: YakError) -> JSONResponse:
-    status, code = v3_error(error)
-    return JSONResponse(
-        {"error_code": code, "message": error.message},
-        status_code=status,
-        headers=challenge_headers(error),
-    )
-
-
-class V3Route(APIRoute):
-    """An ``APIRoute`` whose typed and validation errors answer in the v3 dialect (the guard's
-    too: FastAPI resolves the app's dependencies inside the route handler)."""
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-
-        async def handle(request: Request) -> Response:
-            try:
-                return await handler(request)
-            except YakError as exc:
-                return v3_error_response(exc)
-            except RequestValidationError as exc:
-                message = describe_validation(exc)
-                return v3_error_response(InvalidRequestError(message, kind="invalid_body"))
-
-        return handle

@@ -16,7 +16,7 @@ from yak.api.groups import GroupDescription
 from yak.errors import GroupIdNotFoundError, YakError
 from yak.security.acl import Operation, ResourceType
 from yak_rest_proxy.api.v3.admin_routes import V3_TAG, links_of
-from yak_rest_proxy.api.v3.errors import ResourceMissingError, V3Route
+from yak_rest_proxy.api.v3.errors import ResourceMissingError
 from yak_rest_proxy.api.v3.resources import (
     collection,
     consumer_data,
@@ -24,6 +24,7 @@ from yak_rest_proxy.api.v3.resources import (
     lag_data,
     lag_summary_data,
 )
+from yak_rest_proxy.api.v3.v3_route import V3Route
 from yak_rest_proxy.consume.group_admin import GroupAdmin
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.runtime import ProxyRuntime

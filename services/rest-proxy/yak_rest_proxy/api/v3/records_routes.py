@@ -26,9 +26,16 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
-from yak.errors import InvalidRequestError, MessageTooLargeError, YakError
+from yak.errors import (
+    InvalidRequestError,
+    MessageTooLargeError,
+    UnknownTopicOrPartitionError,
+    YakError,
+)
+from yak.metadata.cache import ClusterSnapshot
 from yak_rest_proxy.api.v3.admin_routes import V3_TAG, links_of
-from yak_rest_proxy.api.v3.errors import V3Route, v3_error_body
+from yak_rest_proxy.api.v3.errors import v3_error_body
+from yak_rest_proxy.api.v3.models import ProduceRecord
 from yak_rest_proxy.api.v3.produce_request import ParsedRecord, delivery_report, parse_record
 from yak_rest_proxy.api.v3.record_stream import (
     Pending,
@@ -36,11 +43,25 @@ from yak_rest_proxy.api.v3.record_stream import (
     delivery_reports,
     encode_report,
 )
+from yak_rest_proxy.api.v3.v3_route import V3Route
+from yak_rest_proxy.http.body import openapi_body
 from yak_rest_proxy.produce.publish import Publication, enqueue
 from yak_rest_proxy.quotas.quotas import QuotaKind
 from yak_rest_proxy.runtime import ProxyRuntime
 
-__all__ = ["ReportStream", "records_router", "report_status"]
+__all__ = ["ReportStream", "check_partition", "records_router", "report_status"]
+
+
+def check_partition(snapshot: ClusterSnapshot, topic: str, partition: int | None) -> None:
+    """404 / 40402 for a ``partition_id`` the topic lacks, said of the record (the producer's
+    own check names the record by its index in a request, which a stream does not have)."""
+    record = snapshot.topics.get(topic)
+    if partition is not None and record is not None and partition >= record.partitions:
+        raise UnknownTopicOrPartitionError(
+            f"Partition {partition} not found: topic '{topic}' has {record.partitions}",
+            topic=topic,
+            partition=partition,
+        )
 
 
 def report_status(report: dict[str, Any]) -> int:
@@ -104,10 +125,12 @@ def records_router(runtime: ProxyRuntime) -> APIRouter:
                 principal = runtime.quotas.admit(QuotaKind.PRODUCE)
                 runtime.quotas.charge(QuotaKind.PRODUCE, principal, len(raw))
                 parsed = parse_record(raw, runtime.clock.time_ms())
+                snapshot = runtime.cache.snapshot
+                check_partition(snapshot, topic, parsed.outgoing.partition)
                 publication = enqueue(
                     runtime.producer,
                     runtime.partitioner,
-                    runtime.cache.snapshot,
+                    snapshot,
                     topic,
                     [parsed.outgoing],
                     acks=settings.acks,
@@ -118,7 +141,10 @@ def records_router(runtime: ProxyRuntime) -> APIRouter:
 
         return submit
 
-    @router.post("/clusters/{cluster_id}/topics/{topic}/records")
+    @router.post(
+        "/clusters/{cluster_id}/topics/{topic}/records",
+        openapi_extra=openapi_body(ProduceRecord, "application/json"),
+    )
     async def produce(request: Request, cluster_id: str, topic: str) -> Response:
         """Produce records: one JSON object per record, concatenated; one report per record.
         With ``Transfer-Encoding: chunked`` the request streams (see the module docstring)."""
