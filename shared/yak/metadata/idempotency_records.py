@@ -5,7 +5,9 @@ client's key is hashed with its principal, so two principals never share a recor
 text (up to 255 characters of the client's choosing) never becomes part of an etcd key.
 
 Value: JSON ``{"fingerprint": <sha256 hex of the request>, "state": "pending" | "done",
-"deadline_ms": <int>, "status": <int>, "media_type": <str>, "body": <base64>}``. A *pending*
+"deadline_ms": <int>, "status": <int>, "media_type": <str>, "body": <base64 of the zlib-
+compressed answer>}`` (produce answers repeat themselves record after record: ten thousand
+results fit well inside etcd's 1.5 MiB value limit). A *pending*
 record is written (create-if-absent) before the request's work starts and names, in
 ``deadline_ms`` (wall clock), when the proxy doing it gives up at the latest: past it, the
 proxy died and another may take the key over (a compare on the record's mod revision). A
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import zlib
 from dataclasses import dataclass
 from typing import Literal
 
@@ -67,7 +70,7 @@ class IdempotencyRecord:
                 "deadline_ms": self.deadline_ms,
                 "status": self.status,
                 "media_type": self.media_type,
-                "body": base64.b64encode(self.body).decode("ascii"),
+                "body": base64.b64encode(zlib.compress(self.body, 1)).decode("ascii"),
             }
         )
 
@@ -85,7 +88,7 @@ class IdempotencyRecord:
                 deadline_ms=int(data["deadline_ms"]),
                 status=int(data["status"]),
                 media_type=str(data["media_type"]),
-                body=base64.b64decode(data["body"], validate=True),
+                body=zlib.decompress(base64.b64decode(data["body"], validate=True)),
             )
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, zlib.error) as exc:
             raise ValueError(f"not an idempotency record: {exc}") from exc

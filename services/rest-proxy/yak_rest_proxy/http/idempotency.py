@@ -33,7 +33,9 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Annotated
 
+from fastapi import Header
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -53,6 +55,7 @@ __all__ = [
     "IDEMPOTENCY_KEY",
     "REPLAYED",
     "Idempotency",
+    "IdempotencyKeyHeader",
     "fingerprint",
     "idempotency_header",
     "parse_key",
@@ -67,6 +70,22 @@ REPLAYED = "Idempotent-Replayed"
 _MAX_KEY = 255
 #: After the delivery timeout, how much longer a pending record is honoured.
 _DEADLINE_MARGIN_MS = 5_000
+
+
+#: The header as the routes declare it for the OpenAPI document (they read it from the scope:
+#: the fast lane serves the native route without FastAPI's parameters).
+IdempotencyKeyHeader = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        pattern=r"^[ -~]{1,257}$",
+        description=(
+            "A retry with the same key and request gets the first answer, from any proxy, "
+            "within YAK_IDEMPOTENCY_WINDOW_S (docs/rest-api.md#idempotency-key); 1-255 "
+            "visible ASCII characters, quotes optional."
+        ),
+    ),
+]
 
 
 def idempotency_header(request: Request) -> str | None:

@@ -9,6 +9,8 @@
 - Every operation declares the error statuses its dialect may answer, with the dialect's error
   body (``{"error_code", "message"}`` or ``{"code", "message", "details"}``), replacing FastAPI's
   default 422 body, which the proxy never sends.
+- A native produce that takes an ``Idempotency-Key`` declares 422 too
+  (``IDEMPOTENCY_KEY_REUSED``; the other native 4xx validation answers are 400).
 - The Server-Sent Events stream declares ``text/event-stream``, each event an object (``event``:
   ``records`` or ``error``, ``data``: JSON text), as SSE-aware tools read a stream.
 """
@@ -70,6 +72,11 @@ _SSE_EVENT: dict[str, Any] = {
 }
 
 
+def _takes_idempotency_key(operation: dict[str, Any]) -> bool:
+    parameters = operation.get("parameters", ())
+    return any(p.get("name") == "Idempotency-Key" for p in parameters if isinstance(p, dict))
+
+
 def _complete(path: str, method: str, operation: dict[str, Any], schemas: dict[str, Any]) -> None:
     schemas.update(operation.pop("x-yak-components", {}))
     responses: dict[str, Any] = operation.setdefault("responses", {})
@@ -92,7 +99,10 @@ def _complete(path: str, method: str, operation: dict[str, Any], schemas: dict[s
     if native:
         responses.pop("422", None)  # validation failures are 400 INVALID_REQUEST here
     error = {"$ref": "#/components/schemas/" + ("NativeError" if native else "V2Error")}
-    for status in _NATIVE_STATUSES if native else _V2_STATUSES:
+    statuses = _NATIVE_STATUSES if native else _V2_STATUSES
+    if native and _takes_idempotency_key(operation):
+        statuses = (*statuses, "422")  # IDEMPOTENCY_KEY_REUSED
+    for status in statuses:
         if status in ("401", "403") and path in _PUBLIC_PATHS:
             continue
         responses[status] = {

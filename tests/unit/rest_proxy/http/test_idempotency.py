@@ -176,6 +176,10 @@ def test_the_record_round_trips_and_refuses_garbage() -> None:
     assert IdempotencyRecord.decode(record.encode()) == record
     with pytest.raises(ValueError, match="not an idempotency record"):
         IdempotencyRecord.decode(b'{"state": "lost"}')
+    results = b'{"results": [' + b",".join([b'{"partition": 0, "offset": 1}'] * 10_000) + b"]}"
+    large = IdempotencyRecord.done("f", 200, "application/json", results)
+    assert len(large.encode()) < len(results) // 20  # kept compressed: far under etcd's limit
+    assert IdempotencyRecord.decode(large.encode()).body == results
 
 
 ROUTES = [
@@ -211,6 +215,32 @@ async def test_produce_routes_replay_and_refuse(
         plain = await client.post(path, json=body, headers={"Content-Type": media})
         assert plain.status_code == 200
         assert await _log_end(client) == end + 1  # without the header: written each time
+
+
+async def test_the_openapi_document_declares_the_header(tmp_path: Path) -> None:
+    async with proxy_and_broker(tmp_path, ProxySettings()) as (client, _app):
+        document = (await client.get("/openapi.json")).json()
+    templates = (
+        "/topics/{topic}",
+        "/topics/{topic}/partitions/{partition}",
+        "/api/v1/topics/{topic}/records",
+    )
+    for template in templates:
+        parameters = document["paths"][template]["post"]["parameters"]
+        declared = [p for p in parameters if p["name"] == "Idempotency-Key"]
+        assert [p["in"] for p in declared] == ["header"], template
+        assert "422" in document["paths"][template]["post"]["responses"]  # KEY_REUSED
+
+
+@pytest.mark.parametrize(("path", "body", "media"), ROUTES)
+async def test_a_malformed_key_is_refused_and_nothing_written(
+    tmp_path: Path, path: str, body: dict[str, object], media: str
+) -> None:
+    async with proxy_and_broker(tmp_path, ProxySettings()) as (client, _app):
+        headers = {"Content-Type": media, "Idempotency-Key": "k" * 300}
+        answer = await client.post(path, json=body, headers=headers)
+        assert answer.status_code == (400 if path.startswith("/api/") else 422), answer.text
+        assert await _log_end(client) == 0
 
 
 async def test_the_window_setting_zero_ignores_the_header(tmp_path: Path) -> None:

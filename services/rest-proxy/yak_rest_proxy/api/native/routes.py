@@ -64,7 +64,11 @@ from yak_rest_proxy.api.native.produce_delays import record_headers
 from yak_rest_proxy.api.native.render import renderer
 from yak_rest_proxy.consume.reader import FILTER_DOC, filter_param
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
-from yak_rest_proxy.http.idempotency import fingerprint, idempotency_header
+from yak_rest_proxy.http.idempotency import (
+    IdempotencyKeyHeader,
+    fingerprint,
+    idempotency_header,
+)
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.produce.accumulator import ProducedRecord
 from yak_rest_proxy.produce.direct import send_batch
@@ -353,6 +357,7 @@ def native_router(runtime: ProxyRuntime) -> APIRouter:
             PartitionerName | None,
             Query(description="Keyless records' partitioner (default: the proxy's setting)."),
         ] = None,
+        _key: IdempotencyKeyHeader = None,
     ) -> Response:
         """Produce records; per-record results in request order."""
         return await produce_records(runtime, request, topic, ACKS[acks], partitioner)

@@ -26,7 +26,11 @@ from yak_rest_proxy.api.v2.produce_body import parse_produce_body
 from yak_rest_proxy.http.body import openapi_body, read_body
 from yak_rest_proxy.http.content import EmbeddedFormat, negotiate, request_format
 from yak_rest_proxy.http.errors import v2_error
-from yak_rest_proxy.http.idempotency import fingerprint, idempotency_header
+from yak_rest_proxy.http.idempotency import (
+    IdempotencyKeyHeader,
+    fingerprint,
+    idempotency_header,
+)
 from yak_rest_proxy.http.responses import json_response
 from yak_rest_proxy.produce.publish import OutgoingRecord, check_record_count, enqueue
 from yak_rest_proxy.quotas.quotas import QuotaKind, Quotas
@@ -129,7 +133,9 @@ def produce_router(runtime: ProxyRuntime) -> APIRouter:
         response_model=V2ProduceResponse,
         openapi_extra=openapi_body(V2ProduceRequest, *_PRODUCE_TYPES),
     )
-    async def produce_to_topic(request: Request, topic: str) -> Response:
+    async def produce_to_topic(
+        request: Request, topic: str, _key: IdempotencyKeyHeader = None
+    ) -> Response:
         """Produce records; each goes to its ``partition``, else by key hash, else sticky."""
         return await produce(request, topic, None)
 
@@ -138,7 +144,9 @@ def produce_router(runtime: ProxyRuntime) -> APIRouter:
         response_model=V2ProduceResponse,
         openapi_extra=openapi_body(V2ProduceRequest, *_PRODUCE_TYPES),
     )
-    async def produce_to_partition(request: Request, topic: str, partition: int) -> Response:
+    async def produce_to_partition(
+        request: Request, topic: str, partition: int, _key: IdempotencyKeyHeader = None
+    ) -> Response:
         """Produce records to one partition."""
         return await produce(request, topic, partition)
 
