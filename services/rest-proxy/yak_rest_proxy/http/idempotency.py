@@ -49,7 +49,17 @@ from yak.errors import (
 )
 from yak.metadata.idempotency_records import IdempotencyRecord, idempotency_key
 from yak.metadata.keyspace import Keyspace
-from yak.metadata.store import Compare, DeleteOp, GetOp, GetResponse, MetadataStore, PutOp
+from yak.metadata.store import (
+    Compare,
+    DeleteOp,
+    GetOp,
+    GetResponse,
+    LeaseExpiredError,
+    MetadataStore,
+    Op,
+    PutOp,
+    TxnResult,
+)
 
 __all__ = [
     "IDEMPOTENCY_KEY",
@@ -157,6 +167,20 @@ class Idempotency:
                 self._lease = (lease, now + self._period_s)
             return self._lease[0]
 
+    async def _put(
+        self, compares: list[Compare], key: str, value: bytes, on_failure: list[Op] | None = None
+    ) -> TxnResult:
+        """A txn putting ``value`` under the current lease; once more with a new lease if that
+        one is gone (etcd restored from a backup, or the lease revoked by hand)."""
+        lease = await self._current_lease()
+        try:
+            return await self._store.txn(compares, [PutOp(key, value, lease)], on_failure or [])
+        except LeaseExpiredError:
+            if self._lease is not None and self._lease[0] == lease:
+                self._lease = None
+        lease = await self._current_lease()
+        return await self._store.txn(compares, [PutOp(key, value, lease)], on_failure or [])
+
     async def once(
         self,
         principal: str,
@@ -169,10 +193,7 @@ class Idempotency:
         pending = IdempotencyRecord.pending(
             print_, self._clock.time_ms() + self._work_timeout_ms + _DEADLINE_MARGIN_MS
         ).encode()
-        lease = await self._current_lease()
-        reserved = await self._store.txn(
-            [Compare.absent(key)], [PutOp(key, pending, lease)], [GetOp(key)]
-        )
+        reserved = await self._put([Compare.absent(key)], key, pending, [GetOp(key)])
         revision = reserved.revision
         if not reserved.succeeded:
             found = reserved.responses[0]
@@ -204,10 +225,7 @@ class Idempotency:
                 "the first request with this Idempotency-Key is still being served; retry",
                 retry_after_s=1,
             )
-        lease = await self._current_lease()
-        taken = await self._store.txn(
-            [Compare.mod_revision(key, mod_revision)], [PutOp(key, pending, lease)]
-        )
+        taken = await self._put([Compare.mod_revision(key, mod_revision)], key, pending)
         if not taken.succeeded:
             raise IdempotencyKeyInUseError(
                 "another request took this Idempotency-Key over just now; retry", retry_after_s=1
@@ -231,7 +249,7 @@ class Idempotency:
             print_, response.status_code, response.media_type or "", bytes(response.body)
         )
         try:
-            await self._store.txn([ours], [PutOp(key, done.encode(), await self._current_lease())])
+            await self._put([ours], key, done.encode())
         except MetadataStoreError:
             log.warning("idempotency key %s: the answer was not recorded", key, exc_info=True)
         return response

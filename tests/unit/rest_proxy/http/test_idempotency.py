@@ -151,6 +151,17 @@ async def test_records_expire_after_the_window_and_leases_are_shared() -> None:
     await store.aclose()
 
 
+async def test_a_lost_lease_is_replaced(store: MemoryMetadataStore) -> None:
+    (proxy,) = _proxies(store, FakeClock(), 1)
+    work = Counter()
+    await proxy.once("User:a", "k1", "p", work)
+    (kv,) = (await store.range_prefix(idempotency_prefix(KEYSPACE))).kvs
+    assert kv.lease
+    await store.revoke_lease(kv.lease)  # e.g. etcd restored from a backup
+    assert (await proxy.once("User:a", "k1", "p", work)).body == b'{"run": 2}'
+    assert (await proxy.once("User:a", "k1", "p", work)).body == b'{"run": 2}'
+
+
 @pytest.mark.parametrize("bad", ["", '""', "x" * 256, "tab\tkey", "é"])
 def test_malformed_keys_are_refused(bad: str) -> None:
     with pytest.raises(InvalidRequestError, match="Idempotency-Key"):
