@@ -158,10 +158,14 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
         )
         count = created.partition_count
         await caught_up(runtime, lambda snap: len(snap.partitions_of(name)) >= count)
-        record = snapshot().topics.get(name)
-        if record is None:  # not seen in time: describe from what the controller said
-            await runtime.topics.sync()
-            record = snapshot().topics[name]
+        record = snapshot().topics.get(name) or TopicRecord(  # not seen in time: as told
+            name=name,
+            topic_id=created.topic_id,
+            partitions=created.partition_count,
+            replication_factor=created.replication_factor,
+            configs=created.configs,
+            created_at_ms=0,
+        )
         return json_response(topic_data(links, record), _JSON, 201)
 
     @router.get("/clusters/{cluster_id}/topics/{topic}")

@@ -18,7 +18,7 @@ from typing import Any
 
 from yak.api.groups import GroupDescription, MemberDescription, PartitionLag
 from yak.metadata.models import BrokerRegistration, PartitionState, TopicRecord
-from yak.topic_config import effective_config
+from yak.topic_config import CATALOGUE
 from yak_rest_proxy.api.v3.errors import ResourceMissingError
 
 __all__ = [
@@ -148,7 +148,7 @@ def partition_data(links: Links, state: PartitionState) -> Json:
 def config_data(links: Links, topic: str, name: str, overrides: Mapping[str, str]) -> Json:
     """``KafkaTopicConfig``: an override is ``DYNAMIC_TOPIC_CONFIG`` (with the default as its
     synonym), anything else Yak's ``DEFAULT_CONFIG``; nothing is read-only or sensitive."""
-    default = effective_config({})[name]
+    default = CATALOGUE[name].default
     synonyms = [{"name": name, "value": default, "source": "DEFAULT_CONFIG"}]
     overridden = name in overrides
     if overridden:
