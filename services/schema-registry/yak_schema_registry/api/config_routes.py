@@ -11,6 +11,7 @@ from yak_schema_registry.api.wire import (
     ConfigUpdate,
     ModeBody,
     SchemaBody,
+    VersionPath,
     error_responses,
     parse_version,
 )
@@ -26,11 +27,14 @@ def _check(messages: list[str], verbose: bool) -> CompatibilityCheck:
 
 
 def _level(body: ConfigBody) -> CompatibilityLevel:
-    return CompatibilityLevel.of(body.compatibility or body.compatibilityLevel)
+    """The level a body sets: both of its fields are checked (42203), ``compatibility`` wins."""
+    given = [body.compatibility, body.compatibilityLevel]
+    levels = [CompatibilityLevel.of(name) for name in given if name is not None]
+    return levels[0] if levels else CompatibilityLevel.of(None)
 
 
 def config_router(registry: SchemaRegistry, settings: RegistrySettingsStore) -> APIRouter:
-    router = APIRouter(tags=["compatibility"], responses=error_responses(404, 422, 500))
+    router = APIRouter(tags=["compatibility"], responses=error_responses(400, 404, 422, 500))
 
     @router.post(
         "/compatibility/subjects/{subject}/versions/{version}",
@@ -38,7 +42,7 @@ def config_router(registry: SchemaRegistry, settings: RegistrySettingsStore) -> 
         response_model_exclude_none=True,
     )
     async def test_one(
-        subject: str, version: str, body: SchemaBody, verbose: bool = False
+        subject: str, version: VersionPath, body: SchemaBody, verbose: bool = False
     ) -> CompatibilityCheck:
         number = parse_version(version)
         return _check(await registry.test_compatibility(subject, body.source(), number), verbose)

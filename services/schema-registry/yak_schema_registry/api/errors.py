@@ -3,24 +3,28 @@
 A ``RegistryError`` answers with its status and Confluent's ``error_code``; a metadata-store
 failure (etcd unreachable) 500 / 50001 ("error in the backend data store"); a body or
 parameter that fails validation 422 / 422, as Confluent's Jersey validation does; a path no
-route serves 404 / 404 and another method 405 / 405 (with ``Allow``); anything else 500 /
+route serves 404 / 404 and another method 405 / 405 (with ``Allow`` naming every method the
+path serves, not only those of the first route that matched it); anything else 500 /
 50001, logged with its traceback and never leaked. Every body has Confluent's content type.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
+from starlette.routing import BaseRoute, Match
+from starlette.types import Scope
 
 from yak.errors import MetadataStoreError
 from yak.web.errors import describe_validation
 from yak_schema_registry.api.wire import RegistryJSONResponse
 from yak_schema_registry.errors import RegistryError
 
-__all__ = ["error_body", "install_registry_error_handlers"]
+__all__ = ["allowed_methods", "error_body", "install_registry_error_handlers"]
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +33,20 @@ _BACKEND = 50001
 
 def error_body(error_code: int, message: str) -> dict[str, object]:
     return {"error_code": error_code, "message": message}
+
+
+_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+
+
+def allowed_methods(routes: Sequence[BaseRoute], scope: Scope) -> str:
+    """Every method some route fully matches for the request's path, for a 405's ``Allow``
+    (asked of the routes themselves: included routers match their own routes)."""
+    allowed = [
+        method
+        for method in _METHODS
+        if any(route.matches({**scope, "method": method})[0] is Match.FULL for route in routes)
+    ]
+    return ", ".join(allowed)
 
 
 def install_registry_error_handlers(app: FastAPI) -> None:
@@ -51,7 +69,10 @@ def install_registry_error_handlers(app: FastAPI) -> None:
         assert isinstance(exc, HTTPException)
         message = f"HTTP {exc.status_code} {exc.detail}: {request.method} {request.url.path}"
         body = error_body(exc.status_code, message)
-        return RegistryJSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = allowed_methods(request.app.router.routes, request.scope)
+        return RegistryJSONResponse(body, status_code=exc.status_code, headers=headers)
 
     async def on_unexpected(request: Request, exc: Exception) -> RegistryJSONResponse:
         log.exception("unhandled error serving %s %s", request.method, request.url.path)

@@ -20,7 +20,7 @@ __all__ = ["raw_schema", "schema_router"]
 
 def schema_router(registry: SchemaRegistry) -> APIRouter:
     router = APIRouter(
-        prefix="/schemas", tags=["schemas"], responses=error_responses(404, 422, 500)
+        prefix="/schemas", tags=["schemas"], responses=error_responses(400, 404, 422, 500)
     )
 
     @router.get("/types")

@@ -9,6 +9,7 @@ from yak_schema_registry.api.wire import (
     RegisterResponse,
     SchemaBody,
     SubjectVersionResponse,
+    VersionPath,
     error_responses,
     parse_version,
     version_response,
@@ -21,7 +22,7 @@ __all__ = ["subject_router"]
 
 def subject_router(registry: SchemaRegistry, deletions: Deletions) -> APIRouter:
     router = APIRouter(
-        prefix="/subjects", tags=["subjects"], responses=error_responses(404, 409, 422, 500)
+        prefix="/subjects", tags=["subjects"], responses=error_responses(400, 404, 409, 422, 500)
     )
 
     @router.get("")
@@ -42,17 +43,19 @@ def subject_router(registry: SchemaRegistry, deletions: Deletions) -> APIRouter:
         response_model=SubjectVersionResponse,
         response_model_exclude_none=True,
     )
-    async def get_version(subject: str, version: str, deleted: bool = False) -> dict[str, object]:
+    async def get_version(
+        subject: str, version: VersionPath, deleted: bool = False
+    ) -> dict[str, object]:
         found = await registry.version(subject, parse_version(version), deleted=deleted)
         return version_response(found)
 
     @router.get("/{subject}/versions/{version}/schema")
-    async def get_version_schema(subject: str, version: str) -> object:
+    async def get_version_schema(subject: str, version: VersionPath) -> object:
         found = await registry.version(subject, parse_version(version))
         return raw_schema(found.schema.text)
 
     @router.get("/{subject}/versions/{version}/referencedby")
-    async def referenced_by(subject: str, version: str) -> list[int]:
+    async def referenced_by(subject: str, version: VersionPath) -> list[int]:
         found = await registry.version(subject, parse_version(version))
         return await registry.storage.referenced_by(subject, found.record.version)
 
@@ -69,7 +72,7 @@ def subject_router(registry: SchemaRegistry, deletions: Deletions) -> APIRouter:
         return await deletions.delete_subject(subject, permanent=permanent)
 
     @router.delete("/{subject}/versions/{version}")
-    async def delete_version(subject: str, version: str, permanent: bool = False) -> int:
+    async def delete_version(subject: str, version: VersionPath, permanent: bool = False) -> int:
         number = parse_version(version)
         return await deletions.delete_version(subject, number, permanent=permanent)
 

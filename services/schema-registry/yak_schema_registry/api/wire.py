@@ -8,18 +8,28 @@ Requests ignore fields they do not know (Confluent's clients send ``metadata`` a
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
+from fastapi import Path
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from yak_schema_registry.errors import InvalidVersionError
-from yak_schema_registry.formats.model import LATEST, Reference, SchemaSource, SchemaType
+from yak_schema_registry.formats.model import (
+    LATEST,
+    CompatibilityLevel,
+    Mode,
+    Reference,
+    SchemaSource,
+    SchemaType,
+)
 from yak_schema_registry.registry import Registered
 from yak_schema_registry.storage import StoredSchema
 
 __all__ = [
     "MEDIA_TYPE",
+    "VERSION_PATTERN",
     "CompatibilityCheck",
     "ConfigBody",
     "ConfigResponse",
@@ -33,6 +43,7 @@ __all__ = [
     "SchemaResponse",
     "SubjectVersion",
     "SubjectVersionResponse",
+    "VersionPath",
     "error_responses",
     "parse_version",
     "schema_response",
@@ -40,6 +51,23 @@ __all__ = [
 ]
 
 MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
+
+#: What ``parse_version`` accepts: ``latest``, ``-1`` or 1 to 2^31-1 (2147483647), digit by
+#: digit so that the OpenAPI document states exactly the versions the server takes.
+VERSION_PATTERN = (
+    "^(latest|-1|[1-9][0-9]{0,8}|1[0-9]{9}|20[0-9]{8}|21[0-3][0-9]{7}|214[0-6][0-9]{6}"
+    "|2147[0-3][0-9]{5}|21474[0-7][0-9]{4}|214748[0-2][0-9]{3}|2147483[0-5][0-9]{2}"
+    "|21474836[0-3][0-9]|214748364[0-7])$"
+)
+
+#: A version in a path, checked by ``parse_version`` (42202), its pattern in the document.
+VersionPath = Annotated[
+    str,
+    Path(
+        description="A version number, or `latest` (also `-1`)",
+        json_schema_extra={"pattern": VERSION_PATTERN},
+    ),
+]
 
 
 class RegistryJSONResponse(JSONResponse):
@@ -99,9 +127,14 @@ class CompatibilityCheck(BaseModel):
     messages: list[str] | None = None
 
 
+_LEVELS = {"enum": [level.value for level in CompatibilityLevel]}
+
+
 class ConfigBody(_Body):
-    compatibility: str | None = None
-    compatibilityLevel: str | None = None  # noqa: N815
+    """A level to set; Confluent's clients send ``compatibility`` (any case is taken)."""
+
+    compatibility: Annotated[str | None, Field(json_schema_extra=_LEVELS)] = None
+    compatibilityLevel: Annotated[str | None, Field(json_schema_extra=_LEVELS)] = None  # noqa: N815
 
 
 class ConfigResponse(BaseModel):
@@ -113,7 +146,7 @@ class ConfigUpdate(BaseModel):
 
 
 class ModeBody(_Body):
-    mode: str
+    mode: Annotated[str, Field(json_schema_extra={"enum": [m.value for m in Mode]})]
 
 
 class ErrorBody(BaseModel):
@@ -129,6 +162,7 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 _ERRORS = {
+    400: "A body that is not JSON (400)",
     404: "Subject (40401), version (40402) or schema (40403) not found, or a delete or "
     "setting in the wrong state (40404-40409)",
     409: "Incompatible with the subject's compatibility level (409)",
@@ -140,14 +174,8 @@ _ERRORS = {
 
 def parse_version(text: str) -> int:
     """A version in a path: ``latest``, ``-1`` (the same) or a positive integer; else 42202."""
-    if text == "latest":
-        return LATEST
-    try:
-        version = int(text)
-    except ValueError:
-        version = 0
-    if version == LATEST or 1 <= version <= 2**31 - 1:
-        return version
+    if re.fullmatch(VERSION_PATTERN, text):
+        return LATEST if text == "latest" else int(text)
     raise InvalidVersionError(
         f"The specified version '{text}' is not a valid version id. Allowed values are between "
         '[1, 2^31-1] and the string "latest"'

@@ -62,12 +62,12 @@ class CompatibilityLevel(StrEnum):
 
     @classmethod
     def of(cls, name: str | None) -> CompatibilityLevel:
-        try:
-            return cls(str(name).upper())
-        except ValueError:
-            raise InvalidCompatibilityLevelError(
-                f"Invalid compatibility level. Valid values are {', '.join(cls)}"
-            ) from None
+        """The level named (any case); 42203 for another name or none ("NONE" is one)."""
+        if name is not None and name.upper() in cls.__members__:
+            return cls[name.upper()]
+        raise InvalidCompatibilityLevelError(
+            f"Invalid compatibility level. Valid values are {', '.join(cls)}"
+        )
 
     @property
     def transitive(self) -> bool:
@@ -93,10 +93,10 @@ class Mode(StrEnum):
 
     @classmethod
     def of(cls, name: str | None) -> Mode:
-        try:
-            return cls(str(name).upper())
-        except ValueError:
-            raise InvalidModeError(f"Invalid mode. Valid values are {', '.join(cls)}") from None
+        """The mode named (any case); 42204 for another name or none."""
+        if name is not None and name.upper() in cls.__members__:
+            return cls[name.upper()]
+        raise InvalidModeError(f"Invalid mode. Valid values are {', '.join(cls)}")
 
 
 class Reference(NamedTuple):

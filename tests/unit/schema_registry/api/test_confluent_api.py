@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 
 import httpx
 import pytest
 
 from tests.unit.schema_registry.conftest import avro_record
 from yak.metadata.memory_store import MemoryMetadataStore
-from yak_schema_registry.api.wire import MEDIA_TYPE
+from yak_schema_registry.api.wire import MEDIA_TYPE, VERSION_PATTERN, parse_version
+from yak_schema_registry.errors import InvalidVersionError
 
 A = {"name": "a", "type": "int"}
 B = {"name": "b", "type": "string"}
@@ -65,6 +67,8 @@ async def test_register_and_read_back_in_confluent_shapes(client: httpx.AsyncCli
         ("POST", "/subjects/t/versions", {"schemaType": "AVRO"}, 422, 422),
         ("POST", "/subjects/t/versions", {"schema": avro_record(A, B)}, 409, 409),
         ("PUT", "/config", {"compatibility": "SIDEWAYS"}, 422, 42203),
+        ("PUT", "/config", {"compatibility": "FULL", "compatibilityLevel": "UP"}, 422, 42203),
+        ("PUT", "/config", {}, 422, 42203),
         ("PUT", "/mode", {"mode": "WRITEONLY"}, 422, 42204),
         ("GET", "/config/t", None, 404, 40408),
         ("GET", "/mode/t", None, 404, 40409),
@@ -154,3 +158,32 @@ async def test_the_openapi_document_states_confluent_bodies(client: httpx.AsyncC
     assert error == {"$ref": "#/components/schemas/ErrorBody"}
     ok = register["responses"]["200"]["content"]
     assert list(ok) == [MEDIA_TYPE]
+
+
+async def test_a_405_allows_every_method_of_the_path(client: httpx.AsyncClient) -> None:
+    answer = await client.post("/config/t")
+    assert answer.status_code == 405
+    assert answer.headers["allow"] == "DELETE, GET, PUT"
+
+
+@pytest.mark.parametrize(
+    ("text", "valid"),
+    [
+        ("latest", True),
+        ("-1", True),
+        ("1", True),
+        ("2147483647", True),
+        ("2147483648", False),
+        ("0", False),
+        ("01", False),
+        ("-2", False),
+    ],
+)
+def test_the_documented_version_pattern_is_what_the_server_takes(text: str, valid: bool) -> None:
+    assert bool(re.fullmatch(VERSION_PATTERN, text)) is valid
+    try:
+        parse_version(text)
+    except InvalidVersionError:
+        assert not valid
+    else:
+        assert valid
