@@ -136,11 +136,14 @@ class Member:
     def url(self) -> str:
         return self.urls[self.turn % len(self.urls)]
 
-    async def acquire(self, max_records: int = 10, timeout_ms: int = 500) -> list[dict[str, Any]]:
+    async def acquire(
+        self, max_records: int = 10, timeout_ms: int = 500, mode: str = "batch_optimized"
+    ) -> list[dict[str, Any]]:
         body = {
             "topics": [self.topic],
             "member_id": self.member_id,
             "max_records": max_records,
+            "acquire_mode": mode,
             "timeout_ms": timeout_ms,
             "value_encoding": "string",
         }
@@ -232,7 +235,7 @@ async def _setup(admin: AsyncAdmin, proxy: str) -> tuple[str, str]:
 
 async def _late_ack(member: Member) -> list[int]:
     """Acquire a record (one per partition, maybe), ack after the lock expired: refused."""
-    records = await member.acquire(max_records=1, timeout_ms=5_000)
+    records = await member.acquire(max_records=1, timeout_ms=5_000, mode="record_limit")
     assert records
     await asyncio.sleep(LOCK_MS / 1000 + 1.0)  # the lock's own duration, at the broker
     outcome = await member.answer([(r, "accept") for r in records])

@@ -35,6 +35,7 @@ __all__ = [
     "AcknowledgeRequest",
     "AcknowledgeResponse",
     "AcknowledgeType",
+    "AcquireMode",
     "AcquireRequest",
     "AcquireResponse",
     "AcquiredRecord",
@@ -58,6 +59,17 @@ class AcknowledgeType(StrEnum):
     RELEASE = "release"
     REJECT = "reject"
     RENEW = "renew"
+
+
+class AcquireMode(StrEnum):
+    """How an acquire bounds what it takes (Kafka's ``share.acquire.mode``, KIP-1206)."""
+
+    #: Each partition's acquisition goes on to the end of the last record batch it answers
+    #: (the answer carries that batch anyway): ``max_records`` is soft, exceeded by at most
+    #: one batch per partition. Kafka's default.
+    BATCH_OPTIMIZED = "batch_optimized"
+    #: At most ``max_records`` records.
+    RECORD_LIMIT = "record_limit"
 
 
 class AcquiredRecord(ConsumedRecord):
@@ -118,6 +130,8 @@ class AcquireRequest(_Body):
     #: The member the locks are taken for; generated (and answered) when absent.
     member_id: str | None = Field(default=None, min_length=1, max_length=249)
     max_records: int = Field(default=500, ge=1, le=MAX_ACQUIRE_RECORDS)
+    #: Whether ``max_records`` may be exceeded to finish a record batch (``AcquireMode``).
+    acquire_mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED
     #: How long to wait for records when none is available now (a long poll).
     timeout_ms: int = Field(default=1_000, ge=0)
     #: A record filter (docs/filters.md); records it rejects are acknowledged for the group.

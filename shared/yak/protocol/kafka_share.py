@@ -33,6 +33,11 @@ What Yak adds, inside Kafka's extension points so that a Kafka parser skips it:
 - ``YAK_SHARE_FILTER_TAG`` on the ShareFetch request body: the request's record filter
   (``yak.filters``), UTF-8; the leader acquires only records it accepts and acknowledges the
   others (docs/decisions.md, "Server-side filters").
+- ``YAK_ACQUIRE_MODE_TAG`` on the ShareFetch request body: one byte, KIP-1206's
+  ``ShareAcquireMode`` (``AcquireMode``: 0 ``batch_optimized``, the leader acquires to the end
+  of the last batch it answers, so ``max_records`` is soft; 1 ``record_limit``, at most
+  ``max_records``). Kafka carries it as a field of ShareFetch v2; without the tag the internal
+  plane means ``record_limit``.
 - Partition errors keep their Yak identity as in ``kafka_wire`` (``YAK_ERROR_TAG``); the
   acknowledgement error of a ShareFetch partition under ``YAK_ACK_ERROR_TAG``.
 - ``YAK_ACK_REFUSED_TAG`` on a partition of either answer: which of the request's
@@ -85,10 +90,12 @@ __all__ = [
     "SHARE_FETCH_VERSION",
     "YAK_ACK_ERROR_TAG",
     "YAK_ACK_REFUSED_TAG",
+    "YAK_ACQUIRE_MODE_TAG",
     "YAK_SHARE_FILTER_TAG",
     "AckBatch",
     "AckResult",
     "AckType",
+    "AcquireMode",
     "AcquiredRecords",
     "ShareAcknowledgeRequest",
     "ShareFetchRequest",
@@ -114,6 +121,7 @@ NO_SESSION = -1
 YAK_SHARE_FILTER_TAG = 0x7963
 YAK_ACK_ERROR_TAG = 0x7964
 YAK_ACK_REFUSED_TAG = 0x7965
+YAK_ACQUIRE_MODE_TAG = 0x7966
 
 _FETCH_TOP = struct.Struct(
     ">iiiiii"
@@ -132,6 +140,13 @@ class AckType(IntEnum):
     RELEASE = 2
     REJECT = 3
     RENEW = 4
+
+
+class AcquireMode(IntEnum):
+    """How a ShareFetch bounds what it acquires (KIP-1206's ``ShareAcquireMode``)."""
+
+    BATCH_OPTIMIZED = 0
+    RECORD_LIMIT = 1
 
 
 class AckBatch(NamedTuple):
@@ -164,6 +179,7 @@ class ShareFetchRequest(NamedTuple):
     forgotten: tuple[tuple[uuid.UUID, int], ...] = ()
     #: The request's record filter (``yak.filters``); None: every record.
     filter: str | None = None
+    acquire_mode: AcquireMode = AcquireMode.RECORD_LIMIT
 
 
 class AcquiredRecords(NamedTuple):
@@ -344,6 +360,8 @@ def encode_share_fetch_request(
         out += topic_id.bytes + uvarint(len(indexes) + 1)
         out += b"".join(I32.pack(index) for index in indexes) + EMPTY_TAGS
     extra = {} if request.filter is None else {YAK_SHARE_FILTER_TAG: request.filter.encode()}
+    if request.acquire_mode != AcquireMode.RECORD_LIMIT:
+        extra[YAK_ACQUIRE_MODE_TAG] = bytes((request.acquire_mode,))
     out += tags(extra)
     return [SIZE.pack(len(out)) + out]
 
@@ -371,8 +389,15 @@ def decode_share_fetch_request(body: Buffer) -> ShareFetchRequest:
         for _ in range(reader.array_length(f"forgotten_topics_data[{f}].partitions")):
             forgotten.append((topic_id, reader.int32(f"forgotten_topics_data[{f}].partitions")))
         reader.tags(f"forgotten_topics_data[{f}]")
-    raw_filter = reader.tags("share fetch request").get(YAK_SHARE_FILTER_TAG)
+    found = reader.tags("share fetch request")
+    raw_filter = found.get(YAK_SHARE_FILTER_TAG)
     reader.end()
+    mode = AcquireMode.RECORD_LIMIT
+    raw_mode = found.get(YAK_ACQUIRE_MODE_TAG)
+    if raw_mode is not None:
+        if len(raw_mode) != 1 or raw_mode[0] not in AcquireMode._value2member_map_:
+            raise InvalidRequestError(f"acquire mode must be 0 or 1, got {bytes(raw_mode)!r}")
+        mode = AcquireMode(raw_mode[0])
     text: str | None = None
     if raw_filter is not None:
         try:
@@ -391,6 +416,7 @@ def decode_share_fetch_request(body: Buffer) -> ShareFetchRequest:
         epoch,
         tuple(forgotten),
         text,
+        mode,
     )
 
 

@@ -101,6 +101,40 @@ async def test_an_unanswered_record_comes_back_after_its_lock(cluster: LocalClus
         assert done.json()["results"][0]["error"] is None
 
 
+async def test_batch_optimized_takes_the_whole_batch_and_record_limit_does_not(
+    cluster: LocalCluster,
+) -> None:
+    topic, _, group = await _queue(cluster)
+    async with httpx.AsyncClient(base_url=cluster.proxy_url(0), timeout=30) as http:
+        produced = await http.post(  # one request to one partition: one batch of 6
+            f"/api/v1/topics/{topic}/records",
+            json={"records": [{"value": i, "partition": 1} for i in range(6)]},
+        )
+        assert produced.status_code == 200, produced.text
+
+        async def acquire(member: str, mode: str) -> list[int]:
+            answer = await http.post(
+                f"/api/v1/share-groups/{group}/acquire",
+                json={
+                    "topics": [topic],
+                    "member_id": member,
+                    "max_records": 2,
+                    "acquire_mode": mode,
+                    "timeout_ms": 5_000,
+                },
+            )
+            assert answer.status_code == 200, answer.text
+            return [r["offset"] for r in answer.json()["records"]]
+
+        assert await acquire("strict", "record_limit") == [0, 1]
+        assert await acquire("whole", "batch_optimized") == [2, 3, 4, 5]  # to the batch's end
+        bad = await http.post(
+            f"/api/v1/share-groups/{group}/acquire",
+            json={"topics": [topic], "member_id": "m", "acquire_mode": "all"},
+        )
+        assert bad.status_code in (400, 422), bad.text
+
+
 async def test_a_rejected_record_lands_in_the_dead_letter_topic(cluster: LocalCluster) -> None:
     topic, dlq, group = await _queue(cluster)
     await _produce(cluster, topic, 1)

@@ -26,7 +26,8 @@ Inputs (different share-partitions run concurrently and share saves):
 
 - ``acquire``: acknowledgements first, then due delayed records (``DelaySource``), then
   acquire, reading and admitting log while the machine asks and nothing was acquired (a few
-  rounds at most), then the read-back of the acquired records' whole batches. Records the log
+  rounds at most), then the read-back of the acquired records' whole batches (and, with
+  ``whole_batches``, the acquisition of the available rest of the last one). Records the log
   no longer has, and ones the request's filter rejects, are accepted on the member's behalf.
 - ``acknowledge``: the batches, each applied whole or refused (``InvalidRecordStateError``).
 - the timer: one task per share-partition, sleeping until the earliest lock deadline or the
@@ -70,6 +71,7 @@ from yak.clock import Clock
 from yak.errors import NotLeaderOrFollowerError, YakError
 from yak.filters import RecordFilter
 from yak.protocol.broker_wire import Buffer
+from yak.record.batch_header import parse_header
 from yak_broker.share.dead_letters import DeadLetterSink, dead_letter_copy
 from yak_broker.share.delay_source import DelaySource
 from yak_broker.share.share_metrics import ShareCounters
@@ -166,6 +168,8 @@ class SharePartitionDriver:
         acks: Sequence[AcknowledgementBatch],
         max_records: int,
         record_filter: RecordFilter | None,
+        *,
+        whole_batches: bool = False,
     ) -> Acquisition:
         self._check_open()
         now = self._clock.time_ms()
@@ -177,7 +181,9 @@ class SharePartitionDriver:
             self._follow_up(self._archive())
             return Acquisition(records, acquired, ack_results)
         if acquired:
-            records, acquired = self._read_back(member_id, acquired, record_filter, now)
+            records, acquired = self._read_back(
+                member_id, acquired, record_filter, now, whole_batches
+            )
         await _durable(self._settle())
         self._counters.acquired.inc(len(acquired))
         return Acquisition(records, acquired, ack_results)
@@ -263,9 +269,18 @@ class SharePartitionDriver:
         acquired: list[AcquiredRecord],
         record_filter: RecordFilter | None,
         now: int,
+        whole_batches: bool,
     ) -> tuple[list[Buffer], list[AcquiredRecord]]:
-        """The batches holding ``acquired``; the records not to be given are accepted."""
+        """The batches holding ``acquired``; the records not to be given are accepted. With
+        ``whole_batches`` (and no filter), the available rest of the last batch is acquired
+        too: the answer carries that batch anyway, and the next acquisition need not read it
+        again (Kafka's ``batch_optimized`` acquire mode, KIP-1206)."""
         found = read_back(self.log, [a.offset for a in acquired], record_filter)
+        if whole_batches and record_filter is None and found.batches:
+            end = parse_header(found.batches[-1]).last_offset
+            last = acquired[-1].offset
+            if end > last:
+                acquired = acquired + self.machine.acquire_through(member_id, now, last + 1, end)
         dropped = set(found.missing) | set(found.rejected)
         if not dropped:
             return found.batches, acquired

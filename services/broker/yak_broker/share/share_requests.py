@@ -10,7 +10,9 @@ raised before anything is applied).
 
 ShareFetch applies each partition's acknowledgements (once, before its first acquisition),
 then acquires from every partition concurrently — their snapshots share the saves — with
-``max_records`` split between them. With nothing acquired and no error it long-polls up to
+``max_records`` split between them; in the ``batch_optimized`` acquire mode each partition's
+acquisition goes on to the end of the last batch it answers (so up to a batch per partition
+more than ``max_records``, as in Kafka). With nothing acquired and no error it long-polls up to
 ``max_wait_ms`` (bounded by the broker's limit) on the leader's fetch waiters: an append that
 moves a high watermark, a release, an expired lock, a due delayed record or a lost leadership
 wakes it (``FetchWaiters.notify``), never a polling loop.
@@ -127,7 +129,13 @@ async def _fetch_one(
     try:
         key = _key(manager, request.group_id, wanted.topic_id, wanted.partition)
         driver = await manager.driver(key)
-        got = await driver.acquire(request.member_id, acks.batches, max_records, record_filter)
+        got = await driver.acquire(
+            request.member_id,
+            acks.batches,
+            max_records,
+            record_filter,
+            whole_batches=request.acquire_mode == ks.AcquireMode.BATCH_OPTIMIZED,
+        )
     except YakError as exc:
         leader_id, leader_epoch = _leader(exc)
         failed = ks.ShareFetchedPartition(

@@ -207,11 +207,31 @@ class SharePartition:
                 out.append(AcquiredRecord(window.offsets[i], count))
                 if len(out) == max_records:
                     break
+        self._acquired(out, deadline)
+        return out
+
+    def acquire_through(
+        self, member_id: str, now_ms: int, first_offset: int, last_offset: int
+    ) -> list[AcquiredRecord]:
+        """Lock to ``member_id`` every available record in ``[first_offset, last_offset]``
+        (the rest of a batch an acquisition ends in: ``batch_optimized`` acquisitions)."""
+        if not member_id or last_offset < first_offset:
+            return []
+        window, out = self._window, []
+        deadline = now_ms + self.settings.lock_duration_ms
+        offsets = window.offsets
+        for i in window.slots_in(_AVAILABLE, window.lower_bound(first_offset)):
+            if offsets[i] > last_offset:
+                break
+            out.append(AcquiredRecord(offsets[i], window.acquire(i, member_id, deadline)))
+        self._acquired(out, deadline)
+        return out
+
+    def _acquired(self, out: list[AcquiredRecord], deadline: int) -> None:
         if out:
             floor = self._deadline_floor
             self._deadline_floor = deadline if floor is None else min(floor, deadline)
             self.changes += 1
-        return out
 
     def acknowledge(
         self, member_id: str, batches: Iterable[AcknowledgementBatch], now_ms: int

@@ -37,6 +37,7 @@ from yak.api.share_records import (
     AckEntry,
     AcknowledgeRequest,
     AcknowledgeResponse,
+    AcquireMode,
     AcquireRequest,
     AcquireResponse,
 )
@@ -140,6 +141,7 @@ async def _acquire(
         timeout_ms=min(body.timeout_ms, max_wait_ms),
         filter=body.filter,
         acknowledgements=_entries(body.acknowledgements),
+        whole_batches=body.acquire_mode == AcquireMode.BATCH_OPTIMIZED,
     )
     return acquire_body(
         got, body.key_encoding, body.value_encoding, body.header_encoding, body.acknowledgements

@@ -42,7 +42,7 @@ from yak.errors import NetworkError, UnknownServerError, YakError, error_for_kaf
 from yak.filters import compile_filter
 from yak.metadata.cache import MetadataCache
 from yak.metadata.models import BrokerRegistration
-from yak.protocol.kafka_share import AckType, ShareFetchRequest, SharePartitionAcks
+from yak.protocol.kafka_share import AckType, AcquireMode, ShareFetchRequest, SharePartitionAcks
 from yak.security.acl import Operation, ResourceType
 from yak_rest_proxy.consume.share.acknowledgements import AckRange
 from yak_rest_proxy.consume.share.acknowledger import Acknowledger
@@ -106,6 +106,7 @@ class _Ask(NamedTuple):
     ids: dict[str, uuid.UUID]
     max_records: int
     filter: str | None
+    mode: AcquireMode = AcquireMode.RECORD_LIMIT
 
 
 _Parked = tuple[str, str, int]  # group, member, broker id
@@ -147,14 +148,17 @@ class ShareConsumers:
         timeout_ms: int,
         filter: str | None = None,
         acknowledgements: Sequence[AckRange] = (),
+        whole_batches: bool = False,
     ) -> Acquisition:
         """Records of ``topics`` the member now holds, after applying ``acknowledgements``
-        (see the module docstring)."""
+        (see the module docstring); ``whole_batches``: the leaders acquire to the end of the
+        last batch they answer (``AcquireMode.BATCH_OPTIMIZED``: ``max_records`` is soft)."""
         acks = RidingAcks(self._acknowledger, group, member)
+        mode = AcquireMode.BATCH_OPTIMIZED if whole_batches else AcquireMode.RECORD_LIMIT
         got = await self._timed(
             "acquire",
             self._acquire(
-                group, member, topics, max_records, timeout_ms, filter, acks, acknowledgements
+                group, member, topics, max_records, timeout_ms, filter, acks, acknowledgements, mode
             ),
         )
         self.stats.count("acquire", got.records)
@@ -214,6 +218,7 @@ class ShareConsumers:
         filter: str | None,
         acks: RidingAcks,
         entries: Sequence[AckRange],
+        mode: AcquireMode,
     ) -> Acquisition:
         ids = await self.validate(group, member, topics, filter)
         await acks.prepare(self._lookup, entries)
@@ -228,7 +233,7 @@ class ShareConsumers:
             await self._lookup.sync()
             by_broker, failed = by_leader(self._lookup.snapshot, wanted)
         acks.send_apart(key for key in wanted if key not in set().union(*by_broker.values()))
-        ask = _Ask(group, member, ids, max_records, filter)
+        ask = _Ask(group, member, ids, max_records, filter, mode)
         deadline = time.monotonic() + timeout_ms / 1000
         tasks: dict[int, asyncio.Future[_Answer]] = {}
         fresh: set[asyncio.Future[_Answer]] = set()
@@ -363,6 +368,7 @@ class ShareConsumers:
             max_records=ask.max_records,
             batch_size=ask.max_records,
             filter=ask.filter,
+            acquire_mode=ask.mode,
         )
         try:
             if broker is None:

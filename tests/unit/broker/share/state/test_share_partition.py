@@ -61,6 +61,19 @@ def test_no_read_while_records_are_available_and_none_once_the_window_is_full() 
     assert m.read_request() == ReadRequest(10, 4)
 
 
+def test_acquire_through_takes_the_available_records_of_a_range_only() -> None:
+    m = filled(range(8))
+    assert [a.offset for a in m.acquire("a", 0, 2)] == [0, 1]
+    assert [a.offset for a in m.acquire("b", 0, 1)] == [2]
+    changes = m.changes
+    got = m.acquire_through("a", 0, 2, 5)  # 2 is b's: skipped; 6 and 7 are past the range
+    assert [(r.offset, r.delivery_count) for r in got] == [(3, 1), (4, 1), (5, 1)]
+    assert m.changes == changes + 1
+    assert sorted(held(m, "a")) == [0, 1, 3, 4, 5]
+    assert m.acquire_through("a", 0, 3, 5) == []  # nothing available there any more
+    assert m.changes == changes + 1
+
+
 def test_a_full_window_stops_the_intake_at_the_first_record_not_taken() -> None:
     m = machine()
     assert m.admit(records(range(0, 30, 2)), next_offset=30) == 10
