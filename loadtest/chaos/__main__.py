@@ -17,6 +17,7 @@ from pathlib import Path
 from types import FrameType
 
 from loadtest.chaos.cluster import BROKERS, COORDINATORS, ETCD_MEMBERS, PROXIES, ChaosCluster
+from loadtest.chaos.disks import BrokerDisks, unmount_leftovers
 from loadtest.chaos.faults import CLASSES, FaultClass
 from loadtest.chaos.network import LoopbackNetwork, NamespaceNetwork, Network, cleanup_leftovers
 from loadtest.chaos.report import document, table, write
@@ -103,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{fault.name:<28}{fault.description}")
         return 0
     if args.cleanup:
-        print("removed:", cleanup_leftovers() or "nothing")
+        print("removed:", [*cleanup_leftovers(), *unmount_leftovers()] or "nothing")
         return 0
     signal.signal(signal.SIGTERM, _interrupt)
     chosen = _choose(args)
@@ -131,6 +132,14 @@ def main(argv: list[str] | None = None) -> int:
         cluster = ChaosCluster(
             folder, network, cluster_id, shim=shim, etcd_list=not args.etcd_single
         )
+        if shim is not None:  # ``disk-full`` fills this folder only without ``disks``
+            shim.full_dir = cluster.data_dir(cluster.shim_broker).resolve()
+        if any(c.disks for c in runnable):
+            disks = BrokerDisks({b: cluster.data_dir(b) for b in BROKERS})
+            if disks.mount():
+                cluster.disks = disks
+            else:
+                print("disk-full: cannot mount the brokers' disks; the shim's full disk instead")
         if args.code:
             cluster.python_path, code = _export(args.code, folder / "code")
         cluster.start_all()
@@ -156,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if cluster is not None:
             cluster.stop()
+            if cluster.disks is not None:
+                cluster.disks.unmount()
         if network is not None:
             network.close()
         if (folder / "logs").is_dir():  # every process's log, kept for a post-mortem

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import httpx
 
+from loadtest.chaos.disks import BrokerDisks
 from loadtest.chaos.network import Network
 from loadtest.chaos.shim import Shim
 from yak.api.admin import TopicDescription
@@ -65,6 +66,8 @@ class ChaosCluster:
     cluster_id: str
     shim: Shim | None = None
     shim_broker: str = "broker-2"
+    #: The brokers' size-limited data folders (``disks``), when mounted.
+    disks: BrokerDisks | None = None
     etcd_list: bool = False
     lease_ttl_s: int = 2
     supervisor: Supervisor = field(default_factory=Supervisor)
@@ -381,6 +384,20 @@ class ChaosCluster:
                 return None
             return f"coordinator-{info.controller.coordinator_id.removeprefix('c')}"
         return None
+
+    async def reorder_replicas(self, topic: str, partition: int, replicas: list[int]) -> None:
+        """Give ``partition`` the same replicas in another order (a reassignment that moves
+        nothing): the controller's preferred leader election then hands the leadership to
+        ``replicas[0]`` once it is in the ISR."""
+        last: Exception | None = None
+        for url in self.coordinator_urls():
+            try:
+                async with AdminClient(url, timeout_s=10.0) as admin:
+                    await admin.reassign_partition(topic, partition, replicas)
+                    return
+            except (YakError, OSError, httpx.HTTPError) as exc:
+                last = exc
+        raise RuntimeError(f"no coordinator reordered {topic}-{partition}: {last!r}")
 
     async def create_topic(
         self, topic: str, partitions: int, configs: dict[str, str] | None = None

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from loadtest.chaos.cluster import BROKERS, COORDINATORS, ETCD_MEMBERS, PROXIES, ChaosCluster
+from loadtest.chaos.disk_faults import bit_rot, disk_full
 from loadtest.chaos.network import Degradation, Network
 from loadtest.chaos.shim import Shim
 
@@ -42,6 +43,8 @@ class FaultClass:
     inject: Inject
     partitions: bool = False
     shim: bool = False
+    #: The brokers' data folders on size-limited file systems (``disks``).
+    disks: bool = False
     #: Configs of the class's topic besides RF 3 and ``min.insync.replicas`` 2.
     topic_configs: tuple[tuple[str, str], ...] = ()
 
@@ -462,6 +465,20 @@ CLASSES = (
         "a leader's link delayed 50±20 ms with 5% loss, or 200±50 ms with 15%, 2/4/6 s",
         netem,
         partitions=True,
+    ),
+    FaultClass(
+        "disk-full",
+        "a leader's disk (a 1 GiB tmpfs) filled for 2/5/8 s, then emptied",
+        disk_full,
+        shim=True,  # the fallback where the disks cannot be mounted
+        disks=True,
+    ),
+    FaultClass(
+        "bit-rot",
+        "a bit flipped in a sealed segment of a leader, or of a follower made to lead; the "
+        "partition read from 0",
+        bit_rot,
+        topic_configs=(("segment.bytes", "8192"),),  # sealed segments within a second
     ),
     FaultClass(
         "empty-disk",
