@@ -15,7 +15,14 @@ import functools
 import grimp
 import pytest
 
-PACKAGES = ("yak", "yak_broker", "yak_coordinator", "yak_rest_proxy", "yak_console")
+PACKAGES = (
+    "yak",
+    "yak_broker",
+    "yak_coordinator",
+    "yak_rest_proxy",
+    "yak_console",
+    "yak_schema_registry",
+)
 
 
 @functools.cache

@@ -13,6 +13,7 @@ from yak_console.app import create_app as console_app
 from yak_coordinator.app import create_app as coordinator_app
 from yak_coordinator.settings import CoordinatorSettings
 from yak_rest_proxy.app import create_app as rest_proxy_app
+from yak_schema_registry.app import create_app as schema_registry_app
 
 Started = Callable[[], AbstractAsyncContextManager[FastAPI | None]]
 
@@ -22,6 +23,18 @@ async def _coordinator() -> AsyncIterator[FastAPI]:
     """The coordinator runs its lifespan on an in-memory store (it is ready once connected)."""
     store = MemoryMetadataStore()
     app = coordinator_app(CoordinatorSettings(), store=store)
+    try:
+        async with app.router.lifespan_context(app):
+            yield app
+    finally:
+        await store.aclose()
+
+
+@asynccontextmanager
+async def _schema_registry() -> AsyncIterator[FastAPI]:
+    """The registry on an in-memory store (ready: the store answers)."""
+    store = MemoryMetadataStore()
+    app = schema_registry_app(store=store)
     try:
         async with app.router.lifespan_context(app):
             yield app
@@ -40,6 +53,7 @@ def _plain(factory: Callable[[], FastAPI]) -> Started:
         (_coordinator, "coordinator"),
         (_plain(rest_proxy_app), "rest-proxy"),
         (_plain(console_app), "console"),
+        (_schema_registry, "schema-registry"),
     ],
 )
 async def test_health_endpoints(started: Started, service: str) -> None:
@@ -52,7 +66,7 @@ async def test_health_endpoints(started: Started, service: str) -> None:
             missing = await client.get("/no-such-route")
     assert health.status_code == 200
     assert health.json() == {"status": "ok", "service": service}
-    if service == "coordinator":
+    if service in ("coordinator", "schema-registry"):
         assert ready.status_code == 200
     assert missing.status_code == 404
 
