@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import NamedTuple
 
 from yak.errors import UnknownTopicOrPartitionError, YakError
@@ -92,8 +93,15 @@ def acknowledgement_batches(acks: Sequence[ks.AckBatch]) -> list[Acknowledgement
 
 def acquired_ranges(acquired: Sequence[AcquiredRecord]) -> tuple[ks.AcquiredRecords, ...]:
     """Consecutive offsets with one delivery count as one range."""
+    ordered = sorted(acquired)
+    if not ordered:
+        return ()
+    low, high = ordered[0].offset, ordered[-1].offset
+    counts = set(map(itemgetter(1), ordered))
+    if high - low == len(ordered) - 1 and len(counts) == 1:  # one run (a whole batch, say)
+        return (ks.AcquiredRecords(low, high, counts.pop()),)
     out: list[ks.AcquiredRecords] = []
-    for offset, count in sorted(acquired):
+    for offset, count in ordered:
         last = out[-1] if out else None
         if last is not None and last.last_offset + 1 == offset and last.delivery_count == count:
             out[-1] = last._replace(last_offset=offset)

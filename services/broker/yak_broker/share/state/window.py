@@ -156,6 +156,20 @@ class InFlightWindow:
         self.counts[i] += 1
         return self.counts[i]
 
+    def acquire_span(self, start: int, stop: int, member_id: str, deadline_ms: int) -> None:
+        """``acquire`` every slot of ``[start, stop)`` at C speed (slice writes; the counts
+        rise by one through a translation table)."""
+        size = stop - start
+        self.states[start:stop] = _ACQUIRED_BYTE * size
+        member = sys.intern(member_id)
+        self.members[start:stop] = [member] * size
+        self.deadlines[start:stop] = array("q", (deadline_ms,)) * size
+        self.counts[start:stop] = self.counts[start:stop].translate(_PLUS_ONE)
+
+    def available_end(self, start: int) -> int:
+        """The first slot at or after ``start`` that is not available (len: none)."""
+        return _differs(self.states, RecordState.AVAILABLE, start)
+
     def settle(self, i: int, state: RecordState, reason: DeadLetterReason) -> None:
         """Set slot ``i`` to an unlocked state (available, acknowledged or archived)."""
         self.states[i] = state
@@ -251,6 +265,9 @@ class InFlightWindow:
         self.members.extend([member] * length)
 
 
+_ACQUIRED_BYTE = bytes((RecordState.ACQUIRED,))
+#: Each delivery count one higher (255 stays: counts stop far below, at the delivery limit).
+_PLUS_ONE = bytes(min(v + 1, 255) for v in range(256))
 #: Slots compared one by one before a run of unlocked records is taken for a long one.
 _SHORT_RUN = 8
 #: Per byte value, a pattern matching any other byte (``_differs``).

@@ -40,6 +40,21 @@ def test_inserts_keep_every_column_aligned() -> None:
     assert len(w) == 2
 
 
+def test_acquire_span_is_acquire_on_every_slot_of_the_span() -> None:
+    spans, single = window(*range(6)), window(*range(6))
+    for w in (spans, single):
+        w.acquire(1, "first", 500)
+        w.settle(1, _A, DeadLetterReason.NONE)  # delivered once, offered again
+    spans.acquire_span(1, 4, "m", 900)
+    for i in range(1, 4):
+        single.acquire(i, "m", 900)
+    assert [spans.view(i) for i in range(6)] == [single.view(i) for i in range(6)]
+    assert spans.view(1).delivery_count == 2
+    assert spans.view(2) == (2, _Q, 1, "m", 900, DeadLetterReason.NONE, 1_002)
+    assert spans.available_end(0) == 1
+    assert spans.available_end(4) == 6
+
+
 def test_an_offset_is_added_once_and_appends_go_forward() -> None:
     w = window(2, 7)
     with pytest.raises(ValueError, match="in the window already"):
