@@ -24,7 +24,7 @@ def test_the_block_shows_goals_figures_matrix_and_failures() -> None:
     assert text.rstrip().endswith(END)
     assert "| `produce_kafka_vs_redis` | 3.250 | ≥ 3x | yes |" in text
     assert "| `kafka_acks1_p50_ms` | 0.620 | ≤ 0.5 ms | **no** |" in text
-    assert "| Kafka produce records/s (max sustained, 1 KiB, RF 3, acks=all) | 91,234 |" in text
+    assert "| Kafka produce records/s (max-rate search, 1 KiB, RF 3, acks=all) | 91,234 |" in text
     assert "| Redis XADD records/s (pipelined, same workload) | - |" in text
     assert "Clients passing the whole matrix: confluent-kafka, aiokafka." in text
     assert "kafka-python failed: test_group." in text
