@@ -69,6 +69,7 @@ from loadtest.peers.drivers.yak_kafka import (
     PRODUCER_SETTINGS,
     YakKafkaDriver,
 )
+from loadtest.peers.drivers.yak_rest import wait_for_leaders
 from loadtest.peers.report import CONSUME_WORKLOAD, PRODUCE_WORKLOAD
 from loadtest.peers.runner import Runner
 from loadtest.peers.servers import redis_server, server_versions, yak_server
@@ -171,6 +172,7 @@ async def _idle(url: str, args: argparse.Namespace) -> dict[str, Any]:
         await admin.create_topic(
             IDLE_TOPIC, partitions=1, replication_factor=3, configs={"min.insync.replicas": "2"}
         )
+        await wait_for_leaders(admin, IDLE_TOPIC)
         address = await _leader_kafka_address(admin, IDLE_TOPIC)
     out: dict[str, Any] = {}
     runs = (

@@ -23,7 +23,7 @@ import time
 from confluent_kafka import Producer as ConfluentProducer
 
 from loadtest.peers.drivers.base import make_payload
-from yak.protocol.broker_wire import ProducePartition, ProduceRequest
+from yak.protocol.broker_wire import ProducePartition, ProduceRequest, ProduceResult
 from yak.protocol.kafka_wire import (
     decode_produce_response,
     decode_response_header,
@@ -31,10 +31,13 @@ from yak.protocol.kafka_wire import (
 )
 from yak.record import RecordInput, encode_batch
 
-__all__ = ["GAP_S", "bare_socket", "confluent"]
+__all__ = ["GAP_S", "RETRIABLE", "bare_socket", "confluent"]
 
 GAP_S = 0.002
 VALUE_BYTES = 1024
+READY_TIMEOUT_S = 30.0
+#: Partition errors of a partition whose leadership is still being set up.
+RETRIABLE = frozenset({"NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE", "NOT_ENOUGH_REPLICAS"})
 _SIZE = 4
 
 
@@ -49,10 +52,26 @@ def _read_exactly(sock: socket.socket, count: int) -> bytes:
     return b"".join(chunks)
 
 
+def _exchange(sock: socket.socket, frame: bytes, correlation_id: int) -> tuple[int, ProduceResult]:
+    """Send one request frame; the nanoseconds to its whole response, and its one result."""
+    started = time.perf_counter_ns()
+    sock.sendall(frame)
+    size = int.from_bytes(_read_exactly(sock, _SIZE), "big")
+    body = _read_exactly(sock, size)
+    elapsed = time.perf_counter_ns() - started
+    header, rest = decode_response_header(body, is_flexible=True)
+    if header.error is not None or header.correlation_id != correlation_id:
+        raise RuntimeError(f"request {correlation_id}: {header}")
+    (result,) = decode_produce_response(rest)
+    return elapsed, result
+
+
 def bare_socket(
     address: str, topic: str, partition: int, acks: int, warmup: int, samples: int
 ) -> list[float]:
-    """The measured request times in seconds (see the module docstring)."""
+    """The measured request times in seconds (see the module docstring). During the warm-up
+    a retriable partition error (a new topic's leader not ready yet, ``RETRIABLE``) is waited
+    out for at most ``READY_TIMEOUT_S``; any error after it fails the run."""
     host, port = address.rsplit(":", 1)
     batch = encode_batch([RecordInput(value=make_payload(VALUE_BYTES, time.monotonic_ns()))])
     request = ProduceRequest((ProducePartition(topic, partition, batch),), acks, 30_000)
@@ -61,25 +80,27 @@ def bare_socket(
     ]
     measured: list[float] = []
     last_offset: int | None = None
+    deadline = time.monotonic() + READY_TIMEOUT_S
     with socket.create_connection((host, int(port)), timeout=30) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        for i, frame in enumerate(frames):
-            started = time.perf_counter_ns()
-            sock.sendall(frame)
-            size = int.from_bytes(_read_exactly(sock, _SIZE), "big")
-            body = _read_exactly(sock, size)
-            elapsed = time.perf_counter_ns() - started
-            header, rest = decode_response_header(body, is_flexible=True)
-            if header.error is not None or header.correlation_id != i:
-                raise RuntimeError(f"request {i}: {header}")
-            (result,) = decode_produce_response(rest)
-            if result.error is not None:
-                raise RuntimeError(f"request {i}: {result.error}")
+        i = 0
+        while i < len(frames):
+            elapsed, result = _exchange(sock, frames[i], i)
+            error = result.error
+            if error is not None and i == 0 and error.code in RETRIABLE:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"not ready after {READY_TIMEOUT_S} s: {error}")
+                time.sleep(0.1)  # the leader's state is another process's: nothing to await
+                frames[0] = b"".join(encode_produce_request(request, 0, "bench-kafka"))
+                continue
+            if error is not None:
+                raise RuntimeError(f"request {i}: {error}")
             if last_offset is not None and result.base_offset != last_offset + 1:
                 raise RuntimeError(f"request {i}: offset {result.base_offset} after {last_offset}")
             last_offset = result.base_offset
             if i >= warmup:
                 measured.append(elapsed / 1e9)
+            i += 1
             time.sleep(GAP_S)  # pacing between requests, not waiting for anything
     return measured
 

@@ -9,7 +9,8 @@ has sends keyed records with headers, the REST API shows each exactly once, and 
 reads exactly those records at those offsets, then seeks every partition and reads exactly
 what follows. The reverse: records produced over HTTP are read by each client. Last, the
 benchmark's ``yak-kafka`` driver (``loadtest.peers``) runs a few seconds at 200 msg/s and drains
-a 500-record backlog without errors.
+a 500-record backlog without errors, and its idle probe (a bare-socket Produce v9 client)
+produces one record a request, offset after offset.
 (The folder is not named ``kafka``: it would shadow kafka-python's package.)"""
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", "(read|open)_text is deprecated", DeprecationWarning)
     from kafka import KafkaConsumer, KafkaProducer
     from kafka import TopicPartition as KafkaPartition
+from loadtest.kafka_bench.idle import bare_socket
 from loadtest.local_cluster import LocalCluster
 from loadtest.peers.drivers.yak_kafka import YakKafkaDriver
 from loadtest.peers.runner import Runner
@@ -272,3 +274,23 @@ async def test_the_benchmark_driver_produces_and_consumes_through_the_kafka_list
     assert 0 < ran.e2e_latency.p50 < 2_000
     assert drained.errors == 0
     assert drained.consumed == 500
+
+
+async def test_the_benchmark_idle_probe_produces_offset_after_offset(
+    cluster: LocalCluster, bootstrap: str
+) -> None:
+    topic = unique("idle-probe")
+    await create_topic(cluster, topic, partitions=1, replication_factor=3)
+    async with httpx.AsyncClient(base_url=cluster.coordinator_url, timeout=30) as admin:
+        described = (await admin.get(f"/admin/v1/topics/{topic}")).json()
+        leader = described["partitions"][0]["leader"]
+        brokers = (await admin.get("/admin/v1/cluster")).json()["brokers"]
+    (address,) = [b["kafka"] for b in brokers if b["broker_id"] == leader]
+    seconds = await asyncio.to_thread(bare_socket, address, topic, 0, 1, 5, 20)
+    assert len(seconds) == 20
+    assert all(0 < s < 5 for s in seconds)
+    async with httpx.AsyncClient(base_url=cluster.proxy_url(0), timeout=30) as proxy:
+        answer = await proxy.get(f"/api/v1/topics/{topic}/partitions/0/records?offset=0")
+    assert answer.status_code == 200, answer.text
+    offsets = [r["offset"] for r in answer.json()["records"]]
+    assert offsets == list(range(25))  # the warm-up's 5 and the 20 measured: no gap, none twice
