@@ -130,14 +130,30 @@ def _arguments() -> argparse.Namespace:
     return parser.parse_args()
 
 
+#: Where the sections other benchmarks write begin (``make bench-queue``, ``bench-kafka``).
+OTHER_BENCHMARKS = "<!-- bench-"
+
+
+def kept_sections(page: str) -> str:
+    """What ``page`` holds from the first section another benchmark wrote on (their blocks
+    and the readings after them): the peers' run rewrites only what comes before."""
+    at = page.find(OTHER_BENCHMARKS)
+    return page[at:].rstrip() if at >= 0 else ""
+
+
 def write_docs(doc: dict[str, Any], results: list[RunResult]) -> None:
-    """Plots under ``docs/benchmarks/`` and ``docs/benchmarks.md``: intro, results, notes."""
+    """Plots under ``docs/benchmarks/`` and ``docs/benchmarks.md``: intro, results, notes,
+    then the other benchmarks' sections as they were."""
     plots = plot_workloads(results, DOCS / "benchmarks")
     relative = {w: str(p.relative_to(DOCS)) for w, p in plots.items()}
     parts = [INTRO.read_text().rstrip(), markdown(doc, results, relative).rstrip()]
     if NOTES.exists():
         parts.append(NOTES.read_text().rstrip())
-    (DOCS / "benchmarks.md").write_text("\n\n".join(parts) + "\n")
+    page = DOCS / "benchmarks.md"
+    kept = kept_sections(page.read_text()) if page.exists() else ""
+    if kept:
+        parts.append(kept)
+    page.write_text("\n\n".join(parts) + "\n")
 
 
 def _exit_on_sigterm(signum: int, _frame: FrameType | None) -> None:
