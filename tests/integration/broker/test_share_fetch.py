@@ -18,6 +18,7 @@ from loadtest.local_cluster import LocalCluster, local_cluster
 from yak.api.share_groups import CreateShareGroupRequest
 from yak.clients.admin import AdminClient
 from yak.clients.broker import BrokerClient
+from yak.errors import NotLeaderOrFollowerError
 from yak.etcd_server import EmbeddedEtcd
 from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace
@@ -49,6 +50,19 @@ async def _leader_client(cluster: LocalCluster, broker_id: int) -> BrokerClient:
     return BrokerClient(registration.url, timeout_s=30, data_port=registration.data_port)
 
 
+async def _produce(broker: BrokerClient, topic: str, values: list[bytes]) -> None:
+    """Append to partition 0 at acks=all once its new leader has installed the replica (it
+    refuses with NOT_LEADER_OR_FOLLOWER, "not ready", until then, as Kafka's does)."""
+    batch = encode_batch([RecordInput(None, v) for v in values])
+    async with asyncio.timeout(15):
+        while True:
+            try:
+                await broker.produce_one(topic, 0, batch, acks=-1)
+                return
+            except NotLeaderOrFollowerError:
+                await asyncio.sleep(0.05)  # another process's start-up: no event to wait on
+
+
 def _acks(topic_id: uuid.UUID, first: int, last: int, kind: ks.AckType) -> ks.SharePartitionAcks:
     return ks.SharePartitionAcks(topic_id, 0, (ks.AckBatch(first, last, (int(kind),)),))
 
@@ -69,8 +83,7 @@ async def test_acquire_acknowledge_redeliver_and_dead_letter(cluster: LocalClust
     assert topic_id is not None
     leader = described.partitions[0].leader
     async with await _leader_client(cluster, leader) as broker:
-        records = [RecordInput(None, f"job-{i}".encode()) for i in range(3)]
-        await broker.produce_one("jobs", 0, encode_batch(records), acks=-1)
+        await _produce(broker, "jobs", [f"job-{i}".encode() for i in range(3)])
 
         async def fetch(member: str, *acks: ks.SharePartitionAcks) -> ks.ShareFetchedPartition:
             partition = acks[0] if acks else ks.SharePartitionAcks(topic_id, 0)
@@ -173,8 +186,7 @@ async def test_a_deleted_group_is_tombstoned_and_its_name_starts_fresh(
     wanted = ks.SharePartitionAcks(topic_id, 0)
     key = SharePartitionKey("recycled", "recycled-jobs", 0, first.created_at_ms)
     async with await _leader_client(cluster, described.partitions[0].leader) as broker:
-        records = [RecordInput(None, f"job-{i}".encode()) for i in range(3)]
-        await broker.produce_one("recycled-jobs", 0, encode_batch(records), acks=-1)
+        await _produce(broker, "recycled-jobs", [f"job-{i}".encode() for i in range(3)])
 
         async def acquire(member: str) -> ks.ShareFetchedPartition:
             request = ks.ShareFetchRequest("recycled", member, (wanted,), max_wait_ms=200)
