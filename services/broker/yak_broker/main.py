@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from yak.gc_tuning import GcTuning
 from yak.heap import HeapFreezer
 from yak.observability.logs import configure_logging
 from yak.security.audit import install_audit_handler
@@ -138,6 +139,7 @@ def run(
     # Tens of thousands of replicas are millions of long-lived objects: keep them out of the
     # collector's full passes (``yak.heap``; a full pass held the loop up to a second).
     app = create_app(settings, heap=HeapFreezer())
+    GcTuning.from_env("broker").apply(app)  # thresholds, and what start-up built frozen
     broker: Broker = app.state.broker
     # SIGTERM: leaderships move away while both listeners still serve, then uvicorn stops.
     serve(

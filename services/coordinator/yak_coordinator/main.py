@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from yak.gc_tuning import GcTuning
 from yak.observability.logs import configure_logging
 from yak.security.audit import install_audit_handler
 from yak.web.serve import serve
@@ -51,8 +52,10 @@ def run(
     configure_logging("coordinator", log_level)  # YAK_LOG_FORMAT=text|json
     if settings.security:
         install_audit_handler()
+    app = create_app(settings)
+    GcTuning.from_env("coordinator").apply(app)  # thresholds, and what start-up built frozen
     serve(
-        create_app(settings),
+        app,
         host=settings.host,
         port=settings.port,
         log_level=log_level,

@@ -8,11 +8,11 @@ environment variable (``yak up`` sets ``YAK_ETCD``, ``YAK_CLUSTER_ID``, ``YAK_NO
 
 from __future__ import annotations
 
-import gc
 from typing import Annotated
 
 import typer
 
+from yak.gc_tuning import GcTuning
 from yak.observability.logs import configure_logging
 from yak.security.audit import install_audit_handler
 from yak.web.serve import serve
@@ -62,9 +62,8 @@ def _serve(settings: ProxySettings, log_level: str, *, reuse_port: bool = True) 
         install_audit_handler()
     # Every request allocates thousands of short-lived objects (one per record and field):
     # with CPython's default threshold (700) the young-generation collector took a fifth of
-    # the proxy's CPU under load. Collect less often, and never scan what startup loaded.
-    gc.set_threshold(50_000, 50, 100)
-    gc.freeze()
+    # the proxy's CPU under load. Collect less often, and never walk what start-up built.
+    GcTuning.from_env("rest-proxy").apply(app)
     serve(
         app,
         host=settings.host,
