@@ -6,9 +6,18 @@ draft's metaschema, as Confluent does. References are other schemas addressed by
 URL given as the reference's name; they are checked the same way and put in a
 ``referencing.Registry``, so a validator built from the parsed schema resolves them.
 
-Compatibility: no well-kept Python library decides whether one JSON Schema accepts every
-document another accepts, so the registry does not check JSON schemas for compatibility
-(``incompatibilities`` is always empty) and says so in docs/schema-registry.md.
+Compatibility: a reader schema can read what a writer schema wrote when it accepts every
+document the writer accepts. ``jsoncompat`` (a Rust core with Python bindings) decides that
+inclusion on the schemas' meaning (types widened or narrowed, ``required`` added, enums,
+bounds, ``additionalProperties`` ...), as its "deserializer" role: the new schema (reader)
+must accept everything the old one (writer) does. It reads one document with local
+``#/...`` references only, and reads the 2020-12 draft: a schema of an older draft (what
+Confluent's serializers generate: draft-07) is read as 2020-12 without its ``$schema`` unless
+it uses a keyword whose meaning changed (``dependencies``, ``additionalItems``, ``items`` as a
+list: jsoncompat would read them otherwise). A schema that uses another registered schema (a
+reference), one of those keywords, or a keyword jsoncompat does not support cannot be
+decided, and is then not checked (compatible, as docs/schema-registry.md says) rather than
+refused.
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import jsoncompat
 import jsonschema.exceptions
 import jsonschema.validators
 from referencing import Registry, Resource
@@ -62,6 +72,49 @@ def parse(source: SchemaSource, resolved: Sequence[tuple[str, str]]) -> ParsedSc
     )
 
 
+#: The draft jsoncompat reads; a document naming no draft is read as this one too.
+_DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+#: Keywords whose meaning before 2020-12 differs from theirs in 2020-12.
+_CHANGED_KEYWORDS = frozenset({"dependencies", "additionalItems"})
+
+
+def _changed_meaning(node: Any) -> bool:
+    """Whether ``node`` uses a keyword that an older draft means otherwise than 2020-12."""
+    if isinstance(node, list):
+        return any(_changed_meaning(item) for item in node)
+    if not isinstance(node, dict):
+        return False
+    if _CHANGED_KEYWORDS & node.keys() or isinstance(node.get("items"), list):
+        return True
+    return any(_changed_meaning(value) for value in node.values())
+
+
+def _as_2020_12(text: str) -> str | None:
+    """The schema as a 2020-12 document for jsoncompat, or None if it would mean otherwise."""
+    document = json.loads(text)
+    if not isinstance(document, dict) or document.get("$schema", _DRAFT_2020_12) in (
+        _DRAFT_2020_12,
+        _DRAFT_2020_12 + "#",
+    ):
+        return text
+    if _changed_meaning(document):
+        return None
+    document.pop("$schema")
+    return json.dumps(document)
+
+
 def incompatibilities(reader: ParsedSchema, writer: ParsedSchema) -> list[str]:
-    """Not checked for JSON Schema (see the module doc): always compatible."""
-    return []
+    """Why ``reader`` does not accept every document ``writer`` accepts (empty: it does, or
+    jsoncompat cannot decide: see the module doc)."""
+    if reader.references or writer.references:
+        return []
+    new, old = _as_2020_12(reader.text), _as_2020_12(writer.text)
+    if new is None or old is None:
+        return []
+    try:
+        accepts = jsoncompat.check_compat(old, new, jsoncompat.Role.DESERIALIZER)
+    except ValueError:
+        return []
+    if accepts:
+        return []
+    return ["the new schema refuses documents that the old schema accepts"]

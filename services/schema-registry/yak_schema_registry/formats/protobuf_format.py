@@ -17,9 +17,8 @@ so spacing does not make a new version (comments are part of the parser's tree, 
 descriptor, its deterministic serialization. References are the files the schema imports, by
 import path; each is parsed the same way.
 
-Compatibility: neither ``protobuf`` (which cannot read ``.proto`` text) nor the parser
-compares two files, so the registry does not check Protobuf schemas for compatibility
-(``incompatibilities`` is always empty) and says so in docs/schema-registry.md.
+Compatibility: Confluent's documented rules over both schemas' shapes (messages, field
+numbers and types, oneofs), ``protobuf_compatibility``; a text and a descriptor compare too.
 """
 
 from __future__ import annotations
@@ -41,6 +40,7 @@ from proto_schema_parser.parser import Parser
 
 from yak_schema_registry.errors import InvalidSchemaError
 from yak_schema_registry.formats.model import ParsedSchema, SchemaSource
+from yak_schema_registry.formats.protobuf_compatibility import differences, shape_of
 
 __all__ = ["incompatibilities", "parse"]
 
@@ -140,5 +140,5 @@ def parse(source: SchemaSource, resolved: Sequence[tuple[str, str]]) -> ParsedSc
 
 
 def incompatibilities(reader: ParsedSchema, writer: ParsedSchema) -> list[str]:
-    """Not checked for Protobuf (see the module doc): always compatible."""
-    return []
+    """Confluent's incompatible differences of ``reader`` from ``writer`` (empty: none)."""
+    return differences(shape_of(reader.parsed), shape_of(writer.parsed))

@@ -1,4 +1,5 @@
-"""JSON schemas: valid when their draft's metaschema says so; compatibility is not checked."""
+"""JSON schemas: valid when their draft's metaschema says so; compatible when the reader
+accepts every document the writer accepts (jsoncompat), each rule checked both ways."""
 
 from __future__ import annotations
 
@@ -49,7 +50,104 @@ def test_a_reference_is_resolved_by_its_name() -> None:
     assert not validator.is_valid({"home": {}})  # type: ignore[attr-defined]
 
 
-def test_compatibility_is_not_checked() -> None:
-    old = parse(_source(OBJECT), [])
-    new = parse(_source({"type": "string"}), [])
+def _compatible(reader: object, writer: object) -> bool:
+    return incompatibilities(parse(_source(reader), []), parse(_source(writer), [])) == []
+
+
+def _closed(**properties: object) -> dict[str, object]:
+    return {"type": "object", "properties": properties, "additionalProperties": False}
+
+
+def _open(**properties: object) -> dict[str, object]:
+    return {"type": "object", "properties": properties}
+
+
+STRING = {"type": "string"}
+INTEGER = {"type": "integer"}
+DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+
+
+@pytest.mark.parametrize(
+    ("rule", "narrow", "wide"),
+    [
+        # Each pair: every document ``narrow`` accepts, ``wide`` accepts, not the reverse.
+        ("type widened", INTEGER, {"type": "number"}),
+        ("null allowed", STRING, {"type": ["string", "null"]}),
+        ("enum value added", {"enum": ["a", "b"]}, {"enum": ["a", "b", "c"]}),
+        ("maximum raised", {"type": "integer", "maximum": 5}, {"type": "integer", "maximum": 10}),
+        (
+            "maxLength raised",
+            {"type": "string", "maxLength": 3},
+            {"type": "string", "maxLength": 9},
+        ),
+        ("required dropped", {**_open(a=STRING), "required": ["a"]}, _open(a=STRING)),
+        ("property added to a closed model", _closed(a=STRING), _closed(a=STRING, b=INTEGER)),
+        ("property removed from an open model", _open(a=STRING, b=INTEGER), _open(a=STRING)),
+        ("closed model opened", _closed(a=STRING), _open(a=STRING)),
+        ("items widened", {"type": "array", "items": INTEGER}, {"type": "array"}),
+        (
+            "local $ref widened",
+            {**_open(a={"$ref": "#/$defs/x"}), "$defs": {"x": INTEGER}},
+            _open(a={"type": "number"}),
+        ),
+    ],
+)
+def test_a_reader_accepting_more_reads_the_writer_but_not_the_reverse(
+    rule: str, narrow: object, wide: object
+) -> None:
+    assert _compatible(wide, narrow), rule
+    assert not _compatible(narrow, wide), rule
+
+
+def test_a_typed_property_added_to_an_open_model_breaks_backward_only() -> None:
+    # The old open model took any ``b``; the new one only integers (Confluent's
+    # PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL); the old reads what the new writes.
+    old, new = _open(a=STRING), _open(a=STRING, b=INTEGER)
+    assert not _compatible(new, old)
+    assert _compatible(old, new)
+
+
+def test_an_unchanged_schema_is_compatible_and_the_message_says_what_broke() -> None:
+    assert _compatible(_closed(a=STRING), _closed(a=STRING))
+    old, new = parse(_source(STRING), []), parse(_source(INTEGER), [])
+    assert incompatibilities(new, old) == [
+        "the new schema refuses documents that the old schema accepts"
+    ]
+
+
+def test_a_draft_07_schema_is_read_as_2020_12_when_its_keywords_mean_the_same() -> None:
+    old = {"$schema": DRAFT_07, **_open(a=STRING), "required": ["a"]}
+    new = {"$schema": DRAFT_07, **_open(a=STRING)}
+    assert _compatible(new, old)
+    assert not _compatible(old, new)
+    definitions = {"$schema": DRAFT_07, **_open(a={"$ref": "#/definitions/x"})}
+    assert not _compatible(
+        {**definitions, "definitions": {"x": INTEGER}},
+        {**definitions, "definitions": {"x": STRING}},
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # Keywords an older draft means otherwise: not decided, so not refused.
+        (
+            {"$schema": DRAFT_07, "type": "array", "items": [STRING]},
+            {"type": "array", "items": INTEGER},
+        ),
+        ({"$schema": DRAFT_07, "type": "object", "dependencies": {"a": ["b"]}}, INTEGER),
+        # What jsoncompat does not support: a non-integral multipleOf.
+        ({"type": "number", "multipleOf": 0.5}, STRING),
+    ],
+)
+def test_what_jsoncompat_cannot_decide_is_not_checked(old: object, new: object) -> None:
+    assert _compatible(new, old)
+
+
+def test_schemas_with_references_are_not_checked() -> None:
+    ref = Reference("https://example.com/address.json", "address", 1)
+    address = json.dumps({"type": "object"})
+    old = parse(_source(_open(home={"$ref": ref.name}), ref), [(ref.name, address)])
+    new = parse(_source(INTEGER), [])
     assert incompatibilities(new, old) == []
+    assert incompatibilities(old, new) == []

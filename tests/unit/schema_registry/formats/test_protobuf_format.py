@@ -108,7 +108,9 @@ def test_a_descriptor_builds_on_its_descriptor_references() -> None:
         parse(source, [("other.proto", _b64(FileDescriptorProto(name="other.proto")))])
 
 
-def test_compatibility_is_not_checked() -> None:
+def test_compatibility_is_checked_by_confluents_rules() -> None:
     old = parse(SchemaSource(SchemaType.PROTOBUF, USER), [])
     new = parse(SchemaSource(SchemaType.PROTOBUF, USER.replace("int64", "string")), [])
-    assert incompatibilities(new, old) == []
+    assert incompatibilities(new, old) == ["FIELD_SCALAR_KIND_CHANGED at #/User/2"]
+    renamed = parse(SchemaSource(SchemaType.PROTOBUF, USER.replace("name", "nick")), [])
+    assert incompatibilities(renamed, old) == []
