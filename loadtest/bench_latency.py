@@ -161,7 +161,16 @@ def _interrupt(_signum: int, _frame: FrameType | None) -> None:
 
 
 _SYSTEM_ORDER = {"yak": 0, "yak-before": 1, "redis": 2}
-_PATH_ORDER = {"broker": 0, "proxy": 1, "proxy_httpx": 2, "xadd": 3, "e2e": 4}
+_PATH_ORDER = {
+    "broker": 0,
+    "proxy": 1,
+    "proxy_httpx": 2,
+    "xadd": 3,
+    "proxy_b2b": 4,
+    "xadd_b2b": 5,
+    "e2e": 6,
+    "e2e_httpx": 7,
+}
 _ACKS_ORDER = {"0": 0, "1": 1, "all": 2, None: 3}
 
 
@@ -227,7 +236,7 @@ def run(options: Options) -> dict[str, Any]:
             console.log(f"[bold]yak-before[/]: starting a cluster on {tree}")
             with yak_cluster("baseline", code_path(tree)) as yak:
                 brokers = tuple(yak.cluster.broker_url(b) for b in sorted(yak.cluster.brokers))
-                before_budget = Budget((yak.proxy_url, *brokers))
+                before_budget = Budget((yak.proxy_url, *brokers, yak.cluster.coordinator_url))
                 processes = {p.spec.name: p for p in yak.cluster.supervisor.processes}
                 origins["baseline"] = code_origins(processes)
                 check_origins(origins["baseline"], tree)
@@ -245,7 +254,7 @@ def run(options: Options) -> dict[str, Any]:
     budget = Budget(())
     with _stage("current", failures), yak_cluster("current", ()) as yak:
         brokers = tuple(yak.cluster.broker_url(b) for b in sorted(yak.cluster.brokers))
-        budget = Budget((yak.proxy_url, *brokers))
+        budget = Budget((yak.proxy_url, *brokers, yak.cluster.coordinator_url))
         found, phase, probe_code = asyncio.run(
             measure_yak(yak, "yak", "current", options, e2e=True, budget=budget)
         )
@@ -257,7 +266,7 @@ def run(options: Options) -> dict[str, Any]:
     env["code"] = origins
     env["failures"] = failures
     rows = _ordered(rows)
-    doc = document(rows, cpu, env, options.settings(), budget.found)
+    doc = document(rows, cpu, env, options.settings(), budget.found, budget.gc, before_budget.gc)
     doc["budget_before"] = {
         key: [f.to_json() for f in stages] for key, stages in before_budget.found.items() if stages
     }

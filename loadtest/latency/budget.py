@@ -1,18 +1,21 @@
 """The budget per hop of one build, measured: the stage histograms of the rest-proxy's and every
 broker's ``/metrics`` scraped just before and just after the chosen measurements — the idle
 proxy rows of ``BUDGET_IDLE`` and the end-to-end run at ``budget_rate`` —, diffed, summed over
-the brokers, each stage's p50/p99 along the request's path (``loadtest.latency.histograms``).
+the brokers, each stage's p50/p99 along the request's path (``loadtest.latency.histograms``),
+and each service's GC pauses a minute and their p99 (``loadtest.latency.gc_figures``).
 A stage the build does not export is left out; a failed scrape leaves that table out.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import httpx
 
+from loadtest.latency.gc_figures import GcFigure, gc_figures
 from loadtest.latency.histograms import (
     POLL_PATH,
     PRODUCE_PATH,
@@ -38,24 +41,34 @@ BUDGET_RATE = 1_000
 
 @dataclass
 class Budget:
-    """The budget per hop of one build: the stage histograms of ``urls`` (the rest-proxy and
-    every broker) scraped around a measurement, diffed, summed over the brokers; ``found``:
-    ``budget_key`` → the stages along the request's path. A stage the build does not export is
-    left out; a failed scrape leaves the measurement's table out and is printed."""
+    """The budget per hop of one build: the stage histograms of ``urls`` (the rest-proxy,
+    every broker and the coordinator) scraped around a measurement, diffed, summed over the
+    brokers; ``found``: ``budget_key`` → the stages along the request's path; ``gc``: the same
+    key → each service's collections (``loadtest.latency.gc_figures``). A stage the build
+    does not export is left out; a failed scrape leaves the measurement's table out and is
+    printed."""
 
     urls: tuple[str, ...]
     found: dict[str, list[StageFigure]] = field(default_factory=dict)
+    #: ``budget_key`` → each service's collections over that measurement.
+    gc: dict[str, list[GcFigure]] = field(default_factory=dict)
 
     @asynccontextmanager
     async def around(self, key: str, path: Sequence[StageKey]) -> AsyncIterator[None]:
         before = await self._scrape(key)
+        started = time.monotonic()
         yield
+        seconds = time.monotonic() - started
         after = await self._scrape(key) if before is not None else None
         if before is None or after is None:
             return
-        stages = budget_rows(diff_histograms(after, before), path)
+        window = diff_histograms(after, before)
+        stages = budget_rows(window, path)
         if stages:
             self.found[key] = stages
+        pauses = gc_figures(window, seconds)
+        if pauses:
+            self.gc[key] = pauses
 
     async def _scrape(self, key: str) -> Histograms | None:
         try:

@@ -4,11 +4,12 @@ path.
 
 The stage histograms (``yak_proxy_produce_stage_seconds``, ``yak_proxy_poll_stage_seconds``,
 ``yak_broker_produce_stage_seconds``, ``yak_broker_fetch_stage_seconds``) and the runtime's
-(event-loop lag, GC pauses) are read from ``/metrics`` texts (``stage_histograms``), summed over
-the brokers (``add_histograms``), the scrape before a measurement subtracted from the one after
-(``diff_histograms``), and each stage's p50/p99 computed from the diffed buckets as
-Prometheus' ``histogram_quantile`` does (``histogram_quantile``), in the order of the request's
-path (``budget_rows``; ``PRODUCE_PATH``, ``POLL_PATH``, ``RUNTIME_PATH``).
+(event-loop lag, GC pauses — these also per generation, ``gc_key``) are read from ``/metrics``
+texts (``stage_histograms``), summed over the brokers (``add_histograms``), the scrape before a
+measurement subtracted from the one after (``diff_histograms``), and each stage's p50/p99
+computed from the diffed buckets as Prometheus' ``histogram_quantile`` does
+(``histogram_quantile``), in the order of the request's path (``budget_rows``;
+``PRODUCE_PATH``, ``POLL_PATH``, ``RUNTIME_PATH``).
 
 Pure: the ``/metrics`` texts come from the caller (``loadtest.latency.measure.scrape_stages``;
 ``loadtest.latency.budget`` scrapes around the measurements).
@@ -38,6 +39,7 @@ __all__ = [
     "budget_key",
     "budget_rows",
     "diff_histograms",
+    "gc_key",
     "histogram_quantile",
     "stage_histograms",
 ]
@@ -145,10 +147,14 @@ def stage_histograms(text: str) -> Histograms:
         if runtime is not None and family.type == "histogram":
             for sample in family.samples:
                 if sample.name.endswith("_bucket") and "le" in sample.labels:
-                    key = (sample.labels.get("service", ""), "runtime", runtime)
-                    into = found.setdefault(key, {})
+                    service = sample.labels.get("service", "")
+                    keys = [(service, "runtime", runtime)]
+                    if "generation" in sample.labels:  # the GC's, also per generation
+                        keys.append(gc_key(service, int(sample.labels["generation"])))
                     bound = float(sample.labels["le"])
-                    into[bound] = into.get(bound, 0.0) + sample.value
+                    for key in keys:
+                        into = found.setdefault(key, {})
+                        into[bound] = into.get(bound, 0.0) + sample.value
             continue
         owner = STAGE_METRICS.get(family.name)
         if owner is None or family.type != "histogram":
@@ -160,6 +166,12 @@ def stage_histograms(text: str) -> Histograms:
             key = (service, sample.labels.get("request", request), sample.labels.get("stage", ""))
             found.setdefault(key, {})[float(sample.labels["le"])] = sample.value
     return found
+
+
+def gc_key(service: str, generation: int) -> StageKey:
+    """The series of ``service``'s collections of one ``generation`` (``stage_histograms``
+    also reads ``yak_gc_pause_seconds`` per generation)."""
+    return (service, "gc", f"generation {generation}")
 
 
 def add_histograms(*parts: Mapping[StageKey, Mapping[float, float]]) -> Histograms:

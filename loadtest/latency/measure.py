@@ -212,9 +212,10 @@ async def end_to_end(
     warmup_s: float,
     duration_s: float,
     measure_hook: MeasureHook = no_hook,
+    path: str = "e2e",
 ) -> Row:
     """The peers ``Runner`` at ``rate`` msg/s of 1 KiB records (see the module docstring);
-    ``measure_hook`` wraps the measured part (after the warm-up)."""
+    ``measure_hook`` wraps the measured part (after the warm-up); the row's ``path``."""
     workload = Workload(
         f"latency-e2e-{rate}",
         partitions_per_topic=E2E_PARTITIONS,
@@ -227,7 +228,7 @@ async def end_to_end(
     e2e = result.e2e_latency
     return Row(
         system,
-        "e2e",
+        path,
         rf,
         acks,
         p50=e2e.p50,

@@ -6,7 +6,7 @@ Pure: the document and the page's text come from the caller (``loadtest.bench_la
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loadtest.latency.rows import rate_label
@@ -17,6 +17,7 @@ __all__ = [
     "BUDGET_END_MARKER",
     "END_MARKER",
     "budget_markdown",
+    "gc_markdown",
     "markdown",
     "page",
     "splice",
@@ -185,7 +186,7 @@ def budget_markdown(doc: Mapping[str, Any]) -> str:
     lines = [f"From the run of {doc.get('date', '?')} above ({doc.get('revision', '?')})."]
     if not budget:
         return "\n".join([*lines, "", "No stage histograms in this run."]) + "\n"
-    lines += _budget_tables(doc, budget, "yak", "")
+    lines += _budget_tables(doc, budget, "yak", "", doc.get("gc") or {})
     before = doc.get("budget_before") or {}
     if before:
         lines += [
@@ -193,12 +194,35 @@ def budget_markdown(doc: Mapping[str, Any]) -> str:
             f"The same measurements of the baseline build ({doc.get('baseline', '?')}), in the "
             "same run:",
         ]
-        lines += _budget_tables(doc, before, "yak-before", " — baseline")
+        gc_before = doc.get("gc_before") or {}
+        lines += _budget_tables(doc, before, "yak-before", " — baseline", gc_before)
     return "\n".join(lines) + "\n"
 
 
+def gc_markdown(figures: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The GC table of one measurement: each service's collections (``gc`` of a
+    ``latency.json``)."""
+    lines = [
+        "",
+        "| service | collections | per minute | generations 0 / 1 / 2 | p50 ms | p99 ms |",
+        "|---|--:|--:|--:|--:|--:|",
+    ]
+    for figure in figures:
+        generations = " / ".join(str(count) for count in figure["by_generation"])
+        service = "brokers (3, summed)" if figure["service"] == "broker" else figure["service"]
+        lines.append(
+            f"| {service} | {figure['collections']:,} | {figure['per_min']:,.1f} "
+            f"| {generations} | {_stage_ms(figure['p50_ms'])} | {_stage_ms(figure['p99_ms'])} |"
+        )
+    return lines
+
+
 def _budget_tables(
-    doc: Mapping[str, Any], budget: Mapping[str, Any], system: str, suffix: str
+    doc: Mapping[str, Any],
+    budget: Mapping[str, Any],
+    system: str,
+    suffix: str,
+    gc: Mapping[str, Sequence[Mapping[str, Any]]],
 ) -> list[str]:
     lines: list[str] = []
     for key, figures in budget.items():
@@ -217,6 +241,9 @@ def _budget_tables(
                 f"| {_stage_ms(figure['p50_ms'])} | {_stage_ms(figure['p99_ms'])} |"
             )
         lines += ["", client]
+        if gc.get(key):
+            lines += ["", "The collector's pauses over the same measurement:"]
+            lines += gc_markdown(gc[key])
     return lines
 
 

@@ -1,7 +1,8 @@
 """Every measurement of one system, in order: a Yak build on its cluster (``measure_yak``: idle
 produce straight to the brokers through ``loadtest.latency.probe`` run on that build's code,
-idle produce through the rest-proxy, end to end at each rate, then the CPU phase) and Redis
-(``measure_redis``: idle XADD, then end to end at each rate). Each row is stamped with the
+idle produce through the rest-proxy, back to back through it, end to end at each rate with the
+lean client then with ``httpx``, then the CPU phase) and Redis (``measure_redis``: idle XADD,
+back to back, then end to end at each rate). Each row is stamped with the
 1-minute load average taken when its measurement started.
 """
 
@@ -15,10 +16,12 @@ from dataclasses import replace
 
 import orjson
 
+from loadtest.latency.back_to_back import b2b_proxy, b2b_redis
 from loadtest.latency.baseline import ROOT
 from loadtest.latency.budget import Budget, budget_rate
 from loadtest.latency.cluster import Yak
 from loadtest.latency.cpu import CpuPhase
+from loadtest.latency.lean_driver import LeanRestDriver
 from loadtest.latency.measure import (
     E2E_PARTITIONS,
     VALUE_BYTES,
@@ -142,6 +145,40 @@ async def idle_broker(
     return rows, str(answer["code"])
 
 
+async def _end_to_end(system: str, yak: Yak, options: Options, budget: Budget | None) -> list[Row]:
+    """At each rate, the lean client's row (path ``e2e``, the budget's measurement at
+    ``budget_rate``), then ``httpx``'s (``e2e_httpx``)."""
+    rows: list[Row] = []
+    drivers = (
+        ("e2e", LeanRestDriver(yak.proxy_url, replication_factor=3)),
+        ("e2e_httpx", YakRestDriver(yak.proxy_url, replication_factor=3)),
+    )
+    try:
+        for rate in options.rates:
+            for path, driver in drivers:
+                console.log(f"[bold]{system}[/]: end to end at {rate:,} msg/s ({driver.name})")
+                load = os.getloadavg()[0]
+                e2e_hook: MeasureHook = no_hook
+                if budget is not None and path == "e2e" and rate == budget_rate(options.rates):
+                    e2e_hook = budget.e2e(rate)
+                row = await end_to_end(
+                    system,
+                    driver,
+                    rate,
+                    rf=3,
+                    acks="all",
+                    warmup_s=options.e2e_warmup_s,
+                    duration_s=options.e2e_duration_s,
+                    measure_hook=e2e_hook,
+                    path=path,
+                )
+                rows += _loaded([row], load)
+    finally:
+        for _, driver in drivers:
+            await driver.aclose()
+    return rows
+
+
 async def measure_yak(
     yak: Yak, system: str, build: str, options: Options, *, e2e: bool, budget: Budget | None = None
 ) -> tuple[list[Row], CpuPhase, str]:
@@ -158,28 +195,11 @@ async def measure_yak(
     load = os.getloadavg()[0]
     hook = no_idle_hook if budget is None else budget.idle
     rows += _loaded(await idle_proxy(system, yak.proxy_url, IDLE_TOPICS, options.idle, hook), load)
+    console.log(f"[bold]{system}[/]: back-to-back produce through the rest-proxy, RF 1 acks=1")
+    load = os.getloadavg()[0]
+    rows += _loaded([await b2b_proxy(system, yak.proxy_url, IDLE_TOPICS[1], options.idle)], load)
     if e2e:
-        driver = YakRestDriver(yak.proxy_url, replication_factor=3)
-        try:
-            for rate in options.rates:
-                console.log(f"[bold]{system}[/]: end to end at {rate:,} msg/s")
-                load = os.getloadavg()[0]
-                e2e_hook: MeasureHook = no_hook
-                if budget is not None and rate == budget_rate(options.rates):
-                    e2e_hook = budget.e2e(rate)
-                row = await end_to_end(
-                    system,
-                    driver,
-                    rate,
-                    rf=3,
-                    acks="all",
-                    warmup_s=options.e2e_warmup_s,
-                    duration_s=options.e2e_duration_s,
-                    measure_hook=e2e_hook,
-                )
-                rows += _loaded([row], load)
-        finally:
-            await driver.aclose()
+        rows += await _end_to_end(system, yak, options, budget)
     console.log(f"[bold]{system}[/]: CPU phase, {options.cpu_records:,} records")
     load = os.getloadavg()[0]
     counted = tuple(name for name in yak.pids if name.startswith(("broker-", "rest-proxy-")))
@@ -200,6 +220,9 @@ async def measure_redis(url: str, options: Options) -> list[Row]:
     console.log("[bold]redis[/]: idle XADD")
     load = os.getloadavg()[0]
     rows = _loaded([await idle_redis(url, options.idle)], load)
+    console.log("[bold]redis[/]: back-to-back XADD")
+    load = os.getloadavg()[0]
+    rows += _loaded([await b2b_redis(url, options.idle)], load)
     driver = RedisStreamsDriver(url)
     try:
         for rate in options.rates:

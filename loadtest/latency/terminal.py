@@ -1,6 +1,6 @@
 """What the latency benchmark prints: the shared ``console`` (wide enough for the tables when
 the output goes to a file or a pipe) and the tables of a run (``print_report``): every row,
-before against now, CPU per record, the budget per hop and the goals.
+before against now, CPU per record, the budget per hop, the GC pauses and the goals.
 """
 
 from __future__ import annotations
@@ -136,7 +136,23 @@ def print_report(doc: dict[str, Any], rows: Sequence[Row], cpu: Sequence[CpuPhas
                 _fine_ms(stage["p99_ms"]),
             )
         console.print(budget_table)
-    goals = Table("goal", "measured", "from", "verdict", title="goals (issue 18)")
+    for field, build in (("gc", "now"), ("gc_before", "before")):
+        for key, figures in doc.get(field, {}).items():
+            gc_table = Table(
+                *("service", "collections", "per min", "gen 0/1/2", "p50", "p99"),
+                title=f"GC pauses: {key}, {build} (ms)",
+            )
+            for figure in figures:
+                gc_table.add_row(
+                    figure["service"],
+                    f"{figure['collections']:,}",
+                    f"{figure['per_min']:,.1f}",
+                    "/".join(str(count) for count in figure["by_generation"]),
+                    _fine_ms(figure["p50_ms"]),
+                    _fine_ms(figure["p99_ms"]),
+                )
+            console.print(gc_table)
+    goals = Table("goal", "measured", "from", "verdict", title="goals (issues 18 and 34)")
     for goal in evaluate_goals(headline(rows, cpu)):
         style = {None: "dim", True: "green", False: "red"}[goal.ok]
         goals.add_row(goal.name, goal.shown, goal.detail, f"[{style}]{goal.verdict}[/]")
