@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from yak import __version__
-from yak.cli import brokers, cluster, groups, partitions, queue, security, topics
+from yak.cli import brokers, cluster, groups, partitions, queue, schemas, security, topics
 from yak.cli.consume import consume
 from yak.cli.produce import produce
 from yak.cli.ps import ps
@@ -35,6 +35,7 @@ app.add_typer(queue.app, name="queue")
 app.add_typer(security.users, name="users")
 app.add_typer(security.acls, name="acls")
 app.add_typer(quotas, name="quotas")
+app.add_typer(schemas.app, name="schemas")
 app.command()(produce)
 app.command()(consume)
 
