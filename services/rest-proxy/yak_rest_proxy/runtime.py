@@ -41,6 +41,7 @@ from yak_rest_proxy.metrics import ProxyStats
 from yak_rest_proxy.produce.partitioners import Partitioners
 from yak_rest_proxy.produce.producer import Producer
 from yak_rest_proxy.quotas.quotas import Quotas
+from yak_rest_proxy.schemas import RegistryClient, Schemas
 from yak_rest_proxy.security.forwarded_credential import ForwardedAuth
 from yak_rest_proxy.settings import ProxySettings
 from yak_rest_proxy.topics import TopicLookup
@@ -130,6 +131,9 @@ class ProxyRuntime:
             fetch_bytes_per_s=settings.quota_fetch_bytes_per_s,
             clock=self.clock,
         )
+        #: The schema formats' encoders, decoders and registry client (``schemas``).
+        registry = settings.schema_registry_url
+        self.schemas = Schemas(RegistryClient(registry) if registry else None)
         self._connect: asyncio.Task[None] | None = None
         self._admin: AdminClient | None = None
         self._retired_admins: list[AdminClient] = []
@@ -187,6 +191,7 @@ class ProxyRuntime:
         if self.security_cache is not None:
             await self.security_cache.stop()
         await self.brokers.aclose()
+        await self.schemas.aclose()
         for admin in [*self._retired_admins, *([self._admin] if self._admin else [])]:
             await admin.aclose()
         if self._owns_store:

@@ -80,6 +80,10 @@ idempotency_window_s                YAK_IDEMPOTENCY_WINDOW_S    86400: how long 
                                                                 header is ignored)
 ratelimit_headers                   YAK_RATELIMIT_HEADERS       on: ``RateLimit-*`` headers on
                                                                 answers a quota applies to
+schema_registry_url                 YAK_SCHEMA_REGISTRY_URL     none: the avro, jsonschema and
+                                                                protobuf formats answer 415
+                                                                (``schemas``); ``yak up
+                                                                --schema-registry`` sets it
 ==================================  ==========================  ================================
 """
 
@@ -153,6 +157,7 @@ class ProxySettings:
     cors_max_age_s: int = 600
     idempotency_window_s: int = 24 * 3600
     ratelimit_headers: bool = True
+    schema_registry_url: str | None = None
     #: The listener speaks TLS (``YAK_TLS_CERT`` is set): ``base_url`` is ``https://``.
     tls: bool = False
 
@@ -265,5 +270,6 @@ _ENV: tuple[tuple[str, str, Callable[[str], object]], ...] = (
     ("cors_max_age_s", "YAK_CORS_MAX_AGE_S", int),
     ("idempotency_window_s", "YAK_IDEMPOTENCY_WINDOW_S", int),
     ("ratelimit_headers", "YAK_RATELIMIT_HEADERS", _switch("YAK_RATELIMIT_HEADERS")),
+    ("schema_registry_url", "YAK_SCHEMA_REGISTRY_URL", str),
     ("tls", "YAK_TLS_CERT", bool),
 )

@@ -17,6 +17,9 @@ from yak_rest_proxy.http.content import EmbeddedFormat, negotiate, parse_accept,
         ("application/vnd.kafka.v2+json", EmbeddedFormat.BINARY),
         ("application/vnd.kafka+json", EmbeddedFormat.BINARY),
         ("application/octet-stream", EmbeddedFormat.BINARY),
+        ("application/vnd.kafka.avro.v2+json", EmbeddedFormat.AVRO),
+        ("application/vnd.kafka.jsonschema.v2+json", EmbeddedFormat.JSONSCHEMA),
+        ("application/vnd.kafka.protobuf.v2+json", EmbeddedFormat.PROTOBUF),
     ],
 )
 def test_request_formats(content_type: str | None, expected: EmbeddedFormat) -> None:
@@ -26,8 +29,6 @@ def test_request_formats(content_type: str | None, expected: EmbeddedFormat) -> 
 @pytest.mark.parametrize(
     ("content_type", "why"),
     [
-        ("application/vnd.kafka.avro.v2+json", "schema registry"),
-        ("application/vnd.kafka.protobuf.v2+json", "schema registry"),
         ("application/vnd.kafka.json.v1+json", "v1"),
         ("application/vnd.kafka.v3+json", "v3"),
         ("application/vnd.kafka.text.v2+json", "unknown embedded format"),

@@ -15,8 +15,9 @@ Media types (Confluent's ``application/vnd.kafka[.embedded][.version]+json``):
 (no Content-Type)                          JSON, as Karapace assumes
 =========================================  ===========================================
 
-avro, jsonschema and protobuf need a schema registry, which Yak does not have: a body in one of
-them gets 415, an Accept that allows nothing else 406. Only version v2 is served (v1 was removed
+``application/vnd.kafka.{avro,jsonschema,protobuf}.v2+json`` are the schema formats: keys and
+values are JSON, written in the schema registry's wire format (``schemas``); a proxy without a
+registry refuses them where they are used (415 / 41501). Only version v2 is served (v1 was removed
 from Confluent's proxy in 6.0; v3 is another API). ``Accept`` is matched with its q-values
 (``q=0`` excludes); a missing Accept accepts anything.
 """
@@ -38,7 +39,6 @@ __all__ = [
 ]
 
 _VND = re.compile(r"application/vnd\.kafka(?:\.(?P<fmt>[a-z]+))?(?:\.(?P<ver>v\d+))?\+json")
-_SCHEMA_FORMATS = {"avro", "jsonschema", "protobuf"}
 
 
 class EmbeddedFormat(StrEnum):
@@ -46,6 +46,14 @@ class EmbeddedFormat(StrEnum):
 
     BINARY = "binary"
     JSON = "json"
+    AVRO = "avro"
+    JSONSCHEMA = "jsonschema"
+    PROTOBUF = "protobuf"
+
+    @property
+    def schema_based(self) -> bool:
+        """Needs a schema registry (avro, jsonschema, protobuf)."""
+        return self not in (EmbeddedFormat.BINARY, EmbeddedFormat.JSON)
 
 
 class MediaRange(NamedTuple):
@@ -80,14 +88,12 @@ def request_format(content_type: str | None) -> EmbeddedFormat:
         raise UnsupportedMediaTypeError(f"API version {version} is not served; use v2")
     if fmt is None or fmt == "binary":
         return EmbeddedFormat.BINARY
-    if fmt == "json":
-        return EmbeddedFormat.JSON
-    if fmt in _SCHEMA_FORMATS:
+    try:
+        return EmbeddedFormat(fmt)
+    except ValueError:
         raise UnsupportedMediaTypeError(
-            f"embedded format {fmt!r} needs a schema registry, which Yak does not have; "
-            "use binary or json"
-        )
-    raise UnsupportedMediaTypeError(f"unknown embedded format {fmt!r}; use binary or json")
+            f"unknown embedded format {fmt!r}; use binary, json, avro, jsonschema or protobuf"
+        ) from None
 
 
 def parse_accept(accept: str | None) -> list[MediaRange]:

@@ -67,6 +67,12 @@ _BY_CODE: dict[str, tuple[int, int]] = {
     "IDEMPOTENCY_KEY_REUSED": (422, 42206),
     "RESOURCE_NOT_FOUND": (404, 404),
     "DUPLICATE_RESOURCE": (409, 409),
+    # The schema formats (``yak_rest_proxy.schemas.errors``): Confluent's codes.
+    "SCHEMA_REGISTRY_NOT_CONFIGURED": (415, 41501),
+    "SCHEMA_REGISTRY_UNAVAILABLE": (408, 40801),
+    "INVALID_SCHEMA": (422, 42205),
+    "RECORD_CONVERSION_FAILED": (422, 42203),
+    "RECORD_DESERIALIZATION_FAILED": (500, 50002),
 }
 
 _INVALID_REQUEST: dict[str, tuple[int, int]] = {
@@ -83,6 +89,8 @@ def v2_error(error: YakError) -> tuple[int, int]:
         return (404, 40402) if "partition" in error.details else (404, 40401)
     if isinstance(error, InvalidRequestError):
         return _INVALID_REQUEST.get(str(error.details.get("kind")), (422, 422))
+    if error.code == "SCHEMA_MISSING":  # Confluent: 42201 key schema, 42202 value schema
+        return (422, 42201) if error.details.get("field") == "key" else (422, 42202)
     found = _BY_CODE.get(error.code)
     if found is not None:
         return found

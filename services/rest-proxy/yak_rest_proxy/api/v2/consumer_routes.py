@@ -34,6 +34,7 @@ from yak_rest_proxy.api.v2.models import (
     V2Positions,
     V2Subscription,
 )
+from yak_rest_proxy.api.v2.schema_consume import schema_records_body
 from yak_rest_proxy.consume.consumer import Consumers, PolledPartition, new_instance_id
 from yak_rest_proxy.consume.reader import FILTER_DOC, filter_param
 from yak_rest_proxy.http.body import openapi_body, parse_model, read_body
@@ -49,6 +50,7 @@ _V2_TYPES = ("application/vnd.kafka.v2+json", "application/json")
 _RESETS = {"earliest": "earliest", "smallest": "earliest", "latest": "latest", "largest": "latest"}
 _RESETS["none"] = "none"
 _BODY_LIMIT = 1024 * 1024
+_FORMATS = frozenset(f.value for f in EmbeddedFormat)
 
 
 def _int(value: int | str | None, name: str, default: int, low: int, high: int) -> int:
@@ -74,10 +76,15 @@ def member_record(body: V2CreateConsumer, settings: ProxySettings, now_ms: int) 
         raise InvalidConfigError(
             f"consumer name {name!r} is not valid: use 1-249 of [a-zA-Z0-9._-]"
         ) from None
-    if body.format not in ("binary", "json"):
+    if body.format not in _FORMATS:
         raise InvalidConfigError(
-            f"format {body.format!r} is not supported; use binary or json "
-            "(avro, jsonschema and protobuf need a schema registry)"
+            f"format {body.format!r} is not supported; use binary, json, avro, jsonschema "
+            "or protobuf"
+        )
+    if body.format not in ("binary", "json") and not settings.schema_registry_url:
+        raise InvalidConfigError(
+            f"format {body.format!r} needs a schema registry; this proxy has none configured "
+            "(YAK_SCHEMA_REGISTRY_URL)"
         )
     reset = _RESETS.get((body.auto_offset_reset or "latest").lower())
     if reset is None:
@@ -308,7 +315,12 @@ def consumer_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
             record_filter=record_filter,
         )
         rendering = time.perf_counter()
-        body = _records_body(polled.partitions, fmt)
+        if fmt.schema_based:
+            body = await schema_records_body(
+                runtime.schemas, consumers, group, instance, polled.partitions, fmt, _headers
+            )
+        else:
+            body = _records_body(polled.partitions, fmt)
         runtime.stats.poll.render.observe(time.perf_counter() - rendering)
         runtime.quotas.charge(QuotaKind.FETCH, principal, len(body))
         return Response(body, media_type=media)

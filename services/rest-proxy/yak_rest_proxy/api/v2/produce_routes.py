@@ -1,13 +1,14 @@
 """Confluent v2 produce: ``POST /topics/{topic}`` and ``POST /topics/{topic}/partitions/{p}``.
 
 The body's embedded format comes from its Content-Type (``http.content``); the whole request is
-checked (JSON, shape, base64, partitions, sizes) before any record is sent, so a refused request
-writes nothing. As in Confluent's proxy, records that fail once sent are reported in their
+checked (JSON, shape, base64, partitions, sizes; in the avro, jsonschema and protobuf formats every
+key and value against its schema: ``schema_records``) before any record is sent, so a refused
+request writes nothing. As in Confluent's proxy, records that fail once sent are reported in their
 ``offsets`` entry (``error_code`` 50003 when retrying may succeed, else 50002) and the status is
-still 200; ``docs/rest-api.md`` lists where Yak differs. Records are acknowledged with the
-proxy's ``acks`` setting (default all in-sync replicas). With an ``Idempotency-Key`` header a
-retry gets the first answer, from any proxy (``http.idempotency``). Each request observes its
-``read``, ``parse`` and ``render`` stages (``metrics.ProduceStats``) once.
+still 200; ``docs/rest-api.md`` lists where Yak differs. Records are acknowledged with the proxy's
+``acks`` setting (default all in-sync replicas). With an ``Idempotency-Key`` header a retry gets
+the first answer, from any proxy (``http.idempotency``). Each request observes its ``read``,
+``parse`` and ``render`` stages (``metrics.ProduceStats``) once.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from yak.record import RecordInput
 from yak_rest_proxy.api.v2.embedded import from_embedded
 from yak_rest_proxy.api.v2.metadata_routes import V2_TAG
 from yak_rest_proxy.api.v2.models import V2ProduceRequest, V2ProduceResponse
-from yak_rest_proxy.api.v2.produce_body import parse_produce_body
+from yak_rest_proxy.api.v2.produce_body import parse_produce_request
+from yak_rest_proxy.api.v2.schema_records import encode, record_serdes
 from yak_rest_proxy.http.body import openapi_body, read_body
 from yak_rest_proxy.http.content import EmbeddedFormat, negotiate, request_format
 from yak_rest_proxy.http.errors import v2_error
@@ -41,6 +43,9 @@ __all__ = ["produce_router"]
 _PRODUCE_TYPES = (
     "application/vnd.kafka.json.v2+json",
     "application/vnd.kafka.binary.v2+json",
+    "application/vnd.kafka.avro.v2+json",
+    "application/vnd.kafka.jsonschema.v2+json",
+    "application/vnd.kafka.protobuf.v2+json",
     "application/json",
 )
 
@@ -76,18 +81,26 @@ def produce_router(runtime: ProxyRuntime) -> APIRouter:
         read: float,
     ) -> Response:
         """The body checked whole, then its records sent; the answer once they are."""
-        items = parse_produce_body(raw)
+        body = parse_produce_request(raw)
+        items = body.records
         check_record_count(len(items), settings.max_records_per_request)
         now_ms = runtime.clock.time_ms()
         records = []
+        key_serde = value_serde = None
+        if fmt.schema_based:
+            key_serde, value_serde = await record_serdes(
+                runtime.schemas, fmt, topic, body.schemas, items
+            )
         for index, (key, value, given) in enumerate(items):
             if partition is not None and given not in (None, partition):
                 raise_partition_conflict(f"records[{index}]", given, partition)
-            record = RecordInput(
-                key=None if key is None else from_embedded(key, fmt, index, "key"),
-                value=None if value is None else from_embedded(value, fmt, index, "value"),
-                timestamp=now_ms,
-            )
+            if fmt.schema_based:
+                key_bytes = encode(key_serde, key, index, "key")
+                value_bytes = encode(value_serde, value, index, "value")
+            else:
+                key_bytes = None if key is None else from_embedded(key, fmt, index, "key")
+                value_bytes = None if value is None else from_embedded(value, fmt, index, "value")
+            record = RecordInput(key=key_bytes, value=value_bytes, timestamp=now_ms)
             records.append(OutgoingRecord(record, partition if partition is not None else given))
         publication = enqueue(
             runtime.producer,
@@ -123,7 +136,12 @@ def produce_router(runtime: ProxyRuntime) -> APIRouter:
                     }
                 )
         response = json_response(
-            {"offsets": offsets, "key_schema_id": None, "value_schema_id": None}, media
+            {
+                "offsets": offsets,
+                "key_schema_id": None if key_serde is None else key_serde.schema_id,
+                "value_schema_id": None if value_serde is None else value_serde.schema_id,
+            },
+            media,
         )
         stats.on_request(read - started, parsed - read, time.perf_counter() - answered)
         return response

@@ -58,6 +58,12 @@ _BY_CODE: dict[str, tuple[int, int]] = {
     "THROTTLING_QUOTA_EXCEEDED": (429, 42901),
     "AUTHENTICATION_THROTTLED": (429, 42901),
     "UNSUPPORTED_FORMAT": (422, 422),
+    # The schema formats (``yak_rest_proxy.schemas.errors``).
+    "SCHEMA_REGISTRY_NOT_CONFIGURED": (422, 422),
+    "SCHEMA_REGISTRY_UNAVAILABLE": (408, 40801),
+    "INVALID_SCHEMA": (422, 42205),
+    "SCHEMA_MISSING": (422, 422),
+    "RECORD_CONVERSION_FAILED": (400, 400),
 }
 
 #: ``InvalidRequestError`` by its ``kind``: malformed JSON and bad data are 400 (Confluent's

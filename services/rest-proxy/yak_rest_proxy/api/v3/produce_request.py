@@ -3,10 +3,10 @@
 A record (``ProduceRequest``) is a JSON object of ``partition_id`` (int or null), ``headers``
 (``[{"name": str, "value": base64 | null}]``), ``key`` and ``value`` (each null or ``{"type":
 BINARY|JSON|STRING, "data": ...}``: base64 text, any JSON, or text) and ``timestamp`` (RFC 3339 /
-ISO 8601, null: now). AVRO, JSONSCHEMA and PROTOBUF, or a key or value without ``type`` (which
-Confluent resolves through its schema registry), are ``UnsupportedFormatError`` (422) until Yak has
-a schema registry. Other fields are refused (422), so a misspelt ``partition`` never sends a
-record somewhere unintended.
+ISO 8601, null: now). AVRO, JSONSCHEMA and PROTOBUF, and a key or value without ``type``, are
+encoded with the schema ``schema_data`` finds, handed in as ``serdes`` (the route resolves them
+first); without one they are ``UnsupportedFormatError`` (422). Other fields are refused (422),
+so a misspelt ``partition`` never sends a record somewhere unintended.
 
 The report (``ProduceResponse``) is ``{"error_code": 200, "cluster_id", "topic_name",
 "partition_id", "offset", "timestamp", "key": {"type", "size"} | null, "value": ...}`` or, for a
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -28,8 +29,16 @@ from yak.record import RecordInput
 from yak_rest_proxy.api.v3.errors import UnsupportedFormatError, v3_error_body
 from yak_rest_proxy.produce.accumulator import ProducedRecord
 from yak_rest_proxy.produce.publish import OutgoingRecord
+from yak_rest_proxy.schemas import Serde
 
-__all__ = ["ParsedRecord", "delivery_report", "iso_timestamp", "parse_record"]
+__all__ = [
+    "ParsedRecord",
+    "build_record",
+    "delivery_report",
+    "iso_timestamp",
+    "load_record",
+    "parse_record",
+]
 
 _FIELDS = frozenset({"partition_id", "headers", "key", "value", "timestamp"})
 _DATA_FIELDS = frozenset(
@@ -60,21 +69,43 @@ def _base64(text: object, where: str) -> bytes:
         raise _bad(f"Bad Request: {where} is not a base64 string", "invalid_data") from None
 
 
-def _data(given: object, where: str) -> tuple[bytes | None, tuple[str, int] | None]:
-    """The bytes of a key or value, and its report entry."""
+def check_data(given: object, where: str) -> dict[str, Any] | None:
+    """A key or value's object, its fields checked."""
     if given is None:
-        return None, None
+        return None
     if not isinstance(given, dict):
         raise _bad(f"{where}: must be an object with type and data")
     unknown = given.keys() - _DATA_FIELDS
     if unknown:
         raise _bad(f"{where}: unknown field {sorted(unknown)[0]!r}")
+    return given
+
+
+def _schema_data(
+    given: dict[str, Any], where: str, serde: Serde | None
+) -> tuple[bytes | None, tuple[str, int] | None]:
     kind = given.get("type")
-    if kind is None or kind in _SCHEMA_TYPES:
+    if serde is None:
         raise UnsupportedFormatError(
             f"{where}: {'a value without type' if kind is None else kind} needs a schema "
-            "registry, which Yak does not serve yet (issue 33): give type BINARY, JSON or STRING"
+            "registry, and this proxy has none configured (YAK_SCHEMA_REGISTRY_URL): give "
+            "type BINARY, JSON or STRING"
         )
+    data = given.get("data")
+    raw = None if data is None else serde.encode(data, f"{where}.data")
+    reported = "JSONSCHEMA" if serde.schema_type.value == "JSON" else serde.schema_type.value
+    return raw, (reported, 0 if raw is None else len(raw))
+
+
+def _data(
+    given: dict[str, Any] | None, where: str, serde: Serde | None
+) -> tuple[bytes | None, tuple[str, int] | None]:
+    """The bytes of a key or value, and its report entry."""
+    if given is None:
+        return None, None
+    kind = given.get("type")
+    if kind is None or kind in _SCHEMA_TYPES:
+        return _schema_data(given, where, serde)
     data = given.get("data")
     if kind == "BINARY":
         raw = None if data is None else _base64(data, f"{where}.data")
@@ -132,8 +163,8 @@ def _partition(given: object) -> int | None:
     return given
 
 
-def parse_record(raw: bytes, now_ms: int) -> ParsedRecord:
-    """The record one JSON object of a produce body describes; typed errors otherwise."""
+def load_record(raw: bytes) -> dict[str, Any]:
+    """One JSON object of a produce body, its fields checked (not yet their values)."""
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -143,8 +174,24 @@ def parse_record(raw: bytes, now_ms: int) -> ParsedRecord:
     unknown = body.keys() - _FIELDS
     if unknown:
         raise _bad(f"unknown field {sorted(unknown)[0]!r}")
-    key, key_report = _data(body.get("key"), "key")
-    value, value_report = _data(body.get("value"), "value")
+    for field in ("key", "value"):
+        body[field] = check_data(body.get(field), field)
+    return body
+
+
+def parse_record(raw: bytes, now_ms: int) -> ParsedRecord:
+    """The record one JSON object of a produce body describes; typed errors otherwise."""
+    return build_record(load_record(raw), now_ms)
+
+
+def build_record(
+    body: dict[str, Any], now_ms: int, serdes: Mapping[str, Serde] | None = None
+) -> ParsedRecord:
+    """The record of a loaded body (``load_record``); ``serdes`` encode its schema-typed key
+    (``"key"``) and value (``"value"``)."""
+    serdes = serdes or {}
+    key, key_report = _data(body.get("key"), "key", serdes.get("key"))
+    value, value_report = _data(body.get("value"), "value", serdes.get("value"))
     record = RecordInput(
         key=key,
         value=value,

@@ -2,28 +2,29 @@
 
 ``delivery_reports(chunks, submit, ...)`` reads the body's chunks, splits them into records
 (``json_stream``), hands each to ``submit`` — which parses it and queues it at the producer at
-once, returning a ``Pending`` report — and yields the reports, one per record, in the records'
-order, as each record's result comes. Records are produced while later ones are still being
-read, so one long request streams; the producer batches them per partition as it does any
-request's.
+once, returning a ``Pending`` report, or an awaitable of one when the record must wait for
+something first (its schema: the reading waits, so records keep their order) — and yields the
+reports, one per record, in the records' order, as each record's result comes. Records are produced
+while later ones are still being read, so one long request streams; the producer batches them per
+partition as it does any request's.
 
-Bounded memory: at most ``window`` records are between ``submit`` and their report; when the
-client does not read its reports (or the brokers are slow) the reader stops reading the body,
-and TCP pushes back on the client. The split buffer holds one record at most
-(``max_record_bytes``).
+Bounded memory: at most ``window`` records are between ``submit`` and their report; when the client
+does not read its reports (or the brokers are slow) the reader stops reading the body, and TCP
+pushes back on the client. The split buffer holds one record at most (``max_record_bytes``).
 
-Errors: a record that cannot be produced gets its own error report and the stream goes on. A
-stream that cannot go on — not JSON objects, a record over the size limit, a body that stalls
-(``REQUEST_BODY_TIMEOUT``) — ends with one last error report for it. A client that goes away
-ends the reading; the reports of what it sent are still awaited, not written. Single event loop.
+Errors: a record that cannot be produced gets its own error report and the stream goes on. A stream
+that cannot go on — not JSON objects, a record over the size limit, a body that stalls
+(``REQUEST_BODY_TIMEOUT``) — ends with one last error report for it. A client that goes away ends
+the reading; the reports of what it sent are still awaited, not written. Single event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
 import orjson
@@ -64,7 +65,7 @@ _END = None
 
 async def _read(
     chunks: AsyncIterator[bytes],
-    submit: Callable[[bytes], Pending],
+    submit: Callable[[bytes], Pending | Awaitable[Pending]],
     queue: asyncio.Queue[Pending | None],
     max_record_bytes: int,
 ) -> None:
@@ -72,7 +73,10 @@ async def _read(
     try:
         async for chunk in chunks:
             for record in splitter.feed(chunk):
-                await queue.put(submit(record))
+                pending = submit(record)
+                if inspect.isawaitable(pending):  # the record waits for something first
+                    pending = await pending
+                await queue.put(pending)
         splitter.finish()
     except YakError as exc:  # the stream cannot go on: one last report says why
         await queue.put(Ready(v3_error_body(exc)))
@@ -89,7 +93,7 @@ async def _read(
 
 async def delivery_reports(
     chunks: AsyncIterator[bytes],
-    submit: Callable[[bytes], Pending],
+    submit: Callable[[bytes], Pending | Awaitable[Pending]],
     *,
     max_record_bytes: int,
     window: int = WINDOW,

@@ -15,11 +15,13 @@ the topic are checked first (404 / 404 and 404 / 40403, before any record is rea
 Each record is queued at the producer as soon as it is parsed (so one request's records are
 batched per partition like any other's) and counts against the principal's produce quota (a
 record over it is reported 429 / 42901). Records are acknowledged with the proxy's ``acks``.
+A record in a schema format waits for its schema (``schema_data``) only the first time the
+proxy meets that schema; the records behind it wait their turn, so order is kept.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -36,18 +38,25 @@ from yak.metadata.cache import ClusterSnapshot
 from yak_rest_proxy.api.v3.admin_routes import V3_TAG, links_of
 from yak_rest_proxy.api.v3.errors import v3_error_body
 from yak_rest_proxy.api.v3.models import ProduceRecord
-from yak_rest_proxy.api.v3.produce_request import ParsedRecord, delivery_report, parse_record
+from yak_rest_proxy.api.v3.produce_request import (
+    ParsedRecord,
+    build_record,
+    delivery_report,
+    load_record,
+)
 from yak_rest_proxy.api.v3.record_stream import (
     Pending,
     Ready,
     delivery_reports,
     encode_report,
 )
+from yak_rest_proxy.api.v3.schema_data import SchemaRef, cached_serde, resolve, schema_refs
 from yak_rest_proxy.api.v3.v3_route import V3Route
 from yak_rest_proxy.http.body import openapi_body
 from yak_rest_proxy.produce.publish import Publication, enqueue
 from yak_rest_proxy.quotas.quotas import QuotaKind
 from yak_rest_proxy.runtime import ProxyRuntime
+from yak_rest_proxy.schemas import Serde
 
 __all__ = ["ReportStream", "check_partition", "records_router", "report_status"]
 
@@ -119,25 +128,44 @@ def records_router(runtime: ProxyRuntime) -> APIRouter:
     router = APIRouter(prefix="/v3", tags=[V3_TAG], route_class=V3Route)
     settings = runtime.settings
 
-    def submitter(cluster: str, topic: str) -> Callable[[bytes], Pending]:
-        def submit(raw: bytes) -> Pending:
+    def submitter(cluster: str, topic: str) -> Callable[[bytes], Pending | Awaitable[Pending]]:
+        def send(body: dict[str, Any], serdes: dict[str, Serde]) -> Pending:
+            parsed = build_record(body, runtime.clock.time_ms(), serdes)
+            snapshot = runtime.cache.snapshot
+            check_partition(snapshot, topic, parsed.outgoing.partition)
+            publication = enqueue(
+                runtime.producer,
+                runtime.partitioner,
+                snapshot,
+                topic,
+                [parsed.outgoing],
+                acks=settings.acks,
+            )
+            return _Delivery(cluster, topic, parsed, publication)
+
+        async def resolving(body: dict[str, Any], refs: dict[str, SchemaRef]) -> Pending:
+            try:
+                serdes = {f: await resolve(runtime.schemas, ref) for f, ref in refs.items()}
+                return send(body, serdes)
+            except YakError as exc:
+                return Ready(v3_error_body(exc))
+
+        def submit(raw: bytes) -> Pending | Awaitable[Pending]:
+            """Sent at once, or (a schema not known yet) once the registry answered."""
             try:
                 principal = runtime.quotas.admit(QuotaKind.PRODUCE)
                 runtime.quotas.charge(QuotaKind.PRODUCE, principal, len(raw))
-                parsed = parse_record(raw, runtime.clock.time_ms())
-                snapshot = runtime.cache.snapshot
-                check_partition(snapshot, topic, parsed.outgoing.partition)
-                publication = enqueue(
-                    runtime.producer,
-                    runtime.partitioner,
-                    snapshot,
-                    topic,
-                    [parsed.outgoing],
-                    acks=settings.acks,
-                )
+                body = load_record(raw)
+                refs = schema_refs(body, topic) if runtime.schemas.enabled else {}
+                serdes = {}
+                for field, ref in refs.items():
+                    serde = cached_serde(runtime.schemas, ref)
+                    if serde is None:
+                        return resolving(body, refs)
+                    serdes[field] = serde
+                return send(body, serdes)
             except YakError as exc:
                 return Ready(v3_error_body(exc))
-            return _Delivery(cluster, topic, parsed, publication)
 
         return submit
 

@@ -1,0 +1,85 @@
+"""Avro keys and values: JSON in, Avro binary framed out, and back. Built once per schema id.
+
+Going in, a value is first taken as it is (Karapace's form: a union's value given plainly);
+if the schema does not accept it, it is read as Avro's own JSON encoding (Confluent's form: a
+union's value as ``{"branch": value}``, bytes and fixed as ISO-8859-1 text) through
+``fastavro.json_reader``. ``fastavro``'s validator decides, so nothing its writer would silently
+coerce (a float into an int, an int out of range) is written. Coming out, values are plain JSON:
+unions unwrapped, bytes and fixed as ISO-8859-1 text, decimals as strings, logical dates and
+times as ISO 8601 (orjson's). Thread-safe once built: the parsed schema is only read.
+"""
+
+from __future__ import annotations
+
+import io
+from decimal import Decimal
+from typing import Any, ClassVar
+
+import fastavro
+import orjson
+from fastavro.validation import ValidationError, validate
+
+from yak_rest_proxy.schemas.errors import InvalidSchemaError, RecordConversionError
+from yak_rest_proxy.schemas.schema_type import SchemaType
+from yak_rest_proxy.schemas.wire import frame
+
+__all__ = ["AvroSerde", "plain_json"]
+
+
+def plain_json(value: object) -> object:
+    """orjson's fallback for what Avro reads and JSON lacks."""
+    if isinstance(value, bytes):
+        return value.decode("iso-8859-1")
+    if isinstance(value, Decimal):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+class AvroSerde:
+    """One registered Avro schema's encoder and decoder."""
+
+    __slots__ = ("_parsed", "schema_id")
+    schema_type: ClassVar[SchemaType] = SchemaType.AVRO
+
+    def __init__(self, schema_id: int, text: str) -> None:
+        self.schema_id = schema_id
+        try:
+            self._parsed = fastavro.parse_schema(orjson.loads(text))
+        except (orjson.JSONDecodeError, fastavro.schema.SchemaParseException) as exc:
+            raise InvalidSchemaError(f"Invalid Avro schema {schema_id}: {exc}") from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidSchemaError(f"Invalid Avro schema {schema_id}: {exc!r}") from None
+
+    def encode(self, value: Any, where: str) -> bytes:
+        """``value`` framed with this schema; ``RecordConversionError`` if it does not fit."""
+        if not validate(value, self._parsed, raise_errors=False):
+            value = self._from_avro_json(value, where)
+        out = io.BytesIO()
+        out.write(frame(self.schema_id, b""))
+        fastavro.schemaless_writer(out, self._parsed, value)
+        return out.getvalue()
+
+    def _from_avro_json(self, value: Any, where: str) -> Any:
+        """``value`` read as Avro's JSON encoding, or the validator's first complaint."""
+        try:
+            text = orjson.dumps(value).decode()
+            decoded = next(fastavro.json_reader(io.StringIO(text), self._parsed))
+            validate(decoded, self._parsed, raise_errors=True)
+        except (ValidationError, ValueError, TypeError, KeyError, AttributeError, StopIteration):
+            try:
+                validate(value, self._parsed, raise_errors=True)
+            except ValidationError as exc:
+                raise RecordConversionError(
+                    f"{where}: does not match Avro schema {self.schema_id}: {_first(exc)}"
+                ) from None
+            raise  # pragma: no cover - the first validation refused it
+        return decoded
+
+    def decode(self, payload: memoryview) -> Any:
+        """The JSON value of an Avro payload (the bytes after the 5-byte header)."""
+        return fastavro.schemaless_reader(io.BytesIO(payload), self._parsed, None)
+
+
+def _first(error: ValidationError) -> str:
+    errors: list[object] = list(error.errors)
+    return "; ".join(str(e) for e in errors[:3])
