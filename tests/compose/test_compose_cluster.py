@@ -44,6 +44,7 @@ from tests.compose.engine import (
 from yak.errors import TopicAlreadyExistsError, YakError
 from yak.sdk import AsyncAdmin, AsyncConsumer, AsyncProducer
 from yak.sdk.records import RecordMetadata
+from yak.sdk.schema_registry import SchemaRegistryClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 
@@ -106,18 +107,20 @@ def _up(
     torn down (volumes too) afterwards, whatever happened. The tests check that the tear-down
     leaves nothing behind."""
     run_id = secrets.token_hex(4)
-    ports = {name: _free_port() for name in ("proxy", "console", "prometheus")}
+    ports = {name: _free_port() for name in ("proxy", "console", "prometheus", "registry")}
     scheme = "https" if SECURE_FILE in files else "http"
     urls = {
         "lb": f"{scheme}://127.0.0.1:{ports['proxy']}",
         "console": f"{scheme}://127.0.0.1:{ports['console']}",
         "prometheus": f"http://127.0.0.1:{ports['prometheus']}",
+        "schema-registry": f"{scheme}://127.0.0.1:{ports['registry']}",
     }
     variables = {
         **offline_images(),
         "YAK_PROXY_PORT": str(ports["proxy"]),
         "YAK_CONSOLE_PORT": str(ports["console"]),
         "PROMETHEUS_PORT": str(ports["prometheus"]),
+        "YAK_SCHEMA_REGISTRY_PORT": str(ports["registry"]),
         "YAK_PUBLIC_URL": urls["lb"],
         "YAK_TEST_BRIDGE": f"yak-{run_id}",
     }
@@ -140,8 +143,9 @@ def _up(
 
 @pytest.fixture
 def cluster(engine: Engine) -> Iterator[tuple[Compose, dict[str, str]]]:
-    """The whole topology and Prometheus of the monitoring profile."""
-    with _up(engine, [COMPOSE_FILE], [*CORE, "prometheus"], ("monitoring",)) as found:
+    """The whole topology, the schema registry and Prometheus of the monitoring profile."""
+    services = [*CORE, "schema-registry", "prometheus"]
+    with _up(engine, [COMPOSE_FILE], services, ("monitoring",)) as found:
         yield found
 
 
@@ -189,10 +193,29 @@ def _console_pages(urls: dict[str, str]) -> None:
         assert "orders" in topic.text
 
 
+async def _schema_registry_answers(url: str) -> None:
+    """The registry published on the host: no subject, then a schema registered and read back
+    (by id and as its subject's latest version), as Confluent's clients do."""
+    async with SchemaRegistryClient(url) as registry:
+        assert await registry.subjects() == []
+        schema = '{"type":"record","name":"Order","fields":[{"name":"id","type":"long"}]}'
+        schema_id = await registry.register("orders-value", schema)
+        latest = await registry.version("orders-value")
+        assert (latest.id, latest.version, latest.schema) == (schema_id, 1, schema)
+        assert await registry.subjects() == ["orders-value"]
+
+
 def _prometheus_scrapes_everything(url: str) -> None:
     """Every Yak service and etcd member is an `up` target (scraped every 5 s: read again,
     bounded, until each has been scraped once)."""
-    wanted = {"coordinator": 2, "broker": 3, "rest-proxy": 2, "console": 1, "etcd": 3}
+    wanted = {
+        "coordinator": 2,
+        "broker": 3,
+        "rest-proxy": 2,
+        "console": 1,
+        "schema-registry": 1,
+        "etcd": 3,
+    }
     deadline = time.monotonic() + 60
     while True:
         targets = httpx.get(f"{url}/api/v1/targets", timeout=5).json()["data"]["activeTargets"]
@@ -337,12 +360,13 @@ def test_the_compose_cluster_runs_survives_kills_and_leaves_nothing(
 ) -> None:
     compose, urls = cluster
     states = compose.health()
-    assert sorted(states) == sorted([*CORE, "prometheus"])
+    assert sorted(states) == sorted([*CORE, "schema-registry", "prometheus"])
     volumes = compose.labelled("volume")
     for service in ("etcd-0", "etcd-1", "etcd-2", "broker-0", "broker-1", "broker-2"):
         assert f"{compose.project}_{service}-data" in volumes, volumes
 
     asyncio.run(_produce_and_consume(urls))
+    asyncio.run(_schema_registry_answers(urls["schema-registry"]))
     _console_pages(urls)
     _prometheus_scrapes_everything(urls["prometheus"])
     asyncio.run(_kill_under_acks_all(compose, urls))

@@ -26,6 +26,8 @@ YAK_SERVICES = {
     "console": 9440,
 }
 ETCD_MEMBERS = ("etcd-0", "etcd-1", "etcd-2")
+#: The schema registry and its port (``yak up``'s base + 60), published on the host too.
+SCHEMA_REGISTRY = ("schema-registry", 9460)
 
 
 def load(path: Path) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from tests.unit.deploy.compose_files import (
     COMPOSE_DIR,
     ETCD_MEMBERS,
     ROOT,
+    SCHEMA_REGISTRY,
     SECURE_FILE,
     YAK_SERVICES,
     load,
@@ -37,7 +38,7 @@ def _aliases(service: dict[str, Any]) -> set[str]:
 
 def test_the_core_topology_runs_without_profiles() -> None:
     core = {name for name, s in services().items() if not s.get("profiles")}
-    assert core == {*ETCD_MEMBERS, *YAK_SERVICES, "lb"}
+    assert core == {*ETCD_MEMBERS, *YAK_SERVICES, SCHEMA_REGISTRY[0], "lb"}
 
 
 def test_three_etcd_members_form_one_cluster_of_the_official_image() -> None:
@@ -122,6 +123,22 @@ def test_the_load_balancer_spreads_over_both_proxies() -> None:
     assert any(v.startswith("./nginx.conf:") for v in lb["volumes"])
 
 
+def test_the_schema_registry_is_published_and_named_to_the_proxies_and_the_console() -> None:
+    name, port = SCHEMA_REGISTRY
+    found = services()
+    registry, env = found[name], _env(found[name])
+    assert registry["command"] == ["yak-schema-registry"]
+    assert int(env["YAK_PORT"]) == port
+    assert [urlsplit(u).hostname for u in env["YAK_ETCD"].split(",")] == list(ETCD_MEMBERS)
+    assert env["YAK_CLUSTER_ID"]
+    assert [p.rsplit(":", 1)[-1] for p in registry["ports"]] == [str(port)]
+    assert "${YAK_SCHEMA_REGISTRY_PORT:-9460}" in registry["ports"][0]
+    for client in ("rest-proxy-0", "rest-proxy-1", "console"):
+        assert _env(found[client])["YAK_SCHEMA_REGISTRY_URL"] == f"http://{name}:{port}", client
+    targets = scrape_targets(COMPOSE_DIR / "prometheus" / "prometheus.yml")
+    assert targets[name] == [f"{name}:{port}"]
+
+
 def test_the_console_uses_the_api_through_the_load_balancer() -> None:
     console = services()["console"]
     assert _env(console)["YAK_API_URL"] == "http://lb:9430"
@@ -133,7 +150,7 @@ def test_every_long_running_service_has_a_health_check() -> None:
     """Yak services inherit the image's HEALTHCHECK (tested with the Dockerfile); every other
     service declares its own."""
     for name, service in services().items():
-        if name in YAK_SERVICES:
+        if name in YAK_SERVICES or name == SCHEMA_REGISTRY[0]:
             assert "healthcheck" not in service or not service["healthcheck"].get("disable")
         else:
             assert service["healthcheck"]["test"], name
