@@ -12,8 +12,9 @@ Port layout from ``--base-port`` B (defaults in brackets for B = 9400)::
 many of each run. The first rest-proxy is named ``rest-proxy`` (the CLI's default endpoint),
 the others ``rest-proxy-1``, ``rest-proxy-2`` ...; the console talks to the first.
 ``--schema-registry`` adds one ``schema-registry`` process (Confluent's Schema Registry API,
-schemas in the same etcd: docs/schema-registry.md); not with ``--secure`` yet, since etcd's
-roles have no user for it.
+schemas in the same etcd: docs/schema-registry.md) and gives the rest-proxies its URL
+(``YAK_SCHEMA_REGISTRY_URL``: the avro, jsonschema and protobuf formats); not with
+``--secure`` yet, since etcd's roles have no user for it.
 
 ``--etcd-members`` (1, 3 or 5; default 1) runs that many etcd members as one cluster, each
 with its own ports and data folder (``etcd-<i>/``; a single member keeps ``etcd/``), and gives
@@ -198,7 +199,9 @@ def plan_cluster(
                 param_hint="'--schema-registry'",
             )
         port = base_port + SCHEMA_REGISTRY_PORT_OFFSET
-        specs.append(_service("schema-registry", "yak-schema-registry", port, *common))
+        registry = _service("schema-registry", "yak-schema-registry", port, *common)
+        specs = [_with_registry(spec, registry.url) for spec in specs]  # the proxies' formats
+        specs.append(registry)
     if secure:
         specs = [secure_spec(spec, data_dir) for spec in specs]
     return ClusterPlan(
@@ -209,6 +212,13 @@ def plan_cluster(
 def _with_kafka_port(spec: ProcessSpec, port: int) -> ProcessSpec:
     """A broker's Kafka listener port (``--secure``: SASL_SSL, the broker's own setting)."""
     return replace(spec, env={**spec.env, "YAK_KAFKA_PORT": str(port)})
+
+
+def _with_registry(spec: ProcessSpec, url: str) -> ProcessSpec:
+    """A rest-proxy serves the avro, jsonschema and protobuf formats with this registry."""
+    if not spec.name.startswith("rest-proxy"):
+        return spec
+    return replace(spec, env={**spec.env, "YAK_SCHEMA_REGISTRY_URL": url})
 
 
 def _proxy_name(index: int) -> str:
