@@ -11,10 +11,25 @@ import re
 
 from yak.errors import InvalidGroupIdError, InvalidTopicError
 
-__all__ = ["MAX_NAME_LENGTH", "validate_group_id", "validate_topic_name"]
+__all__ = [
+    "MAX_NAME_LENGTH",
+    "NAME_CHARACTER",
+    "NAME_PATTERN",
+    "RESERVED_NAMES",
+    "validate_group_id",
+    "validate_topic_name",
+]
 
 MAX_NAME_LENGTH = 249
-_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+#: One legal character.
+NAME_CHARACTER = "[a-zA-Z0-9._-]"
+#: A name of legal characters, as a regular expression Python and JSON Schema (ECMA 262) read
+#: alike (the OpenAPI documents state it: ``yak.web.openapi``): ``(?!\n)`` because Python's
+#: ``$`` also matches before a final newline, which ECMA's does not.
+NAME_PATTERN = f"^{NAME_CHARACTER}+$(?!\\n)"
+#: Names made only of legal characters that are still refused.
+RESERVED_NAMES = (".", "..")
+_LEGAL = re.compile(NAME_PATTERN)
 
 
 def _problem(name: str, what: str) -> str | None:
@@ -22,7 +37,7 @@ def _problem(name: str, what: str) -> str | None:
         return f"{what} name is empty"
     if len(name) > MAX_NAME_LENGTH:
         return f"{what} name is {len(name)} characters long; the maximum is {MAX_NAME_LENGTH}"
-    if name in (".", ".."):
+    if name in RESERVED_NAMES:
         return f"{what} name cannot be '.' or '..'"
     if not _LEGAL.fullmatch(name):
         bad = sorted({ch for ch in name if not _LEGAL.fullmatch(ch)})

@@ -28,6 +28,7 @@ from yak.web.errors import install_error_handlers
 from yak.web.health import health_router
 from yak_coordinator.forwarding import ControllerForwarding
 from yak_coordinator.groups_routes import groups_router
+from yak_coordinator.openapi import install_openapi
 from yak_coordinator.routes import admin_router
 from yak_coordinator.security.admin_routes import security_admin_router
 from yak_coordinator.security.guard import AdminGuard, AdminSecurity
@@ -88,4 +89,5 @@ def create_app(
         # Outermost: a standby checks the secret before forwarding (with its own secret).
         app.add_middleware(ClusterSecretMiddleware, secret=settings.cluster_secret)
     install_observability(app, metrics)  # outermost: times and ids every request
+    install_openapi(app)
     return app

@@ -2,7 +2,8 @@
 
 Error body: ``{"code": "<KAFKA_NAME>", "message": "<precise text>", "details": {...}}`` with the
 status the error class declares (``YakError.http_status``). A path no route serves answers 404
-``NOT_FOUND`` (405 ``METHOD_NOT_ALLOWED`` for another method) in the same shape. Request
+``NOT_FOUND`` (405 ``METHOD_NOT_ALLOWED`` for another method, its ``Allow`` naming every method
+the path is served with: ``yak.web.allow``) in the same shape. Request
 validation failures become 400 ``INVALID_REQUEST`` naming the offending field; anything
 unexpected becomes 500 ``UNKNOWN_SERVER_ERROR`` (logged with its traceback, never leaked to the
 client). A 401
@@ -22,6 +23,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from yak.errors import AuthenticationError, InvalidRequestError, UnknownServerError, YakError
+from yak.web.allow import allowed_methods
 
 __all__ = [
     "WWW_AUTHENTICATE",
@@ -82,7 +84,10 @@ def install_error_handlers(app: FastAPI) -> None:
         code = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}.get(exc.status_code, "HTTP_ERROR")
         message = f"{request.method} {request.url.path}: {exc.detail}"
         body = {"code": code, "message": message, "details": {}}
-        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = allowed_methods(request.app.router.routes, request.scope)
+        return JSONResponse(body, status_code=exc.status_code, headers=headers)
 
     app.add_exception_handler(HTTPException, on_http_error)
     app.add_exception_handler(YakError, on_yak_error)

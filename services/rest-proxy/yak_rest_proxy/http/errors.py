@@ -20,6 +20,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
 from yak.errors import InvalidRequestError, UnknownServerError, YakError
+from yak.web.allow import allowed_methods
 from yak.web.errors import WWW_AUTHENTICATE, challenge_headers, describe_validation, error_response
 
 __all__ = [
@@ -139,7 +140,10 @@ def install_error_handlers(app: FastAPI) -> None:
             body: dict[str, object] = {"code": code, "message": message}
         else:
             body = {"error_code": exc.status_code, "message": message}
-        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:  # every method the path serves, not the first route's
+            headers["Allow"] = allowed_methods(request.app.router.routes, request.scope)
+        return JSONResponse(body, status_code=exc.status_code, headers=headers)
 
     app.add_exception_handler(HTTPException, on_http_error)
     app.add_exception_handler(YakError, on_yak_error)

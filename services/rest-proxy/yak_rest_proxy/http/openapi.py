@@ -23,6 +23,16 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from yak.filters import MAX_FILTER_LENGTH
+from yak.topic_config import CATALOGUE
+from yak.web.openapi import (
+    constrain_parameters,
+    error_responses,
+    link_family,
+    name_schema,
+    operations,
+    principal_schema,
+)
 from yak_rest_proxy.http.errors import NATIVE_PREFIXES
 
 __all__ = ["install_openapi"]
@@ -43,17 +53,29 @@ _NATIVE_ERROR = {
         "details": {"type": "object"},
     },
 }
-#: Statuses each dialect answers errors with (``errors.v2_error``; ``YakError.http_status``).
-_V2_STATUSES = ("400", "401", "403", "404", "406", "409", "413", "415", "416", "421", "422", "500")
-_NATIVE_STATUSES = (
-    *("400", "401", "403", "404", "405", "406", "409", "413", "415", "416", "421"),
-    *("500", "503", "504"),
+#: Statuses each dialect answers errors with (``errors.v2_error``; ``YakError.http_status``;
+#: 405 from routing, 408 from the body-timeout middleware, 429 from quotas and rate limits).
+_V2_STATUSES = (
+    *("400", "401", "403", "404", "405", "406", "408", "409", "413", "415", "416", "421"),
+    *("422", "429", "500"),
 )
+_NATIVE_STATUSES = (
+    *("400", "401", "403", "404", "405", "406", "408", "409", "413", "415", "416", "421"),
+    *("429", "500", "503", "504"),
+)
+#: Path and query parameters named for what ``yak.names`` and ``keyspace`` validate.
+_NAMES = {
+    "topic": "Topic",
+    "group": "Group",
+    "instance": "Consumer instance",
+    "member": "Member",
+    "consumer_id": "Consumer",
+    "user": "User",
+}
 _V2_TYPES = ("application/vnd.kafka.v2+json",)
 _V2_RECORD_TYPES = ("application/vnd.kafka.json.v2+json", "application/vnd.kafka.binary.v2+json")
 #: Paths that need no credential even with security on (``security.route_acls``).
 _PUBLIC_PATHS = ("/healthz", "/readyz")
-_ERROR_DESCRIPTION = "Error (see docs/rest-api.md for the codes)"
 
 
 def _is_native(path: str) -> bool:
@@ -99,16 +121,77 @@ def _complete(path: str, method: str, operation: dict[str, Any], schemas: dict[s
     if native:
         responses.pop("422", None)  # validation failures are 400 INVALID_REQUEST here
     error = {"$ref": "#/components/schemas/" + ("NativeError" if native else "V2Error")}
-    statuses = _NATIVE_STATUSES if native else _V2_STATUSES
+    statuses: list[str] = list(_NATIVE_STATUSES if native else _V2_STATUSES)
     if native and _takes_idempotency_key(operation):
-        statuses = (*statuses, "422")  # IDEMPOTENCY_KEY_REUSED
-    for status in statuses:
-        if status in ("401", "403") and path in _PUBLIC_PATHS:
-            continue
-        responses[status] = {
-            "description": _ERROR_DESCRIPTION,
-            "content": {"application/json": {"schema": error}},
-        }
+        statuses.append("422")  # IDEMPOTENCY_KEY_REUSED
+    if path in _PUBLIC_PATHS:  # no credential asked, no quota applied
+        statuses = [status for status in statuses if status not in ("401", "403", "429")]
+    responses.update(error_responses(statuses, error["$ref"]))
+
+
+def _parameter_schema(cluster_id: str, path: str, where: str, name: str) -> dict[str, Any] | None:
+    """The schema of a parameter the server validates beyond its type (None: as declared)."""
+    if where == "path" and name == "cluster_id":
+        return {"type": "string", "title": "Cluster id", "enum": [cluster_id]}
+    if where == "path" and name == "principal":
+        return principal_schema()
+    if where == "path" and name == "name" and "/configs/" in path:
+        return {"type": "string", "title": "Topic config", "enum": sorted(CATALOGUE)}
+    if where == "query" and name == "filter":
+        return {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_LENGTH}
+    if name in _NAMES and (where == "path" or (where == "query" and name == "topic")):
+        return name_schema(_NAMES[name])
+    return None
+
+
+_GROUP = {"path.group": "$request.path.group"}
+_V3_TOPICS = "/v3/clusters/{cluster_id}/topics/{topic}"
+#: (operation that creates, its success status, the paths below which the object is used, how
+#: the later operations' path parameters follow from the answer).
+_LINKS: tuple[tuple[tuple[str, str, str], tuple[str, ...], dict[str, str]], ...] = (
+    (
+        ("/consumers/{group}", "post", "200"),
+        ("/consumers/{group}/instances/{instance}",),
+        {**_GROUP, "path.instance": "$response.body#/instance_id"},
+    ),
+    (
+        ("/api/v1/groups/{group}/members", "post", "201"),
+        ("/api/v1/groups/{group}",),
+        {**_GROUP, "path.member": "$response.body#/member_id"},
+    ),
+    (
+        ("/api/v1/topics", "post", "201"),
+        ("/api/v1/topics/{topic}", "/topics/{topic}", _V3_TOPICS),
+        {"path.topic": "$response.body#/name"},
+    ),
+    (
+        ("/v3/clusters/{cluster_id}/topics", "post", "201"),
+        (_V3_TOPICS, "/topics/{topic}", "/api/v1/topics/{topic}"),
+        {"path.cluster_id": "$request.path.cluster_id", "path.topic": "$response.body#/topic_name"},
+    ),
+    (
+        ("/api/v1/share-groups", "post", "201"),
+        ("/api/v1/share-groups/{group}",),
+        {"path.group": "$response.body#/name"},
+    ),
+    (
+        ("/api/v1/security/users", "post", "201"),
+        ("/api/v1/security/users/{user}",),
+        {"path.user": "$response.body#/user/name"},
+    ),
+    (
+        ("/api/v1/security/users/{user}/keys", "post", "201"),
+        ("/api/v1/security/users/{user}/keys/{key_id}",),
+        {"path.user": "$request.path.user", "path.key_id": "$response.body#/key_id"},
+    ),
+)
+
+
+def _link_operations(document: dict[str, Any]) -> None:
+    """Links from each operation that creates an object to those that use it."""
+    for source, prefixes, parameters in _LINKS:
+        for prefix in prefixes:
+            link_family(document, source, prefix, parameters)
 
 
 def install_openapi(app: FastAPI) -> None:
@@ -123,10 +206,11 @@ def install_openapi(app: FastAPI) -> None:
         schemas = document.setdefault("components", {}).setdefault("schemas", {})
         schemas["V2Error"] = _V2_ERROR
         schemas["NativeError"] = _NATIVE_ERROR
-        for path, operations in document.get("paths", {}).items():
-            for method, operation in operations.items():
-                if isinstance(operation, dict):
-                    _complete(path, method, operation, schemas)
+        for path, method, operation in operations(document):
+            _complete(path, method, operation, schemas)
+        cluster_id = app.state.runtime.settings.cluster_id
+        constrain_parameters(document, lambda *where: _parameter_schema(cluster_id, *where))
+        _link_operations(document)
         for unused in ("HTTPValidationError", "ValidationError"):
             schemas.pop(unused, None)
         app.openapi_schema = document

@@ -1,0 +1,158 @@
+"""OpenAPI building blocks: name schemas agree with the validators; parameters, errors, links."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from yak.errors import InvalidGroupIdError, InvalidTopicError
+from yak.metadata.keyspace import validate_member_id
+from yak.names import validate_group_id, validate_topic_name
+from yak.security.acl import user_name
+from yak.web.openapi import (
+    add_link,
+    constrain_parameters,
+    error_responses,
+    link_family,
+    name_schema,
+    principal_schema,
+)
+
+_NAME = jsonschema.Draft202012Validator(name_schema("Topic"))
+_PRINCIPAL = jsonschema.Draft202012Validator(principal_schema())
+_NAMES = st.one_of(
+    st.text(alphabet="abcXYZ019._-", max_size=260),
+    st.text(max_size=12),
+    st.sampled_from([".", "..", "...", "a\n", "", "x" * 249, "x" * 250]),
+)
+
+
+def _server_accepts_topic(name: str) -> bool:
+    try:
+        validate_topic_name(name)
+    except InvalidTopicError:
+        return False
+    return True
+
+
+@given(_NAMES)
+@example("a\n")
+def test_the_name_schema_accepts_exactly_the_topic_names_the_server_accepts(name: str) -> None:
+    assert _NAME.is_valid(name) == _server_accepts_topic(name)
+
+
+@given(_NAMES)
+def test_group_and_member_ids_follow_the_same_rule(name: str) -> None:
+    expected = _NAME.is_valid(name)
+    try:
+        validate_group_id(name)
+        group_ok = True
+    except InvalidGroupIdError:
+        group_ok = False
+    try:
+        validate_member_id(name)
+        member_ok = True
+    except ValueError:
+        member_ok = False
+    assert group_ok == member_ok == expected
+
+
+@given(_NAMES.map(lambda name: f"User:{name}") | _NAMES)
+def test_the_principal_schema_accepts_exactly_the_principals_the_server_accepts(
+    principal: str,
+) -> None:
+    try:
+        user_name(principal)
+        accepted = True
+    except ValueError:
+        accepted = False
+    assert _PRINCIPAL.is_valid(principal) == accepted
+
+
+def _document() -> dict[str, Any]:
+    def operation(*parameters: dict[str, Any]) -> dict[str, Any]:
+        return {"parameters": list(parameters), "responses": {"200": {"description": "ok"}}}
+
+    topic = {"name": "topic", "in": "path", "schema": {"type": "string", "description": "d"}}
+    listed = {
+        "name": "topic",
+        "in": "query",
+        "schema": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]},
+    }
+    return {
+        "paths": {
+            "/topics": {"post": operation(), "get": operation(listed)},
+            "/topics/{topic}": {"get": operation(topic), "delete": operation(topic)},
+            "/topics/{topic}/partitions/{partition}": {"get": operation(topic)},
+            "/groups/{group}": {"get": operation()},
+        }
+    }
+
+
+def _topic_rule(_path: str, _where: str, name: str) -> dict[str, Any] | None:
+    return name_schema("Topic") if name == "topic" else None
+
+
+def test_constrained_parameters_keep_description_null_and_list() -> None:
+    document = _document()
+    constrain_parameters(document, _topic_rule)
+
+    path_parameter = document["paths"]["/topics/{topic}"]["get"]["parameters"][0]
+    assert path_parameter["schema"] == {**name_schema("Topic"), "description": "d"}
+    listed = document["paths"]["/topics"]["get"]["parameters"][0]["schema"]
+    assert listed == {"anyOf": [{"type": "array", "items": name_schema("Topic")}, {"type": "null"}]}
+
+
+def test_error_responses_declare_their_headers() -> None:
+    answers = error_responses(["404", "405", "429"], "#/components/schemas/Error")
+
+    assert answers["404"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/Error"
+    }
+    assert "headers" not in answers["404"]
+    assert set(answers["405"]["headers"]) == {"Allow"}
+    assert {"Retry-After", "RateLimit-Limit", "RateLimit-Remaining"} <= set(
+        answers["429"]["headers"]
+    )
+
+
+def test_a_family_link_reaches_every_operation_below_the_prefix_with_its_parameters() -> None:
+    document = _document()
+    link_family(
+        document,
+        ("/topics", "post", "200"),
+        "/topics/{topic}",
+        {"path.topic": "$response.body#/name", "path.group": "$request.path.group"},
+    )
+
+    links = document["paths"]["/topics"]["post"]["responses"]["200"]["links"]
+    assert sorted(links) == [
+        "DELETE /topics/{topic}",
+        "GET /topics/{topic}",
+        "GET /topics/{topic}/partitions/{partition}",
+    ]
+    assert links["GET /topics/{topic}"] == {
+        "operationRef": "#/paths/~1topics~1{topic}/get",
+        "parameters": {"path.topic": "$response.body#/name"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [
+        (("/nowhere", "post", "200"), ("/topics/{topic}", "get")),
+        (("/topics", "post", "201"), ("/topics/{topic}", "get")),
+        (("/topics", "post", "200"), ("/topics/{topic}", "patch")),
+    ],
+)
+def test_a_link_between_absent_operations_or_answers_is_skipped(
+    source: tuple[str, str, str], target: tuple[str, str]
+) -> None:
+    document = _document()
+    add_link(document, source, "l", target, {})
+
+    assert "links" not in document["paths"]["/topics"]["post"]["responses"]["200"]
