@@ -10,7 +10,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from loadtest.latency.gc_figures import GcFigure, gc_figures
 from loadtest.latency.histograms import add_histograms, diff_histograms, gc_key, stage_histograms
 from loadtest.latency.page import gc_markdown
-from loadtest.latency.results import gc_headline
+from loadtest.latency.results import document, gc_headline
+from loadtest.latency.terminal import console, print_report
 from yak.observability.runtime import GcPauses
 
 
@@ -85,3 +86,15 @@ def test_the_markdown_table() -> None:
     figure = _figure("broker", 0.4, 6.0).to_json()
     lines = gc_markdown([figure])
     assert lines[-1] == "| brokers (3, summed) | 3 | 6.0 | 3 / 0 / 0 | 0.100 | 0.400 |"
+
+
+def test_the_document_and_the_terminal_judge_the_gc_goal() -> None:
+    doc = document([], [], {}, {}, gc={"e2e_1k": [_figure("rest-proxy", 1.5, 18.0)]})
+    assert doc["gc_pause_p99_ms_proxy"] == 1.5
+    (goal,) = [g for g in doc["goals"] if g["goal"].startswith("rest-proxy GC pause")]
+    assert goal["ok"] is True
+    with console.capture() as captured:
+        print_report(doc, [], [])
+    shown = captured.get()
+    assert "GC pauses: e2e_1k, now" in shown
+    assert "1.50 ms" in shown
