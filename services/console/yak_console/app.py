@@ -42,6 +42,7 @@ from yak_console.pages import (
     overview,
     produce,
     queues,
+    schemas,
     topics,
 )
 from yak_console.pages.common import Pages
@@ -57,10 +58,12 @@ def create_app(
     settings: ConsoleSettings | None = None,
     *,
     transport: httpx.AsyncBaseTransport | None = None,
+    registry_transport: httpx.AsyncBaseTransport | None = None,
 ) -> FastAPI:
-    """Build the console ASGI app (``transport`` reaches the public API in tests)."""
+    """Build the console ASGI app (``transport`` reaches the public API in tests,
+    ``registry_transport`` the schema registry)."""
     settings = settings or ConsoleSettings.from_env()
-    runtime = ConsoleRuntime(settings, transport=transport)
+    runtime = ConsoleRuntime(settings, transport=transport, registry_transport=registry_transport)
     metrics = ServiceMetrics("console")
     sessions = None
     if settings.security:
@@ -132,7 +135,7 @@ def create_app(
 
 def page_routers(pages: Pages) -> list[APIRouter]:
     """Every page's router (the tests walk their routes)."""
-    modules = (overview, topics, browse, produce, groups, queues, brokers, events)
+    modules = (overview, topics, browse, produce, groups, queues, brokers, schemas, events)
     return [module.router(pages) for module in modules]
 
 

@@ -1,7 +1,8 @@
 """``ConsoleRuntime``: the console's clients of the public API and its sampler.
 
 The console holds nothing durable: every page is the public API's answer (through the
-``yak.sdk`` clients, as any user would call it) or the sampler's recent picture of it. With
+``yak.sdk`` clients, as any user would call it) or the sampler's recent picture of it; the
+Schemas page asks the schema registry (``yak.sdk.schema_registry``) when one is configured. With
 security on, the sampler and the topic directory use the console's own key
 (``YAK_CONSOLE_API_KEY``) and each logged-in user gets ``ApiClients`` of their own, holding
 their credential, for everything a page asks or changes on their behalf.
@@ -15,6 +16,7 @@ import httpx
 
 from yak.sdk import AsyncAdmin, AsyncProducer
 from yak.sdk.reader import AsyncPartitionReader
+from yak.sdk.schema_registry import SchemaRegistryClient
 from yak_console.sampler import Sampler
 from yak_console.settings import ConsoleSettings
 from yak_console.topic_directory import TopicDirectory
@@ -29,13 +31,15 @@ class _Credential(TypedDict):
 
 
 class ApiClients:
-    """An admin, a partition reader and (made on first use) a producer with one credential."""
+    """An admin, a partition reader, (made on first use) a producer, and the schema
+    registry's client when the console has one, with one credential."""
 
     def __init__(
         self,
         settings: ConsoleSettings,
         transport: httpx.AsyncBaseTransport | None = None,
         *,
+        registry_transport: httpx.AsyncBaseTransport | None = None,
         api_key: str | None = None,
         username: str | None = None,
         password: str | None = None,
@@ -51,6 +55,14 @@ class ApiClients:
             settings.api_url, request_timeout_ms=timeout_ms, transport=transport, **self._credential
         )
         self._producer: AsyncProducer | None = None
+        self.registry: SchemaRegistryClient | None = None
+        if settings.schema_registry_url is not None:
+            self.registry = SchemaRegistryClient(
+                settings.schema_registry_url,
+                timeout_s=timeout_ms / 1000,
+                transport=registry_transport,
+                **self._credential,
+            )
 
     def producer(self) -> AsyncProducer:
         """The producer for the produce page (made on first use: a read-only console never
@@ -71,6 +83,8 @@ class ApiClients:
     async def aclose(self) -> None:
         if self._producer is not None:
             await self._producer.aclose()
+        if self.registry is not None:
+            await self.registry.aclose()
         await self.reader.aclose()
         await self.admin.aclose()
 
@@ -79,11 +93,18 @@ class ConsoleRuntime:
     """Opened by the app's lifespan; closed with it."""
 
     def __init__(
-        self, settings: ConsoleSettings, transport: httpx.AsyncBaseTransport | None = None
+        self,
+        settings: ConsoleSettings,
+        transport: httpx.AsyncBaseTransport | None = None,
+        *,
+        registry_transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.settings = settings
         self._transport = transport
-        self.clients = ApiClients(settings, transport, api_key=settings.api_key)
+        self._registry_transport = registry_transport
+        self.clients = ApiClients(
+            settings, transport, registry_transport=registry_transport, api_key=settings.api_key
+        )
         self.admin = self.clients.admin
         self.reader = self.clients.reader
         self.sampler = Sampler(
@@ -106,7 +127,12 @@ class ConsoleRuntime:
     ) -> ApiClients:
         """Clients carrying a user's credential (the caller closes them)."""
         return ApiClients(
-            self.settings, self._transport, api_key=api_key, username=username, password=password
+            self.settings,
+            self._transport,
+            registry_transport=self._registry_transport,
+            api_key=api_key,
+            username=username,
+            password=password,
         )
 
     async def start(self) -> None:

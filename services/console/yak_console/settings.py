@@ -8,6 +8,8 @@ setting                environment                   default
 =====================  ============================  ==========================================
 host / port            YAK_HOST / YAK_PORT           127.0.0.1 / 8080
 api_url                YAK_API_URL                   http://127.0.0.1:8082 (a rest-proxy)
+schema_registry_url    YAK_SCHEMA_REGISTRY_URL       none: the schema registry the Schemas
+                                                     page reads (no page without one)
 read_only              YAK_CONSOLE_READ_ONLY         false: no create, delete, edit, produce
                                                      or offset reset (forms hidden, 403)
 allow_export           YAK_CONSOLE_EXPORT            true: the message browser's JSON/CSV export
@@ -68,6 +70,7 @@ class ConsoleSettings:
     host: str = "127.0.0.1"
     port: int = 8080
     api_url: str = "http://127.0.0.1:8082"
+    schema_registry_url: str | None = None
     read_only: bool = False
     allow_export: bool = True
     sample_interval_ms: int = 2_000
@@ -91,6 +94,9 @@ class ConsoleSettings:
     def __post_init__(self) -> None:
         if not self.api_url.startswith(("http://", "https://")):
             raise ValueError(f"api_url must be an http(s) URL, got {self.api_url!r}")
+        registry = self.schema_registry_url
+        if registry is not None and not registry.startswith(("http://", "https://")):
+            raise ValueError(f"schema_registry_url must be an http(s) URL, got {registry!r}")
         if self.sample_interval_ms < 100:
             raise ValueError("sample_interval_ms must be at least 100")
         if self.sample_idle_interval_ms < 100:
@@ -111,6 +117,8 @@ class ConsoleSettings:
         values: dict[str, Any] = {}
         if "YAK_API_URL" in env:
             values["api_url"] = env["YAK_API_URL"].rstrip("/")
+        if env.get("YAK_SCHEMA_REGISTRY_URL"):
+            values["schema_registry_url"] = env["YAK_SCHEMA_REGISTRY_URL"].rstrip("/")
         if "YAK_CONSOLE_READ_ONLY" in env:
             values["read_only"] = _flag("YAK_CONSOLE_READ_ONLY", env["YAK_CONSOLE_READ_ONLY"])
         if "YAK_CONSOLE_EXPORT" in env:

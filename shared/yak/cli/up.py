@@ -200,7 +200,8 @@ def plan_cluster(
             )
         port = base_port + SCHEMA_REGISTRY_PORT_OFFSET
         registry = _service("schema-registry", "yak-schema-registry", port, *common)
-        specs = [_with_registry(spec, registry.url) for spec in specs]  # the proxies' formats
+        # The proxies' formats and the console's Schemas page.
+        specs = [_with_registry(spec, registry.url) for spec in specs]
         specs.append(registry)
     if secure:
         specs = [secure_spec(spec, data_dir) for spec in specs]
@@ -215,8 +216,9 @@ def _with_kafka_port(spec: ProcessSpec, port: int) -> ProcessSpec:
 
 
 def _with_registry(spec: ProcessSpec, url: str) -> ProcessSpec:
-    """A rest-proxy serves the avro, jsonschema and protobuf formats with this registry."""
-    if not spec.name.startswith("rest-proxy"):
+    """A rest-proxy serves the avro, jsonschema and protobuf formats with this registry; the
+    console shows its subjects."""
+    if not spec.name.startswith(("rest-proxy", "console")):
         return spec
     return replace(spec, env={**spec.env, "YAK_SCHEMA_REGISTRY_URL": url})
 

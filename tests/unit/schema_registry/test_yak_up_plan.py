@@ -31,12 +31,11 @@ def test_not_in_a_secure_cluster_yet(tmp_path: Path) -> None:
         plan_cluster(tmp_path, 19400, 1, 1, "local", secure=True, schema_registry=True)
 
 
-def test_the_proxies_get_the_registry_url(tmp_path: Path) -> None:
+def test_the_proxies_and_the_console_get_the_registry_url(tmp_path: Path) -> None:
     plan = plan_cluster(tmp_path, 19400, 1, 1, "local", proxies=2, schema_registry=True)
     by_name = {spec.name: spec for spec in plan.services}
-    for name in ("rest-proxy", "rest-proxy-1"):
+    for name in ("rest-proxy", "rest-proxy-1", "console"):
         assert by_name[name].env["YAK_SCHEMA_REGISTRY_URL"] == "http://127.0.0.1:19460"
-    assert "YAK_SCHEMA_REGISTRY_URL" not in by_name["console"].env
     assert "YAK_SCHEMA_REGISTRY_URL" not in by_name["broker-0"].env
     without = plan_cluster(tmp_path, 19400, 1, 1, "local")
     assert all("YAK_SCHEMA_REGISTRY_URL" not in spec.env for spec in without.services)
