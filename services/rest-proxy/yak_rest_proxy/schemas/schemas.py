@@ -111,6 +111,11 @@ class Schemas:
     async def by_id(self, schema_id: int, expected: SchemaType | None = None) -> Serde:
         """The serde of a registered id (of type ``expected`` when given)."""
         client = self.check_enabled("a schema id")
+        known = self._by_id.get(schema_id)
+        if known is not None:
+            if expected is not None:
+                self.check_type(known, expected)
+            return known
         registered = await self._once(("id", schema_id), lambda: client.by_id(schema_id))
         self._check_type(registered, expected)
         return self._keep(registered)
