@@ -106,7 +106,10 @@ class Schemas:
     def check_type(serde: Serde, expected: SchemaType) -> None:
         """``InvalidSchemaError`` unless ``serde`` is of type ``expected``."""
         if serde.schema_type is not expected:
-            raise InvalidSchemaError(f"schema {serde.schema_id} is not a {expected.value} schema")
+            raise InvalidSchemaError(
+                f"schema {serde.schema_id} is a {serde.schema_type.value} schema, "
+                f"not {expected.value}"
+            )
 
     async def by_id(self, schema_id: int, expected: SchemaType | None = None) -> Serde:
         """The serde of a registered id (of type ``expected`` when given)."""
