@@ -1,7 +1,8 @@
 """The coordinator's OpenAPI document: FastAPI's, completed with what the server enforces.
 
-- Names in paths carry the pattern and limits of the validators the handlers run
-  (``yak.web.openapi.name_schema``: topics, groups, users; principals ``User:<name>``).
+- Names in paths and request bodies carry the pattern and limits of the validators the
+  handlers run (``yak.web.openapi``: topics, groups, users; principals ``User:<name>``),
+  config names the catalogue, partition counts their bound.
 - Every operation declares the error statuses the coordinator may answer, each with Yak's
   native body ``{"code", "message", "details"}`` (``yak.web.errors``): request validation is
   400 ``INVALID_REQUEST``, never FastAPI's 422, whose body and schemas are dropped; 405 with
@@ -23,11 +24,13 @@ from fastapi.openapi.utils import get_openapi
 from yak.api.admin import ADMIN_PREFIX
 from yak.web.openapi import (
     constrain_parameters,
+    constrain_properties,
     error_responses,
     link_family,
     name_schema,
     operations,
     principal_schema,
+    request_property_schema,
 )
 
 __all__ = ["install_openapi"]
@@ -106,6 +109,7 @@ def install_openapi(app: FastAPI) -> None:
         for path, _method, operation in operations(document):
             _complete(path, operation)
         constrain_parameters(document, _parameter_schema)
+        constrain_properties(document, request_property_schema)
         for source, prefix, parameters in _LINKS:
             link_family(document, source, prefix, parameters)
         app.openapi_schema = document

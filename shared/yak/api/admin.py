@@ -144,7 +144,7 @@ class TopicPartitionRef(_Request):
     """One partition of one topic."""
 
     topic: str
-    partition: int = Field(ge=0)
+    partition: int = Field(ge=0, strict=True)  # strict: JSON's false is not partition 0
 
 
 class ElectLeadersRequest(_Request):

@@ -44,7 +44,9 @@ class CreateUserRequest(_Request):
 
     name: str = Field(pattern=_NAME)
     password: str | None = Field(default=None, min_length=1, max_length=1024)
-    api_key: bool = Field(default=True, description="Make a first API key (shown once).")
+    api_key: bool = Field(
+        default=True, strict=True, description="Make a first API key (shown once)."
+    )
 
 
 class PasswordRequest(_Request):
@@ -146,8 +148,9 @@ class QuotaBody(_Request):
     """``PUT /security/quotas/{principal}``: byte rates per second (null: the proxy's default,
     0: unlimited). Enforced by each proxy on its own (docs/security.md)."""
 
-    produce_bytes_per_s: int | None = Field(default=None, ge=0)
-    fetch_bytes_per_s: int | None = Field(default=None, ge=0)
+    # strict: JSON's true/false are not rates; at most int64, the width the answers carry
+    produce_bytes_per_s: int | None = Field(default=None, ge=0, le=2**63 - 1, strict=True)
+    fetch_bytes_per_s: int | None = Field(default=None, ge=0, le=2**63 - 1, strict=True)
 
 
 class QuotaInfo(_Answer):

@@ -25,24 +25,34 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from yak.api.admin import MAX_PARTITIONS
+from yak.filters import MAX_FILTER_LENGTH
 from yak.names import MAX_NAME_LENGTH, NAME_CHARACTER, NAME_PATTERN, RESERVED_NAMES
+from yak.topic_config import CATALOGUE
 
 __all__ = [
     "HTTP_METHODS",
     "ParameterRule",
+    "PropertyRule",
     "add_link",
     "constrain_parameters",
+    "constrain_properties",
     "error_responses",
     "link_family",
     "name_schema",
     "operations",
     "principal_schema",
+    "request_property_schema",
 ]
 
+_COMPONENT = "#/components/schemas/"
+_TEXT = {"type": "string"}
 HTTP_METHODS = frozenset({"get", "put", "post", "delete", "patch", "head", "options", "trace"})
 
 #: (path, location, parameter name) -> the parameter's schema, or None to leave it as it is.
 ParameterRule = Callable[[str, str, str], "dict[str, Any] | None"]
+#: (component schema name, property name) -> the property's schema, or None.
+PropertyRule = Callable[[str, str], "dict[str, Any] | None"]
 
 _RATE_LIMIT_HEADERS = {
     "Retry-After": "Seconds to wait before sending again",
@@ -110,16 +120,53 @@ def constrain_parameters(document: dict[str, Any], rule: ParameterRule) -> None:
             schema = rule(path, parameter.get("in", ""), parameter.get("name", ""))
             if schema is None:
                 continue
-            old = parameter.get("schema", {})
-            alternatives = old.get("anyOf", [old])
-            if any(alt.get("type") == "array" for alt in alternatives):
-                schema = {"type": "array", "items": schema}
-            nullable = any(alt.get("type") == "null" for alt in alternatives)
-            new = {"anyOf": [schema, {"type": "null"}]} if nullable else dict(schema)
-            for key in ("description", "default"):
-                if key in old:
-                    new[key] = old[key]
-            parameter["schema"] = new
+            parameter["schema"] = _replaced(parameter.get("schema", {}), schema)
+
+
+def constrain_properties(document: dict[str, Any], rule: PropertyRule) -> None:
+    """Replace the schema of every component property ``rule`` has one for, as
+    ``constrain_parameters`` does for parameters."""
+    schemas = document.get("components", {}).get("schemas", {})
+    for name in _request_components(document):
+        properties = schemas[name].get("properties", {})
+        for key, old in properties.items():
+            schema = rule(name, key)
+            if schema is not None:
+                properties[key] = _replaced(old, schema)
+
+
+def _request_components(document: dict[str, Any]) -> list[str]:
+    """The component schemas request bodies use, directly or through others (sorted)."""
+    schemas = document.get("components", {}).get("schemas", {})
+    found: set[str] = set()
+    pending: list[object] = [op.get("requestBody") for _p, _m, op in operations(document)]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith(_COMPONENT):
+                name = ref.removeprefix(_COMPONENT)
+                if name in schemas and name not in found:
+                    found.add(name)
+                    pending.append(schemas[name])
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
+    return sorted(found)
+
+
+def _replaced(old: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` in place of ``old``, keeping its description, default, title, whether it may
+    be null and whether it is a list (then ``schema`` is the items')."""
+    alternatives = old.get("anyOf", [old])
+    if any(alt.get("type") == "array" for alt in alternatives):
+        schema = {"type": "array", "items": schema}
+    nullable = any(alt.get("type") == "null" for alt in alternatives)
+    new = {"anyOf": [schema, {"type": "null"}]} if nullable else dict(schema)
+    for key in ("description", "default", "title"):
+        if key in old:
+            new[key] = old[key]
+    return new
 
 
 def error_responses(
@@ -196,3 +243,42 @@ def link_family(
             if not key.startswith("path.") or "{" + key.removeprefix("path.") + "}" in path
         }
         add_link(document, source, f"{method.upper()} {path}", (path, method), taken)
+
+
+#: Request properties that name a topic, a group member, or (in these bodies) the object made.
+_TOPIC_PROPERTIES = frozenset({"topic", "topic_name", "dead_letter_topic", "topics"})
+_MEMBER_PROPERTIES = frozenset({"member_id"})
+_NAMED_BODIES = frozenset({"CreateTopicRequest", "CreateShareGroupRequest", "CreateUserRequest"})
+_CONFIG_NAMES = frozenset(
+    {("AlterConfigsRequest", "delete"), ("AlterConfigEntry", "name"), ("ConfigEntry", "name")}
+)
+_CONFIG_MAPS = frozenset({("AlterConfigsRequest", "set"), ("CreateTopicRequest", "configs")})
+_PARTITION_COUNTS = frozenset(
+    {("CreateTopicRequest", "partitions"), ("CreatePartitionsRequest", "count")}
+)
+
+
+def request_property_schema(component: str, prop: str) -> dict[str, Any] | None:
+    """The schema of a property of the shared request bodies (``yak.api``) that the server
+    validates beyond its type: names (``yak.names``), topic config names
+    (``yak.topic_config.CATALOGUE``), partition counts (``MAX_PARTITIONS``), filters."""
+    if prop in _TOPIC_PROPERTIES:
+        return name_schema("Topic")
+    if prop in _MEMBER_PROPERTIES:
+        return name_schema("Member")
+    if prop == "name" and component in _NAMED_BODIES:
+        return name_schema("Name")
+    if (component, prop) in _CONFIG_NAMES:
+        return {"type": "string", "enum": sorted(CATALOGUE)}
+    if (component, prop) in _CONFIG_MAPS:
+        names = {"enum": sorted(CATALOGUE)}
+        return {
+            "type": "object",
+            "propertyNames": names,
+            "additionalProperties": {"type": "string"},
+        }
+    if (component, prop) in _PARTITION_COUNTS:
+        return {"type": "integer", "minimum": 1, "maximum": MAX_PARTITIONS}
+    if prop == "filter":
+        return {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_LENGTH}
+    return None

@@ -12,15 +12,24 @@
   requests refused).
 
 Operations that delete run last, so that the objects are there for the others; each run makes
-its own objects. The schemathesis pytest plugin (``from_fixture``) is not used: with pytest 9.2
-it fails on ``Function._nodeid``; operations are driven through ``as_strategy`` instead.
+its own objects.
+
+Then, as a new user would, schemathesis's CLI with every check and every phase (stateful
+included, following the documents' links) on the three documents of the cluster: the proxy's,
+the coordinator's and a schema registry's started on the same etcd
+(``openapi_contract.run_contract``).
+
+The schemathesis pytest plugin (``from_fixture``) is not used: with pytest 9.2 it fails on
+``Function._nodeid``; operations are driven through ``as_strategy`` instead.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -41,6 +50,9 @@ from schemathesis.specs.openapi.checks import (
 
 from loadtest.local_cluster import LocalCluster
 from tests.integration.rest_proxy.conftest import V2, create_topic, unique
+from tests.integration.rest_proxy.openapi_contract import Waiver, run_contract
+from yak.etcd_server import free_ports
+from yak.supervisor import ProcessSpec
 from yak_rest_proxy.app import create_app
 from yak_rest_proxy.settings import ProxySettings
 
@@ -346,3 +358,63 @@ def test_answers_match_the_document(cluster: LocalCluster, targets: Targets) -> 
     ]
     failures = _run(schema, checks)
     assert not failures, _report(failures)
+
+
+# ---------------------------------------------------------------------------------------------
+# schemathesis run --checks all, every phase, on each document of the cluster
+
+#: Checks that cannot hold for an operation whatever the document says, and why.
+_STATE_WAIVERS = (
+    Waiver(
+        "PUT /admin/v1/brokers/{broker_id}/decommission",
+        "positive_data_acceptance",
+        "draining a broker needs other live brokers to take its replicas: a cluster state "
+        "no request schema can state (400 INVALID_REPLICATION_FACTOR)",
+    ),
+    Waiver(
+        "PUT /admin/v1/topics/{name}/partitions/{partition}/reassignment",
+        "positive_data_acceptance",
+        "the replicas must name live brokers: cluster state (400 INVALID_REPLICA_ASSIGNMENT)",
+    ),
+)
+
+
+@pytest.fixture(scope="module")
+def registry_url(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A schema registry on the cluster's etcd (stopped with the cluster's supervisor)."""
+    (port,) = free_ports(1)
+    url = f"http://127.0.0.1:{port}"
+    script = str(Path(sys.executable).with_name("yak-schema-registry"))
+    log = tmp_path_factory.mktemp("registry") / "registry.log"
+    argv = (
+        script,
+        "--port",
+        str(port),
+        "--etcd",
+        cluster.etcd.endpoint,
+        "--cluster-id",
+        unique("sr"),
+    )
+    cluster.supervisor.start(
+        ProcessSpec(name="schema-registry", argv=argv, log_path=log, health_url=f"{url}/readyz")
+    )
+    return url
+
+
+def _contract(url: str, tmp_path: Path, waivers: Sequence[Waiver] = ()) -> None:
+    run = run_contract(f"{url}/openapi.json", tmp_path, waivers)
+    assert run.returncode == 0, run.summary()
+
+
+def test_the_proxy_document_holds_under_every_check(cluster: LocalCluster, tmp_path: Path) -> None:
+    _contract(cluster.proxy_url(0), tmp_path)
+
+
+def test_the_coordinator_document_holds_under_every_check(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    _contract(cluster.coordinator_url, tmp_path, _STATE_WAIVERS)
+
+
+def test_the_registry_document_holds_under_every_check(registry_url: str, tmp_path: Path) -> None:
+    _contract(registry_url, tmp_path)

@@ -27,11 +27,13 @@ from yak.filters import MAX_FILTER_LENGTH
 from yak.topic_config import CATALOGUE
 from yak.web.openapi import (
     constrain_parameters,
+    constrain_properties,
     error_responses,
     link_family,
     name_schema,
     operations,
     principal_schema,
+    request_property_schema,
 )
 from yak_rest_proxy.http.errors import NATIVE_PREFIXES
 
@@ -144,6 +146,22 @@ def _parameter_schema(cluster_id: str, path: str, where: str, name: str) -> dict
     return None
 
 
+#: Offsets a request names: int64, never negative (``-1`` and such are answers' sentinels).
+_OFFSETS = frozenset({"V2OffsetEntry", "CommitOffset", "SeekPosition"})
+_PLAIN_FORMATS = ["binary", "json"]
+_SCHEMA_FORMATS = ["avro", "jsonschema", "protobuf"]
+
+
+def _property_schema(registry: bool, component: str, prop: str) -> dict[str, Any] | None:
+    """Request body properties the proxy validates beyond their type (``registry``: whether
+    a schema registry is configured, without which the schema formats are refused)."""
+    if component == "V2CreateConsumer" and prop == "format":
+        return {"type": "string", "enum": _PLAIN_FORMATS + (_SCHEMA_FORMATS if registry else [])}
+    if component in _OFFSETS and prop == "offset":
+        return {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}
+    return request_property_schema(component, prop)
+
+
 _GROUP = {"path.group": "$request.path.group"}
 _V3_TOPICS = "/v3/clusters/{cluster_id}/topics/{topic}"
 #: (operation that creates, its success status, the paths below which the object is used, how
@@ -208,8 +226,11 @@ def install_openapi(app: FastAPI) -> None:
         schemas["NativeError"] = _NATIVE_ERROR
         for path, method, operation in operations(document):
             _complete(path, method, operation, schemas)
-        cluster_id = app.state.runtime.settings.cluster_id
+        settings = app.state.runtime.settings
+        cluster_id = settings.cluster_id
+        registry = settings.schema_registry_url is not None
         constrain_parameters(document, lambda *where: _parameter_schema(cluster_id, *where))
+        constrain_properties(document, lambda *what: _property_schema(registry, *what))
         _link_operations(document)
         for unused in ("HTTPValidationError", "ValidationError"):
             schemas.pop(unused, None)

@@ -16,10 +16,12 @@ from yak.security.acl import user_name
 from yak.web.openapi import (
     add_link,
     constrain_parameters,
+    constrain_properties,
     error_responses,
     link_family,
     name_schema,
     principal_schema,
+    request_property_schema,
 )
 
 _NAME = jsonschema.Draft202012Validator(name_schema("Topic"))
@@ -156,3 +158,43 @@ def test_a_link_between_absent_operations_or_answers_is_skipped(
     add_link(document, source, "l", target, {})
 
     assert "links" not in document["paths"]["/topics"]["post"]["responses"]["200"]
+
+
+def test_request_properties_are_constrained_and_answers_left_alone() -> None:
+    topic_list = {"type": "array", "items": {"$ref": "#/components/schemas/TopicSummary"}}
+    document: dict[str, Any] = {
+        "paths": {
+            "/topics": {
+                "post": {
+                    "requestBody": {
+                        "content": {
+                            "application/json": {
+                                "schema": {"$ref": "#/components/schemas/CreateTopicRequest"}
+                            }
+                        }
+                    },
+                    "responses": {"200": {"description": "ok"}},
+                }
+            }
+        },
+        "components": {
+            "schemas": {
+                "CreateTopicRequest": {
+                    "properties": {
+                        "name": {"type": "string", "title": "Name"},
+                        "partitions": {"type": "integer", "default": 1},
+                        "configs": {"type": "object"},
+                    }
+                },
+                "TopicList": {"properties": {"topics": topic_list}},
+            }
+        },
+    }
+    constrain_properties(document, request_property_schema)
+
+    schemas = document["components"]["schemas"]
+    made = schemas["CreateTopicRequest"]["properties"]
+    assert made["name"] == {**name_schema("Name"), "title": "Name"}
+    assert made["partitions"] == {"type": "integer", "minimum": 1, "maximum": 10_000, "default": 1}
+    assert "retention.ms" in made["configs"]["propertyNames"]["enum"]
+    assert schemas["TopicList"]["properties"]["topics"] == topic_list
