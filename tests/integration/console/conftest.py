@@ -1,5 +1,6 @@
-"""Browser tests of the console: a real cluster (etcd, a coordinator, 3 brokers, a rest-proxy
-and the console, as processes) driven through Debian's chromium with Playwright.
+"""Browser tests of the console: a real cluster (etcd, a coordinator, 3 brokers, a rest-proxy,
+a schema registry and the console, as processes) driven through Debian's chromium with
+Playwright.
 
 The browser is the system's ``chromium`` (``make test`` installs it with apt-get); Playwright
 never downloads one. Every test gets a fresh browser context; its page fails the test on any
@@ -17,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +27,8 @@ import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, Playwright, sync_playwright
 
 from loadtest.local_cluster import LocalCluster, local_cluster
-from yak.etcd_server import EmbeddedEtcd
+from yak.etcd_server import EmbeddedEtcd, free_ports
+from yak.supervisor import ManagedProcess, ProcessSpec
 
 #: Flags for a headless chromium on a machine with no outside network (without the
 #: background-networking ones it keeps trying to reach Google and logs each refusal).
@@ -63,8 +66,36 @@ def console_cluster(
     folder: Path = tmp_path_factory.mktemp("console-cluster")
     with local_cluster(folder, etcd, f"ui-{uuid.uuid4().hex[:8]}", brokers=3) as running:
         running.start_proxy(0)
-        running.start_console(0, YAK_CONSOLE_SAMPLE_INTERVAL_MS=SAMPLE_INTERVAL_MS)
+        registry = _start_schema_registry(running)
+        running.start_console(
+            0,
+            YAK_CONSOLE_SAMPLE_INTERVAL_MS=SAMPLE_INTERVAL_MS,
+            YAK_SCHEMA_REGISTRY_URL=registry.spec.url or "",
+        )
         yield running
+
+
+def _start_schema_registry(cluster: LocalCluster) -> ManagedProcess:
+    """A schema registry on the cluster's etcd (stopped with the cluster's supervisor)."""
+    (port,) = free_ports(1)
+    url = f"http://127.0.0.1:{port}"
+    script = str(Path(sys.executable).with_name("yak-schema-registry"))
+    return cluster.supervisor.start(
+        ProcessSpec(
+            name="schema-registry",
+            argv=(script, "--host", "127.0.0.1", "--port", str(port)),
+            log_path=cluster.folder / "logs" / "schema-registry.log",
+            health_url=f"{url}/readyz",
+            url=url,
+            env={"YAK_ETCD": cluster.etcd.endpoint, "YAK_CLUSTER_ID": cluster.cluster_id},
+        )
+    )
+
+
+def schema_registry_url(cluster: LocalCluster) -> str:
+    """The URL of the registry the console of ``cluster`` reads."""
+    assert cluster.console is not None
+    return cluster.console.spec.env["YAK_SCHEMA_REGISTRY_URL"]
 
 
 @pytest.fixture(scope="module")

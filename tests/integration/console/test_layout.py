@@ -1,8 +1,10 @@
 """The layout every page shares: overview (its throughput chart drawn as sampled), dark mode,
-phone width, keyboard, favicon."""
+phone width, keyboard, favicon; the Schemas page reached from the navigation (subjects,
+versions, a diff between two) against the schema registry beside the cluster."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
@@ -12,6 +14,7 @@ from playwright.sync_api import Page, expect
 
 from loadtest.local_cluster import LocalCluster
 from tests.integration.console.charts import series_pixels, serve_history, wait_for_chart
+from tests.integration.console.conftest import schema_registry_url, unique
 
 pytestmark = pytest.mark.integration
 
@@ -131,3 +134,55 @@ def test_favicon_and_vendored_assets_are_served(console_cluster: LocalCluster) -
         assert (icon.status_code, icon.headers["content-type"]) == (200, "image/svg+xml")
         for asset in ("vendor/htmx.min.js", "vendor/uPlot.iife.min.js", "app.js", "app.css"):
             assert client.get(f"/static/{asset}").status_code == 200, asset
+
+
+V1 = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"}]}
+V2 = {**V1, "fields": [*V1["fields"], {"name": "note", "type": "string", "default": ""}]}
+
+
+def _register(url: str, subject: str) -> list[int]:
+    """Both versions, by Confluent's API (Playwright's loop runs in this thread: no asyncio)."""
+    ids = []
+    for version in (V1, V2):
+        answer = httpx.post(
+            f"{url}/subjects/{subject}/versions", json={"schema": json.dumps(version)}
+        )
+        answer.raise_for_status()
+        ids.append(int(answer.json()["id"]))
+    return ids
+
+
+def test_subjects_versions_and_the_diff_between_two(
+    page: Page, console_cluster: LocalCluster
+) -> None:
+    subject = unique("orders") + "-value"
+    first, second = _register(schema_registry_url(console_cluster), subject)
+
+    page.goto("/")
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Schemas").click()
+    expect(page).to_have_url("/schemas")
+    page.get_by_test_id("subjects-table").get_by_role("link", name=subject).click()
+
+    expect(page.get_by_role("heading", level=1)).to_have_text(subject)
+    expect(page.get_by_test_id("versions").get_by_role("link")).to_have_text(["v1", "v2"])
+    expect(page.get_by_test_id("schema-version")).to_have_text("2")
+    expect(page.get_by_test_id("schema-type")).to_have_text("AVRO")
+    expect(page.get_by_test_id("schema-text")).to_contain_text('"name": "note"')
+
+    page.get_by_test_id("versions").get_by_role("link", name="v1").click()
+    expect(page.get_by_test_id("schema-version")).to_have_text("1")
+    expect(page.get_by_test_id("schema-text")).not_to_contain_text("note")
+
+    # The form defaults to the last two versions.
+    expect(page.get_by_test_id("diff-old")).to_have_value("1")
+    expect(page.get_by_test_id("diff-new")).to_have_value("2")
+    page.get_by_test_id("diff-submit").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text(f"{subject}: v1 → v2")
+    diff = page.get_by_test_id("diff")
+    added = diff.locator('[data-kind="add"]')
+    expect(added.filter(has_text='"name": "note"')).to_have_count(1)
+    expect(added.filter(has_text='"name": "id"')).to_have_count(0)
+    expect(diff.locator('[data-kind="del"]')).to_have_count(0)  # a field added: nothing removed
+    expect(diff.locator('[data-kind="file"]')).to_have_text(
+        [f"--- {subject} v1 (id {first})", f"+++ {subject} v2 (id {second})"]
+    )
