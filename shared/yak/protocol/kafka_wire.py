@@ -291,9 +291,16 @@ def decode_produce_request(body: Buffer) -> ProduceRequest:
     return ProduceRequest(tuple(partitions), acks, timeout_ms)
 
 
-def encode_produce_response(correlation_id: int, results: Sequence[ProduceResult]) -> list[Buffer]:
+def encode_produce_response(
+    correlation_id: int,
+    results: Sequence[ProduceResult],
+    *,
+    throttle_ms: int = 0,
+    yak_tags: bool = True,
+) -> list[Buffer]:
     """``responses [name, partition_responses [index, error_code, base_offset,
-    log_append_time_ms, log_start_offset, record_errors [], error_message]], throttle_time_ms``."""
+    log_append_time_ms, log_start_offset, record_errors [], error_message]], throttle_time_ms``.
+    ``yak_tags`` False: no Yak tagged field on an error (the public Kafka listener's answers)."""
     out = bytearray(response_header(correlation_id, True))
     grouped = _by_topic(results)
     out += uvarint(len(grouped) + 1)
@@ -310,9 +317,9 @@ def encode_produce_response(correlation_id: int, results: Sequence[ProduceResult
             )
             out += b"\x01"  # record_errors: empty
             out += compact_string(error.message if error is not None else None)
-            out += error_tags(error)
+            out += error_tags(error) if yak_tags else EMPTY_TAGS
         out += EMPTY_TAGS
-    out += I32.pack(0) + EMPTY_TAGS  # throttle_time_ms, tags
+    out += I32.pack(throttle_ms) + EMPTY_TAGS  # throttle_time_ms, tags
     return [SIZE.pack(len(out)) + out]
 
 

@@ -12,7 +12,9 @@ broker's registration as ``kafka_host``/``kafka_port``). Per connection:
   frame is complete (a parked long-poll fetch does not stop the requests behind it from being
   served), but its answer is written only once every earlier request of the connection was
   answered — Kafka's clients match answers to requests by order, not only by correlation id.
-  A request without an answer (Produce acks=0) takes its turn and writes nothing. Appends keep
+  A request without an answer (Produce acks=0) takes its turn and writes nothing. A handler's
+  task writes what is ready itself, as soon as it finishes, before the tasks its work woke up
+  run (an acks=1 append wakes the followers' parked fetches: they answer after it). Appends keep
   arrival order: tasks start in arrival order and nothing in the append path awaits before
   the log write. At most ``MAX_IN_FLIGHT`` requests per connection are in progress; beyond
   that, and while the socket's send buffer is above its high-water mark, reading pauses.
@@ -44,6 +46,7 @@ import logging
 import ssl
 import struct
 from collections import deque
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, cast
 
 from yak.errors import InvalidRequestError
@@ -133,6 +136,8 @@ class _Connection(asyncio.BufferedProtocol):
         self._transport: asyncio.Transport | None = None
         #: Answers in request order; the head is written first, once it is done.
         self._pending: deque[_Answer] = deque()
+        #: The handlers in progress (cancelled with the connection).
+        self._tasks: set[asyncio.Task[None]] = set()
         self._write_paused = False
         self._reading = True
         self._peer = "?"
@@ -182,6 +187,8 @@ class _Connection(asyncio.BufferedProtocol):
             if answer.done() and not answer.cancelled():
                 answer.exception()  # retrieved: the connection it was for is gone
             answer.cancel()
+        for task in list(self._tasks):
+            task.cancel()
 
     def abort(self) -> None:
         if self._transport is not None:
@@ -219,9 +226,31 @@ class _Connection(asyncio.BufferedProtocol):
         else:
             api = lookup(request.api_key, request.api_version)
             assert api is not None  # _parse refused the others
-            answer = asyncio.ensure_future(api.handler(request))
+            loop = asyncio.get_running_loop()
+            answer = loop.create_future()
+            self._pending.append(answer)
+            task = loop.create_task(self._serve(answer, api.handler(request)))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            return
         self._pending.append(answer)
         answer.add_done_callback(self._flush)
+
+    async def _serve(self, answer: _Answer, handling: Awaitable[list[Buffer] | None]) -> None:
+        """Serve one request and write what is ready, in the handler's own step: the answer
+        leaves before the tasks its work woke up run (an append wakes the followers' parked
+        fetches; an acks=1 client need not wait for them), and without the hop through a done
+        callback."""
+        try:
+            parts = await handling
+        except asyncio.CancelledError:
+            answer.cancel()
+            raise
+        except BaseException as exc:  # the connection fails in order, in _flush
+            answer.set_exception(exc)
+        else:
+            answer.set_result(parts)
+        self._flush(answer)
 
     def _parse(self, data: Buffer) -> KafkaRequest | list[Buffer]:
         """The request in a frame, or the answer of an unsupported ApiVersions."""

@@ -7,10 +7,12 @@ arrived — compressed ones too (gzip, snappy, lz4, zstd: the storage never deco
 append). acks 0/1/all as there; acks=0 gets no answer. v0-v2 (message formats v0/v1) are
 refused per partition (``produce_legacy``). v9 bodies are parsed by the internal
 plane's hand-written decoder (``kafka_wire``: record bytes are not copied), older versions by
-kio. A partition whose records hold a batch of magic < 2 (Kafka's message formats v0/v1,
-which Yak does not store) gets ``UNSUPPORTED_FOR_MESSAGE_FORMAT`` and is not appended; its
-neighbours still are. A partition of a topic the principal may not WRITE (``kafka.authorize``,
-as the REST produce routes) gets ``TOPIC_AUTHORIZATION_FAILED`` and is not appended either
+kio; a v9 answer without a refused partition is written by its hand-written encoder (without
+Yak's tagged fields), the others by kio. A partition whose records hold a batch of magic < 2
+(Kafka's message formats v0/v1, which Yak does not store) gets
+``UNSUPPORTED_FOR_MESSAGE_FORMAT`` and is not appended; its neighbours still are. A
+partition of a topic the principal may not WRITE (``kafka.authorize``, as the REST produce
+routes) gets ``TOPIC_AUTHORIZATION_FAILED`` and is not appended either
 (with acks=0, which has no answer to carry it, the connection is closed, as Kafka does).
 The appended bytes count against the principal's produce quota (``kafka.quotas``: a
 throttled answer carries ``throttle_time_ms`` and is held that long). Errors keep Kafka's
@@ -125,6 +127,10 @@ async def handle_produce(request: KafkaRequest) -> list[Buffer] | None:
         if _DENIED in refused.values():  # no answer to carry the error: Kafka closes
             raise InvalidRequestError(f"acks=0 produce by {request.principal} was denied")
         return None
+    if request.api_version == kw.PRODUCE_VERSION and not refused:  # the hand-written encoder
+        return kw.encode_produce_response(
+            request.correlation_id, results, throttle_ms=throttle_ms, yak_tags=False
+        )
     appended = {(r.topic, r.partition): r for r in results}
     entries = []
     for p in produce.partitions:
