@@ -5,7 +5,8 @@ wires ``SchemaRegistry``, ``Deletions`` and the settings store into the routers 
 API. Every answer has Confluent's content type, every error Confluent's body
 (``api.errors``). ``/healthz`` and ``/readyz`` are Yak's; ready means etcd answers.
 ``/metrics`` (docs/observability.md) times every route and every etcd call, as in every
-Yak service.
+Yak service. With ``security`` on, every route passes the guard of ``api.security`` (the
+cluster's users and ACLs); the app refuses to be built while a route is missing from its table.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from yak import __version__
 from yak.errors import MetadataStoreError
@@ -23,9 +24,11 @@ from yak.metadata.store import MetadataStore
 from yak.observability.http import install_observability
 from yak.observability.metrics import ServiceMetrics
 from yak.web.health import health_router
+from yak.web.route_acls import missing_routes
 from yak_schema_registry.api.config_routes import config_router
 from yak_schema_registry.api.errors import install_registry_error_handlers
 from yak_schema_registry.api.schema_routes import schema_router
+from yak_schema_registry.api.security import ROUTE_ACLS, RegistrySecurity, registry_guard
 from yak_schema_registry.api.subject_routes import subject_router
 from yak_schema_registry.api.wire import RegistryJSONResponse
 from yak_schema_registry.deletions import Deletions
@@ -53,6 +56,11 @@ def create_app(
     storage = SchemaStorage(metadata, Keyspace(settings.cluster_id).root)
     config = RegistrySettingsStore(storage)
     registry = SchemaRegistry(storage, config)
+    security = (
+        RegistrySecurity(metadata, settings.cluster_id, settings.super_users)
+        if settings.security
+        else None
+    )
 
     async def ready() -> str | None:
         try:
@@ -67,6 +75,8 @@ def create_app(
             async with metrics.loop_lag.running():
                 yield
         finally:
+            if security is not None:
+                await security.stop()
             if owned:
                 await metadata.aclose()
 
@@ -75,11 +85,15 @@ def create_app(
         version=__version__,
         lifespan=lifespan,
         default_response_class=RegistryJSONResponse,
+        dependencies=[Depends(registry_guard(security))] if security is not None else [],
     )
+    app.state.security = security
     install_registry_error_handlers(app)
     app.include_router(health_router("schema-registry", ready))
     app.include_router(schema_router(registry))
     app.include_router(subject_router(registry, Deletions(storage, config)))
     app.include_router(config_router(registry, config))
+    if security is not None and (missing := missing_routes(app, ROUTE_ACLS)):
+        raise RuntimeError(f"routes without an ACL entry (api.security): {missing}")
     install_observability(app, metrics)  # outermost: times and ids every request
     return app

@@ -2,7 +2,9 @@
 
 ``yak up`` passes ``--host``/``--port`` and ``YAK_ETCD``, ``YAK_CLUSTER_ID``; the registry
 keeps its schemas under that cluster's ``/yak/<cluster-id>/schemas/`` keys, so every registry
-instance of one cluster serves the same schemas.
+instance of one cluster serves the same schemas. ``YAK_SECURITY=on`` turns on the cluster's
+authentication and ACLs (``api.security``), ``YAK_SUPER_USERS`` names the principals that pass
+every ACL; etcd's credentials and TLS come from ``YAK_ETCD_*`` (``yak.metadata.etcd_store``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 
 from yak.metadata.etcd_endpoints import parse_etcd_urls
 from yak.metadata.keyspace import validate_cluster_id
+from yak.security.switches import principal_list, security_switch
 
 __all__ = ["DEFAULT_PORT", "RegistrySettings"]
 
@@ -35,6 +38,9 @@ class RegistrySettings:
     port: int = DEFAULT_PORT
     etcd_url: str = "http://127.0.0.1:2379"
     cluster_id: str = "local"
+    security: bool = False
+    #: Principals that pass every ACL (``YAK_SUPER_USERS``: ``User:admin,User:ops``).
+    super_users: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         parse_etcd_urls(self.etcd_url)  # a typo stops the start
@@ -51,4 +57,7 @@ class RegistrySettings:
         values: dict[str, object] = {k: env[v] for k, v in _ENV.items() if v in env}
         values.update({k: v for k, v in overrides.items() if v is not None})
         port = int(str(values.pop("port", DEFAULT_PORT)))
-        return cls(port=port, **{k: str(v) for k, v in values.items()})
+        security = security_switch(env.get("YAK_SECURITY", "off"))
+        super_users = principal_list(env.get("YAK_SUPER_USERS", ""))
+        strings = {k: str(v) for k, v in values.items()}
+        return cls(port=port, security=security, super_users=super_users, **strings)

@@ -4,8 +4,10 @@ A ``RegistryError`` answers with its status and Confluent's ``error_code``; a me
 failure (etcd unreachable) 500 / 50001 ("error in the backend data store"); a body or
 parameter that fails validation 422 / 422, as Confluent's Jersey validation does; a path no
 route serves 404 / 404 and another method 405 / 405 (with ``Allow`` naming every method the
-path serves, not only those of the first route that matched it); anything else 500 /
-50001, logged with its traceback and never leaked. Every body has Confluent's content type.
+path serves, not only those of the first route that matched it); with security on, a missing
+or bad credential 401 / 40101, too many failed logins 429 / 42901, a denied operation 403 /
+40301 (``api.security``); anything else 500 / 50001, logged with its traceback and never
+leaked. Every body has Confluent's content type.
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
 
-from yak.errors import MetadataStoreError
+from yak.errors import (
+    AuthenticationError,
+    AuthenticationThrottledError,
+    AuthorizationError,
+    MetadataStoreError,
+    YakError,
+)
 from yak.web.errors import describe_validation
 from yak_schema_registry.api.wire import RegistryJSONResponse
 from yak_schema_registry.errors import RegistryError
@@ -29,6 +37,12 @@ __all__ = ["allowed_methods", "error_body", "install_registry_error_handlers"]
 log = logging.getLogger(__name__)
 
 _BACKEND = 50001
+#: Security's errors: status and Confluent's error code.
+_SECURITY: dict[type[YakError], tuple[int, int]] = {
+    AuthenticationError: (401, 40101),
+    AuthenticationThrottledError: (429, 42901),
+    AuthorizationError: (403, 40301),
+}
 
 
 def error_body(error_code: int, message: str) -> dict[str, object]:
@@ -57,6 +71,13 @@ def install_registry_error_handlers(app: FastAPI) -> None:
         body = error_body(exc.error_code, exc.message)
         return RegistryJSONResponse(body, status_code=exc.http_status)
 
+    async def on_security_error(_request: Request, exc: Exception) -> RegistryJSONResponse:
+        assert isinstance(exc, YakError)
+        status, error_code = next(v for kind, v in _SECURITY.items() if isinstance(exc, kind))
+        headers = {"WWW-Authenticate": 'Basic realm="yak"'} if status == 401 else None
+        body = error_body(error_code, exc.message)
+        return RegistryJSONResponse(body, status_code=status, headers=headers)
+
     async def on_store_error(_request: Request, exc: Exception) -> RegistryJSONResponse:
         message = f"Error in the backend data store: {exc}"
         return RegistryJSONResponse(error_body(_BACKEND, message), status_code=500)
@@ -80,6 +101,8 @@ def install_registry_error_handlers(app: FastAPI) -> None:
         return RegistryJSONResponse(error_body(_BACKEND, message), status_code=500)
 
     app.add_exception_handler(RegistryError, on_registry_error)
+    for error in _SECURITY:
+        app.add_exception_handler(error, on_security_error)
     app.add_exception_handler(MetadataStoreError, on_store_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(HTTPException, on_http_error)
