@@ -18,6 +18,8 @@ user / role         may write (and read)                       may read
                     (InitProducerId), ``groups/`` and
                     ``offsets/`` (classic groups, commits)
 ``yak-rest-proxy``  ``groups/``, ``offsets/``, ``producers/``  the whole cluster prefix
+``yak-schema-       ``schemas/``                               ``security/`` (users, keys and
+registry``                                                     ACLs it authenticates with)
 ``root``            everything (etcd's own super-user: user and role setup, ``yak users
                     create --bootstrap``)
 ==================  =========================================  ================================
@@ -62,7 +64,7 @@ __all__ = [
 
 ROOT_USER = "root"
 #: Service kinds that talk to etcd (the console talks to the rest-proxy only).
-_KINDS = ("coordinator", "broker", "rest-proxy")
+_KINDS = ("coordinator", "broker", "rest-proxy", "schema-registry")
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +123,8 @@ def service_roles(
             write=(ks.groups_prefix, ks.offsets_prefix, f"{ks.root}producers/", *security),
             read=everything,
         ),
+        # The registry follows no cluster state: its schemas, and security/ to authenticate.
+        EtcdRole("yak-schema-registry", write=(f"{ks.root}schemas/",), read=(ks.security_prefix,)),
     )
 
 

@@ -1,7 +1,7 @@
 """``yak up --secure`` as real processes: TLS everywhere, the cluster secret, mutual TLS.
 
-One cluster (1 coordinator, 2 brokers, the proxy, the console) started by the ``yak`` script
-exactly as an operator would, shared by the tests of this module:
+One cluster (1 coordinator, 2 brokers, the proxy, the console, the schema registry) started
+by the ``yak`` script exactly as an operator would, shared by the tests of this module:
 
 * every service, the console too, answers on ``https://`` with a certificate of the local CA;
   keys, the secret and the admin's credentials are 0600 files;
@@ -11,7 +11,10 @@ exactly as an operator would, shared by the tests of this module:
   are refused by the proxy;
 * a client certificate with CN ``alice`` is ``User:alice``: denied until an ACL allows it;
 * the CLI finds the CA, the secret and the admin key through ``cluster.json``, and a topic
-  with two replicas replicates records produced through the proxy.
+  with two replicas replicates records produced through the proxy;
+* the schema registry answers on ``https://`` only to Yak's users (401 / 40101 without a
+  credential or with a wrong password), and ``yak schemas`` registers and lists with the
+  admin's key, as its etcd user ``yak-schema-registry``.
 """
 
 from __future__ import annotations
@@ -69,14 +72,14 @@ class Secure:
 @pytest.fixture(scope="module")
 def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
     data_dir = tmp_path_factory.mktemp("secure-up")
-    base = free_base_port(layout_offsets(brokers=2, coordinators=1))
-    args = ("--secure", "--data-dir", str(data_dir), "--base-port", str(base))
+    base = free_base_port((*layout_offsets(brokers=2, coordinators=1), 60))
+    args = ("--secure", "--schema-registry", "--data-dir", str(data_dir), "--base-port", str(base))
     with yak_up(*args, "--brokers", "2", "--coordinators", "1", stop_timeout_s=30):
         yield Secure(data_dir)
 
 
 def test_services_serve_https_and_secrets_are_private(secure: Secure) -> None:
-    for prefix in ("coordinator", "broker", "rest-proxy", "console"):
+    for prefix in ("coordinator", "broker", "rest-proxy", "console", "schema-registry"):
         assert all(url.startswith("https://127.0.0.1:") for url in secure.urls(prefix)), prefix
     assert secure.document["security"]["ca"] == secure.ca
     for private in ("credentials.json", "cluster-secret", "tls/ca-key.pem", "tls/broker-0-key.pem"):
@@ -160,3 +163,23 @@ async def test_records_produced_through_the_proxy_replicate(secure: Secure) -> N
                     break
                 assert time.monotonic() < deadline, (broker, hosted)
                 await asyncio.sleep(0.1)
+
+
+async def test_the_schema_registry_takes_yak_users_only(secure: Secure, tmp_path: Path) -> None:
+    (registry,) = secure.urls("schema-registry")
+    async with secure.client() as http:
+        refused = await http.get(f"{registry}/subjects")
+        assert refused.status_code == 401
+        assert refused.json()["error_code"] == 40101
+        wrong = await http.get(f"{registry}/subjects", auth=("admin", "not-the-password"))
+        assert wrong.status_code == 401
+        assert (await http.get(f"{registry}/healthz")).status_code == 200
+    schema = tmp_path / "order.avsc"
+    schema.write_text('{"type": "record", "name": "Order", "fields": []}')
+    subject = f"orders-{uuid.uuid4().hex[:8]}-value"
+    assert secure.yak("schemas", "register", subject, str(schema)).startswith("id ")
+    assert subject in secure.yak("schemas", "subjects").split()
+    bearer = {"authorization": f"Bearer {secure.admin_key}"}
+    async with secure.client(headers=bearer) as http:
+        latest = await http.get(f"{registry}/subjects/{subject}/versions/latest")
+        assert latest.json()["version"] == 1

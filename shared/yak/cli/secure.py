@@ -65,7 +65,7 @@ __all__ = [
 
 ADMIN_USER = "admin"
 #: Services that serve TLS (every one ``yak up`` starts).
-_TLS_SERVICES = ("coordinator", "broker", "rest-proxy", "console")
+_TLS_SERVICES = ("coordinator", "broker", "rest-proxy", "console", "schema-registry")
 
 
 def _tls_dir(data_dir: Path) -> Path:
@@ -144,8 +144,9 @@ def secure_spec(spec: ProcessSpec, data_dir: Path) -> ProcessSpec:
     user = etcd_auth.service_user(spec.name)
     if user is not None:
         env.update(_etcd_env(data_dir, user))
-    if "YAK_API_URL" in env:
-        env["YAK_API_URL"] = env["YAK_API_URL"].replace("http://", "https://", 1)
+    for name in ("YAK_API_URL", "YAK_SCHEMA_REGISTRY_URL"):
+        if name in env:
+            env[name] = env[name].replace("http://", "https://", 1)
     return replace(spec, env=env, url=url, health_url=health_url, ca_file=files["ca"])
 
 

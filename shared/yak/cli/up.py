@@ -13,8 +13,9 @@ many of each run. The first rest-proxy is named ``rest-proxy`` (the CLI's defaul
 the others ``rest-proxy-1``, ``rest-proxy-2`` ...; the console talks to the first.
 ``--schema-registry`` adds one ``schema-registry`` process (Confluent's Schema Registry API,
 schemas in the same etcd: docs/schema-registry.md) and gives the rest-proxies its URL
-(``YAK_SCHEMA_REGISTRY_URL``: the avro, jsonschema and protobuf formats); not with
-``--secure`` yet, since etcd's roles have no user for it.
+(``YAK_SCHEMA_REGISTRY_URL``: the avro, jsonschema and protobuf formats) and the console (its
+Schemas page); with ``--secure`` it speaks TLS, takes the cluster's users and ACLs, and logs
+in to etcd as ``yak-schema-registry``.
 
 ``--etcd-members`` (1, 3 or 5; default 1) runs that many etcd members as one cluster, each
 with its own ports and data folder (``etcd-<i>/``; a single member keeps ``etcd/``), and gives
@@ -192,14 +193,9 @@ def plan_cluster(
     proxy_url = f"http://{HOST}:{base_port + 30}"
     specs.append(replace(console, env={**console.env, "YAK_API_URL": proxy_url}))
     if schema_registry:
-        if secure:
-            raise typer.BadParameter(
-                "the schema registry does not run in a --secure cluster yet (etcd's roles "
-                "have no user for it)",
-                param_hint="'--schema-registry'",
-            )
         port = base_port + SCHEMA_REGISTRY_PORT_OFFSET
         registry = _service("schema-registry", "yak-schema-registry", port, *common)
+        assert registry.url is not None  # _service gives every process its URL
         # The proxies' formats and the console's Schemas page.
         specs = [_with_registry(spec, registry.url) for spec in specs]
         specs.append(registry)

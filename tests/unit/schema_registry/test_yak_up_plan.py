@@ -5,9 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-import typer
-
 from yak.cli.up import plan_cluster
 
 
@@ -26,9 +23,22 @@ def test_the_registry_runs_only_when_asked(tmp_path: Path) -> None:
     assert [s.name for s in plan.services][:-1] == [s.name for s in without.services]
 
 
-def test_not_in_a_secure_cluster_yet(tmp_path: Path) -> None:
-    with pytest.raises(typer.BadParameter, match="--secure"):
-        plan_cluster(tmp_path, 19400, 1, 1, "local", secure=True, schema_registry=True)
+def test_in_a_secure_cluster_it_speaks_tls_with_security_and_its_etcd_user(
+    tmp_path: Path,
+) -> None:
+    plan = plan_cluster(tmp_path, 19400, 1, 1, "local", secure=True, schema_registry=True)
+    by_name = {spec.name: spec for spec in plan.services}
+    registry = by_name["schema-registry"]
+    assert registry.url == "https://127.0.0.1:19460"
+    assert registry.health_url == "https://127.0.0.1:19460/healthz"
+    env = registry.env
+    assert env["YAK_SECURITY"] == "on"
+    assert env["YAK_TLS_CERT"].endswith("tls/schema-registry.pem")
+    assert env["YAK_ETCD"].startswith("https://")
+    assert env["YAK_ETCD_USER"] == "yak-schema-registry"
+    assert env["YAK_ETCD_PASSWORD_FILE"].endswith("etcd-auth/yak-schema-registry.password")
+    for client in ("rest-proxy", "console"):
+        assert by_name[client].env["YAK_SCHEMA_REGISTRY_URL"] == "https://127.0.0.1:19460"
 
 
 def test_the_proxies_and_the_console_get_the_registry_url(tmp_path: Path) -> None:

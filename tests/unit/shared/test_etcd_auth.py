@@ -16,12 +16,15 @@ def test_each_service_kind_has_its_user_and_the_console_none() -> None:
     assert service_user("broker-0") == "yak-broker"
     assert service_user("rest-proxy") == "yak-rest-proxy"
     assert service_user("rest-proxy-2") == "yak-rest-proxy"
+    assert service_user("schema-registry") == "yak-schema-registry"
     assert service_user("console") is None
 
 
 def test_only_the_coordinator_writes_security_and_the_proxy_no_partition_state() -> None:
     ks = Keyspace("prod")
     roles = {role.name: role for role in service_roles(ks)}
+    registry = roles.pop("yak-schema-registry")
+    assert (registry.write, registry.read) == (("/yak/prod/schemas/",), (ks.security_prefix,))
     for role in roles.values():
         assert role.read == ("/yak/prod/",)
         assert all(key.startswith("/yak/prod/") for key in role.write)
@@ -66,7 +69,7 @@ def test_the_setup_keeps_passwords_off_command_lines(tmp_path: Path) -> None:
 def test_passwords_are_private_and_kept(tmp_path: Path) -> None:
     first = ensure_passwords(tmp_path / "auth")
     assert ensure_passwords(tmp_path / "auth") == first
-    assert len(set(first.values())) == 4
+    assert len(set(first.values())) == 5
     for user in first:
         mode = stat.S_IMODE((tmp_path / "auth" / f"{user}.password").stat().st_mode)
         assert mode == 0o600
