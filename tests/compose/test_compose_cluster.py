@@ -412,6 +412,19 @@ async def _secure_round_trip(urls: dict[str, str], api_key: str) -> None:
     assert seen == values
 
 
+async def _secure_registry(url: str, api_key: str) -> None:
+    """The registry over TLS: no credential, 401 / 40101; the admin's key registers."""
+    async with httpx.AsyncClient(
+        verify=ssl.create_default_context(cafile=os.environ["YAK_TLS_CA"])
+    ) as client:
+        refused = await client.get(f"{url}/subjects")
+        assert (refused.status_code, refused.json()["error_code"]) == (401, 40101)
+    async with SchemaRegistryClient(url, api_key=api_key) as registry:
+        schema = '{"type":"record","name":"Order","fields":[]}'
+        assert await registry.register("secure-value", schema) == 1
+        assert await registry.subjects() == ["secure-value"]
+
+
 #: The etcd members' CA inside their containers (the yak-etcd-tls volume).
 ETCD_CA = "/etc/etcd/tls/ca.pem"
 ETCD_PREFIX = "/yak/compose/"
@@ -487,7 +500,7 @@ def test_the_secure_override_runs_on_tls_with_keys(
     and makes the admin's key; every service answers its health check over TLS, etcd's
     members too, and etcd refuses anyone without a user and a proxy's user a write of
     ``security/``."""
-    with _up(engine, [COMPOSE_FILE, SECURE_FILE], CORE) as (compose, urls):
+    with _up(engine, [COMPOSE_FILE, SECURE_FILE], [*CORE, "schema-registry"]) as (compose, urls):
         states = compose.health()
         assert states["secure-init"] == "exited"
         assert states["etcd-init"] == "exited"
@@ -498,6 +511,7 @@ def test_the_secure_override_runs_on_tls_with_keys(
         api_key = engine.docker("exec", proxy, "cat", "/var/lib/yak/secrets/console-api-key")
         monkeypatch.setenv("YAK_TLS_CA", str(ca))
         asyncio.run(_secure_round_trip(urls, api_key.strip()))
+        asyncio.run(_secure_registry(urls["schema-registry"], api_key.strip()))
         login = httpx.get(
             f"{urls['console']}/login", verify=ssl.create_default_context(cafile=str(ca))
         )

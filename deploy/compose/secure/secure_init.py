@@ -64,10 +64,11 @@ SERVICES = (
     "rest-proxy-0",
     "rest-proxy-1",
     "console",
+    "schema-registry",
 )
 ETCD_MEMBERS = ("etcd-0", "etcd-1", "etcd-2")
 #: Service kinds with an etcd user (the console talks to the proxies only).
-ETCD_KINDS = ("coordinator", "broker", "rest-proxy")
+ETCD_KINDS = ("coordinator", "broker", "rest-proxy", "schema-registry")
 #: Where docker-compose.secure.yml mounts the one-shots' other volumes.
 INIT = Path("/var/lib/yak/init")
 ETCD_TLS = Path("/var/lib/yak/etcd-tls")

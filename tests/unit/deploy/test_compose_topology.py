@@ -246,6 +246,16 @@ def test_the_secure_override_turns_security_on_everywhere() -> None:
             "service_completed_successfully"
         )
     assert _env(secure["console"])["YAK_API_URL"] == "https://lb:9430"
+    name, port = SCHEMA_REGISTRY
+    registry = _env(secure[name])
+    assert registry["YAK_SECURITY"] == "on"
+    assert registry["YAK_TLS_CERT"].endswith(f"/tls/{name}.pem")
+    assert registry["YAK_ETCD_USER"] == "yak-schema-registry"
+    assert secure[name]["depends_on"]["etcd-init"]["condition"] == (
+        "service_completed_successfully"
+    )
+    for client in ("rest-proxy-0", "rest-proxy-1", "console"):
+        assert _env(secure[client])["YAK_SCHEMA_REGISTRY_URL"] == f"https://{name}:{port}"
     assert _env(secure["rest-proxy-0"])["YAK_TLS_CLIENT_AUTH"] == "optional"
     assert secure["secure-init"]["command"][-2].endswith("secure_init.py")
 
@@ -257,6 +267,6 @@ def test_secure_init_issues_a_certificate_for_every_yak_service() -> None:
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    assert set(module.SERVICES) == set(YAK_SERVICES)
+    assert set(module.SERVICES) == {*YAK_SERVICES, SCHEMA_REGISTRY[0]}
     assert module.hosts_of("rest-proxy-1") == ("rest-proxy-1", "lb", "localhost", "127.0.0.1")
     assert module.hosts_of("broker-0") == ("broker-0", "localhost", "127.0.0.1")
