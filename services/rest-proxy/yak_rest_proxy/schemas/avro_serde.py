@@ -12,12 +12,13 @@ times as ISO 8601 (orjson's). Thread-safe once built: the parsed schema is only 
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, ClassVar
 
 import fastavro
 import orjson
-from fastavro.validation import ValidationError, validate
+from fastavro.validation import ValidationError, validate, validate_many
 
 from yak_rest_proxy.schemas.errors import InvalidSchemaError, RecordConversionError
 from yak_rest_proxy.schemas.schema_type import SchemaType
@@ -52,12 +53,31 @@ class AvroSerde:
 
     def encode(self, value: Any, where: str) -> bytes:
         """``value`` framed with this schema; ``RecordConversionError`` if it does not fit."""
-        if not validate(value, self._parsed, raise_errors=False):
-            value = self._from_avro_json(value, where)
+        return self.encode_many([value], lambda _: where)[0]
+
+    def encode_many(self, values: list[Any], where: Callable[[int], str]) -> list[bytes]:
+        """Each of ``values`` framed (``where(i)`` names the i-th in an error): validated in
+        one call, written into one buffer — a request's records cost less than one by one."""
+        parsed = self._parsed
+        if not validate_many(values, parsed, raise_errors=False):
+            values = [
+                value
+                if validate(value, parsed, raise_errors=False)
+                else self._from_avro_json(value, where(i))
+                for i, value in enumerate(values)
+            ]
         out = io.BytesIO()
-        out.write(frame(self.schema_id, b""))
-        fastavro.schemaless_writer(out, self._parsed, value)
-        return out.getvalue()
+        header, write = frame(self.schema_id, b""), fastavro.schemaless_writer
+        ends = []
+        for value in values:
+            out.write(header)
+            write(out, parsed, value)
+            ends.append(out.tell())
+        data = out.getbuffer()
+        try:
+            return [bytes(data[start:end]) for start, end in zip([0, *ends], ends, strict=False)]
+        finally:
+            data.release()
 
     def _from_avro_json(self, value: Any, where: str) -> Any:
         """``value`` read as Avro's JSON encoding, or the validator's first complaint."""

@@ -8,6 +8,7 @@ the header); reading parses it back. Thread-safe once built.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import orjson
@@ -48,6 +49,10 @@ class JsonSchemaSerde:
                 f"{where}{path}: does not match JSON schema {self.schema_id}: {error.message}"
             )
         return self._header + orjson.dumps(value)
+
+    def encode_many(self, values: list[Any], where: Callable[[int], str]) -> list[bytes]:
+        """Each of ``values`` framed (``where(i)`` names the i-th in an error)."""
+        return [self.encode(value, where(i)) for i, value in enumerate(values)]
 
     def decode(self, payload: memoryview) -> Any:
         """The JSON value of a payload (the bytes after the 5-byte header)."""

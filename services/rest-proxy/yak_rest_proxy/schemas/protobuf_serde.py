@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import importlib
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from google.protobuf import json_format
@@ -101,6 +102,10 @@ class ProtobufSerde:
                 f"{where}: does not match Protobuf schema {self.schema_id}: {exc}"
             ) from None
         return self._header + message.SerializeToString()
+
+    def encode_many(self, values: list[Any], where: Callable[[int], str]) -> list[bytes]:
+        """Each of ``values`` framed (``where(i)`` names the i-th in an error)."""
+        return [self.encode(value, where(i)) for i, value in enumerate(values)]
 
     def _message_class(self, indexes: list[int]) -> type[Message]:
         candidates = list(self._file.message_types_by_name.values())

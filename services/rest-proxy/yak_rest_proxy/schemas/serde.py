@@ -1,13 +1,15 @@
 """What every schema format's encoder/decoder offers, and which one a schema type gets.
 
 A ``Serde`` belongs to one registered schema id: ``encode`` turns a JSON value into framed
-bytes (header and payload, ``wire``) or raises ``RecordConversionError``; ``decode`` turns the
+bytes (header and payload, ``wire``) or raises ``RecordConversionError`` (``encode_many``: a
+request's values at once); ``decode`` turns the
 bytes after the header back into a JSON-ready value. Built once per id (``Schemas`` caches
 them); building refuses a schema the proxy cannot compile (``InvalidSchemaError``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar, Protocol
 
 from yak_rest_proxy.schemas.avro_serde import AvroSerde
@@ -25,6 +27,8 @@ class Serde(Protocol):
     schema_id: int
 
     def encode(self, value: Any, where: str) -> bytes: ...
+
+    def encode_many(self, values: list[Any], where: Callable[[int], str]) -> list[bytes]: ...
 
     def decode(self, payload: memoryview) -> Any: ...
 

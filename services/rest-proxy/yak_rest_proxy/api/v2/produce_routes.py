@@ -24,7 +24,7 @@ from yak_rest_proxy.api.v2.embedded import from_embedded
 from yak_rest_proxy.api.v2.metadata_routes import V2_TAG
 from yak_rest_proxy.api.v2.models import V2ProduceRequest, V2ProduceResponse
 from yak_rest_proxy.api.v2.produce_body import parse_produce_request
-from yak_rest_proxy.api.v2.schema_records import encode, record_serdes
+from yak_rest_proxy.api.v2.schema_records import encode_column, record_serdes
 from yak_rest_proxy.http.body import openapi_body, read_body
 from yak_rest_proxy.http.content import EmbeddedFormat, negotiate, request_format
 from yak_rest_proxy.http.errors import v2_error
@@ -91,12 +91,13 @@ def produce_router(runtime: ProxyRuntime) -> APIRouter:
             key_serde, value_serde = await record_serdes(
                 runtime.schemas, fmt, topic, body.schemas, items
             )
+            keys = encode_column(key_serde, [k for k, _, _ in items], "key")
+            values = encode_column(value_serde, [v for _, v, _ in items], "value")
         for index, (key, value, given) in enumerate(items):
             if partition is not None and given not in (None, partition):
                 raise_partition_conflict(f"records[{index}]", given, partition)
             if fmt.schema_based:
-                key_bytes = encode(key_serde, key, index, "key")
-                value_bytes = encode(value_serde, value, index, "value")
+                key_bytes, value_bytes = keys[index], values[index]
             else:
                 key_bytes = None if key is None else from_embedded(key, fmt, index, "key")
                 value_bytes = None if value is None else from_embedded(value, fmt, index, "value")

@@ -18,7 +18,7 @@ from yak_rest_proxy.api.v2.produce_body import SchemaFields
 from yak_rest_proxy.http.content import EmbeddedFormat
 from yak_rest_proxy.schemas import SchemaMissingError, Schemas, SchemaType, Serde
 
-__all__ = ["RecordSerdes", "record_serdes"]
+__all__ = ["RecordSerdes", "encode_column", "record_serdes"]
 
 RecordSerdes = tuple[Serde | None, Serde | None]
 
@@ -64,8 +64,16 @@ async def record_serdes(
     return key, value
 
 
-def encode(serde: Serde | None, given: Any, index: int, field: str) -> bytes | None:
-    """One key or value in the wire format (None stays a null key or value)."""
-    if given is None or serde is None:
-        return None
-    return serde.encode(given, f"records[{index}].{field}")
+def encode_column(serde: Serde | None, given: list[Any], field: str) -> list[bytes | None]:
+    """Every record's key (or value) in the wire format, at once; None stays a null key or
+    value."""
+    present = [i for i, value in enumerate(given) if value is not None]
+    out: list[bytes | None] = [None] * len(given)
+    if serde is None or not present:
+        return out
+    encoded = serde.encode_many(
+        [given[i] for i in present], lambda k: f"records[{present[k]}].{field}"
+    )
+    for i, data in zip(present, encoded, strict=True):
+        out[i] = data
+    return out
