@@ -12,6 +12,7 @@ import re
 from yak.errors import InvalidGroupIdError, InvalidTopicError
 
 __all__ = [
+    "INTERNAL_TOPIC_PREFIX",
     "MAX_NAME_LENGTH",
     "NAME_CHARACTER",
     "NAME_PATTERN",
@@ -29,6 +30,8 @@ NAME_CHARACTER = "[a-zA-Z0-9._-]"
 NAME_PATTERN = f"^{NAME_CHARACTER}+$(?!\\n)"
 #: Names made only of legal characters that are still refused.
 RESERVED_NAMES = (".", "..")
+#: Topic names Yak keeps for its own topics: users may read them, not create or change them.
+INTERNAL_TOPIC_PREFIX = "__yak_"
 _LEGAL = re.compile(NAME_PATTERN)
 
 

@@ -23,6 +23,7 @@ from fastapi.openapi.utils import get_openapi
 
 from yak.api.admin import ADMIN_PREFIX
 from yak.web.openapi import (
+    changes_topic,
     constrain_parameters,
     constrain_properties,
     error_responses,
@@ -31,6 +32,7 @@ from yak.web.openapi import (
     operations,
     principal_schema,
     request_property_schema,
+    user_topic_schema,
 )
 
 __all__ = ["install_openapi"]
@@ -78,9 +80,11 @@ _LINKS: tuple[tuple[tuple[str, str, str], str, dict[str, str]], ...] = (
 )
 
 
-def _parameter_schema(_path: str, where: str, name: str) -> dict[str, Any] | None:
+def _parameter_schema(path: str, method: str, where: str, name: str) -> dict[str, Any] | None:
     if where != "path":
         return None
+    if name == "name" and changes_topic(path, method):
+        return user_topic_schema()
     if name == "principal":
         return principal_schema()
     if name in _NAMES:

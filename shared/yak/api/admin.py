@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from yak.api.log_dirs import (
     BrokerLogDir,
@@ -124,7 +124,7 @@ class ReassignmentRequest(_Request):
     """``PUT /topics/{name}/partitions/{p}/reassignment``: the partition's new replica list
     (the first is the preferred leader)."""
 
-    replicas: list[int] = Field(min_length=1)
+    replicas: list[StrictInt] = Field(min_length=1)  # strict: JSON's false is not broker 0
 
 
 class PartitionReassignment(PartitionInfo):

@@ -27,7 +27,13 @@ from typing import Any
 
 from yak.api.admin import MAX_PARTITIONS
 from yak.filters import MAX_FILTER_LENGTH
-from yak.names import MAX_NAME_LENGTH, NAME_CHARACTER, NAME_PATTERN, RESERVED_NAMES
+from yak.names import (
+    INTERNAL_TOPIC_PREFIX,
+    MAX_NAME_LENGTH,
+    NAME_CHARACTER,
+    NAME_PATTERN,
+    RESERVED_NAMES,
+)
 from yak.topic_config import CATALOGUE
 
 __all__ = [
@@ -35,6 +41,7 @@ __all__ = [
     "ParameterRule",
     "PropertyRule",
     "add_link",
+    "changes_topic",
     "constrain_parameters",
     "constrain_properties",
     "error_responses",
@@ -43,14 +50,15 @@ __all__ = [
     "operations",
     "principal_schema",
     "request_property_schema",
+    "user_topic_schema",
 ]
 
 _COMPONENT = "#/components/schemas/"
 _TEXT = {"type": "string"}
 HTTP_METHODS = frozenset({"get", "put", "post", "delete", "patch", "head", "options", "trace"})
 
-#: (path, location, parameter name) -> the parameter's schema, or None to leave it as it is.
-ParameterRule = Callable[[str, str, str], "dict[str, Any] | None"]
+#: (path, method, location, parameter name) -> the parameter's schema, or None to leave it.
+ParameterRule = Callable[[str, str, str, str], "dict[str, Any] | None"]
 #: (component schema name, property name) -> the property's schema, or None.
 PropertyRule = Callable[[str, str], "dict[str, Any] | None"]
 
@@ -94,6 +102,22 @@ def name_schema(title: str) -> dict[str, Any]:
     }
 
 
+def user_topic_schema(title: str = "Topic") -> dict[str, Any]:
+    """A topic a user may create or change: a name, not one of Yak's internal topics."""
+    schema = name_schema(title)
+    reserved = {"enum": list(RESERVED_NAMES)}
+    schema["not"] = {"anyOf": [reserved, {"pattern": f"^{INTERNAL_TOPIC_PREFIX}"}]}
+    return schema
+
+
+def changes_topic(path: str, method: str) -> bool:
+    """Whether the operation creates, deletes or alters the topic its path names (a
+    produce or a read does not)."""
+    if method in ("delete", "patch", "put"):
+        return not path.endswith(("/scheduled/{offset}", "/subscription"))
+    return method == "post" and path.endswith(("/partitions", "/configs:alter"))
+
+
 def principal_schema(title: str = "Principal") -> dict[str, Any]:
     """``User:<name>`` (``yak.security.acl.user_name``)."""
     return {
@@ -115,9 +139,9 @@ def operations(document: Mapping[str, Any]) -> Iterable[tuple[str, str, dict[str
 def constrain_parameters(document: dict[str, Any], rule: ParameterRule) -> None:
     """Replace the schema of every parameter ``rule`` has one for, keeping its description and
     default, whether it may be null, and whether it is a list (then ``rule`` gives the items')."""
-    for path, _method, operation in operations(document):
+    for path, method, operation in operations(document):
         for parameter in operation.get("parameters", ()):
-            schema = rule(path, parameter.get("in", ""), parameter.get("name", ""))
+            schema = rule(path, method, parameter.get("in", ""), parameter.get("name", ""))
             if schema is None:
                 continue
             parameter["schema"] = _replaced(parameter.get("schema", {}), schema)
@@ -246,9 +270,9 @@ def link_family(
 
 
 #: Request properties that name a topic, a group member, or (in these bodies) the object made.
-_TOPIC_PROPERTIES = frozenset({"topic", "topic_name", "dead_letter_topic", "topics"})
+_TOPIC_PROPERTIES = frozenset({"topic", "dead_letter_topic", "topics"})
 _MEMBER_PROPERTIES = frozenset({"member_id"})
-_NAMED_BODIES = frozenset({"CreateTopicRequest", "CreateShareGroupRequest", "CreateUserRequest"})
+_NAMED_BODIES = frozenset({"CreateShareGroupRequest", "CreateUserRequest"})
 _CONFIG_NAMES = frozenset(
     {("AlterConfigsRequest", "delete"), ("AlterConfigEntry", "name"), ("ConfigEntry", "name")}
 )
@@ -266,6 +290,8 @@ def request_property_schema(component: str, prop: str) -> dict[str, Any] | None:
         return name_schema("Topic")
     if prop in _MEMBER_PROPERTIES:
         return name_schema("Member")
+    if prop == "topic_name" or (component, prop) == ("CreateTopicRequest", "name"):
+        return user_topic_schema()
     if prop == "name" and component in _NAMED_BODIES:
         return name_schema("Name")
     if (component, prop) in _CONFIG_NAMES:

@@ -14,11 +14,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CONTRACT_EXAMPLES", "ContractRun", "Waiver", "run_contract"]
+__all__ = ["CONTRACT_EXAMPLES", "ContractRun", "Waiver", "run_contracts"]
 
 CONTRACT_EXAMPLES = int(os.environ.get("YAK_CONTRACT_EXAMPLES", "5"))
 #: The whole CLI run's limit (s); a bounded run takes a fraction of it.
@@ -60,15 +60,37 @@ def _config(exceptions: Sequence[Waiver]) -> str:
     return "\n".join(lines)
 
 
-def run_contract(document_url: str, folder: Path, exceptions: Sequence[Waiver] = ()) -> ContractRun:
-    """Run every check and phase against the document at ``document_url``."""
-    config = folder / "schemathesis.toml"
-    config.write_text(_config(exceptions))
+def _argv(document_url: str, config: Path) -> list[str]:
     script = str(Path(sys.executable).with_name("schemathesis"))
     argv = [script, "--no-color", "--config-file", str(config), "run", document_url]
     argv += ["--checks", "all", "--max-examples", str(CONTRACT_EXAMPLES), "--seed", "1"]
     argv += ["--workers", "1", "--request-timeout", "5", "--suppress-health-check", "all"]
-    done = subprocess.run(
-        argv, capture_output=True, text=True, timeout=_RUN_SECONDS, cwd=folder, check=False
-    )
-    return ContractRun(done.returncode, done.stdout + done.stderr)
+    return argv
+
+
+def run_contracts(
+    documents: Mapping[str, str], folder: Path, waivers: Sequence[Waiver] = ()
+) -> dict[str, ContractRun]:
+    """Run every check and phase against each document (name -> URL of its JSON), the runs
+    side by side: each waits on its server far more than it computes."""
+    config = folder / "schemathesis.toml"
+    config.write_text(_config(waivers))
+    started = {}
+    for name, url in documents.items():
+        log = folder / f"{name}.log"
+        with log.open("w") as out:
+            started[name] = (
+                subprocess.Popen(
+                    _argv(url, config), stdout=out, stderr=subprocess.STDOUT, cwd=folder
+                ),
+                log,
+            )
+    runs = {}
+    for name, (process, log) in started.items():
+        try:
+            returncode = process.wait(timeout=_RUN_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            returncode = process.wait()
+        runs[name] = ContractRun(returncode, log.read_text(errors="replace"))
+    return runs

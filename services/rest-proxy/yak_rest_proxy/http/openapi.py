@@ -26,6 +26,7 @@ from fastapi.openapi.utils import get_openapi
 from yak.filters import MAX_FILTER_LENGTH
 from yak.topic_config import CATALOGUE
 from yak.web.openapi import (
+    changes_topic,
     constrain_parameters,
     constrain_properties,
     error_responses,
@@ -34,6 +35,7 @@ from yak.web.openapi import (
     operations,
     principal_schema,
     request_property_schema,
+    user_topic_schema,
 )
 from yak_rest_proxy.http.errors import NATIVE_PREFIXES
 
@@ -131,8 +133,12 @@ def _complete(path: str, method: str, operation: dict[str, Any], schemas: dict[s
     responses.update(error_responses(statuses, error["$ref"]))
 
 
-def _parameter_schema(cluster_id: str, path: str, where: str, name: str) -> dict[str, Any] | None:
+def _parameter_schema(
+    cluster_id: str, path: str, method: str, where: str, name: str
+) -> dict[str, Any] | None:
     """The schema of a parameter the server validates beyond its type (None: as declared)."""
+    if where == "path" and name == "topic" and changes_topic(path, method):
+        return user_topic_schema()
     if where == "path" and name == "cluster_id":
         return {"type": "string", "title": "Cluster id", "enum": [cluster_id]}
     if where == "path" and name == "principal":

@@ -22,6 +22,7 @@ from yak.web.openapi import (
     name_schema,
     principal_schema,
     request_property_schema,
+    user_topic_schema,
 )
 
 _NAME = jsonschema.Draft202012Validator(name_schema("Topic"))
@@ -95,7 +96,7 @@ def _document() -> dict[str, Any]:
     }
 
 
-def _topic_rule(_path: str, _where: str, name: str) -> dict[str, Any] | None:
+def _topic_rule(_path: str, _method: str, _where: str, name: str) -> dict[str, Any] | None:
     return name_schema("Topic") if name == "topic" else None
 
 
@@ -194,7 +195,15 @@ def test_request_properties_are_constrained_and_answers_left_alone() -> None:
 
     schemas = document["components"]["schemas"]
     made = schemas["CreateTopicRequest"]["properties"]
-    assert made["name"] == {**name_schema("Name"), "title": "Name"}
+    assert made["name"] == {**user_topic_schema(), "title": "Name"}
     assert made["partitions"] == {"type": "integer", "minimum": 1, "maximum": 10_000, "default": 1}
     assert "retention.ms" in made["configs"]["propertyNames"]["enum"]
     assert schemas["TopicList"]["properties"]["topics"] == topic_list
+
+
+@pytest.mark.parametrize(
+    ("name", "valid"),
+    [("orders", True), ("__yak_share_state", False), ("_yak", True), ("..", False)],
+)
+def test_a_user_topic_is_a_name_outside_the_internal_prefix(name: str, valid: bool) -> None:
+    assert jsonschema.Draft202012Validator(user_topic_schema()).is_valid(name) == valid
