@@ -111,6 +111,48 @@ async def test_compatibility_checks_with_and_without_verbose(client: httpx.Async
     assert every.json() == {"is_compatible": True}
 
 
+@pytest.mark.parametrize(
+    ("schema_type", "old", "new", "message"),
+    [
+        (
+            "JSON",
+            {"type": "object", "properties": {"a": {"type": "integer"}}},
+            {"type": "object", "properties": {"a": {"type": "string"}}},
+            "refuses documents",
+        ),
+        (
+            "PROTOBUF",
+            'syntax = "proto3"; message M { int32 a = 1; }',
+            'syntax = "proto3"; message M { string a = 1; }',
+            "FIELD_SCALAR_KIND_CHANGED at #/M/1",
+        ),
+    ],
+)
+async def test_json_and_protobuf_incompatible_versions_are_409_and_change_nothing(
+    client: httpx.AsyncClient,
+    store: MemoryMetadataStore,
+    schema_type: str,
+    old: object,
+    new: object,
+    message: str,
+) -> None:
+    def body(schema: object) -> dict[str, str]:
+        text = schema if isinstance(schema, str) else json.dumps(schema)
+        return {"schema": text, "schemaType": schema_type}
+
+    assert (await _post(client, "/subjects/s/versions", body(old))).json() == {"id": 1}
+    before = await store.range_prefix("/yak/unit/")
+    refused = await _post(client, "/subjects/s/versions", body(new))
+    assert refused.status_code == 409
+    assert refused.json()["error_code"] == 409
+    assert message in refused.json()["message"]
+    assert (await store.range_prefix("/yak/unit/")).kvs == before.kvs
+    checked = await _post(client, "/compatibility/subjects/s/versions?verbose=true", body(new))
+    assert checked.json()["is_compatible"] is False
+    assert (await client.put("/config/s", json={"compatibility": "NONE"})).status_code == 200
+    assert (await _post(client, "/subjects/s/versions", body(new))).json() == {"id": 2}
+
+
 async def test_config_and_mode_round_trips(client: httpx.AsyncClient) -> None:
     assert (await client.get("/config")).json() == {"compatibilityLevel": "BACKWARD"}
     put = await client.put("/config", json={"compatibility": "full"})
