@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 YAK_ARGS ?=
 
-.PHONY: install install-run install-test install-bench install-spark etcd chromium java peers kafka-tools deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers bench-kafka bench-latency bench-workers bench-scale bench-queue soak clean
+.PHONY: install install-run install-test install-bench install-spark etcd chromium java peers kafka-tools deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers bench-kafka bench-latency bench-workers bench-scale bench-queue bench-schema soak clean
 
 ## One venv, installed by use: each stamp installs its part once (again when pyproject.toml
 ## changes). Running needs the package with its `server` extra (the base package alone is the
@@ -226,6 +226,14 @@ bench-workers: $(BENCH_STAMP)
 BENCH_QUEUE_ARGS ?=
 bench-queue: $(BENCH_STAMP)
 	$(BIN)/python -m loadtest.bench_queue $(BENCH_QUEUE_ARGS)
+
+## Schema formats (issue 33): v2 produce rate with Avro values (by schema id) against the same
+## run's JSON rate, proxy CPU per record, and a v2 consumer's rate of each, with a schema
+## registry: loadtest/results/schema.json, docs/benchmarks.md (BENCH_SCHEMA_ARGS="--quick"
+## checks the harness).
+BENCH_SCHEMA_ARGS ?=
+bench-schema: $(BENCH_STAMP)
+	$(BIN)/python -m loadtest.bench_schema $(BENCH_SCHEMA_ARGS)
 
 ## Soak (not part of `make test`): 30 min (SOAK_MINUTES=120: two hours) at half the max produce
 ## rate with a fault every 5 min from the chaos set; loadtest/results/soak.json,
