@@ -2,7 +2,7 @@
 
 A local cluster (etcd, a coordinator, one broker; ``loadtest.local_cluster``), a
 ``yak-schema-registry`` process and one rest-proxy given its URL. The same records — a
-12-field user event, about 330 bytes as JSON — are produced as
+12-field user event, about 240 bytes as JSON — are produced as
 ``application/vnd.kafka.json.v2+json`` and as ``application/vnd.kafka.avro.v2+json`` (by
 ``value_schema_id``, the schema registered once before the timing), each to its own topic of
 ``PARTITIONS`` partitions (RF 1: the proxy's work is what differs). ``CONCURRENCY`` clients keep
