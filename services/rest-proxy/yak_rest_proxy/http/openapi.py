@@ -86,12 +86,14 @@ def _is_native(path: str) -> bool:
     return path.startswith(NATIVE_PREFIXES)  # health and docs paths are among them
 
 
-#: One event of the member's stream (``: idle`` comments carry none): ``records`` with a poll
-#: answer, or ``error`` with the native error body, as JSON text in ``data``.
+#: One event of a member's stream (``: idle`` comments carry none): ``records`` with a poll
+#: answer, or ``error`` with the native error body, as JSON text in ``data`` (a share-group
+#: stream starts with ``member``: its member id).
 _SSE_EVENT: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "event": {"type": "string", "enum": ["records", "error"]},
+        # ``member`` first on a share-group stream: the member id the proxy gave it
+        "event": {"type": "string", "enum": ["member", "records", "error"]},
         "data": {"type": "string", "description": "JSON: a poll answer, or an error body"},
     },
     "required": ["event", "data"],
@@ -147,6 +149,8 @@ def _parameter_schema(
         return {"type": "string", "title": "Topic config", "enum": sorted(CATALOGUE)}
     if where == "query" and name == "filter":
         return {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_LENGTH}
+    if where == "query" and name == "member_id":
+        return name_schema("Member")
     if name in _NAMES and (where == "path" or (where == "query" and name == "topic")):
         return name_schema(_NAMES[name])
     return None
