@@ -211,3 +211,18 @@ async def test_without_a_registry_the_formats_are_refused(tmp_path: Path) -> Non
         v3 = {"value": {"type": "AVRO", "schema_id": 1, "data": {}}}
         answer = await client.post("/v3/clusters/local/topics/t/records", json=v3)
         assert (answer.status_code, answer.json()["error_code"]) == (422, 422)
+
+
+def _produce_types(document: dict[str, Any]) -> set[str]:
+    return set(document["paths"]["/topics/{topic}"]["post"]["requestBody"]["content"])
+
+
+async def test_the_schema_types_are_documented_only_with_a_registry(
+    proxy: Proxy, tmp_path: Path
+) -> None:
+    with_registry = _produce_types((await proxy.client.get("/openapi.json")).json())
+    assert {media(f) for f in SCHEMAS} <= with_registry
+    async with proxy_and_broker(tmp_path / "plain", ProxySettings()) as (client, _app):
+        without = _produce_types((await client.get("/openapi.json")).json())
+    assert not {media(f) for f in SCHEMAS} & without
+    assert media("json") in without

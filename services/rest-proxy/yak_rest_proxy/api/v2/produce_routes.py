@@ -43,10 +43,13 @@ __all__ = ["produce_router"]
 _PRODUCE_TYPES = (
     "application/vnd.kafka.json.v2+json",
     "application/vnd.kafka.binary.v2+json",
+    "application/json",
+)
+#: Documented only where a schema registry is configured (elsewhere they are 415).
+_SCHEMA_TYPES = (
     "application/vnd.kafka.avro.v2+json",
     "application/vnd.kafka.jsonschema.v2+json",
     "application/vnd.kafka.protobuf.v2+json",
-    "application/json",
 )
 
 
@@ -54,6 +57,7 @@ def produce_router(runtime: ProxyRuntime) -> APIRouter:
     router = APIRouter(tags=[V2_TAG])
     settings = runtime.settings
     stats = runtime.stats.produce
+    types = _PRODUCE_TYPES + (_SCHEMA_TYPES if settings.schema_registry_url else ())
 
     async def produce(request: Request, topic: str, partition: int | None) -> Response:
         started = time.perf_counter()
@@ -150,7 +154,7 @@ def produce_router(runtime: ProxyRuntime) -> APIRouter:
     @router.post(
         "/topics/{topic}",
         response_model=V2ProduceResponse,
-        openapi_extra=openapi_body(V2ProduceRequest, *_PRODUCE_TYPES),
+        openapi_extra=openapi_body(V2ProduceRequest, *types),
     )
     async def produce_to_topic(
         request: Request, topic: str, _key: IdempotencyKeyHeader = None
@@ -161,7 +165,7 @@ def produce_router(runtime: ProxyRuntime) -> APIRouter:
     @router.post(
         "/topics/{topic}/partitions/{partition}",
         response_model=V2ProduceResponse,
-        openapi_extra=openapi_body(V2ProduceRequest, *_PRODUCE_TYPES),
+        openapi_extra=openapi_body(V2ProduceRequest, *types),
     )
     async def produce_to_partition(
         request: Request, topic: str, partition: int, _key: IdempotencyKeyHeader = None
