@@ -31,6 +31,8 @@ from typing import Any
 
 import httpx
 import pytest
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from tests.integration.ports import free_base_port, layout_offsets
 from tests.integration.yak_up_process import yak_cli, yak_up
@@ -183,3 +185,56 @@ async def test_the_schema_registry_takes_yak_users_only(secure: Secure, tmp_path
     async with secure.client(headers=bearer) as http:
         latest = await http.get(f"{registry}/subjects/{subject}/versions/latest")
         assert latest.json()["version"] == 1
+
+
+def test_confluents_client_logs_in_with_basic_auth_and_needs_an_acl_to_register(
+    secure: Secure,
+) -> None:
+    """Confluent's ``SchemaRegistryClient`` unchanged (``basic.auth.user.info``, the local CA):
+    reads with any user; registering ``<topic>-value`` needs WRITE on the topic's prefix."""
+    user = f"app-{uuid.uuid4().hex[:8]}"
+    secure.yak("users", "create", user, "--password", "app-secret", "--no-key")
+    (registry,) = secure.urls("schema-registry")
+    conf = {
+        "url": registry,
+        "ssl.ca.location": secure.ca,
+        "basic.auth.user.info": f"{user}:app-secret",
+    }
+    topic = f"orders-{uuid.uuid4().hex[:8]}"
+    schema = Schema('{"type": "record", "name": "Order", "fields": []}', "AVRO")
+    with SchemaRegistryClient(conf) as client:
+        assert isinstance(client.get_subjects(), list)
+        with pytest.raises(SchemaRegistryError) as denied:
+            client.register_schema(f"{topic}-value", schema)
+        assert denied.value.error_code == 40301
+        secure.yak(
+            "acls",
+            "add",
+            "--principal",
+            f"User:{user}",
+            "-t",
+            "TOPIC",
+            "-n",
+            topic,
+            "--pattern-type",
+            "PREFIXED",
+            "-o",
+            "WRITE",
+        )
+        # The registry's ACL cache follows etcd's watch in another process: try again, bounded.
+        deadline = time.monotonic() + 10
+        while (schema_id := _register_unless_denied(client, f"{topic}-value", schema)) is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        assert client.get_latest_version(f"{topic}-value").schema_id == schema_id
+
+
+def _register_unless_denied(
+    client: SchemaRegistryClient, subject: str, schema: Schema
+) -> int | None:
+    try:
+        return client.register_schema(subject, schema)
+    except SchemaRegistryError as exc:
+        if exc.error_code != 40301:
+            raise
+        return None
