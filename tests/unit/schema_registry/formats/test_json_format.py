@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import jsoncompat
 import pytest
 
 from yak_schema_registry.errors import InvalidSchemaError
@@ -67,36 +68,51 @@ INTEGER = {"type": "integer"}
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 
 
-@pytest.mark.parametrize(
-    ("rule", "narrow", "wide"),
-    [
-        # Each pair: every document ``narrow`` accepts, ``wide`` accepts, not the reverse.
-        ("type widened", INTEGER, {"type": "number"}),
-        ("null allowed", STRING, {"type": ["string", "null"]}),
-        ("enum value added", {"enum": ["a", "b"]}, {"enum": ["a", "b", "c"]}),
-        ("maximum raised", {"type": "integer", "maximum": 5}, {"type": "integer", "maximum": 10}),
-        (
-            "maxLength raised",
-            {"type": "string", "maxLength": 3},
-            {"type": "string", "maxLength": 9},
-        ),
-        ("required dropped", {**_open(a=STRING), "required": ["a"]}, _open(a=STRING)),
-        ("property added to a closed model", _closed(a=STRING), _closed(a=STRING, b=INTEGER)),
-        ("property removed from an open model", _open(a=STRING, b=INTEGER), _open(a=STRING)),
-        ("closed model opened", _closed(a=STRING), _open(a=STRING)),
-        ("items widened", {"type": "array", "items": INTEGER}, {"type": "array"}),
-        (
-            "local $ref widened",
-            {**_open(a={"$ref": "#/$defs/x"}), "$defs": {"x": INTEGER}},
-            _open(a={"type": "number"}),
-        ),
-    ],
-)
+WIDENINGS: list[tuple[str, object, object]] = [
+    # Each pair: every document ``narrow`` accepts, ``wide`` accepts, not the reverse.
+    ("type widened", INTEGER, {"type": "number"}),
+    ("null allowed", STRING, {"type": ["string", "null"]}),
+    ("enum value added", {"enum": ["a", "b"]}, {"enum": ["a", "b", "c"]}),
+    ("maximum raised", {"type": "integer", "maximum": 5}, {"type": "integer", "maximum": 10}),
+    (
+        "maxLength raised",
+        {"type": "string", "maxLength": 3},
+        {"type": "string", "maxLength": 9},
+    ),
+    ("required dropped", {**_open(a=STRING), "required": ["a"]}, _open(a=STRING)),
+    ("property added to a closed model", _closed(a=STRING), _closed(a=STRING, b=INTEGER)),
+    ("property removed from an open model", _open(a=STRING, b=INTEGER), _open(a=STRING)),
+    ("closed model opened", _closed(a=STRING), _open(a=STRING)),
+    ("items widened", {"type": "array", "items": INTEGER}, {"type": "array"}),
+    (
+        "local $ref widened",
+        {**_open(a={"$ref": "#/$defs/x"}), "$defs": {"x": INTEGER}},
+        _open(a={"type": "number"}),
+    ),
+]
+
+
+@pytest.mark.parametrize(("rule", "narrow", "wide"), WIDENINGS)
 def test_a_reader_accepting_more_reads_the_writer_but_not_the_reverse(
     rule: str, narrow: object, wide: object
 ) -> None:
     assert _compatible(wide, narrow), rule
     assert not _compatible(narrow, wide), rule
+
+
+@pytest.mark.parametrize(("rule", "narrow", "wide"), WIDENINGS)
+def test_what_the_writer_accepts_jsonschema_finds_the_reader_accepts(
+    rule: str, narrow: object, wide: object
+) -> None:
+    """The verdict checked by another implementation: documents jsoncompat generates for the
+    writer are valid, by ``jsonschema``, against the reader it called compatible."""
+    writer = parse(_source(narrow), [])
+    reader = parse(_source(wide), [])
+    assert incompatibilities(reader, writer) == [], rule
+    for _ in range(30):
+        document = json.loads(jsoncompat.generate_value(writer.text, 5))
+        assert writer.parsed.is_valid(document), (rule, document)  # type: ignore[attr-defined]
+        assert reader.parsed.is_valid(document), (rule, document)  # type: ignore[attr-defined]
 
 
 def test_a_typed_property_added_to_an_open_model_breaks_backward_only() -> None:
