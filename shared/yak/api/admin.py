@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field
 
+from yak.api.json_int import JsonInt, NonNegativeJsonInt
 from yak.api.log_dirs import (
     BrokerLogDir,
     BrokerTopicLogs,
@@ -124,7 +125,7 @@ class ReassignmentRequest(_Request):
     """``PUT /topics/{name}/partitions/{p}/reassignment``: the partition's new replica list
     (the first is the preferred leader)."""
 
-    replicas: list[StrictInt] = Field(min_length=1)  # strict: JSON's false is not broker 0
+    replicas: list[JsonInt] = Field(min_length=1)  # JSON's false is not broker 0
 
 
 class PartitionReassignment(PartitionInfo):
@@ -144,7 +145,7 @@ class TopicPartitionRef(_Request):
     """One partition of one topic."""
 
     topic: str
-    partition: int = Field(ge=0, strict=True)  # strict: JSON's false is not partition 0
+    partition: NonNegativeJsonInt  # JSON's false is not partition 0
 
 
 class ElectLeadersRequest(_Request):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from yak.api.json_int import NonNegativeJsonInt
 from yak.security.acl import AclBinding, Operation, PatternType, Permission, ResourceType
 
 __all__ = [
@@ -28,6 +29,8 @@ __all__ = [
 ]
 
 _NAME = r"^[a-zA-Z0-9._-]{1,249}$"
+#: A byte rate: JSON's true/false are none; at most int64, the answers' width.
+_Rate = NonNegativeJsonInt
 _PRINCIPAL = r"^User:([a-zA-Z0-9._-]{1,249}|\*)$"
 
 
@@ -148,9 +151,8 @@ class QuotaBody(_Request):
     """``PUT /security/quotas/{principal}``: byte rates per second (null: the proxy's default,
     0: unlimited). Enforced by each proxy on its own (docs/security.md)."""
 
-    # strict: JSON's true/false are not rates; at most int64, the width the answers carry
-    produce_bytes_per_s: int | None = Field(default=None, ge=0, le=2**63 - 1, strict=True)
-    fetch_bytes_per_s: int | None = Field(default=None, ge=0, le=2**63 - 1, strict=True)
+    produce_bytes_per_s: _Rate | None = None
+    fetch_bytes_per_s: _Rate | None = None
 
 
 class QuotaInfo(_Answer):
