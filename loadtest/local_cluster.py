@@ -165,6 +165,8 @@ class LocalCluster:
                     "YAK_DATA_DIR": str(self.folder / f"broker-{broker_id}"),
                     "YAK_LEASE_TTL_S": str(self.lease_ttl_s),
                     "YAK_REPLICA_LAG_TIME_MAX_MS": str(self.replica_lag_time_max_ms),
+                    # As ``yak up`` (and Kafka's shipped server.properties): no initial delay.
+                    "YAK_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
                     "YAK_LOG_LEVEL": "info",
                     **self._code_env(),
                     **env,

@@ -63,6 +63,10 @@ load_publish_interval_ms    YAK_LOAD_PUBLISH_      5000 (1000..60000): how often
                             INTERVAL_MS            samples its load; it rewrites its
                                                    registration with the sample at most this
                                                    often (``server.load_sampler``)
+group_initial_rebalance_   YAK_GROUP_INITIAL_     3000 (Kafka's default): an empty classic
+delay_ms                    REBALANCE_DELAY_MS     group's first rebalance waits this long for
+                                                   more members; ``yak up`` sets 0, as Kafka's
+                                                   shipped server.properties does
 ==========================  =====================  ==========================================
 """
 
@@ -160,6 +164,8 @@ class BrokerSettings:
     metrics_partition_series: int = 1_000
     #: How often the load sample is taken and, at most, published (``server.load_sampler``).
     load_publish_interval_ms: int = 5_000
+    #: ``group.initial.rebalance.delay.ms`` of the classic groups coordinated here.
+    group_initial_rebalance_delay_ms: int = 3_000
 
     def __post_init__(self) -> None:
         parse_etcd_urls(self.etcd_url)  # one member or several: a typo stops the start
@@ -170,6 +176,9 @@ class BrokerSettings:
         self._check_kafka_security()
         if self.lease_ttl_s < 1:
             raise ValueError(f"lease TTL must be >= 1 s, got {self.lease_ttl_s}")
+        delay_ms = self.group_initial_rebalance_delay_ms
+        if delay_ms < 0:
+            raise ValueError(f"initial rebalance delay must be >= 0 ms, got {delay_ms}")
         if self.max_open_files is not None and self.max_open_files < 1:
             raise ValueError(f"max open files must be >= 1, got {self.max_open_files}")
         if self.metrics_partition_series < 0:
@@ -258,4 +267,5 @@ _ENV: tuple[tuple[str, str, Callable[[str], object]], ...] = (
     ("max_open_files", "YAK_MAX_OPEN_FILES", int),
     ("metrics_partition_series", "YAK_METRICS_PARTITION_SERIES", int),
     ("load_publish_interval_ms", "YAK_LOAD_PUBLISH_INTERVAL_MS", int),
+    ("group_initial_rebalance_delay_ms", "YAK_GROUP_INITIAL_REBALANCE_DELAY_MS", int),
 )

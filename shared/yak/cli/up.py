@@ -207,8 +207,12 @@ def plan_cluster(
 
 
 def _with_kafka_port(spec: ProcessSpec, port: int) -> ProcessSpec:
-    """A broker's Kafka listener port (``--secure``: SASL_SSL, the broker's own setting)."""
-    return replace(spec, env={**spec.env, "YAK_KAFKA_PORT": str(port)})
+    """A broker's Kafka listener port (``--secure``: SASL_SSL, the broker's own setting), and
+    no initial rebalance delay for its classic groups: Kafka's shipped server.properties sets
+    ``group.initial.rebalance.delay.ms=0`` "for development and testing" (the broker's default
+    stays Kafka's 3 s)."""
+    env = {"YAK_KAFKA_PORT": str(port), "YAK_GROUP_INITIAL_REBALANCE_DELAY_MS": "0"}
+    return replace(spec, env={**spec.env, **env})
 
 
 def _with_registry(spec: ProcessSpec, url: str) -> ProcessSpec:

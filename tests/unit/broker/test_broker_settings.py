@@ -25,3 +25,11 @@ def test_the_load_publish_interval_is_bounded() -> None:
     for outside in (999, 60_001):
         with pytest.raises(ValueError, match=r"load publish interval must be 1000\.\.60000 ms"):
             BrokerSettings(load_publish_interval_ms=outside)
+
+
+def test_the_initial_rebalance_delay_is_kafkas_unless_set() -> None:
+    assert BrokerSettings().group_initial_rebalance_delay_ms == 3_000
+    env = {"YAK_GROUP_INITIAL_REBALANCE_DELAY_MS": "0"}
+    assert BrokerSettings.from_env(env).group_initial_rebalance_delay_ms == 0
+    with pytest.raises(ValueError, match="initial rebalance delay must be >= 0 ms, got -1"):
+        BrokerSettings(group_initial_rebalance_delay_ms=-1)

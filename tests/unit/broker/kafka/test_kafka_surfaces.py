@@ -141,6 +141,8 @@ def test_yak_up_gives_each_broker_a_kafka_port(tmp_path: Path) -> None:
         str(9400 + KAFKA_PORT_OFFSET + i) for i in range(3)
     ]
     assert kafka["coordinator-0"] is None
+    delays = {s.env.get("YAK_GROUP_INITIAL_REBALANCE_DELAY_MS") for s in plan.services}
+    assert delays == {"0", None}  # brokers: Kafka's development setting; the others: none
     secure = plan_cluster(tmp_path, 9400, brokers=1, coordinators=1, cluster_id="c", secure=True)
     (broker,) = (s for s in secure.services if s.name == "broker-0")
     assert broker.env["YAK_KAFKA_PORT"] == str(9400 + KAFKA_PORT_OFFSET)  # SASL_SSL there

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from yak.clock import Clock, SystemClock
@@ -104,7 +105,10 @@ class GroupCoordinator:
             lambda: broker.metadata_store,
             broker.keyspace,
             SystemClock(),
-            BROKER_GROUP_SETTINGS,
+            replace(
+                BROKER_GROUP_SETTINGS,
+                initial_rebalance_delay_ms=broker.settings.group_initial_rebalance_delay_ms,
+            ),
         )
 
     # --- routing ---------------------------------------------------------------------------

@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import pytest
 
@@ -31,6 +32,10 @@ from yak_broker.kafka.groups.state.records import (
     Protocol,
     SyncGroup,
 )
+from yak_broker.settings import BrokerSettings
+
+if TYPE_CHECKING:
+    from yak_broker.server.broker import Broker
 
 E = GroupErrorCode
 KS = Keyspace("test")
@@ -284,3 +289,25 @@ async def test_a_moved_group_without_requests_is_unloaded_at_its_next_deadline(
     await w.advance(11)  # a's session ends: the timer asks whether the group is still here
     assert parked.result().error is E.NOT_COORDINATOR  # not the round's answer
     assert await w.marker("quiet") is None
+
+
+@pytest.mark.parametrize(("delay_ms", "completes_at_once"), [(0, True), (3_000, False)])
+async def test_a_brokers_coordinator_waits_its_initial_rebalance_delay(
+    world: World, delay_ms: int, completes_at_once: bool
+) -> None:
+    """``of_broker`` takes ``group_initial_rebalance_delay_ms`` from the broker's settings:
+    with 0 an empty group's only member is answered at once, with Kafka's 3 s it waits."""
+    broker = SimpleNamespace(
+        settings=BrokerSettings(broker_id=ME, group_initial_rebalance_delay_ms=delay_ms),
+        snapshot=lambda: SimpleNamespace(brokers=world.brokers),
+        metadata_store=world.store,
+        keyspace=KS,
+    )
+    groups = GroupCoordinator.of_broker(cast("Broker", broker))
+    try:
+        first = await groups.join("g", join())
+        joined = world.start(groups.join("g", join(first.member_id)))
+        await world.settle()
+        assert joined.done() is completes_at_once
+    finally:
+        await groups.close()
