@@ -19,7 +19,8 @@ timeout, auto-commit of the positions read every second, as the other drivers co
 blocking ``consume(1000, 0.1 s)`` run on a one-thread executor of its own (the client is not
 thread-safe; the runner's consumers must not queue behind each other in the loop's default
 pool). ``create_consumer`` returns once the member holds its partitions (the group's first
-rebalance waits ``group.initial.rebalance.delay.ms``, 3 s as in Kafka), so the runner's
+rebalance waits ``group.initial.rebalance.delay.ms``: 0 on ``yak up``'s brokers, as in Kafka's
+shipped server.properties; 3 s is the default), so the runner's
 consumers are members before its producers start; a backlog drain, timed from creating the
 consumers, includes that join as the runner says.
 
@@ -133,7 +134,7 @@ class _KafkaConsumer(Consumer):
 
     async def join(self) -> None:
         """Poll until the group gave this member its partitions (Kafka's first rebalance of
-        an empty group waits ``group.initial.rebalance.delay.ms``, 3 s)."""
+        an empty group waits ``group.initial.rebalance.delay.ms``)."""
         deadline = time.monotonic() + JOIN_TIMEOUT_S
         while not self._assigned:
             if time.monotonic() > deadline:
