@@ -165,6 +165,8 @@ _SCHEMA_FORMATS = ["avro", "jsonschema", "protobuf"]
 def _property_schema(registry: bool, component: str, prop: str) -> dict[str, Any] | None:
     """Request body properties the proxy validates beyond their type (``registry``: whether
     a schema registry is configured, without which the schema formats are refused)."""
+    if component == "V2CreateConsumer" and prop == "partition.assignment.strategy":
+        return {"type": "string", "enum": ["uniform", "range"]}
     if component == "V2CreateConsumer" and prop == "format":
         return {"type": "string", "enum": _PLAIN_FORMATS + (_SCHEMA_FORMATS if registry else [])}
     if component in _OFFSETS and prop == "offset":

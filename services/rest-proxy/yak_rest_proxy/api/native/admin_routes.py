@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import Callable
 from typing import Annotated
 
@@ -46,6 +47,10 @@ from yak_rest_proxy.runtime import ProxyRuntime
 from yak_rest_proxy.security.access import visible
 
 __all__ = ["admin_router"]
+
+#: ``earliest``, ``latest`` or up to 18 ASCII digits (checked whole: ``re.fullmatch``, and
+#: pydantic's regex engine, whose ``$`` is the end of the text).
+_TIMESTAMP = r"^(earliest|latest|[0-9]{1,18})$"
 
 _CATCH_UP_S = 5.0
 
@@ -117,6 +122,7 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
             Query(
                 description="``earliest`` (the log start), ``latest`` (the high watermark) "
                 "or milliseconds since the epoch: the first offset at or after it.",
+                pattern=_TIMESTAMP,
             ),
         ] = "latest",
     ) -> Response:
@@ -226,8 +232,8 @@ def admin_router(runtime: ProxyRuntime) -> APIRouter:
 def _timestamp(text: str) -> int | str:
     if text in ("earliest", "latest"):
         return text
-    if text.isdigit() and len(text) <= 18:
-        return int(text)
+    if re.fullmatch(_TIMESTAMP, text):
+        return int(text)  # ASCII digits only: str.isdigit() also takes '²', which int() refuses
     raise InvalidRequestError(
         f"timestamp must be 'earliest', 'latest' or milliseconds >= 0, got {text[:40]!r}"
     )
