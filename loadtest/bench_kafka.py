@@ -17,8 +17,9 @@ In order, one system running at a time:
    group consumer), then the idle one-record produce latency on the partition leader's Kafka
    listener (``kafka_bench.idle``): acks=1 and acks=all with a bare-socket Produce v9 client
    (the headline ``kafka_acks1_p50_ms``: it measures the broker, not a client's queues) and
-   acks=1 with confluent-kafka flushing each record (for reference), on a topic of one
-   partition, RF 3.
+   acks=1 with confluent-kafka flushing each record (for reference), back to back as the goal
+   says, and acks=1 paced 2 ms apart (``kafka_acks1_paced_*``: adds idle cores' wake-up), on
+   a topic of one partition, RF 3.
 3. **The matrix**: pytest runs ``MATRIX_MODULES`` (each starts its own cluster) with a JUnit
    XML report; ``clients_passing`` is how many of confluent-kafka, kafka-python and aiokafka
    passed every test parametrised by them (``kafka_bench.calc``). ``--no-matrix`` skips it.
@@ -60,7 +61,7 @@ from rich.console import Console
 from rich.table import Table
 
 from loadtest.kafka_bench.calc import goal_verdicts, matrix_from_junit, ratio
-from loadtest.kafka_bench.idle import bare_socket, confluent
+from loadtest.kafka_bench.idle import PACED_GAP_S, bare_socket, confluent
 from loadtest.kafka_bench.markdown import block, replace_block
 from loadtest.latency.measure import IdleSettings, idle_redis
 from loadtest.peers.drivers.base import Driver
@@ -177,13 +178,14 @@ async def _idle(url: str, args: argparse.Namespace) -> dict[str, Any]:
         address = await _leader_kafka_address(admin, IDLE_TOPIC)
     out: dict[str, Any] = {}
     runs = (
-        ("acks1", bare_socket, 1),
-        ("acksall", bare_socket, -1),
-        ("acks1_confluent", confluent, 1),
+        ("acks1", bare_socket, 1, 0.0),
+        ("acksall", bare_socket, -1, 0.0),
+        ("acks1_confluent", confluent, 1, 0.0),
+        ("acks1_paced", bare_socket, 1, PACED_GAP_S),
     )
-    for name, probe, acks in runs:
+    for name, probe, acks, gap_s in runs:
         seconds = await asyncio.to_thread(
-            probe, address, IDLE_TOPIC, 0, acks, args.warmup, args.samples
+            probe, address, IDLE_TOPIC, 0, acks, args.warmup, args.samples, gap_s
         )
         summary = summary_ms(seconds)
         out |= {f"kafka_{name}_{k}": v for k, v in summary.items()}
@@ -244,7 +246,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "kafka_consumer": CONSUMER_SETTINGS,
         "redis": RedisStreamsDriver.description,
         "kafka_acks1_method": "bare-socket Produce v9 (yak.protocol.kafka_wire), one request "
-        "at a time on one connection to the leader, 1 KiB record, RF 3 topic of 1 partition",
+        "at a time on one connection to the leader, back to back (the next sent when the answer "
+        "is read; acks1_paced: 2 ms apart), 1 KiB record, RF 3 topic of 1 partition",
         "group_initial_rebalance_delay_ms": 0,
         "idle_samples": args.samples,
         "idle_warmup": args.warmup,

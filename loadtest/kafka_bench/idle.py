@@ -1,5 +1,6 @@
 """Idle one-record produce latency on a broker's Kafka listener: one request at a time on one
-connection, back to back (``GAP_S`` apart), ``warmup`` unmeasured then ``samples`` measured.
+connection, back to back (``gap_s`` apart: 0 by default, the issue's "back-to-back requests";
+``PACED_GAP_S`` for the paced reference row), ``warmup`` unmeasured then ``samples`` measured.
 
 - ``bare_socket``: a blocking socket (``TCP_NODELAY``) speaking Produce v9 with
   ``yak.protocol.kafka_wire`` — the headline, because it measures the broker: every request is
@@ -31,9 +32,11 @@ from yak.protocol.kafka_wire import (
 )
 from yak.record import RecordInput, encode_batch
 
-__all__ = ["GAP_S", "RETRIABLE", "bare_socket", "confluent"]
+__all__ = ["PACED_GAP_S", "RETRIABLE", "bare_socket", "confluent"]
 
-GAP_S = 0.002
+#: The pause between requests of the paced row: the machine idles between them, so the row
+#: adds the wake-up of idle cores and processes (on this VM, about half a millisecond).
+PACED_GAP_S = 0.002
 VALUE_BYTES = 1024
 READY_TIMEOUT_S = 30.0
 #: Partition errors of a partition whose leadership is still being set up.
@@ -67,7 +70,13 @@ def _exchange(sock: socket.socket, frame: bytes, correlation_id: int) -> tuple[i
 
 
 def bare_socket(
-    address: str, topic: str, partition: int, acks: int, warmup: int, samples: int
+    address: str,
+    topic: str,
+    partition: int,
+    acks: int,
+    warmup: int,
+    samples: int,
+    gap_s: float = 0.0,
 ) -> list[float]:
     """The measured request times in seconds (see the module docstring). During the warm-up
     a retriable partition error (a new topic's leader not ready yet, ``RETRIABLE``) is waited
@@ -101,12 +110,19 @@ def bare_socket(
             if i >= warmup:
                 measured.append(elapsed / 1e9)
             i += 1
-            time.sleep(GAP_S)  # pacing between requests, not waiting for anything
+            if gap_s:
+                time.sleep(gap_s)  # pacing between requests, not waiting for anything
     return measured
 
 
 def confluent(
-    address: str, topic: str, partition: int, acks: int, warmup: int, samples: int
+    address: str,
+    topic: str,
+    partition: int,
+    acks: int,
+    warmup: int,
+    samples: int,
+    gap_s: float = 0.0,
 ) -> list[float]:
     """The measured ``produce`` + ``flush`` times in seconds (see the module docstring)."""
     producer = ConfluentProducer(
@@ -129,5 +145,6 @@ def confluent(
             raise RuntimeError(f"record {i}: {errors or f'{left} not delivered'}")
         if i >= warmup:
             measured.append(elapsed / 1e9)
-        time.sleep(GAP_S)  # pacing between records, not waiting for anything
+        if gap_s:
+            time.sleep(gap_s)  # pacing between records, not waiting for anything
     return measured

@@ -33,6 +33,7 @@ DETAILS = (
     ("kafka_acks1_p99_ms", "idle acks=1 p99 ms (bare socket, Produce v9)"),
     ("kafka_acksall_p50_ms", "idle acks=all p50 ms (bare socket, Produce v9)"),
     ("kafka_acks1_confluent_p50_ms", "idle acks=1 p50 ms (confluent-kafka, flush per record)"),
+    ("kafka_acks1_paced_p50_ms", "idle acks=1 p50 ms, requests 2 ms apart (bare socket)"),
     ("redis_xadd_p50_ms", "idle XADD p50 ms (redis.asyncio)"),
 )
 
