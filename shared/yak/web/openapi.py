@@ -27,6 +27,7 @@ from typing import Any
 
 from yak.api.admin import MAX_PARTITIONS
 from yak.filters import MAX_FILTER_LENGTH
+from yak.metadata.models import ShareGroupRecord
 from yak.names import (
     INTERNAL_TOPIC_PREFIX,
     MAX_NAME_LENGTH,
@@ -277,6 +278,9 @@ _CONFIG_NAMES = frozenset(
     {("AlterConfigsRequest", "delete"), ("AlterConfigEntry", "name"), ("ConfigEntry", "name")}
 )
 _CONFIG_MAPS = frozenset({("AlterConfigsRequest", "set"), ("CreateTopicRequest", "configs")})
+#: Share-group settings, bounded as the stored record (``ShareGroupRecord``) bounds them.
+_SHARE_BODIES = frozenset({"CreateShareGroupRequest", "AlterShareGroupRequest"})
+_SHARE_BOUNDED = frozenset({"max_delivery_attempts", "lock_duration_ms"})
 _PARTITION_COUNTS = frozenset(
     {("CreateTopicRequest", "partitions"), ("CreatePartitionsRequest", "count")}
 )
@@ -285,7 +289,10 @@ _PARTITION_COUNTS = frozenset(
 def request_property_schema(component: str, prop: str) -> dict[str, Any] | None:
     """The schema of a property of the shared request bodies (``yak.api``) that the server
     validates beyond its type: names (``yak.names``), topic config names
-    (``yak.topic_config.CATALOGUE``), partition counts (``MAX_PARTITIONS``), filters."""
+    (``yak.topic_config.CATALOGUE``), partition counts (``MAX_PARTITIONS``), filters,
+    share-group settings (``ShareGroupRecord``'s bounds)."""
+    if component == "TopicPartitionRef":
+        return None  # ElectLeaders answers any name per partition (UNKNOWN_TOPIC_...), as Kafka
     if prop in _TOPIC_PROPERTIES:
         return name_schema("Topic")
     if prop in _MEMBER_PROPERTIES:
@@ -303,6 +310,9 @@ def request_property_schema(component: str, prop: str) -> dict[str, Any] | None:
             "propertyNames": names,
             "additionalProperties": {"type": "string"},
         }
+    if component in _SHARE_BODIES and prop in _SHARE_BOUNDED:
+        bounds = ShareGroupRecord.model_json_schema()["properties"][prop]
+        return {"type": "integer", "minimum": bounds["minimum"], "maximum": bounds["maximum"]}
     if (component, prop) in _PARTITION_COUNTS:
         return {"type": "integer", "minimum": 1, "maximum": MAX_PARTITIONS}
     if prop == "filter":

@@ -371,6 +371,18 @@ WAIVERS = (
         "draining a broker needs other live brokers to take its replicas: a cluster state "
         "no request schema can state (400 INVALID_REPLICATION_FACTOR)",
     ),
+    *(
+        Waiver(
+            operation,
+            "positive_data_acceptance",
+            "a partition count can only grow: the topic's current count is state "
+            "(400 INVALID_PARTITIONS)",
+        )
+        for operation in (
+            "POST /admin/v1/topics/{name}/partitions",
+            "POST /api/v1/topics/{topic}/partitions",
+        )
+    ),
     Waiver(
         "PUT /admin/v1/topics/{name}/partitions/{partition}/reassignment",
         "positive_data_acceptance",

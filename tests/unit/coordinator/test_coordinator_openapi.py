@@ -53,3 +53,12 @@ def test_a_changed_topic_may_not_be_internal_and_a_read_one_may() -> None:
     read = paths["/admin/v1/topics/{name}"]["get"]["parameters"][0]["schema"]
     assert "__yak_" in str(deleted["not"])
     assert "__yak_" not in str(read["not"])
+
+
+def test_share_group_bounds_are_the_rules_bounds() -> None:
+    schemas = _document()["components"]["schemas"]
+    created = schemas["CreateShareGroupRequest"]["properties"]
+    attempts = created["max_delivery_attempts"]
+    lock = created["lock_duration_ms"]
+    assert (attempts["minimum"], attempts["maximum"]) == share_group_rules.DELIVERY_ATTEMPTS_RANGE
+    assert (lock["minimum"], lock["maximum"]) == share_group_rules.LOCK_DURATION_RANGE_MS
