@@ -133,7 +133,9 @@ class ProxyRuntime:
         )
         #: The schema formats' encoders, decoders and registry client (``schemas``).
         registry = settings.schema_registry_url
-        self.schemas = Schemas(RegistryClient(registry) if registry else None)
+        # As for the coordinator: the registry authorizes the end user (its credential).
+        client = RegistryClient(registry, auth=ForwardedAuth()) if registry else None
+        self.schemas = Schemas(client)
         self._connect: asyncio.Task[None] | None = None
         self._admin: AdminClient | None = None
         self._retired_admins: list[AdminClient] = []

@@ -5,7 +5,10 @@ schema under a subject (which answers the existing id when the registry has it a
 Failures become the schema formats' typed errors: unreachable, timed out or 5xx is
 ``SchemaRegistryUnavailableError`` (retriable); an unknown id, subject or version, an invalid
 or incompatible schema is ``InvalidSchemaError`` with the registry's own message. One
-``AsyncClient`` per proxy process, shared by every request on the event loop.
+``AsyncClient`` per proxy process, shared by every request on the event loop. Under security
+the caller's own credential goes along (``auth``: the proxy's ``ForwardedAuth``), so the
+registry authorizes the end user, as the coordinator does for administration; ``tls`` (the
+process's ``ClientTls``, from ``YAK_TLS_CA``…) verifies an https registry.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from urllib.parse import quote
 
 import httpx
 
+from yak.clients.tls import ClientTls, default_context
 from yak_rest_proxy.schemas.errors import InvalidSchemaError, SchemaRegistryUnavailableError
 from yak_rest_proxy.schemas.schema_type import SchemaType
 
@@ -40,13 +44,18 @@ class RegistryClient:
         *,
         timeout_s: float = 10.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        auth: httpx.Auth | None = None,
+        tls: ClientTls | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        tls = tls if tls is not None else ClientTls.from_env()
         self._http = httpx.AsyncClient(
             base_url=self.base_url,
             timeout=timeout_s,
             headers={"accept": _CONTENT},
             transport=transport,
+            auth=auth,
+            verify=tls.ssl_context() if tls.configured else default_context(),
         )
 
     async def aclose(self) -> None:
