@@ -1,10 +1,11 @@
-"""Kafka's admin APIs, aiokafka, kcat and a leader killed under an idempotent producer, against
+"""Kafka's admin APIs, kcat and a leader killed under an idempotent producer, against
 a real cluster (etcd, a coordinator, 3 brokers, a rest-proxy; one cluster for the module).
 
 - confluent-kafka's ``AdminClient`` creates a topic with configs (refusals and validate_only
   too), describes and alters them, adds partitions, deletes records and deletes the topic —
   and the coordinator's REST admin, ``yak topics describe`` and the proxy agree at each step;
-- aiokafka produces keyed records with headers and reads them back with ``assign``;
+- (aiokafka's keyed records with headers, read back by ``assign``, are in the client matrix:
+  ``test_kafka_clients.py``);
 - kcat lists the metadata (``-L``), produces (``-P``) and consumes (``-C -o beginning -e``);
 - last (it kills a broker): librdkafka, idempotent with acks=all, sends a numbered sequence to
   an RF 3 partition while its leader gets SIGKILL; every delivery succeeds and the partition
@@ -25,8 +26,6 @@ from typing import Any
 
 import httpx
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.structs import TopicPartition as AioPartition
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
@@ -140,40 +139,6 @@ async def test_confluent_admin_client_manages_a_topic_as_rest_shows_it(
     cluster: LocalCluster, bootstrap: str
 ) -> None:
     await asyncio.to_thread(confluent_admin_walk, cluster, bootstrap, unique("kadmin"))
-
-
-async def test_aiokafka_produces_keyed_records_with_headers_and_reads_them(
-    cluster: LocalCluster, bootstrap: str
-) -> None:
-    topic = unique("aio")
-    await create_topic(cluster, topic, partitions=2, replication_factor=3)
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
-    await producer.start()
-    try:
-        sent = {}
-        for i in range(8):
-            key = f"k{i}".encode()
-            meta = await producer.send_and_wait(
-                topic, value=f"v{i}".encode(), key=key, headers=[("n", str(i).encode())]
-            )
-            sent[meta.partition, meta.offset] = (key, f"v{i}".encode(), (("n", str(i).encode()),))
-    finally:
-        await producer.stop()
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
-    await consumer.start()
-    try:
-        consumer.assign([AioPartition(topic, p) for p in range(2)])
-        await consumer.seek_to_beginning()
-        found: dict[tuple[int, int], Any] = {}
-        async with asyncio.timeout(TIMEOUT_S):
-            while len(found) < len(sent):
-                for records in (await consumer.getmany(timeout_ms=500)).values():
-                    for r in records:
-                        found[r.partition, r.offset] = (r.key, r.value, tuple(r.headers))
-    finally:
-        await consumer.stop()
-    assert found == sent
-    assert {p for p, _ in found} == {0, 1}
 
 
 def kcat(bootstrap: str, *args: str, stdin: str | None = None) -> str:
