@@ -67,6 +67,9 @@ group_initial_rebalance_   YAK_GROUP_INITIAL_     3000 (Kafka's default): an emp
 delay_ms                    REBALANCE_DELAY_MS     group's first rebalance waits this long for
                                                    more members; ``yak up`` sets 0, as Kafka's
                                                    shipped server.properties does
+kafka_fetch_session_cache_  YAK_KAFKA_FETCH_       1000 (Kafka's max.incremental.fetch.
+slots                       SESSION_CACHE_SLOTS    session.cache.slots): consumer fetch
+                                                   sessions the Kafka listener holds; 0: none
 ==========================  =====================  ==========================================
 """
 
@@ -166,6 +169,8 @@ class BrokerSettings:
     load_publish_interval_ms: int = 5_000
     #: ``group.initial.rebalance.delay.ms`` of the classic groups coordinated here.
     group_initial_rebalance_delay_ms: int = 3_000
+    #: Consumer fetch sessions (KIP-227) the Kafka listener holds at most; 0: none.
+    kafka_fetch_session_cache_slots: int = 1_000
 
     def __post_init__(self) -> None:
         parse_etcd_urls(self.etcd_url)  # one member or several: a typo stops the start
@@ -179,6 +184,9 @@ class BrokerSettings:
         delay_ms = self.group_initial_rebalance_delay_ms
         if delay_ms < 0:
             raise ValueError(f"initial rebalance delay must be >= 0 ms, got {delay_ms}")
+        if self.kafka_fetch_session_cache_slots < 0:
+            slots = self.kafka_fetch_session_cache_slots
+            raise ValueError(f"fetch session cache slots must be >= 0, got {slots}")
         if self.max_open_files is not None and self.max_open_files < 1:
             raise ValueError(f"max open files must be >= 1, got {self.max_open_files}")
         if self.metrics_partition_series < 0:
@@ -268,4 +276,5 @@ _ENV: tuple[tuple[str, str, Callable[[str], object]], ...] = (
     ("metrics_partition_series", "YAK_METRICS_PARTITION_SERIES", int),
     ("load_publish_interval_ms", "YAK_LOAD_PUBLISH_INTERVAL_MS", int),
     ("group_initial_rebalance_delay_ms", "YAK_GROUP_INITIAL_REBALANCE_DELAY_MS", int),
+    ("kafka_fetch_session_cache_slots", "YAK_KAFKA_FETCH_SESSION_CACHE_SLOTS", int),
 )

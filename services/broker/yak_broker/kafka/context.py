@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from yak.clients.admin import AdminClient
 from yak.protocol.broker_wire import Buffer
+from yak_broker.kafka.consumer_fetch_sessions import ConsumerFetchSessions, register_metrics
 from yak_broker.kafka.groups.coordinator import GroupCoordinator
 from yak_broker.kafka.sasl_session import ANONYMOUS
 
@@ -48,9 +49,19 @@ class KafkaServer:
     security: KafkaSecurity | None = None
     #: Per-principal byte-rate quotas of Produce and Fetch (``kafka.quotas``); None: none.
     quotas: KafkaQuotas | None = None
+    #: Consumers' incremental fetch sessions (``kafka.consumer_fetch_sessions``), at most
+    #: the broker's ``kafka_fetch_session_cache_slots``; they die with the broker.
+    fetch_sessions: ConsumerFetchSessions = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "groups", GroupCoordinator.of_broker(self.broker))
+        broker = self.broker
+        object.__setattr__(self, "groups", GroupCoordinator.of_broker(broker))
+        sessions = ConsumerFetchSessions(
+            broker.replicas.waiters,
+            max_sessions=broker.settings.kafka_fetch_session_cache_slots,
+        )
+        register_metrics(broker.metrics.registry, sessions)
+        object.__setattr__(self, "fetch_sessions", sessions)
 
 
 class KafkaRequest(NamedTuple):

@@ -12,12 +12,17 @@ the principal may not READ (``kafka.authorize``, as the REST record reads) is an
 count against the principal's fetch quota (``kafka.quotas``: a throttled answer carries
 ``throttle_time_ms`` and is held that long).
 
-**Fetch sessions** (KIP-227, v7+): none are created here — every answer says session id 0,
-which tells a client to keep sending full fetches (Kafka's ``FetchSessionHandler`` does); an
-incremental fetch (session epoch > 0) of a session this listener never gave gets
-``FETCH_SESSION_ID_NOT_FOUND``, and the client starts over with a full one. Only consumers
-fetch here: a request with a replica id (a follower's) is refused — replication travels on the
-internal listener, where followers authenticate.
+**Fetch sessions** (KIP-227, v7+; ``kafka.consumer_fetch_sessions``): a full fetch
+(``session_epoch`` 0) creates a session when the cache has room and is answered its id; an
+incremental one names only changed partitions and ``forgotten_topics_data`` and is answered
+only the partitions with news (records, a moved high watermark or log start offset, an error);
+a refused one (unknown id 70, wrong epoch 71) is answered the error and no partition. A session
+round long-polls on the session's one waiter and reads only the partitions it finds due (an
+idle round reads no log). READ is checked on every round for the partitions named and, when
+the listener authenticates, for every topic the session holds: a denied partition is answered
+``TOPIC_AUTHORIZATION_FAILED`` and leaves the session. Only consumers fetch here: a request
+with a replica id (a follower's) is refused — replication travels on the internal listener,
+where followers authenticate.
 
 v12 bodies are parsed and answered by the internal plane's hand-written codec (``kafka_wire``:
 record bytes are written without a copy; errors carry its tagged field, which Kafka clients
@@ -26,10 +31,13 @@ skip); v4-v11 by kio. Single event loop.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Sequence
+from itertools import chain
 from typing import Any
 
-from yak.errors import InvalidRequestError, TopicAuthorizationError
+from yak.errors import InvalidRequestError, TopicAuthorizationError, YakError
 from yak.protocol import kafka_wire as kw
 from yak.protocol.broker_wire import (
     CONSUMER_REPLICA_ID,
@@ -43,15 +51,17 @@ from yak.protocol.broker_wire import (
 from yak.protocol.kafka_errors import kafka_error_code
 from yak.security.acl import Operation, ResourceType
 from yak_broker.kafka.authorize import authorized
+from yak_broker.kafka.consumer_fetch_sessions import ConsumerFetchSession
 from yak_broker.kafka.context import KafkaRequest
 from yak_broker.kafka.quotas import QuotaKind
 from yak_broker.kafka.schemas import read_request, write_response
-from yak_broker.server.fetcher import serve_fetch
+from yak_broker.replication.delayed_fetch import is_satisfied
+from yak_broker.replication.replica_manager import ReplicaManager
+from yak_broker.server.fetcher import read_partitions, serve_fetch
 
 __all__ = ["handle_fetch"]
 
 API_FETCH = 1
-_FETCH_SESSION_ID_NOT_FOUND = 70
 _FETCH = QuotaKind.FETCH
 
 
@@ -74,6 +84,11 @@ def _decode(version: int, body: memoryview) -> FetchRequest:
         if p.partition < 0 or p.offset < 0 or p.max_bytes < 1:
             raise InvalidRequestError(f"a malformed fetch of {p.topic}-{p.partition}")
     check_unique(list(partitions))
+    forgotten = tuple(
+        (str(topic.topic), int(partition))
+        for topic in getattr(parsed, "forgotten_topics_data", ())
+        for partition in topic.partitions
+    )
     return FetchRequest(
         partitions,
         max_wait_ms=max(0, int(parsed.max_wait.total_seconds() * 1000)),
@@ -82,6 +97,7 @@ def _decode(version: int, body: memoryview) -> FetchRequest:
         replica_id=int(parsed.replica_id),
         session_id=int(getattr(parsed, "session_id", 0)),
         session_epoch=int(getattr(parsed, "session_epoch", -1)),
+        forgotten=forgotten,
     )
 
 
@@ -90,16 +106,20 @@ async def handle_fetch(request: KafkaRequest) -> list[Buffer]:
     fetch = _decode(version, request.body)
     if fetch.replica_id != CONSUMER_REPLICA_ID:
         raise InvalidRequestError("followers fetch on the internal listener")
-    if fetch.session_epoch > 0:
-        return _answer(version, correlation_id, (), _FETCH_SESSION_ID_NOT_FOUND)
-    readable = authorized(
-        request, Operation.READ, ResourceType.TOPIC, (p.topic for p in fetch.partitions)
-    )
-    denied = [_denied(p) for p in fetch.partitions if p.topic not in readable]
-    allowed = tuple(p for p in fetch.partitions if p.topic in readable)
+    broker = request.server.broker
+    try:
+        session = request.server.fetch_sessions.open(
+            fetch.session_id, fetch.session_epoch, len(fetch.partitions), broker.replicas.now_ms()
+        )
+    except YakError as exc:  # FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH
+        return _answer(version, correlation_id, (), exc.kafka_code)
+    allowed, denied = _check_reads(request, fetch, session)
     partitions: Sequence[FetchedPartition] = ()
-    if allowed:
-        broker = request.server.broker
+    if session is not None:
+        session.forget(fetch.forgotten)
+        session.update(allowed)
+        partitions = await _session_round(request, fetch, session)
+    elif allowed:
         partitions = await serve_fetch(
             fetch._replace(partitions=allowed, session_id=0, session_epoch=-1),
             broker.replicas,
@@ -108,17 +128,87 @@ async def handle_fetch(request: KafkaRequest) -> list[Buffer]:
     size = sum(len(memoryview(p.records)) for p in partitions)
     quotas = request.server.quotas
     throttle_ms = 0 if quotas is None else await quotas.throttle(_FETCH, request.principal, size)
-    return _answer(version, correlation_id, [*partitions, *denied], 0, throttle_ms)
+    session_id = 0 if session is None else session.session_id
+    return _answer(version, correlation_id, [*partitions, *denied], 0, throttle_ms, session_id)
 
 
-def _denied(partition: FetchPartition) -> FetchedPartition:
+def _check_reads(
+    request: KafkaRequest, fetch: FetchRequest, session: ConsumerFetchSession | None
+) -> tuple[tuple[FetchPartition, ...], list[FetchedPartition]]:
+    """The named partitions the principal may READ, and the denials to answer: of named
+    partitions, and of those a session holds of a topic no longer readable (dropped)."""
+    if request.server.security is None:  # the hot path without SASL: nothing to check
+        return fetch.partitions, []
+    held = session.topics if session is not None else {}
+    names = chain((p.topic for p in fetch.partitions), held)
+    readable = authorized(request, Operation.READ, ResourceType.TOPIC, names)
+    refused = {(p.topic, p.partition): None for p in fetch.partitions if p.topic not in readable}
+    if session is not None:
+        for topic in [t for t in held if t not in readable]:
+            refused.update(dict.fromkeys(session.forget_topic(topic)))
+        session.forget(refused)
+    allowed = tuple(p for p in fetch.partitions if p.topic in readable)
+    return allowed, [_denied(topic, partition) for topic, partition in refused]
+
+
+async def _session_round(
+    request: KafkaRequest, fetch: FetchRequest, session: ConsumerFetchSession
+) -> Sequence[FetchedPartition]:
+    """One fetch of a session: the long poll on its waiter over the partitions due; a full
+    fetch answers every partition read, an incremental one those with news."""
+    broker = request.server.broker
+    replicas = broker.replicas
+    stats = replicas.stats
+    stats.fetch_requests.inc()
+    loop = asyncio.get_running_loop()
+    wait_ms = min(fetch.max_wait_ms, broker.settings.max_wait_ms_limit)
+    deadline = loop.time() + wait_ms / 1000
+    full = fetch.session_epoch == 0
+    waiter = request.server.fetch_sessions.waiter(session)
+    read_s = wait_s = 0.0
+    while True:
+        waiter.arm()  # before the read: an append after it finds the armed future
+        started = time.perf_counter()
+        read = _read(session, fetch.max_bytes, replicas)
+        answers = read if full else _news(session, read)
+        read_s += time.perf_counter() - started
+        remaining = deadline - loop.time()
+        if session.closed or remaining <= 0 or is_satisfied(answers, fetch.min_bytes):
+            break
+        parked = time.perf_counter()
+        await waiter.wait(remaining)
+        wait_s += time.perf_counter() - parked
+    stats.fetch_stages.wait.observe(wait_s)
+    stats.fetch_stages.read.observe(read_s)
+    session.commit(read)
+    for fetched in answers:
+        stats.on_fetch(fetched.topic, fetched.records, follower=False)
+    return answers
+
+
+def _read(
+    session: ConsumerFetchSession, max_bytes: int, replicas: ReplicaManager
+) -> list[FetchedPartition]:
+    due = session.due(replicas.replicas)
+    if not due:
+        return []  # the idle round: no read, nothing built
+    wanted = tuple(cached.wanted() for cached in due)
+    return read_partitions(FetchRequest(wanted, max_bytes=max_bytes), replicas)
+
+
+def _news(session: ConsumerFetchSession, read: list[FetchedPartition]) -> list[FetchedPartition]:
+    partitions = session.partitions
+    return [f for f in read if partitions[(f.topic, f.partition)].must_answer(f)]
+
+
+def _denied(topic: str, partition: int) -> FetchedPartition:
     error = TopicAuthorizationError(
-        f"not authorized to read topic {partition.topic!r}",
+        f"not authorized to read topic {topic!r}",
         resource_type=ResourceType.TOPIC.value,
-        resource_name=partition.topic,
+        resource_name=topic,
         operation=Operation.READ.value,
     )
-    return FetchedPartition(partition.topic, partition.partition, error=PartitionError.of(error))
+    return FetchedPartition(topic, partition, error=PartitionError.of(error))
 
 
 def _answer(
@@ -127,10 +217,15 @@ def _answer(
     partitions: Sequence[FetchedPartition],
     error_code: int,
     throttle_ms: int = 0,
+    session_id: int = 0,
 ) -> list[Buffer]:
     if version == kw.FETCH_VERSION:
         return kw.encode_fetch_response(
-            correlation_id, partitions, error_code=error_code, throttle_time_ms=throttle_ms
+            correlation_id,
+            partitions,
+            session_id=session_id,
+            error_code=error_code,
+            throttle_time_ms=throttle_ms,
         )
     grouped: dict[str, list[dict[str, Any]]] = {}
     for p in partitions:
@@ -149,7 +244,7 @@ def _answer(
     values = {
         "throttle_time": throttle_ms,
         "error_code": error_code,
-        "session_id": 0,
+        "session_id": session_id,
         "responses": [{"topic": t, "partitions": parts} for t, parts in grouped.items()],
     }
     return write_response(API_FETCH, version, correlation_id, values)

@@ -1,7 +1,8 @@
 """The Kafka listener's APIs on an in-process broker, spoken with kio (Kafka's own schemas):
 Metadata, Produce (v7 through kio, v9 through the hand-written codec, legacy batches refused),
-Fetch (v11 and v12, sessions), ListOffsets (exact record by timestamp, max timestamp),
-InitProducerId, FindCoordinator and OffsetForLeaderEpoch; Produce v0-v2 refused per partition."""
+Fetch (v11 and v12; sessions: test_fetch_sessions), ListOffsets (exact record by timestamp, max
+timestamp), InitProducerId, FindCoordinator and OffsetForLeaderEpoch; Produce v0-v2 refused per
+partition."""
 
 from __future__ import annotations
 
@@ -162,13 +163,14 @@ def fetch12_request(topic: str, offset: int, session_epoch: int = -1) -> Any:
     )
 
 
-async def test_fetch_v12_serves_full_fetches_without_sessions(
+async def test_fetch_v12_full_fetch_opens_a_session_and_an_unknown_one_is_refused(
     broker: BrokerHarness, kafka: KafkaTestConnection
 ) -> None:
     await broker.create_topic("sessionless")
     await kafka.call(PRODUCE, 7, produce_request("sessionless", batch(b"x")))
     full = await kafka.call(FETCH, 12, fetch12_request("sessionless", 0, session_epoch=0))
-    assert (full.error_code, full.session_id) == (0, 0)  # no session: keep sending full ones
+    assert full.error_code == 0
+    assert full.session_id > 0
     assert [r.value for r in iter_records(full.responses[0].partitions[0].records)] == [b"x"]
     stale = await kafka.call(FETCH, 12, fetch12_request("sessionless", 1, session_epoch=3))
     assert stale.error_code == 70  # FETCH_SESSION_ID_NOT_FOUND
