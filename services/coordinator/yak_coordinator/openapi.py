@@ -24,6 +24,7 @@ from fastapi.openapi.utils import get_openapi
 from yak.api.admin import ADMIN_PREFIX
 from yak.web.openapi import (
     changes_topic,
+    constrain_bodies,
     constrain_parameters,
     constrain_properties,
     error_responses,
@@ -114,6 +115,7 @@ def install_openapi(app: FastAPI) -> None:
             _complete(path, operation)
         constrain_parameters(document, _parameter_schema)
         constrain_properties(document, request_property_schema)
+        constrain_bodies(document)
         for source, prefix, parameters in _LINKS:
             link_family(document, source, prefix, parameters)
         app.openapi_schema = document

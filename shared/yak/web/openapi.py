@@ -22,6 +22,7 @@ Everything here edits a plain JSON document in place; nothing is cached or share
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -43,6 +44,7 @@ __all__ = [
     "PropertyRule",
     "add_link",
     "changes_topic",
+    "constrain_bodies",
     "constrain_parameters",
     "constrain_properties",
     "error_responses",
@@ -318,3 +320,62 @@ def request_property_schema(component: str, prop: str) -> dict[str, Any] | None:
     if prop == "filter":
         return {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_LENGTH}
     return None
+
+
+_NULL = {"type": "null"}
+
+
+def _just(given: str, *others: str, kind: str = "integer") -> dict[str, Any]:
+    """``given`` is there (not null) and none of ``others`` is."""
+    properties: dict[str, Any] = {given: {"type": kind}}
+    properties.update(dict.fromkeys(others, _NULL))
+    return {"required": [given], "properties": properties}
+
+
+#: Rules between the fields of a request body that its model checks (``yak.api``), as the
+#: alternatives JSON Schema states them with (``anyOf``; the branches exclude each other).
+_BODY_RULES: dict[str, list[dict[str, Any]]] = {
+    # JoinGroupRequest._one_subscription: topics (not empty) or a topic_pattern
+    "JoinGroupRequest": [
+        {"required": ["topics"], "properties": {"topics": {"minItems": 1}, "topic_pattern": _NULL}},
+        {
+            "required": ["topic_pattern"],
+            "properties": {"topic_pattern": {"type": "string"}, "topics": {"maxItems": 0}},
+        },
+    ],
+    # the native seek: exactly one of offset, to, timestamp
+    "SeekPosition": [
+        _just("offset", "to", "timestamp"),
+        _just("to", "offset", "timestamp", kind="string"),
+        _just("timestamp", "offset", "to"),
+    ],
+    # OffsetResetRequest._explicit_offsets: offsets exactly when to is "explicit"
+    "OffsetResetRequest": [
+        {
+            "required": ["to", "offsets"],
+            "properties": {"to": {"const": "explicit"}, "offsets": {"type": "array"}},
+        },
+        {"properties": {"to": {"not": {"const": "explicit"}}, "offsets": _NULL}},
+    ],
+    # AckEntry._one_range: an offset, or first_offset and last_offset
+    "AckEntry": [
+        _just("offset", "first_offset", "last_offset"),
+        {
+            "required": ["first_offset", "last_offset"],
+            "properties": {
+                "offset": _NULL,
+                "first_offset": {"type": "integer"},
+                "last_offset": {"type": "integer"},
+            },
+        },
+    ],
+}
+
+
+def constrain_bodies(document: dict[str, Any]) -> None:
+    """Add the rules between fields of the shared request bodies (``_BODY_RULES``) to the
+    components of ``document`` that have them."""
+    schemas = document.get("components", {}).get("schemas", {})
+    for name, alternatives in _BODY_RULES.items():
+        if name in schemas:
+            schemas[name]["anyOf"] = copy.deepcopy(alternatives)

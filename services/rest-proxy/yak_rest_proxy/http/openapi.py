@@ -27,6 +27,7 @@ from yak.filters import MAX_FILTER_LENGTH
 from yak.topic_config import CATALOGUE
 from yak.web.openapi import (
     changes_topic,
+    constrain_bodies,
     constrain_parameters,
     constrain_properties,
     error_responses,
@@ -243,6 +244,7 @@ def install_openapi(app: FastAPI) -> None:
         registry = settings.schema_registry_url is not None
         constrain_parameters(document, lambda *where: _parameter_schema(cluster_id, *where))
         constrain_properties(document, lambda *what: _property_schema(registry, *what))
+        constrain_bodies(document)
         _link_operations(document)
         for unused in ("HTTPValidationError", "ValidationError"):
             schemas.pop(unused, None)

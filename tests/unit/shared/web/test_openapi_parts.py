@@ -8,13 +8,17 @@ import jsonschema
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
+from pydantic import BaseModel, ValidationError
 
+from yak.api.groups import JoinGroupRequest, OffsetResetRequest
+from yak.api.share_records import AckEntry
 from yak.errors import InvalidGroupIdError, InvalidTopicError
 from yak.metadata.keyspace import validate_member_id
 from yak.names import validate_group_id, validate_topic_name
 from yak.security.acl import user_name
 from yak.web.openapi import (
     add_link,
+    constrain_bodies,
     constrain_parameters,
     constrain_properties,
     error_responses,
@@ -207,3 +211,60 @@ def test_request_properties_are_constrained_and_answers_left_alone() -> None:
 )
 def test_a_user_topic_is_a_name_outside_the_internal_prefix(name: str, valid: bool) -> None:
     assert jsonschema.Draft202012Validator(user_topic_schema()).is_valid(name) == valid
+
+
+_ACK = {"type": "accept"}
+
+
+def _rule_schema(name: str) -> dict[str, Any]:
+    document: dict[str, Any] = {"components": {"schemas": {name: {"type": "object"}}}}
+    constrain_bodies(document)
+    return dict(document["components"]["schemas"][name])
+
+
+@pytest.mark.parametrize(
+    ("model", "body"),
+    [
+        (JoinGroupRequest, {"topics": ["t"]}),
+        (JoinGroupRequest, {"topic_pattern": "t.*"}),
+        (JoinGroupRequest, {"topics": [], "topic_pattern": "t.*"}),
+        (JoinGroupRequest, {}),
+        (JoinGroupRequest, {"topics": ["t"], "topic_pattern": "t.*"}),
+        (JoinGroupRequest, {"topics": [], "topic_pattern": None}),
+        (OffsetResetRequest, {"to": "explicit", "offsets": []}),
+        (OffsetResetRequest, {"to": "latest"}),
+        (OffsetResetRequest, {"to": "explicit"}),
+        (OffsetResetRequest, {"to": "latest", "offsets": []}),
+        (AckEntry, {"topic": "t", "partition": 0, "offset": 1, **_ACK}),
+        (AckEntry, {"topic": "t", "partition": 0, "first_offset": 1, "last_offset": 2, **_ACK}),
+        (AckEntry, {"topic": "t", "partition": 0, "offset": 1, "last_offset": 2, **_ACK}),
+        (AckEntry, {"topic": "t", "partition": 0, **_ACK}),
+    ],
+)
+def test_the_body_rules_accept_what_the_models_accept(
+    model: type[BaseModel], body: dict[str, Any]
+) -> None:
+    """Only the rule between fields is compared: each body is otherwise valid."""
+    try:
+        model.model_validate(body)
+        accepted = True
+    except ValidationError:
+        accepted = False
+    rule = jsonschema.Draft202012Validator(_rule_schema(model.__name__))
+    assert rule.is_valid(body) == accepted
+
+
+@pytest.mark.parametrize(
+    ("body", "valid"),
+    [
+        ({"offset": 3}, True),
+        ({"to": "earliest", "offset": None}, True),
+        ({"timestamp": 5}, True),
+        ({}, False),
+        ({"offset": 3, "timestamp": 5}, False),
+    ],
+)
+def test_a_seek_position_names_exactly_one_target(body: dict[str, Any], valid: bool) -> None:
+    """The route's rule (``group_routes.seek``), which the model leaves to it."""
+    rule = jsonschema.Draft202012Validator(_rule_schema("SeekPosition"))
+    assert rule.is_valid({"topic": "t", "partition": 0, **body}) == valid
