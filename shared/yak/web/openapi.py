@@ -372,10 +372,12 @@ _BODY_RULES: dict[str, list[dict[str, Any]]] = {
 }
 
 
-def constrain_bodies(document: dict[str, Any]) -> None:
-    """Add the rules between fields of the shared request bodies (``_BODY_RULES``) to the
-    components of ``document`` that have them."""
+def constrain_bodies(
+    document: dict[str, Any], more: Mapping[str, list[dict[str, Any]]] | None = None
+) -> None:
+    """Add the rules between fields of the shared request bodies (``_BODY_RULES``), and the
+    service's own (``more``), to the components of ``document`` that have them."""
     schemas = document.get("components", {}).get("schemas", {})
-    for name, alternatives in _BODY_RULES.items():
+    for name, alternatives in {**_BODY_RULES, **(more or {})}.items():
         if name in schemas:
             schemas[name]["anyOf"] = copy.deepcopy(alternatives)

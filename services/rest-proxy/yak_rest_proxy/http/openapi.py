@@ -175,6 +175,16 @@ def _property_schema(registry: bool, component: str, prop: str) -> dict[str, Any
     return request_property_schema(component, prop)
 
 
+_TEXT = {"type": "string"}
+#: v3 config entries (``api.v3``): a created topic's entries and an ``:alter`` SET need a value.
+_V3_BODY_RULES: dict[str, list[dict[str, Any]]] = {
+    "ConfigEntry": [{"required": ["value"], "properties": {"value": _TEXT}}],
+    "AlterConfigEntry": [
+        {"required": ["operation"], "properties": {"operation": {"enum": ["DELETE", "delete"]}}},
+        {"required": ["value"], "properties": {"value": _TEXT}},
+    ],
+}
+
 _GROUP = {"path.group": "$request.path.group"}
 _V3_TOPICS = "/v3/clusters/{cluster_id}/topics/{topic}"
 #: (operation that creates, its success status, the paths below which the object is used, how
@@ -244,7 +254,7 @@ def install_openapi(app: FastAPI) -> None:
         registry = settings.schema_registry_url is not None
         constrain_parameters(document, lambda *where: _parameter_schema(cluster_id, *where))
         constrain_properties(document, lambda *what: _property_schema(registry, *what))
-        constrain_bodies(document)
+        constrain_bodies(document, _V3_BODY_RULES)
         _link_operations(document)
         for unused in ("HTTPValidationError", "ValidationError"):
             schemas.pop(unused, None)
