@@ -10,7 +10,9 @@ reads exactly those records at those offsets, then seeks every partition and rea
 what follows. The reverse: records produced over HTTP are read by each client. Last, the
 benchmark's ``yak-kafka`` driver (``loadtest.peers``) runs a few seconds at 200 msg/s and drains
 a 500-record backlog without errors, and its idle probe (a bare-socket Produce v9 client)
-produces one record a request, offset after offset.
+produces one record a request, offset after offset. Fetch sessions (KIP-227): kafka-python's
+consumer (sessions on by default; librdkafka sends sessionless fetches) reads every record of
+two waves, the second produced while it idles, and the brokers count incremental fetches.
 (The folder is not named ``kafka``: it would shadow kafka-python's package.)"""
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import asyncio
 import base64
 import time
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -26,6 +29,7 @@ import pytest
 from confluent_kafka import Consumer as ConfluentConsumer
 from confluent_kafka import Producer as ConfluentProducer
 from confluent_kafka import TopicPartition as ConfluentPartition
+from prometheus_client.parser import text_string_to_metric_families
 
 with warnings.catch_warnings():
     # kafka-python 3 loads its schemas with importlib.resources.read_text (deprecated).
@@ -245,6 +249,69 @@ async def test_records_produced_over_http_are_read_by_kafka_clients(
     assert {v for _k, v, _h in over_rest.values()} == {f"event {i}".encode() for i in range(9)}
     everything, _ = await read_and_seek(client, bootstrap, topic, PARTITIONS, 9, seek_to=0)
     assert everything == over_rest
+
+
+def incremental_fetches(cluster: LocalCluster) -> float:
+    """Incremental consumer fetches the brokers served (``yak_broker_kafka_fetches_total``)."""
+    total = 0.0
+    for broker_id in cluster.broker_ports:
+        text = httpx.get(f"{cluster.broker_url(broker_id)}/metrics", timeout=10).text
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == "yak_broker_kafka_fetches_total":
+                    total += sample.value if sample.labels["kind"] == "incremental" else 0
+    return total
+
+
+def kafka_python_read_in_session(
+    bootstrap: str, topic: str, first: int, more: Callable[[], int]
+) -> Records:
+    """Read ``first`` records, call ``more`` (which produces the rest) while the consumer's
+    sessions idle, then read until ``more``'s count is in too."""
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=None,
+        enable_auto_commit=False,
+        fetch_max_wait_ms=100,
+    )
+    try:
+        consumer.assign([KafkaPartition(topic, p) for p in range(PARTITIONS)])
+        consumer.seek_to_beginning()
+        found: Records = {}
+        goal, deadline = first, time.monotonic() + 30
+        while time.monotonic() < deadline:
+            for batch in consumer.poll(timeout_ms=200).values():
+                for m in batch:
+                    headers = tuple((k, bytes(v)) for k, v in m.headers)
+                    found[m.partition, m.offset] = (m.key, m.value, headers)
+            if len(found) >= goal:
+                if goal != first:
+                    return found
+                for _ in range(5):
+                    assert not consumer.poll(timeout_ms=200)  # idle rounds: nothing new
+                goal = first + more()
+        return found
+    finally:
+        consumer.close()
+
+
+async def test_kafka_python_consumes_every_record_through_incremental_fetch_sessions(
+    cluster: LocalCluster, bootstrap: str
+) -> None:
+    topic = unique("sessions")
+    await create_topic(cluster, topic, partitions=PARTITIONS, replication_factor=3)
+    await asyncio.to_thread(confluent_produce, bootstrap, topic, "zstd", "wave-1")
+    before = await asyncio.to_thread(incremental_fetches, cluster)
+
+    def second_wave() -> int:
+        confluent_produce(bootstrap, topic, "lz4", "wave-2")
+        return 6
+
+    read = await asyncio.to_thread(kafka_python_read_in_session, bootstrap, topic, 6, second_wave)
+    over_rest = await rest_read(cluster, topic)
+    assert len(over_rest) == 12
+    assert read == over_rest
+    assert await asyncio.to_thread(incremental_fetches, cluster) > before
 
 
 async def test_the_benchmark_driver_produces_and_consumes_through_the_kafka_listener(
