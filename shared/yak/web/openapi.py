@@ -276,9 +276,7 @@ def link_family(
 _TOPIC_PROPERTIES = frozenset({"topic", "dead_letter_topic", "topics"})
 _MEMBER_PROPERTIES = frozenset({"member_id"})
 _NAMED_BODIES = frozenset({"CreateShareGroupRequest", "CreateUserRequest"})
-_CONFIG_NAMES = frozenset(
-    {("AlterConfigsRequest", "delete"), ("AlterConfigEntry", "name"), ("ConfigEntry", "name")}
-)
+_CONFIG_NAMES = frozenset({("AlterConfigsRequest", "delete")})
 _CONFIG_MAPS = frozenset({("AlterConfigsRequest", "set"), ("CreateTopicRequest", "configs")})
 #: Share-group settings, bounded as the stored record (``ShareGroupRecord``) bounds them.
 _SHARE_BODIES = frozenset({"CreateShareGroupRequest", "AlterShareGroupRequest"})

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.rest_proxy.inprocess import proxy_and_broker
+from yak_rest_proxy.app import create_app
 from yak_rest_proxy.settings import ProxySettings
 
 _OFFSETS = "/api/v1/topics/t/partitions/0/offsets"
@@ -42,3 +43,14 @@ async def test_a_405_allows_every_method_of_the_path_in_both_dialects(tmp_path: 
     for answer, path in ((native, "/api/v1/topics/{topic}"), (v2, subscription)):
         documented = {method.upper() for method in document["paths"][path]}
         assert set(answer.headers["allow"].split(", ")) == documented
+
+
+def test_v3_bodies_keep_their_own_schemas_beside_native_ones_of_the_same_name() -> None:
+    document = create_app(ProxySettings()).openapi()
+    body = document["paths"]["/v3/clusters/{cluster_id}/topics/{topic}/records"]["post"]
+    ref = body["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    schemas = document["components"]["schemas"]
+
+    assert ref == "#/components/schemas/V3ProduceRecord"
+    assert "partition_id" in schemas["V3ProduceRecord"]["properties"]
+    assert "deliver_after_ms" in schemas["ProduceRecord"]["properties"]

@@ -77,6 +77,7 @@ _NAMES = {
     "consumer_id": "Consumer",
     "user": "User",
 }
+_REF = "#/components/schemas/"
 _V2_TYPES = ("application/vnd.kafka.v2+json",)
 _V2_RECORD_TYPES = ("application/vnd.kafka.json.v2+json", "application/vnd.kafka.binary.v2+json")
 #: Paths that need no credential even with security on (``security.route_acls``).
@@ -106,8 +107,30 @@ def _takes_idempotency_key(operation: dict[str, Any]) -> bool:
     return any(p.get("name") == "Idempotency-Key" for p in parameters if isinstance(p, dict))
 
 
+def _v3_names(operation: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]:
+    """``components`` named ``V3<name>``, and ``operation``'s references to them: v3 bodies
+    share names with native ones (``ProduceRecord``) that have other fields."""
+    renamed = {name: f"V3{name}" for name in components if not name.startswith("V3")}
+
+    def rewrite(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.removeprefix(_REF) in renamed:
+                return {**node, "$ref": _REF + renamed[ref.removeprefix(_REF)]}
+            return {key: rewrite(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [rewrite(item) for item in node]
+        return node
+
+    operation.update(rewrite({key: operation[key] for key in list(operation)}))
+    return {renamed.get(name, name): rewrite(schema) for name, schema in components.items()}
+
+
 def _complete(path: str, method: str, operation: dict[str, Any], schemas: dict[str, Any]) -> None:
-    schemas.update(operation.pop("x-yak-components", {}))
+    extra = operation.pop("x-yak-components", {})
+    if path.startswith("/v3/"):
+        extra = _v3_names(operation, extra)
+    schemas.update(extra)
     responses: dict[str, Any] = operation.setdefault("responses", {})
     native = _is_native(path)
     for status, response in responses.items():
@@ -170,6 +193,8 @@ def _property_schema(registry: bool, component: str, prop: str) -> dict[str, Any
         return {"type": "string", "enum": ["uniform", "range"]}
     if component == "V2CreateConsumer" and prop == "format":
         return {"type": "string", "enum": _PLAIN_FORMATS + (_SCHEMA_FORMATS if registry else [])}
+    if component in ("V3ConfigEntry", "V3AlterConfigEntry") and prop == "name":
+        return {"type": "string", "enum": sorted(CATALOGUE)}
     if component in _OFFSETS and prop == "offset":
         return {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}
     return request_property_schema(component, prop)
@@ -178,8 +203,8 @@ def _property_schema(registry: bool, component: str, prop: str) -> dict[str, Any
 _TEXT = {"type": "string"}
 #: v3 config entries (``api.v3``): a created topic's entries and an ``:alter`` SET need a value.
 _V3_BODY_RULES: dict[str, list[dict[str, Any]]] = {
-    "ConfigEntry": [{"required": ["value"], "properties": {"value": _TEXT}}],
-    "AlterConfigEntry": [
+    "V3ConfigEntry": [{"required": ["value"], "properties": {"value": _TEXT}}],
+    "V3AlterConfigEntry": [
         {"required": ["operation"], "properties": {"operation": {"enum": ["DELETE", "delete"]}}},
         {"required": ["value"], "properties": {"value": _TEXT}},
     ],
