@@ -384,6 +384,12 @@ WAIVERS = (
         )
     ),
     Waiver(
+        "GET /topics/{topic}/partitions/{partition}/offsets",
+        "positive_data_acceptance",
+        "a partition created a moment ago answers 421 (retriable) until its leader holds it: "
+        "the cluster's state",
+    ),
+    Waiver(
         "PUT /admin/v1/topics/{name}/partitions/{partition}/reassignment",
         "positive_data_acceptance",
         "the replicas must name live brokers: cluster state (400 INVALID_REPLICA_ASSIGNMENT)",

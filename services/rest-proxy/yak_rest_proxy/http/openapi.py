@@ -182,6 +182,11 @@ def _parameter_schema(
 
 #: Offsets a request names: int64, never negative (``-1`` and such are answers' sentinels).
 _OFFSETS = frozenset({"V2OffsetEntry", "CommitOffset", "SeekPosition"})
+#: The RFC 3339 date-times ``datetime.fromisoformat`` reads: upper-case ``T`` and ``Z``, and
+#: no leap second.
+_RFC3339_READ = (
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-5][0-9](\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$"
+)
 _PLAIN_FORMATS = ["binary", "json"]
 _SCHEMA_FORMATS = ["avro", "jsonschema", "protobuf"]
 
@@ -195,6 +200,8 @@ def _property_schema(registry: bool, component: str, prop: str) -> dict[str, Any
         return {"type": "string", "enum": _PLAIN_FORMATS + (_SCHEMA_FORMATS if registry else [])}
     if component in ("V3ConfigEntry", "V3AlterConfigEntry") and prop == "name":
         return {"type": "string", "enum": sorted(CATALOGUE)}
+    if component == "V2TimestampEntry" and prop == "timestamp":
+        return {"type": "string", "format": "date-time", "pattern": _RFC3339_READ}
     if component in _OFFSETS and prop == "offset":
         return {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}
     return request_property_schema(component, prop)
