@@ -35,8 +35,13 @@ keeps sending full fetches). Each session owns one ``FetchWaiter``, registered u
 partitions in the consumers' ``FetchWaiters`` (woken when a high watermark moves) while the
 session lives, re-registered only when its set of partitions changes.
 
+Metrics (``register_metrics``, read at scrape time): ``yak_broker_kafka_fetch_sessions`` (held
+now), ``yak_broker_kafka_fetches_total{kind}`` (``sessionless``, ``full``, ``incremental``,
+``refused``) and ``yak_broker_kafka_fetch_session_evictions_total``.
+
 Single event loop, not thread-safe. Sessions are shared by every connection of the listener
-(a session id is not tied to a connection, as in Kafka).
+(a session id is not tied to a connection, as in Kafka); nothing persists: a restarted broker
+answers 70 and clients start over.
 """
 
 from __future__ import annotations
