@@ -1,7 +1,8 @@
 """Consumer fetch sessions (KIP-227) on the Kafka listener, spoken with kio's Fetch v12 and v11:
 a full fetch opens a session, incremental ones answer only partitions with news, forgotten
 partitions leave it, the long poll wakes on an append, epoch and id errors (71, 70), the final
-epoch, a full cache answering sessionless, and READ checked on incremental rounds."""
+epoch, a full cache answering sessionless, READ checked on incremental rounds, and the cache's
+size from the broker's setting."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from yak_broker.kafka import fetch as fetch_module
 from yak_broker.kafka.consumer_fetch_sessions import ConsumerFetchSessions
 from yak_broker.kafka.listener import KafkaListener
 from yak_broker.server.broker import Broker
+from yak_broker.settings import BrokerSettings
 
 PRODUCE, FETCH = 0, 1
 NOT_FOUND, BAD_EPOCH, DENIED = 70, 71, 29
@@ -260,3 +262,11 @@ async def test_read_is_checked_for_partitions_named_and_held_by_incremental_roun
             assert session.partitions == {}
         finally:
             await kafka.close()
+
+
+async def test_the_cache_size_is_the_brokers_setting(broker: BrokerHarness) -> None:
+    assert sessions_of(broker.broker).max_sessions == 1000  # Kafka's default
+    env = {"YAK_KAFKA_FETCH_SESSION_CACHE_SLOTS": "0"}
+    assert BrokerSettings.from_env(env).kafka_fetch_session_cache_slots == 0
+    with pytest.raises(ValueError, match="fetch session cache slots"):
+        BrokerSettings(kafka_fetch_session_cache_slots=-1)
