@@ -56,12 +56,15 @@ def test_a_tiny_latency_run_measures_every_path(tmp_path: Path) -> None:
                     assert (system, path, rf, acks) in rows
     assert ("redis", "xadd", 1, None) in rows
     assert ("yak", "e2e", 3, "all") in rows
+    assert ("yak", "e2e_httpx", 3, "all") in rows
     assert ("redis", "e2e", 1, None) in rows
+    assert ("yak", "proxy_b2b", 1, "1") in rows
+    assert ("redis", "xadd_b2b", 1, None) in rows
     for row in document["rows"]:
         assert row["errors"] == 0, row
         assert row["samples"] > 0, row
         assert 0 < row["p50"] <= row["p99"] < 10_000, row
-    idle = [r for r in document["rows"] if r["path"] != "e2e"]
+    idle = [r for r in document["rows"] if not r["path"].startswith("e2e")]
     assert all(r["samples"] == 10 for r in idle)
     for key in ("proxy_acks1_p50_ms", "proxy_acksall_p50_ms", "redis_xadd_p50_ms"):
         assert document[key] > 0, key
