@@ -25,6 +25,7 @@ from yak.security import AclBinding, AclFilter, Operation, ResourceType
 from yak_broker.kafka import fetch as fetch_module
 from yak_broker.kafka.consumer_fetch_sessions import ConsumerFetchSessions
 from yak_broker.kafka.listener import KafkaListener
+from yak_broker.replication.fetch_waiter import FetchWaiter
 from yak_broker.server.broker import Broker
 from yak_broker.settings import BrokerSettings
 
@@ -161,14 +162,25 @@ async def test_an_idle_session_round_reads_no_log_and_builds_no_partition(
 
 
 async def test_the_long_poll_wakes_on_an_append_to_a_session_partition(
-    broker: BrokerHarness, kafka: KafkaTestConnection
+    broker: BrokerHarness, kafka: KafkaTestConnection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await broker.create_topic("woken")
     full = await kafka.call(FETCH, 12, fetch({("woken", 0): 0}))
+    session = sessions_of(broker.broker).get(full.session_id)
+    assert session is not None
+    parking = asyncio.Event()
+    wait = FetchWaiter.wait
+
+    async def parks(waiter: FetchWaiter, timeout_s: float) -> bool:
+        if waiter is session.waiter:
+            parking.set()
+        return await wait(waiter, timeout_s)
+
+    monkeypatch.setattr(FetchWaiter, "wait", parks)
     parked = kafka.send(FETCH, 12, fetch({}, session=(full.session_id, 1), max_wait_ms=10_000))
+    await parking.wait()  # the idle round found nothing and waits on the session's waiter
     producer = await KafkaTestConnection.open(kafka_port(broker.broker))
     try:
-        await asyncio.sleep(0)  # the fetch is parked or about to be: either way it sees the append
         started = asyncio.get_running_loop().time()
         await produce(producer, "woken", b"now")
         correlation_id, answer = await kafka.receive(FETCH, 12)
@@ -177,6 +189,8 @@ async def test_the_long_poll_wakes_on_an_append_to_a_session_partition(
     assert correlation_id == parked
     assert answered(answer) == {("woken", 0): [b"now"]}
     assert asyncio.get_running_loop().time() - started < 5
+    assert session.waiter is not None
+    assert session.waiter.wakeups >= 1
 
 
 async def test_forgotten_partitions_leave_the_session(
