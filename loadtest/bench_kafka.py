@@ -27,7 +27,7 @@ In order, one system running at a time:
 ``produce_kafka_vs_redis`` and ``consume_kafka_vs_redis`` divide the Kafka driver's rates by
 Redis's. The drain is timed as the peers comparison times it, from creating the consumer to
 the last record, so the Kafka figure includes the group join (an empty group's first rebalance waits
-``group.initial.rebalance.delay.ms``: 0 on the brokers ``yak up`` and ``loadtest.local_cluster``
+``group.initial.rebalance.delay.ms``: 0 on the brokers ``yak up`` and the peers' ``yak_server``
 start, as in Kafka's shipped server.properties; 3 s is the broker's default, as Kafka's);
 ``kafka_group_join_s``, ``kafka_consume_after_join_rps`` and
 ``consume_kafka_after_join_vs_redis`` give the rate once the member holds its partitions.

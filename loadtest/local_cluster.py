@@ -93,6 +93,8 @@ class LocalCluster:
     console: ManagedProcess | None = None
     #: Folders first on the services' PYTHONPATH (see the module doc); empty: this checkout.
     python_path: tuple[str, ...] = ()
+    #: Added to every broker's environment (its restarts too), e.g. ``yak up``'s settings.
+    broker_env: dict[str, str] = field(default_factory=dict)
 
     def _command(self, script: str) -> tuple[str, ...]:
         """The argv start of service ``script`` (``yak-broker`` ...), on ``python_path``."""
@@ -165,10 +167,9 @@ class LocalCluster:
                     "YAK_DATA_DIR": str(self.folder / f"broker-{broker_id}"),
                     "YAK_LEASE_TTL_S": str(self.lease_ttl_s),
                     "YAK_REPLICA_LAG_TIME_MAX_MS": str(self.replica_lag_time_max_ms),
-                    # As ``yak up`` (and Kafka's shipped server.properties): no initial delay.
-                    "YAK_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
                     "YAK_LOG_LEVEL": "info",
                     **self._code_env(),
+                    **self.broker_env,
                     **env,
                 },
             )
@@ -286,13 +287,15 @@ def local_cluster(
     lease_ttl_s: int = 2,
     replica_lag_time_max_ms: int = 5_000,
     coordinator_env: Mapping[str, str] | None = None,
+    broker_env: Mapping[str, str] | None = None,
     python_path: Sequence[str] = (),
 ) -> Iterator[LocalCluster]:
     """Start a coordinator (with ``coordinator_env`` added to its environment) and ``brokers``
-    brokers on ``etcd``; stop them all at the end. ``python_path``: run other code (see the
-    module doc)."""
+    brokers on ``etcd`` (``broker_env`` added to theirs, restarts included); stop them all at
+    the end. ``python_path``: run other code (see the module doc)."""
     cluster = LocalCluster(folder, etcd, cluster_id, lease_ttl_s, replica_lag_time_max_ms)
     cluster.python_path = tuple(python_path)
+    cluster.broker_env = dict(broker_env or {})
     try:
         cluster.start_coordinator(0, **(coordinator_env or {}))
         for broker_id in range(brokers):

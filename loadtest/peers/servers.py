@@ -119,7 +119,11 @@ def yak_server(brokers: int = 3) -> Iterator[YakServer]:
         etcd.start()
         try:
             cluster_id = f"peers{uuid.uuid4().hex[:8]}"
-            with local_cluster(folder, etcd, cluster_id, brokers=brokers) as cluster:
+            # The brokers' groups as ``yak up`` sets them (no initial rebalance delay).
+            brokers_env = {"YAK_GROUP_INITIAL_REBALANCE_DELAY_MS": "0"}
+            with local_cluster(
+                folder, etcd, cluster_id, brokers=brokers, broker_env=brokers_env
+            ) as cluster:
                 proxy = cluster.start_proxy(0)
                 yield YakServer(cluster.proxy_url(0), proxy.pid)
         finally:
