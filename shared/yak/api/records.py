@@ -18,11 +18,12 @@ import base64
 import binascii
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
+from yak.api.json_int import integral
 from yak.errors import InvalidRequestError
 
 __all__ = [
@@ -221,9 +222,10 @@ class ProduceBatchRequest(_Body):
     returns the offsets it got the first time instead of writing it twice.
     """
 
-    producer_id: int = Field(ge=0, le=INT64_MAX)
-    producer_epoch: int = Field(ge=0, le=32767)
-    base_sequence: int = Field(ge=0, le=2**31 - 1)
+    # strict (json_int): JSON's true/false are no producer id, epoch or sequence
+    producer_id: Annotated[int, Strict(), Field(ge=0, le=INT64_MAX), BeforeValidator(integral)]
+    producer_epoch: Annotated[int, Strict(), Field(ge=0, le=32767), BeforeValidator(integral)]
+    base_sequence: Annotated[int, Strict(), Field(ge=0, le=2**31 - 1), BeforeValidator(integral)]
     records: list[ProduceRecord] = Field(min_length=1)
     #: Codec of the stored batch.
     compression: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "none"

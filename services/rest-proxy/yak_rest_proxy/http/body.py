@@ -43,8 +43,11 @@ def parse_model(model: type[_M], body: bytes, *, empty_ok: bool = False) -> _M:
         raise InvalidRequestError(f"invalid request body: {text}", kind="invalid_body") from None
 
 
-def openapi_body(model: type[BaseModel], *media_types: str) -> dict[str, Any]:
-    """``openapi_extra`` declaring ``model`` as the request body under ``media_types``.
+def openapi_body(
+    model: type[BaseModel], *media_types: str, required: bool = True
+) -> dict[str, Any]:
+    """``openapi_extra`` declaring ``model`` as the request body under ``media_types``
+    (``required=False``: the route takes no body as an empty one, ``parse_model(empty_ok)``).
 
     The model and the models it uses go to ``components/schemas`` through the
     ``x-yak-components`` key, which ``openapi.build_openapi`` moves there.
@@ -55,6 +58,6 @@ def openapi_body(model: type[BaseModel], *media_types: str) -> dict[str, Any]:
     ref = {"$ref": f"#/components/schemas/{model.__name__}"}
     content = {media: {"schema": ref} for media in media_types}
     return {
-        "requestBody": {"required": True, "content": content},
+        "requestBody": {"required": required, "content": content},
         "x-yak-components": components,
     }

@@ -298,7 +298,7 @@ def group_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
     @router.post(
         member_path + "/commit",
         response_model=GroupMemberInfo,
-        openapi_extra=openapi_body(CommitRequest, _JSON),
+        openapi_extra=openapi_body(CommitRequest, _JSON, required=False),
     )
     async def commit(request: Request, group: str, member: str) -> Response:
         """Commit next offsets (or every polled position); fenced by ownership and epoch."""

@@ -179,7 +179,7 @@ def consumer_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
     @router.post(
         "",
         response_model=V2CreatedConsumer,
-        openapi_extra=openapi_body(V2CreateConsumer, *_V2_TYPES),
+        openapi_extra=openapi_body(V2CreateConsumer, *_V2_TYPES, required=False),
     )
     async def create(request: Request, group: str) -> Response:
         """Create a consumer instance in ``group`` (it lives in etcd: any proxy serves it)."""
@@ -325,7 +325,10 @@ def consumer_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
         runtime.quotas.charge(QuotaKind.FETCH, principal, len(body))
         return Response(body, media_type=media)
 
-    @router.post(instance + "/offsets", openapi_extra=openapi_body(V2CommitRequest, *_V2_TYPES))
+    @router.post(
+        instance + "/offsets",
+        openapi_extra=openapi_body(V2CommitRequest, *_V2_TYPES, required=False),
+    )
     async def commit(request: Request, group: str, instance: str) -> Response:
         """Commit the last processed offsets (stored + 1), or all consumed ones if no body."""
         media = accept(request)
