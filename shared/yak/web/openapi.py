@@ -184,9 +184,9 @@ def _request_components(document: dict[str, Any]) -> list[str]:
 
 def _replaced(old: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     """``schema`` in place of ``old``, keeping its description, default, title, whether it may
-    be null and whether it is a list (then ``schema`` is the items')."""
+    be null and whether it is a list (then ``schema`` is the items', unless it is a list too)."""
     alternatives = old.get("anyOf", [old])
-    if any(alt.get("type") == "array" for alt in alternatives):
+    if schema.get("type") != "array" and any(alt.get("type") == "array" for alt in alternatives):
         schema = {"type": "array", "items": schema}
     nullable = any(alt.get("type") == "null" for alt in alternatives)
     new = {"anyOf": [schema, {"type": "null"}]} if nullable else dict(schema)
@@ -351,7 +351,11 @@ _BODY_RULES: dict[str, list[dict[str, Any]]] = {
     "OffsetResetRequest": [
         {
             "required": ["to", "offsets"],
-            "properties": {"to": {"const": "explicit"}, "offsets": {"type": "array"}},
+            "properties": {
+                "to": {"const": "explicit"},
+                "offsets": {"type": "array"},
+                "topics": _NULL,  # _explicit_offsets: explicit takes offsets, not topics
+            },
         },
         {"properties": {"to": {"not": {"const": "explicit"}}, "offsets": _NULL}},
     ],

@@ -384,6 +384,12 @@ WAIVERS = (
         )
     ),
     Waiver(
+        "POST /v3/clusters/{cluster_id}/topics",
+        "positive_data_acceptance",
+        "creating a topic that exists is Confluent's 400 40002, which v3 clients expect: the "
+        "cluster's state",
+    ),
+    Waiver(
         "GET /topics/{topic}/partitions/{partition}/offsets",
         "positive_data_acceptance",
         "a partition created a moment ago answers 421 (retriable) until its leader holds it: "

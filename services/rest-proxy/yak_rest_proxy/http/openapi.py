@@ -194,6 +194,10 @@ _SCHEMA_FORMATS = ["avro", "jsonschema", "protobuf"]
 def _property_schema(registry: bool, component: str, prop: str) -> dict[str, Any] | None:
     """Request body properties the proxy validates beyond their type (``registry``: whether
     a schema registry is configured, without which the schema formats are refused)."""
+    if component == "V2CreateConsumer" and prop in ("name", "id"):
+        return name_schema("Consumer instance")  # consumer_routes.member_record
+    if component == "AcquireRequest" and prop == "topics":
+        return {"type": "array", "items": name_schema("Topic"), "minItems": 1}
     if component == "V2CreateConsumer" and prop == "partition.assignment.strategy":
         return {"type": "string", "enum": ["uniform", "range"]}
     if component == "V2CreateConsumer" and prop == "format":

@@ -235,6 +235,7 @@ def _rule_schema(name: str) -> dict[str, Any]:
         (OffsetResetRequest, {"to": "latest"}),
         (OffsetResetRequest, {"to": "explicit"}),
         (OffsetResetRequest, {"to": "latest", "offsets": []}),
+        (OffsetResetRequest, {"to": "explicit", "offsets": [], "topics": ["t"]}),
         (AckEntry, {"topic": "t", "partition": 0, "offset": 1, **_ACK}),
         (AckEntry, {"topic": "t", "partition": 0, "first_offset": 1, "last_offset": 2, **_ACK}),
         (AckEntry, {"topic": "t", "partition": 0, "offset": 1, "last_offset": 2, **_ACK}),
