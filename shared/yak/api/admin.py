@@ -15,7 +15,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from yak.api.json_int import JsonInt, NonNegativeJsonInt
+from yak.api.json_int import JsonInt, PartitionJsonInt
 from yak.api.log_dirs import (
     BrokerLogDir,
     BrokerTopicLogs,
@@ -145,7 +145,7 @@ class TopicPartitionRef(_Request):
     """One partition of one topic."""
 
     topic: str
-    partition: NonNegativeJsonInt  # JSON's false is not partition 0
+    partition: PartitionJsonInt  # JSON's false is not partition 0
 
 
 class ElectLeadersRequest(_Request):

@@ -13,7 +13,7 @@ from typing import Annotated
 
 from pydantic import BeforeValidator, Field, Strict
 
-__all__ = ["JsonInt", "NonNegativeJsonInt", "integral"]
+__all__ = ["JsonInt", "NonNegativeJsonInt", "PartitionJsonInt", "integral"]
 
 
 def integral(value: object) -> object:
@@ -26,3 +26,5 @@ def integral(value: object) -> object:
 JsonInt = Annotated[int, Strict(), BeforeValidator(integral)]
 #: At least 0 and at most int64, the width the answers carry.
 NonNegativeJsonInt = Annotated[int, Strict(), Field(ge=0, le=2**63 - 1), BeforeValidator(integral)]
+#: A partition number: at least 0, at most int32 (Kafka's width).
+PartitionJsonInt = Annotated[int, Strict(), Field(ge=0, le=2**31 - 1), BeforeValidator(integral)]

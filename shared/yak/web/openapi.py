@@ -313,6 +313,8 @@ def request_property_schema(component: str, prop: str) -> dict[str, Any] | None:
     if component in _SHARE_BODIES and prop in _SHARE_BOUNDED:
         bounds = ShareGroupRecord.model_json_schema()["properties"][prop]
         return {"type": "integer", "minimum": bounds["minimum"], "maximum": bounds["maximum"]}
+    if (component, prop) == ("ReassignmentRequest", "replicas"):  # no broker twice
+        return {"type": "array", "items": {"type": "integer"}, "minItems": 1, "uniqueItems": True}
     if (component, prop) in _PARTITION_COUNTS:
         return {"type": "integer", "minimum": 1, "maximum": MAX_PARTITIONS}
     if prop == "filter":
