@@ -28,6 +28,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from yak.api.admin import ADMIN_PREFIX
 from yak.errors import NotControllerError, YakError
+from yak.security.cluster_secret import ON_BEHALF_OF_HEADER
 from yak.web.body import read_body
 from yak.web.errors import error_response
 from yak_coordinator.service import Coordinator
@@ -38,8 +39,10 @@ log = logging.getLogger(__name__)
 
 FORWARDED_HEADER = "x-yak-forwarded-by"
 _LOCAL_PATHS = {f"{ADMIN_PREFIX}/cluster"}
-#: ``authorization``: the controller authenticates and authorizes the original caller.
-_PASSED_HEADERS = ("content-type", "accept", "authorization")
+#: ``authorization``: the controller authenticates and authorizes the original caller;
+#: ``yak-on-behalf-of``: a service's principal (honoured there only with the cluster secret,
+#: which the standby's own client sends, as this standby checked the caller's).
+_PASSED_HEADERS = ("content-type", "accept", "authorization", ON_BEHALF_OF_HEADER)
 #: The largest admin request body (a topic's configs, a reassignment plan): 413 beyond.
 ADMIN_BODY_LIMIT = 1024 * 1024
 

@@ -12,6 +12,9 @@ the etcd revision of the write, for the proxy's read-your-writes wait.
 
 Use as ``async with AdminClient(url) as admin``; one client may serve concurrent tasks.
 ``auth`` (an ``httpx.Auth``) adds a user's credential for a coordinator with security on.
+``on_behalf_of`` (a principal, ``User:<name>``) is a service's way instead: a broker's Kafka
+listener acts for a SASL principal with the cluster secret and ``Yak-On-Behalf-Of``, which the
+coordinator accepts only with the secret (``yak.security.cluster_secret``).
 
 Security: ``https://`` URLs are verified with ``tls`` (default: ``ClientTls.from_env()``), and
 requests carry the cluster secret (default: ``load_cluster_secret()``) when one is configured,
@@ -71,7 +74,11 @@ from yak.closing import AsyncClosing
 from yak.errors import KafkaTimeoutError, NetworkError
 from yak.observability.request_id import propagate_request_id
 from yak.security.acl import AclBinding, AclFilter
-from yak.security.cluster_secret import CLUSTER_SECRET_HEADER, load_cluster_secret
+from yak.security.cluster_secret import (
+    CLUSTER_SECRET_HEADER,
+    ON_BEHALF_OF_HEADER,
+    load_cluster_secret,
+)
 
 __all__ = ["AdminClient"]
 
@@ -90,16 +97,20 @@ class AdminClient(AsyncClosing):
         auth: httpx.Auth | None = None,
         tls: ClientTls | None = None,
         cluster_secret: str | None = None,
+        on_behalf_of: str | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         tls = tls if tls is not None else ClientTls.from_env()
         secret = cluster_secret if cluster_secret is not None else load_cluster_secret()
+        headers = {CLUSTER_SECRET_HEADER: secret} if secret else {}
+        if on_behalf_of is not None:
+            headers[ON_BEHALF_OF_HEADER] = on_behalf_of
         self._http = httpx.AsyncClient(
             base_url=f"{self.base_url}{ADMIN_PREFIX}",
             timeout=timeout_s,
             transport=transport,
             auth=auth,
-            headers={CLUSTER_SECRET_HEADER: secret} if secret else None,
+            headers=headers,
             verify=tls.ssl_context() if tls.configured else default_context(),
             event_hooks={"request": [propagate_request_id]},
         )

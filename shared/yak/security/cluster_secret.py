@@ -6,6 +6,11 @@ configured. Every process of a cluster reads the same secret from its environmen
 ``YAK_CLUSTER_SECRET`` (the value) or ``YAK_CLUSTER_SECRET_FILE`` (a file holding it; the
 surrounding whitespace is dropped). Neither set: no secret, the internal plane is open (the
 default, for local development). The comparison is constant-time (``hmac.compare_digest``).
+
+A service that acts for an end user (a broker's Kafka listener asking the coordinator's admin
+API for a SASL principal) sends the secret with ``Yak-On-Behalf-Of: User:<name>``
+(``ON_BEHALF_OF_HEADER``); the coordinator honours that header only with the secret and without
+a user credential (docs/security.md).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from pathlib import Path
 __all__ = [
     "CLUSTER_SECRET_HEADER",
     "MIN_SECRET_LENGTH",
+    "ON_BEHALF_OF_HEADER",
     "load_cluster_secret",
     "new_cluster_secret",
     "secret_matches",
@@ -26,6 +32,8 @@ __all__ = [
 
 #: The request header carrying the secret (lower case, as ASGI scopes hold header names).
 CLUSTER_SECRET_HEADER = "x-yak-cluster-secret"
+#: The principal a cluster service acts for (``User:<name>``; only with the secret).
+ON_BEHALF_OF_HEADER = "yak-on-behalf-of"
 #: A shorter secret is refused: it would be guessable.
 MIN_SECRET_LENGTH = 16
 

@@ -11,6 +11,7 @@ import httpx
 from starlette.applications import Starlette
 
 from yak.metadata.memory_store import MemoryMetadataStore
+from yak.security.cluster_secret import ON_BEHALF_OF_HEADER
 from yak_coordinator.app import create_app
 from yak_coordinator.forwarding import ADMIN_BODY_LIMIT, FORWARDED_HEADER, ControllerForwarding
 from yak_coordinator.service import Coordinator
@@ -34,10 +35,11 @@ async def test_a_standby_forwards_the_raw_path_and_refuses_oversized_bodies() ->
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://standby") as client:
         hostile = "/admin/v1/topics/..%2F..%2Fv1%2Ftopics%2Forders"
-        answer = await client.delete(hostile)
+        answer = await client.delete(hostile, headers={ON_BEHALF_OF_HEADER: "User:alice"})
         assert answer.status_code == 404
         assert seen[0].url.raw_path == hostile.encode()
         assert seen[0].headers[FORWARDED_HEADER] == "c1"
+        assert seen[0].headers[ON_BEHALF_OF_HEADER] == "User:alice"  # a broker's principal
         big = await client.post("/admin/v1/topics", content=b"x" * (ADMIN_BODY_LIMIT + 1))
         assert big.status_code == 413
         assert big.json()["code"] == "MESSAGE_TOO_LARGE"

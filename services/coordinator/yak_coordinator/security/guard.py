@@ -5,9 +5,11 @@ Credentials are a user's, as on the public API: ``Authorization: Bearer <api key
 ``Basic``; 401 ``UNAUTHENTICATED``, 403 ``*_AUTHORIZATION_FAILED`` through the one error table
 of ``yak.web.errors``. The cache (``AdminSecurity``) starts on the first request that needs a
 credential, as the etcd connection comes up in the background. A rest-proxy forwards its
-caller's ``Authorization`` header, so the coordinator authorizes the end user; a standby
-forwards it to the controller, which checks it, and audits it. List answers keep the names the
-principal may DESCRIBE (``visible``).
+caller's ``Authorization`` header, so the coordinator authorizes the end user; a broker's
+Kafka listener sends the cluster secret with ``Yak-On-Behalf-Of: User:<name>`` for its SASL
+principal (``service_principal``: accepted only with the secret and without a user
+credential); a standby forwards either to the controller, which checks it, and audits it. List
+answers keep the names the principal may DESCRIBE (``visible``).
 
 Every refusal is written to the audit log (``yak.security.audit``: ``unauthenticated``,
 ``throttled`` or ``denied``), and so is every administrative change that passed its checks
@@ -27,6 +29,7 @@ from yak.security.cache import SecurityCache
 from yak.security.login_limiter import FailedLoginLimiter
 from yak.web.route_guard import CurrentAccess, RouteGuard
 from yak_coordinator.security.route_acls import AUDITED, PATH_PARAMS, ROUTE_ACLS
+from yak_coordinator.security.service_principal import admin_principal
 from yak_coordinator.service import Coordinator
 
 __all__ = ["AdminGuard", "AdminSecurity", "visible"]
@@ -85,4 +88,5 @@ class AdminGuard(RouteGuard):
             path_params=PATH_PARAMS,
             access=_access,
             security=security.cache,
+            authenticate=admin_principal,
         )
