@@ -4,7 +4,12 @@ and ACLs) with real clients; one cluster for the module (1 coordinator, 2 broker
 * confluent-kafka (librdkafka) with ``SCRAM-SHA-512`` produces and reads back; with a wrong
   password it never connects (an authentication error); a user without WRITE on the topic gets
   TOPIC_AUTHORIZATION_FAILED for its records;
-* kafka-python with ``PLAIN`` and ``SCRAM-SHA-256`` does the same.
+* kafka-python with ``PLAIN`` and ``SCRAM-SHA-256`` does the same;
+* the admin APIs over SASL: confluent-kafka's ``AdminClient`` as alice (CREATE and DELETE on a
+  PREFIXED topic pattern) creates and deletes a topic under it — the broker acts for her on
+  the coordinator's admin API (the cluster secret and ``Yak-On-Behalf-Of``), which checks her
+  ACLs again and audits her; bob, without them, gets TOPIC_AUTHORIZATION_FAILED and nothing
+  is made.
 
 Users are made with ``yak users create --password`` (which stores the SCRAM credentials), ACLs
 with ``yak acls add``, as an operator would.
@@ -27,6 +32,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka import Producer as ConfluentProducer
 from confluent_kafka import TopicPartition as ConfluentPartition
 from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
 with warnings.catch_warnings():
     # kafka-python 3 loads its schemas with importlib.resources.read_text (deprecated).
@@ -49,6 +55,10 @@ pytestmark = [
 PASSWORDS = {"alice": "alice-Pw-1", "bob": "bob-Pw-2", "carol": "carol-Pw-3", "dave": "dave-Pw-4"}
 
 
+#: alice may create and delete topics named with this prefix (a PREFIXED ACL).
+ADMIN_PREFIX = "sasl-admin-"
+
+
 @dataclass(frozen=True)
 class SecureKafka:
     bootstrap: str
@@ -56,11 +66,12 @@ class SecureKafka:
     topic: str
     data_dir: Path
 
-    def audited(self, *parts: str) -> bool:
-        """Whether a broker's audit log (its stderr, in ``logs/``) has a line with every part."""
+    def audited(self, *parts: str, service: str = "broker") -> bool:
+        """Whether a ``service``'s audit log (its stderr, in ``logs/``) has a line with every
+        part."""
         return any(
             all(part in line for part in parts)
-            for log in (self.data_dir / "logs").glob("broker-*.log")
+            for log in (self.data_dir / "logs").glob(f"{service}-*.log")
             for line in log.read_text().splitlines()
         )
 
@@ -104,6 +115,11 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureKafka]:
             data_dir,
             *("acls", "add", "--principal", "User:alice", "-t", "TOPIC", "-n", topic),
             *("-o", "WRITE", "-o", "READ"),
+        )
+        yak_cli(
+            data_dir,
+            *("acls", "add", "--principal", "User:alice", "-t", "TOPIC", "-n", ADMIN_PREFIX),
+            *("--pattern-type", "PREFIXED", "-o", "CREATE", "-o", "DELETE", "-o", "DESCRIBE"),
         )
         ca = str(data_dir / "tls" / "ca.pem")
         kafka = SecureKafka(document["kafka_bootstrap"], ca, topic, data_dir)
@@ -212,3 +228,31 @@ def test_kafka_python_without_write_gets_topic_authorization_failed(
             producer.send(secure.topic, b"not allowed").get(timeout=30)
     finally:
         producer.close()
+
+
+def test_the_admin_apis_over_sasl_follow_the_acls(secure: SecureKafka) -> None:
+    name = f"{ADMIN_PREFIX}{uuid.uuid4().hex[:8]}"
+    bob = AdminClient(secure.librdkafka("bob", PASSWORDS["bob"]))
+    refused = bob.create_topics([NewTopic(name, num_partitions=1, replication_factor=2)])
+    with pytest.raises(KafkaException) as caught:
+        refused[name].result(timeout=30)
+    assert caught.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    alice = AdminClient(secure.librdkafka("alice", PASSWORDS["alice"]))
+    assert name not in alice.list_topics(timeout=10).topics  # bob's refusal made nothing
+    created = alice.create_topics([NewTopic(name, num_partitions=2, replication_factor=2)])
+    assert created[name].result(timeout=30) is None
+    described = alice.list_topics(topic=name, timeout=10).topics[name]
+    assert described.error is None
+    assert len(described.partitions) == 2
+    deleted = alice.delete_topics([name])
+    assert deleted[name].result(timeout=30) is None
+    assert secure.audited('"principal": "User:bob"', f'"resource": "TOPIC:{name}"')
+    # The coordinator checked alice's ACLs again (the broker acts for her) and audited her.
+    for action in ("POST /admin/v1/topics", "DELETE /admin/v1/topics/{name}"):
+        assert secure.audited(
+            '"principal": "User:alice"',
+            f'"action": "{action}"',
+            f'"resource": "TOPIC:{name}"',
+            '"result": "allowed"',
+            service="coordinator",
+        )

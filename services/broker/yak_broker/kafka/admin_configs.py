@@ -250,7 +250,7 @@ async def _alter_topic(
     validate_min_insync_replicas(merged, record.replication_factor)
     if dry:
         return
-    async with controller_admin(server.broker.snapshot(), server.open_admin) as admin:
+    async with controller_admin(request) as admin:
         described = await admin.alter_topic_configs(
             name, set_configs=normalised, delete_configs=to_delete
         )

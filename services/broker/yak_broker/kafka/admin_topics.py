@@ -157,7 +157,7 @@ async def _create(
         if factor is not None:  # else the coordinator's default factor, checked there
             validate_min_insync_replicas(configs, factor)
         if not dry:
-            async with controller_admin(snapshot, server.open_admin) as admin:
+            async with controller_admin(request, snapshot) as admin:
                 created = await admin.create_topic(
                     name, partitions=count, replication_factor=factor, configs=configs
                 )
@@ -241,7 +241,7 @@ async def _delete(
             require(request, Operation.DELETE, _TOPIC, name)
         record = server.broker.snapshot().topics[name]
         answer["topic_id"] = topic_uuid(record)
-        async with controller_admin(server.broker.snapshot(), server.open_admin) as admin:
+        async with controller_admin(request) as admin:
             await admin.delete_topic(name)
         made(request, Operation.DELETE, _TOPIC, name)
         gone = name
@@ -292,7 +292,7 @@ async def _grow(request: KafkaRequest, topic: Any, dry: bool, timeout_ms: int) -
                 topic=name,
             )
         if not dry:
-            async with controller_admin(snapshot, server.open_admin) as admin:
+            async with controller_admin(request, snapshot) as admin:
                 await admin.create_partitions(name, count)
             made(request, Operation.ALTER, _TOPIC, name)
             await _settled(server, _led(name, count), timeout_ms, f"topic {name!r}'s partitions")

@@ -10,9 +10,13 @@ to ``KafkaServer.open_admin``). ``controller_admin`` opens one for the controlle
 metadata names, for the length of one request: admin requests are rare, so no connection pool
 outlives them and nothing needs closing when the listener stops. With no active controller the
 call raises ``NotControllerError`` (Kafka's ``NOT_CONTROLLER``: clients refresh metadata and
-retry). A coordinator with security on wants a user's credential, which a broker cannot
-forward for a SASL principal yet: its refusal is answered ``CLUSTER_AUTHORIZATION_FAILED``
-with a message saying so. ``require`` checks the connection's principal against the ACLs as
+retry). The client acts for the connection's principal (the SASL user, ``User:ANONYMOUS``
+without SASL): the cluster secret and ``Yak-On-Behalf-Of``, so a coordinator with security on
+checks the same ACLs again for that principal and audits it as a REST call (docs/security.md;
+SCRAM never reveals a password a broker could forward). The coordinator's refusal of the
+broker itself (401: no or another cluster secret) is answered ``CLUSTER_AUTHORIZATION_FAILED``
+naming the cause; its ACL denials keep their own codes. ``require`` checks the connection's
+principal against the ACLs as
 Kafka's admin requests do (``kafka.authorize``; a denial is audited and raised as Kafka's
 ``TOPIC_``/``CLUSTER_AUTHORIZATION_FAILED``), ``made`` audits a change that passed.
 ``failure`` is an admin answer's error fields for a typed error; ``await_metadata``
@@ -55,22 +59,23 @@ __all__ = [
 
 @asynccontextmanager
 async def controller_admin(
-    snapshot: ClusterSnapshot, open_admin: OpenAdmin
+    request: KafkaRequest, snapshot: ClusterSnapshot | None = None
 ) -> AsyncIterator[ControllerAdmin]:
-    """A client of the active controller named by ``snapshot``, closed on exit."""
-    controller = snapshot.controller
+    """A client of the active controller named by ``snapshot`` (default: the broker's
+    metadata now), acting for the request's principal; closed on exit."""
+    server = request.server
+    controller = (snapshot or server.broker.snapshot()).controller
     if controller is None:
         raise NotControllerError("no coordinator is the active controller right now")
-    admin = open_admin(controller.url)
+    admin = server.open_admin(controller.url, on_behalf_of=request.principal)
     try:
         yield admin
     except AuthenticationError as exc:
-        # The coordinator wants a user's credential (YAK_SECURITY=on) and a broker holds none
-        # to forward for a SASL principal yet: say so, rather than a failed login the client
-        # did not make (the ACLs were checked here already).
+        # The coordinator refused the broker, not the client's login (which succeeded here):
+        # a cluster secret missing or different on one side, as the message says.
         raise ClusterAuthorizationError(
-            "the coordinator's admin API asks for a user credential, which the Kafka listener "
-            f"cannot forward yet: use `yak` or the admin API ({exc.message})"
+            "the coordinator refused this broker's service credential (the cluster secret, "
+            f"YAK_CLUSTER_SECRET[_FILE], must be the same on both): {exc.message}"
         ) from exc
     finally:
         await admin.aclose()

@@ -1,5 +1,7 @@
 """What the Kafka admin handlers need of the coordinator (the controller): the calls
-(``ControllerAdmin``, ``AdminClient``'s signatures) and how a client is opened (``OpenAdmin``).
+(``ControllerAdmin``, ``AdminClient``'s signatures) and how a client is opened (``OpenAdmin``:
+the controller's URL and the principal the broker acts for, ``AdminClient``'s
+``on_behalf_of``).
 
 A leaf of the listener's modules (it imports no other ``kafka`` module), so the request context
 (``kafka.context``) can name the opener without importing the controller's helpers, which
@@ -8,7 +10,7 @@ import the authorizer, which imports the context.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from yak.api.admin import TopicDeleted, TopicDescription
@@ -43,5 +45,8 @@ class ControllerAdmin(Protocol):
     async def aclose(self) -> None: ...
 
 
-#: Opens a client of the coordinator at a URL (``AdminClient`` in a running broker).
-OpenAdmin = Callable[[str], ControllerAdmin]
+class OpenAdmin(Protocol):
+    """Opens a client of the coordinator at a URL acting for a principal (``AdminClient`` in
+    a running broker: the cluster secret and ``Yak-On-Behalf-Of``)."""
+
+    def __call__(self, base_url: str, /, *, on_behalf_of: str | None = None) -> ControllerAdmin: ...

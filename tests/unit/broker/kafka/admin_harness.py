@@ -63,14 +63,15 @@ class FakeController:
 
     harness: BrokerHarness
     calls: list[tuple[Any, ...]] = field(default_factory=list)
-    opened: list[str] = field(default_factory=list)
+    #: (URL, principal acted for) of every client opened.
+    opened: list[tuple[str, str | None]] = field(default_factory=list)
     closed: int = 0
     #: Raised by the next write instead of making it (the coordinator's refusal).
     refuse: YakError | None = None
     default_replication_factor: int = 1
 
-    def open(self, url: str) -> ControllerAdmin:
-        self.opened.append(url)
+    def open(self, url: str, /, *, on_behalf_of: str | None = None) -> ControllerAdmin:
+        self.opened.append((url, on_behalf_of))
         return self
 
     def _check(self) -> None:

@@ -74,7 +74,7 @@ async def test_create_topics_goes_through_the_controller_and_answers_the_topic(
     (result,) = answer.topics
     assert (result.name, result.error_code, result.error_message) == ("orders", 0, None)
     assert bench.controller.calls == [("create", "orders", 3, None, {"retention.ms": "60000"})]
-    assert bench.controller.opened == [CONTROLLER_URL]
+    assert bench.controller.opened == [(CONTROLLER_URL, "User:ANONYMOUS")]
     assert bench.controller.closed == 1
     record = bench.harness.broker.snapshot().topics["orders"]
     assert result.topic_id == topic_uuid(record)
@@ -142,7 +142,7 @@ async def test_validate_only_writes_nothing_and_the_controllers_refusal_is_answe
     bench.controller.refuse = AuthenticationError("a credential is required")
     secured = await bench.call(handle_create_topics, CREATE, 7, create(topic("secured")))
     assert secured.topics[0].error_code == 31  # not SASL_AUTHENTICATION_FAILED: no login failed
-    assert "credential" in (secured.topics[0].error_message or "")
+    assert "cluster secret" in (secured.topics[0].error_message or "")
     assert bench.controller.closed == 2
 
 
@@ -297,6 +297,8 @@ async def test_acls_as_kafkas_create_delete_and_alter_on_the_topic(
     allowed = await bench.call(handle_create_partitions, PARTITIONS, 3, grow("mine", 2))
     assert allowed.results[0].error_code == 0
     assert [c[:2] for c in bench.controller.calls] == [("create", "new"), ("partitions", "mine")]
+    # The coordinator checks the same ACLs again for the SASL principal (Yak-On-Behalf-Of).
+    assert {who for _, who in bench.controller.opened} == {"User:bob"}
 
 
 async def test_create_on_the_cluster_covers_every_topic(bench: AdminBench) -> None:
