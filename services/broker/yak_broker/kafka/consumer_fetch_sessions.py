@@ -154,7 +154,7 @@ class ConsumerFetchSession:
     epoch: int
     last_used_ms: int
     partitions: dict[_Key, CachedPartition] = field(default_factory=dict)
-    #: How many of the session's partitions each topic has (the ACL re-check's topics).
+    #: How many of the session's partitions each topic has (the READ check's topics).
     topics: dict[str, int] = field(default_factory=dict)
     closed: bool = False
     waiter: FetchWaiter | None = None
@@ -192,9 +192,6 @@ class ConsumerFetchSession:
                     del self.topics[key[0]]
                 self.rewatch = True
         return dropped
-
-    def forget_topic(self, topic: str) -> list[_Key]:
-        return self.forget([key for key in self.partitions if key[0] == topic])
 
     def due(self, hosted: Mapping[TopicPartition, Replica]) -> list[CachedPartition]:
         """The partitions to read this round, in the session's order (see the module doc)."""

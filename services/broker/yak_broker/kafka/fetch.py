@@ -18,9 +18,10 @@ incremental one names only changed partitions and ``forgotten_topics_data`` and 
 only the partitions with news (records, a moved high watermark or log start offset, an error);
 a refused one (unknown id 70, wrong epoch 71) is answered the error and no partition. A session
 round long-polls on the session's one waiter and reads only the partitions it finds due (an
-idle round reads no log). READ is checked on every round for the partitions named and, when
-the listener authenticates, for every topic the session holds: a denied partition is answered
-``TOPIC_AUTHORIZATION_FAILED`` and leaves the session. Only consumers fetch here: a request
+idle round reads no log). When the listener authenticates, READ is checked on every round
+for every topic the session holds (as Kafka's ``foreachPartition`` over the session): a denied
+partition stays in the session, is not read and is answered ``TOPIC_AUTHORIZATION_FAILED`` at
+once, every round, until a grant lets it be read again. Only consumers fetch here: a request
 with a replica id (a follower's) is refused — replication travels on the internal listener,
 where followers authenticate.
 
@@ -33,8 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
-from itertools import chain
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from yak.errors import InvalidRequestError, TopicAuthorizationError, YakError
@@ -63,6 +63,7 @@ __all__ = ["handle_fetch"]
 
 API_FETCH = 1
 _FETCH = QuotaKind.FETCH
+_NONE: frozenset[str] = frozenset()
 
 
 def _decode(version: int, body: memoryview) -> FetchRequest:
@@ -113,18 +114,23 @@ async def handle_fetch(request: KafkaRequest) -> list[Buffer]:
         )
     except YakError as exc:  # FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH
         return _answer(version, correlation_id, (), exc.kafka_code)
-    allowed, denied = _check_reads(request, fetch, session)
     partitions: Sequence[FetchedPartition] = ()
     if session is not None:
         session.forget(fetch.forgotten)
-        session.update(allowed)
-        partitions = await _session_round(request, fetch, session)
-    elif allowed:
-        partitions = await serve_fetch(
-            fetch._replace(partitions=allowed, session_id=0, session_epoch=-1),
-            broker.replicas,
-            max_wait_limit_ms=broker.settings.max_wait_ms_limit,
-        )
+        session.update(fetch.partitions)  # denied ones too: checked again every round
+        refused = _refused(request, session.topics)
+        partitions = await _session_round(request, fetch, session, refused)
+        denied = [_denied(*key) for key in session.partitions if key[0] in refused]
+    else:
+        refused = _refused(request, (p.topic for p in fetch.partitions))
+        allowed = tuple(p for p in fetch.partitions if p.topic not in refused)
+        denied = [_denied(p.topic, p.partition) for p in fetch.partitions if p.topic in refused]
+        if allowed:
+            partitions = await serve_fetch(
+                fetch._replace(partitions=allowed, session_id=0, session_epoch=-1),
+                broker.replicas,
+                max_wait_limit_ms=broker.settings.max_wait_ms_limit,
+            )
     size = sum(len(memoryview(p.records)) for p in partitions)
     quotas = request.server.quotas
     throttle_ms = 0 if quotas is None else await quotas.throttle(_FETCH, request.principal, size)
@@ -132,36 +138,30 @@ async def handle_fetch(request: KafkaRequest) -> list[Buffer]:
     return _answer(version, correlation_id, [*partitions, *denied], 0, throttle_ms, session_id)
 
 
-def _check_reads(
-    request: KafkaRequest, fetch: FetchRequest, session: ConsumerFetchSession | None
-) -> tuple[tuple[FetchPartition, ...], list[FetchedPartition]]:
-    """The named partitions the principal may READ, and the denials to answer: of named
-    partitions, and of those a session holds of a topic no longer readable (dropped)."""
+def _refused(request: KafkaRequest, topics: Iterable[str]) -> frozenset[str]:
+    """The topics the principal may not READ, among ``topics`` (a session's: every round)."""
     if request.server.security is None:  # the hot path without SASL: nothing to check
-        return fetch.partitions, []
-    held = session.topics if session is not None else {}
-    names = chain((p.topic for p in fetch.partitions), held)
+        return _NONE
+    names = list(dict.fromkeys(topics))
     readable = authorized(request, Operation.READ, ResourceType.TOPIC, names)
-    refused = {(p.topic, p.partition): None for p in fetch.partitions if p.topic not in readable}
-    if session is not None:
-        for topic in [t for t in held if t not in readable]:
-            refused.update(dict.fromkeys(session.forget_topic(topic)))
-        session.forget(refused)
-    allowed = tuple(p for p in fetch.partitions if p.topic in readable)
-    return allowed, [_denied(topic, partition) for topic, partition in refused]
+    return frozenset(topic for topic in names if topic not in readable)
 
 
 async def _session_round(
-    request: KafkaRequest, fetch: FetchRequest, session: ConsumerFetchSession
+    request: KafkaRequest,
+    fetch: FetchRequest,
+    session: ConsumerFetchSession,
+    refused: frozenset[str],
 ) -> Sequence[FetchedPartition]:
-    """One fetch of a session: the long poll on its waiter over the partitions due; a full
-    fetch answers every partition read, an incremental one those with news."""
+    """One fetch of a session: the long poll on its waiter over the partitions due (but those
+    of ``refused`` topics, which answer a denial: at once); a full fetch answers every
+    partition read, an incremental one those with news."""
     broker = request.server.broker
     replicas = broker.replicas
     stats = replicas.stats
     stats.fetch_requests.inc()
     loop = asyncio.get_running_loop()
-    wait_ms = min(fetch.max_wait_ms, broker.settings.max_wait_ms_limit)
+    wait_ms = 0 if refused else min(fetch.max_wait_ms, broker.settings.max_wait_ms_limit)
     deadline = loop.time() + wait_ms / 1000
     full = fetch.session_epoch == 0
     waiter = request.server.fetch_sessions.waiter(session)
@@ -169,7 +169,7 @@ async def _session_round(
     while True:
         waiter.arm()  # before the read: an append after it finds the armed future
         started = time.perf_counter()
-        read = _read(session, fetch.max_bytes, replicas)
+        read = _read(session, fetch.max_bytes, replicas, refused)
         answers = read if full else _news(session, read)
         read_s += time.perf_counter() - started
         remaining = deadline - loop.time()
@@ -187,9 +187,14 @@ async def _session_round(
 
 
 def _read(
-    session: ConsumerFetchSession, max_bytes: int, replicas: ReplicaManager
+    session: ConsumerFetchSession,
+    max_bytes: int,
+    replicas: ReplicaManager,
+    refused: frozenset[str],
 ) -> list[FetchedPartition]:
     due = session.due(replicas.replicas)
+    if refused:
+        due = [cached for cached in due if cached.tp.topic not in refused]
     if not due:
         return []  # the idle round: no read, nothing built
     wanted = tuple(cached.wanted() for cached in due)

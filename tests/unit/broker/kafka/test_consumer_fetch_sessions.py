@@ -180,7 +180,7 @@ def test_forgetting_keeps_the_topics_count() -> None:
     session.update([*named("a", 0, 1), *named("b", 0)])
     assert session.topics == {"a": 2, "b": 1}
     assert session.forget([("a", 0), ("c", 9)]) == [("a", 0)]
-    assert session.forget_topic("b") == [("b", 0)]
+    assert session.forget([("b", 0)]) == [("b", 0)]
     assert session.topics == {"a": 1}
 
 

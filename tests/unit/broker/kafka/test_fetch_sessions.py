@@ -1,8 +1,8 @@
 """Consumer fetch sessions (KIP-227) on the Kafka listener, spoken with kio's Fetch v12 and v11:
 a full fetch opens a session, incremental ones answer only partitions with news, forgotten
 partitions leave it, the long poll wakes on an append, epoch and id errors (71, 70), the final
-epoch, a full cache answering sessionless, READ checked on incremental rounds, and the cache's
-size from the broker's setting."""
+epoch, a full cache answering sessionless, READ checked on every round (a denial answered at
+once, a grant served at the next round), and the cache's size from the broker's setting."""
 
 from __future__ import annotations
 
@@ -245,7 +245,13 @@ async def test_a_full_cache_answers_sessionless_until_a_bigger_fetch_evicts(
     assert (sessions.evictions, len(sessions)) == (1, 1)
 
 
-async def test_read_is_checked_for_partitions_named_and_held_by_incremental_rounds(
+def errors(response: Any) -> dict[tuple[str, int], int]:
+    return {
+        (t.topic, p.partition_index): p.error_code for t in response.responses for p in t.partitions
+    }
+
+
+async def test_read_is_checked_every_round_for_every_partition_of_the_session(
     tmp_path: Path,
 ) -> None:
     async with secured_broker(tmp_path) as secured:
@@ -253,29 +259,34 @@ async def test_read_is_checked_for_partitions_named_and_held_by_incremental_roun
             await secured.harness.create_topic(topic)
         read_mine = AclBinding("User:alice", ResourceType.TOPIC, "mine", Operation.READ)
         await secured.allow(read_mine)
-        kafka = await secured.connect("alice")
+        kafka, admin = await secured.connect("alice"), await secured.connect("admin")
         try:
             # v11: a v12 partition error carries Yak's tagged field, which kio refuses
             full = await kafka.call(FETCH, 11, fetch({("mine", 0): 0}, version=11))
             sid = full.session_id
-            assert (full.responses[0].partitions[0].error_code, sid > 0) == (0, True)
+            assert (errors(full), sid > 0) == ({("mine", 0): 0}, True)
             theirs = fetch({("theirs", 0): 0}, session=(sid, 1), version=11)
-            named = await kafka.call(FETCH, 11, theirs)
-            ((topic, denied),) = [(t.topic, p) for t in named.responses for p in t.partitions]
-            assert (topic, denied.error_code) == ("theirs", DENIED)
+            assert errors(await kafka.call(FETCH, 11, theirs)) == {("theirs", 0): DENIED}
+            started = asyncio.get_running_loop().time()
+            idle = fetch({}, session=(sid, 2), max_wait_ms=10_000, version=11)
+            assert errors(await kafka.call(FETCH, 11, idle)) == {("theirs", 0): DENIED}
+            assert asyncio.get_running_loop().time() - started < 5  # a denial answers at once
             _, revision = await secured.users.remove_acls(
                 AclFilter(principal="User:alice", resource_name="mine")
             )
             await secured.sync(revision)
-            revoked = await kafka.call(FETCH, 11, fetch({}, session=(sid, 2), version=11))
-            assert [(t.topic, p.error_code) for t in revoked.responses for p in t.partitions] == [
-                ("mine", DENIED)
-            ]
-            session = sessions_of(secured.harness.broker).get(sid)
-            assert session is not None
-            assert session.partitions == {}
+            revoked = await kafka.call(FETCH, 11, fetch({}, session=(sid, 3), version=11))
+            assert errors(revoked) == {("mine", 0): DENIED, ("theirs", 0): DENIED}
+            await secured.allow(
+                AclBinding("User:alice", ResourceType.TOPIC, "theirs", Operation.READ)
+            )
+            await produce(admin, "theirs", b"granted")
+            granted = await kafka.call(FETCH, 11, fetch({}, session=(sid, 4), version=11))
+            assert errors(granted) == {("mine", 0): DENIED, ("theirs", 0): 0}
+            assert answered(granted)[("theirs", 0)] == [b"granted"]
         finally:
             await kafka.close()
+            await admin.close()
 
 
 async def test_the_cache_size_is_the_brokers_setting(broker: BrokerHarness) -> None:
