@@ -13,7 +13,7 @@ from typing import Annotated
 
 from pydantic import BeforeValidator, Field, Strict
 
-__all__ = ["JsonInt", "NonNegativeJsonInt", "PartitionJsonInt", "integral"]
+__all__ = ["ExactJsonInt", "JsonInt", "NonNegativeJsonInt", "PartitionJsonInt", "integral"]
 
 
 def integral(value: object) -> object:
@@ -26,5 +26,8 @@ def integral(value: object) -> object:
 JsonInt = Annotated[int, Strict(), BeforeValidator(integral)]
 #: At least 0 and at most int64, the width the answers carry.
 NonNegativeJsonInt = Annotated[int, Strict(), Field(ge=0, le=2**63 - 1), BeforeValidator(integral)]
+#: At least 0 and at most 2**53, the integers every JSON reader keeps exact (I-JSON, RFC 7493):
+#: past that a client's (and a fuzzer's) doubles round, and 2**63 - 1 reads as 2**63.
+ExactJsonInt = Annotated[int, Strict(), Field(ge=0, le=2**53), BeforeValidator(integral)]
 #: A partition number: at least 0, at most int32 (Kafka's width).
 PartitionJsonInt = Annotated[int, Strict(), Field(ge=0, le=2**31 - 1), BeforeValidator(integral)]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from yak.api.json_int import NonNegativeJsonInt
+from yak.api.json_int import ExactJsonInt
 from yak.security.acl import AclBinding, Operation, PatternType, Permission, ResourceType
 
 __all__ = [
@@ -29,8 +29,8 @@ __all__ = [
 ]
 
 _NAME = r"^[a-zA-Z0-9._-]{1,249}$"
-#: A byte rate: JSON's true/false are none; at most int64, the answers' width.
-_Rate = NonNegativeJsonInt
+#: A byte rate: JSON's true/false are none; at most 2**53 bytes/s, exact in every JSON reader.
+_Rate = ExactJsonInt
 _PRINCIPAL = r"^User:([a-zA-Z0-9._-]{1,249}|\*)$"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from yak.api.json_int import JsonInt, NonNegativeJsonInt
+from yak.api.json_int import ExactJsonInt, JsonInt, NonNegativeJsonInt
 
 
 class _Body(BaseModel):
@@ -38,3 +38,16 @@ def test_the_non_negative_form_is_bounded_to_int64(text: str, ok: bool) -> None:
 def test_the_bounds_are_in_the_json_schema() -> None:
     schema = _Body.model_json_schema()["properties"]["bounded"]["anyOf"][0]
     assert schema == {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}
+
+
+class _Rate(BaseModel):
+    rate: ExactJsonInt
+
+
+@pytest.mark.parametrize(("value", "ok"), [(2**53, True), (2**53 + 1, False), (-1, False)])
+def test_the_exact_form_stops_where_doubles_start_rounding(value: int, ok: bool) -> None:
+    if ok:
+        assert _Rate.model_validate_json(f'{{"rate": {value}}}').rate == value
+    else:
+        with pytest.raises(ValidationError):
+            _Rate.model_validate_json(f'{{"rate": {value}}}')
