@@ -60,12 +60,14 @@ Thresholds = tuple[int, int, int]
 #: (700, 10, 10), for a service not listed. What a request leaves alive is alive: the proxy's
 #: produce and poll paths make no reference cycles, so every object a young pass walks moves
 #: on, and a pass of generation 1 walks up to ``threshold0 * (threshold1 + 1)`` objects. Both
-#: are kept small (a young pass ~0.2 ms, a generation-1 pass ~1 ms: 5,000 objects); a high
-#: ``threshold2`` makes a full pass (everything not frozen) rare. (50,000, 50, 100), the
+#: are kept small (a young pass ≤ 2,000 objects, ~0.5 ms; a generation-1 pass ≤ 6,000, ~1 ms);
+#: a high ``threshold2`` makes a full pass (everything not frozen) rare. (50,000, 50, 100), the
 #: proxy's earlier setting, made one young pass every ~15 s at 1,000 msg/s that walked 50,000
-#: objects for 10-25 ms; (1,000, 10, 1,000) passes of generation 1 of ~5 ms on a loaded machine.
+#: objects for 10-25 ms; (1,000, 10, 1,000) passes of generation 1 of ~5 ms on a loaded
+#: machine; (1,000, 4, 1,000) walked the objects of 500-record requests more often (more CPU
+#: per record than (2,000, 2, 1,000) in the same sitting).
 DEFAULT_THRESHOLDS: Mapping[str, Thresholds] = {
-    "rest-proxy": (1_000, 4, 1_000),
+    "rest-proxy": (2_000, 2, 1_000),
     "broker": (700, 10, 1_000),
     "coordinator": (700, 10, 1_000),
 }
