@@ -173,8 +173,8 @@ def _parameter_schema(
         return {"type": "string", "title": "Topic config", "enum": sorted(CATALOGUE)}
     if where == "query" and name == "filter":
         return {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_LENGTH}
-    if where == "query" and name == "member_id":
-        return name_schema("Member")
+    if where == "query" and name == "member_id":  # empty: a new member, as when absent
+        return {"anyOf": [name_schema("Member"), {"const": ""}]}
     if name in _NAMES and (where == "path" or (where == "query" and name == "topic")):
         return name_schema(_NAMES[name])
     return None
