@@ -15,35 +15,17 @@ the etcd chosen.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Generator, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
-from loadtest.local_cluster import LocalCluster
-from tests.cluster_logs import cluster_log_report
 from yak.etcd_binary import EtcdNotFoundError, NotRecommendedEtcdError, find_etcd
 from yak.etcd_server import EmbeddedEtcd, free_ports
 from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.supervisor import StartupError
 
 _START_ATTEMPTS = 3  # a port picked by free_ports may be taken before etcd binds it
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """A failed test's report carries what its clusters' services logged at WARNING or above
-    (``tests.cluster_logs``): CI keeps pytest's output only."""
-    report: pytest.TestReport = yield
-    if report.failed:
-        funcargs = getattr(item, "funcargs", {})
-        clusters = [value for value in funcargs.values() if isinstance(value, LocalCluster)]
-        text = cluster_log_report(clusters)
-        if text:
-            report.sections.append(("cluster logs (WARNING and above)", text))
-    return report
 
 
 def pytest_report_header() -> str:
