@@ -104,7 +104,7 @@ def _data(
     if given is None:
         return None, None
     kind = given.get("type")
-    if kind is None or kind in _SCHEMA_TYPES:
+    if kind is None or (isinstance(kind, str) and kind in _SCHEMA_TYPES):
         return _schema_data(given, where, serde)
     data = given.get("data")
     if kind == "BINARY":

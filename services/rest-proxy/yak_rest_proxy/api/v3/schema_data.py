@@ -49,10 +49,10 @@ def _int(given: object, where: str) -> int | None:
 def schema_ref(given: dict[str, Any], topic: str, field: str) -> SchemaRef | None:
     """The schema a key or value (``field``) names; None for BINARY, JSON and STRING."""
     kind = given.get("type")
-    if kind is not None and kind not in SCHEMA_TYPES:
-        return None
+    if kind is not None and (not isinstance(kind, str) or kind not in SCHEMA_TYPES):
+        return None  # not a schema type (a bad one is the caller's to refuse)
     strategy = given.get("subject_name_strategy") or "TOPIC_NAME"
-    if strategy not in _STRATEGIES:
+    if not isinstance(strategy, str) or strategy not in _STRATEGIES:
         raise InvalidRequestError(
             f"{field}.subject_name_strategy: {strategy!r} is not TOPIC_NAME, RECORD_NAME or "
             "TOPIC_RECORD_NAME",

@@ -7,6 +7,7 @@ import pytest
 from yak.errors import InvalidRequestError, KafkaTimeoutError, UnknownTopicOrPartitionError
 from yak_rest_proxy.api.v3.errors import UnsupportedFormatError, v3_error
 from yak_rest_proxy.api.v3.produce_request import delivery_report, iso_timestamp, parse_record
+from yak_rest_proxy.api.v3.schema_data import schema_ref
 from yak_rest_proxy.produce.accumulator import ProducedRecord
 
 NOW = 1_700_000_000_000
@@ -73,6 +74,7 @@ def test_timestamps_with_offsets_and_without_zone() -> None:
         ({"partition": 1}, 422, "unknown field 'partition'"),
         ({"value": {"type": "BINARY", "dta": ""}}, 422, "unknown field 'dta'"),
         ({"value": {"type": "XML", "data": ""}}, 422, "BINARY, JSON or STRING"),
+        ({"value": {"type": ["AVRO"], "data": ""}}, 422, "BINARY, JSON or STRING"),
         ({"value": "raw"}, 422, "object with type and data"),
         ({"headers": {"h": "v"}}, 422, "headers"),
         ({"partition_id": "1"}, 422, "partition_id"),
@@ -132,3 +134,11 @@ def test_iso_timestamp() -> None:
     assert iso_timestamp(0) == "1970-01-01T00:00:00.000Z"
     assert iso_timestamp(1_612_552_482_007) == "2021-02-05T19:14:42.007Z"
     assert iso_timestamp(-1) is None
+
+
+@pytest.mark.parametrize("strategy", [["TOPIC_NAME"], {"a": 1}, "SUBJECT"])
+def test_a_subject_name_strategy_that_is_not_one_of_confluents_is_refused(strategy: Any) -> None:
+    given = {"type": "AVRO", "subject_name_strategy": strategy, "schema_id": 1}
+    with pytest.raises(InvalidRequestError, match="is not TOPIC_NAME, RECORD_NAME") as e:
+        schema_ref(given, "t", "value")
+    assert v3_error(e.value)[0] in (400, 422)
