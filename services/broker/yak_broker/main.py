@@ -6,6 +6,7 @@ Every flag has a ``YAK_*`` environment variable (``yak up`` sets ``YAK_ETCD``,
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -139,7 +140,11 @@ def run(
     # Tens of thousands of replicas are millions of long-lived objects: keep them out of the
     # collector's full passes (``yak.heap``; a full pass held the loop up to a second).
     app = create_app(settings, heap=HeapFreezer())
-    GcTuning.from_env("broker").apply(app)  # thresholds, and what start-up built frozen
+    # Thresholds only: ``HeapFreezer`` freezes the broker's heap once its logs settle. A
+    # freeze at the end of the lifespan ran after the broker registered and before uvicorn
+    # listened: its full collection kept a broker announced (and given leaderships back)
+    # with its HTTP port still closed (a rolling restart's clients met it).
+    replace(GcTuning.from_env("broker"), freeze=False).apply(app)
     broker: Broker = app.state.broker
     # SIGTERM: leaderships move away while both listeners still serve, then uvicorn stops.
     serve(

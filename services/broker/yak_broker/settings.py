@@ -49,6 +49,9 @@ replica_fetch_wait_max_ms   —                      500: a follower's long-poll
 replica_fetch_backoff_ms    —                      1000: pause after a failed follower fetch
 controlled_shutdown_        YAK_CONTROLLED_        10: on SIGTERM, how long to wait for the
 timeout_s                   SHUTDOWN_TIMEOUT_S     controller to move leaderships away
+controlled_shutdown_        —                      0.5: then how long the broker goes on
+linger_s                                           answering (NOT_LEADER_OR_FOLLOWER) before
+                                                   its listeners close
 tls                         YAK_TLS_CERT set       off: the listener speaks TLS (``yak.web.tls``)
 cluster_secret              YAK_CLUSTER_SECRET     none: every route but the health checks
                             [_FILE]                needs it (``yak.web.cluster_secret``)
@@ -157,6 +160,9 @@ class BrokerSettings:
     replica_fetch_wait_max_ms: int = 500
     replica_fetch_backoff_ms: int = 1_000
     controlled_shutdown_timeout_s: float = 10.0
+    #: After its leaderships moved, how long the broker keeps answering (NOT_LEADER_OR_FOLLOWER)
+    #: before its listeners close: clients mid-cycle learn the new leader from it.
+    controlled_shutdown_linger_s: float = 0.5
     #: The listener speaks TLS (``YAK_TLS_CERT``): the registration says ``https``.
     tls: bool = False
     #: Callers must send it (``YAK_CLUSTER_SECRET[_FILE]``); None: the API is open.

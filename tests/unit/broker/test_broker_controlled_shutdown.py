@@ -4,8 +4,8 @@ it), an in-memory metadata store, and this test standing in for the controller.
 SIGTERM marks the registration ``shutting_down`` while both listeners — HTTP and the internal
 one (Kafka framing) — still append for the partitions the broker leads; once the controller
 has moved one of them, both answer ``NOT_LEADER_OR_FOLLOWER`` for it and the broker keeps
-serving; only when the last leadership has moved does it stop by itself: deregistered, the
-port closed, the signal re-raised as uvicorn does.
+serving; when the last leadership has moved it still answers so for its linger, then stops by
+itself: deregistered, the port closed, the signal re-raised as uvicorn does.
 """
 
 from __future__ import annotations
@@ -183,7 +183,13 @@ async def test_sigterm_hands_leaderships_over_while_both_listeners_serve(
         for client in (http, kafka):
             await client.produce_one(TOPIC, 1, batch)
 
-        await _lead(store, 1, leader=1, epoch=1)  # the last one: the broker stops
+        # The last one: the broker lingers (controlled_shutdown_linger_s), answering, then stops.
+        await served.sync(await _lead(store, 1, leader=1, epoch=1))
+        await asyncio.sleep(0.25)  # past uvicorn's next ticks: without the linger it is gone
+        assert not served.task.done()
+        for client in (http, kafka):
+            with pytest.raises(NotLeaderOrFollowerError):
+                await client.produce_one(TOPIC, 1, batch)
         await served.stopped()
     assert await _registration(store) is None  # deregistered on the way out
     assert delivered == [signal.SIGTERM]

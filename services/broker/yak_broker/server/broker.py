@@ -29,7 +29,9 @@ it marks its registration ``shutting_down`` and waits (on metadata events, up to
 ``controlled_shutdown_timeout_s``) until the controller has moved those leaderships away;
 meanwhile it keeps answering — a produce for a partition it no longer leads gets
 ``NOT_LEADER_OR_FOLLOWER`` — so producers move to the new leader at once instead of meeting a
-closed port or waiting for the lease to expire. In the process the first SIGTERM/SIGINT runs it
+closed port or waiting for the lease to expire; once they moved it keeps answering for
+``controlled_shutdown_linger_s`` (0.5 s), so a client between two requests still meets it and
+learns the new leader. In the process the first SIGTERM/SIGINT runs it
 (``main`` hands it to ``yak.web.serve`` as the drain) before uvicorn closes the HTTP listener;
 a second signal cuts the wait short (the fast path). Then uvicorn closes the HTTP listener and
 lets its requests finish, and the lifespan's ``Broker.stop`` does the rest (starting with the
@@ -418,7 +420,11 @@ class Broker:
         while True:
             self._metadata_changed.clear()
             if not self._leads_movable_partitions():
-                _log.info("controlled shutdown: no partition left to move")
+                linger_s = self.settings.controlled_shutdown_linger_s
+                _log.info("controlled shutdown: no partition left to move; %.1f s more", linger_s)
+                # A client between two requests learns the new leader from this broker's
+                # NOT_LEADER_OR_FOLLOWER, not from a refused connection (a deliberate pause).
+                await asyncio.sleep(linger_s)
                 return
             remaining = deadline - loop.time()
             if remaining <= 0:
