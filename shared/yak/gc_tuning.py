@@ -67,11 +67,7 @@ Thresholds = tuple[int, int, int]
 #: machine; (1,000, 4, 1,000) walked the objects of 500-record requests more often (more CPU
 #: per record than (2,000, 2, 1,000) in the same sitting).
 DEFAULT_THRESHOLDS: Mapping[str, Thresholds] = {
-    # The proxy's pre-tuning setting: in a quiet sitting (2026-12-06 17:25, bench-latency
-    # against c0a71ef) (2000, 2, 1000) made 120 collections a minute with a 24 ms p99 and
-    # 19.7 against 13.0 µs per record; this one none in the window and 13.7 µs. The choice of
-    # the loaded sittings below is to be measured again on a quiet machine.
-    "rest-proxy": (50_000, 50, 100),
+    "rest-proxy": (2_000, 2, 1_000),
     "broker": (700, 10, 1_000),
     "coordinator": (700, 10, 1_000),
 }
