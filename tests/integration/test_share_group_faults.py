@@ -8,7 +8,7 @@ then:
 
 1. *A late ack*: a member acquires one record, lets its lock expire, and acknowledges it:
    409 ``INVALID_RECORD_STATE``, and nothing changed — the record comes back to another member
-   with delivery count 2.
+   with a higher delivery count (2, or more when a proxy parked and released it meanwhile).
 2. Three members acquire and answer concurrently through the proxies (each falls over to the
    other proxy when its own cannot be reached): ``i % 10 == 3`` rejected, ``i % 30 == 7``
    never answered (their locks expire until the delivery limit archives them), the rest
@@ -360,8 +360,14 @@ async def test_share_group_survives_a_crash(cluster: LocalCluster, fault: Fault)
         f"{len(dead)} dead letters, {redelivered} redelivered, refusals {ledger.refusals}"
     )
     assert not ledger.violations, ledger.violations[:20]
-    for index in late:  # the late ack changed nothing: delivered again, count 2
-        assert ledger.counts[index][:2] == [1, 2], (index, ledger.counts[index])
+    # The late ack changed nothing: the record was delivered again, with a higher count. Not
+    # necessarily 2: an acquisition the members never saw also counts — one a proxy parked
+    # and released (a release keeps the count) or one lost with a killed proxy.
+    for index in late:
+        counts = ledger.counts[index]
+        assert counts[0] == 1, (index, counts)
+        assert len(counts) >= 2, (index, counts)  # delivered again
+        assert counts[1] >= 2, (index, counts)
     assert set(range(N)) <= ledger.accepted | set(ledger.uncertain) | set(dead)  # none lost
     assert not ledger.accepted & set(dead), sorted(ledger.accepted & set(dead))
     assert ledger.rejected <= set(dead)
