@@ -163,6 +163,9 @@ class ReplicaManager(ReplicaRoles):
         self._damaged: dict[TopicPartition, int] = {}
         #: Called after each plan carried out (replicas created, deleted, reconfigured).
         self.on_applied: Callable[[], None] | None = None
+        #: ``wait_handed_over`` callers, woken (to look again) by follower fetches, metadata
+        #: events and applied plans.
+        self._handover_waiters: set[asyncio.Future[None]] = set()
 
     @property
     def replicas(self) -> Mapping[TopicPartition, Replica]:
@@ -271,6 +274,8 @@ class ReplicaManager(ReplicaRoles):
                 eligible=eligible,
             )
             self._carry_out(replica, outputs)
+            if self._handover_waiters:
+                self._wake_handovers()
 
     def report_damage(self, tp: TopicPartition, offset: int) -> None:
         """A read met a damaged batch holding ``offset`` in ``tp``'s log (bit rot, see
@@ -324,6 +329,57 @@ class ReplicaManager(ReplicaRoles):
         if replica is not None and replica.leader is not None:
             replica.leader.on_follower_forgotten(replica_id)
 
+    def handed_over(self, tp: TopicPartition, leader_epoch: int) -> bool:
+        """Whether every other live member of ``tp``'s ISR has fetched from this broker in
+        ``leader_epoch`` (True as well when this broker no longer leads in that epoch: the
+        caller's own leadership check refuses then). A broker learns it lost a leadership from
+        its metadata watch, and closes what it served as leader in that callback, before it
+        fetches from the next leader: once all of them have, none still answers as leader."""
+        snapshot = self._snapshot()
+        state = snapshot.partitions.get((tp.topic, tp.partition))
+        if state is None or state.leader != self.broker_id or state.leader_epoch != leader_epoch:
+            return True
+        replica = self._replicas.get(tp)
+        machine = replica.leader if replica is not None else None
+        if machine is None or machine.leader_epoch != leader_epoch:
+            return False  # the leadership is not installed yet: woken after ``apply``
+        return all(
+            machine.followed_by(member)
+            for member in state.isr
+            if member != self.broker_id and member in snapshot.brokers
+        )
+
+    async def wait_handed_over(self, tp: TopicPartition, leader_epoch: int) -> bool:
+        """Until ``handed_over``; False if ``replica_lag_time_max_ms`` passed first (a member
+        that does not fetch leaves the ISR within it anyway). The share manager's wait before
+        it loads a share-partition's saved state (docs/decisions.md, "Share groups: the
+        handover between leaders"). Woken by events, never polling."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.replica_lag_time_max_ms / 1000
+        while not self.handed_over(tp, leader_epoch):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                _log.warning(
+                    "%s: the ISR did not all follow this leader within %d ms; serving anyway",
+                    tp.dir_name,
+                    self.replica_lag_time_max_ms,
+                )
+                return False
+            waiter: asyncio.Future[None] = loop.create_future()
+            self._handover_waiters.add(waiter)
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(waiter, remaining)
+            finally:
+                self._handover_waiters.discard(waiter)
+        return True
+
+    def _wake_handovers(self) -> None:
+        for waiter in self._handover_waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._handover_waiters.clear()
+
     def log_end_offset(self, tp: TopicPartition) -> int:
         """The log end offset of the replica of ``tp`` hosted here (-1: none)."""
         replica = self._replicas.get(tp)
@@ -363,6 +419,8 @@ class ReplicaManager(ReplicaRoles):
 
     def on_metadata_change(self, parsed: ParsedKey) -> None:
         """``MetadataCache`` callback: note a topic/partition change and wake ``run``."""
+        if self._handover_waiters:
+            self._wake_handovers()  # a registration or leadership changed: look again
         if parsed.kind is KeyKind.PARTITION and parsed.topic is not None:
             self._dirty_partitions.add((parsed.topic, parsed.partition or 0))
         elif parsed.kind is KeyKind.TOPIC and parsed.topic is not None:
@@ -439,6 +497,8 @@ class ReplicaManager(ReplicaRoles):
             if tp in self._replicas:
                 self._drop(tp)
         self.fetchers.metadata_changed()
+        if self._handover_waiters:
+            self._wake_handovers()
         if self.on_applied is not None:
             self.on_applied()
 

@@ -208,6 +208,7 @@ class Broker:
             metrics=ShareMetrics(self.metrics.registry),
             dead_letters=self._dead_letters,
             delay_source=self.delays.delay_source,
+            handover=self.replicas.wait_handed_over,
         )
         self.metrics.registry.register(ShareCollector(self.shares.stats, _now_ms))
         self._registrar: BrokerRegistrar | None = None

@@ -2,7 +2,9 @@
 first request and dropped when this broker stops leading the partition or the group goes.
 
 A driver is made (once, however many requests ask at the same time) from the partition's
-leader epoch, the group's ``ShareGroupRecord`` settings and the state store: the last saved
+leader epoch, the group's ``ShareGroupRecord`` settings and the state store — once the
+replicas that may have led the partition before this epoch follow this broker (``handover``:
+the previous leader, if alive, answers nothing after that; docs/decisions.md) —: the last saved
 snapshot restored (``SharePartition.restore``; a snapshot of a later leader epoch is refused:
 this broker is stale), or a new share-partition at the group's ``offset_reset`` (earliest:
 the log start; latest: the high watermark), whose starting point is saved before it serves.
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterator
 
 from yak.clock import Clock
 from yak.errors import GroupIdNotFoundError, YakError
@@ -50,11 +52,14 @@ from yak_broker.share.state_store import SharePartitionKey, ShareStateStore
 from yak_broker.share.state_sweep import StateSweeper
 from yak_broker.share.topic_ids import TopicIds
 
-__all__ = ["LeaderLookup", "ShareManager"]
+__all__ = ["Handover", "LeaderLookup", "ShareManager"]
 
 #: The log of a partition this broker leads now, with its leader epoch; raises
 #: ``NotLeaderOrFollowerError`` / ``UnknownTopicOrPartitionError`` otherwise.
 LeaderLookup = Callable[[TopicPartition], tuple[ShareLog, int]]
+#: Until the replicas that may have led the partition before this leader epoch follow it
+#: (``ReplicaManager.wait_handed_over``): none of them still answers as its leader.
+Handover = Callable[[TopicPartition, int], Awaitable[object]]
 
 
 class ShareManager:
@@ -72,8 +77,10 @@ class ShareManager:
         dead_letters: DeadLetterSink | None = None,
         delay_source: DelaySourceFactory | None = None,
         max_in_flight: int = 2_000,
+        handover: Handover | None = None,
     ) -> None:
         self.snapshot = snapshot
+        self._handover = handover
         self.leader_log = leader_log
         self.waiters = waiters
         self.clock = clock
@@ -148,6 +155,9 @@ class ShareManager:
             max_delivery_attempts=group.max_delivery_attempts,
             max_in_flight=self._max_in_flight,
         )
+        if self._handover is not None:
+            # The previous leader answers nothing it saved after this load read the store.
+            await self._handover(TopicPartition(key.topic, key.partition), epoch)
         raw = await self._store.load(key)
         if raw is not None:
             machine = SharePartition.restore(decode_snapshot(raw), settings, leader_epoch=epoch)

@@ -56,7 +56,10 @@ partition, and on a topic with delays each wake admits records that are not due 
 wake would put a replicated write (and its wait) between a record coming due and its delivery.
 
 ``close`` stops the timer and the dead-letter task; every later input raises
-``NotLeaderOrFollowerError`` (the manager drops drivers when leadership or the group goes).
+``NotLeaderOrFollowerError`` (the manager drops drivers when leadership or the group goes), and
+so does an input whose save completes after the close: the next leader may have read the state
+before that save landed, so its outcome is not confirmed (at-least-once: the member sends the
+acknowledgement again, or the lock expires).
 Single event loop.
 """
 
@@ -185,6 +188,7 @@ class SharePartitionDriver:
                 member_id, acquired, record_filter, now, whole_batches
             )
         await _durable(self._settle())
+        self._check_open()  # closed meanwhile: another leader may have loaded without this
         self._counters.acquired.inc(len(acquired))
         return Acquisition(records, acquired, ack_results)
 
@@ -196,6 +200,7 @@ class SharePartitionDriver:
         self._check_open()
         results = self._acknowledge(member_id, acks, self._clock.time_ms())
         await _durable(self._settle())
+        self._check_open()  # closed meanwhile: another leader may have loaded without this
         return results
 
     def close(self) -> None:

@@ -22,7 +22,7 @@ from yak.protocol import kafka_share as ks
 from yak.record import Record, RecordInput, decode_batches, encode_batch
 from yak.types import TopicPartition
 from yak_broker.replication.fetch_waiter import FetchWaiter, FetchWaiters
-from yak_broker.share.share_manager import ShareManager
+from yak_broker.share.share_manager import Handover, ShareManager
 from yak_broker.share.share_metrics import ShareMetrics
 from yak_broker.share.share_reader import ShareLog
 from yak_broker.share.share_requests import serve_share_acknowledge, serve_share_fetch
@@ -212,6 +212,8 @@ class ShareWorld:
     )
     waiters: ParkingWaiters = dataclasses.field(default_factory=ParkingWaiters)
     registry: CollectorRegistry = dataclasses.field(default_factory=CollectorRegistry)
+    #: The manager's wait for the previous leader to follow (None: none).
+    handover: Handover | None = None
     manager: ShareManager | None = None
 
     def start(self) -> ShareManager:
@@ -223,6 +225,7 @@ class ShareWorld:
             clock=self.clock,
             metrics=ShareMetrics(self.registry),
             dead_letters=self.sink,
+            handover=self.handover,
         )
         return self.manager
 

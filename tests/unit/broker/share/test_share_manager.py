@@ -4,6 +4,8 @@ led here tombstoned, held in memory or not; an alter keeps the state."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from tests.unit.broker.share.share_support import (
@@ -17,6 +19,7 @@ from tests.unit.broker.share.share_support import (
 from yak.errors import GroupIdNotFoundError
 from yak.metadata.keyspace import KeyKind, ParsedKey
 from yak.protocol import kafka_share as ks
+from yak.types import TopicPartition
 from yak_broker.share.share_manager import ShareManager
 from yak_broker.share.state_store import SharePartitionKey
 
@@ -112,3 +115,36 @@ async def test_a_new_incarnation_seen_without_the_deletion_sweeps_the_old(
     await change_group(world, 2, created_at_ms=7)  # a put of another incarnation only
     assert old not in world.store.snapshots
     assert manager_of(world).sweeper.tombstones == 1
+
+
+async def test_a_new_leader_loads_the_state_once_the_previous_one_follows_it() -> None:
+    """The previous leader may still answer until it follows the new one: an ack it confirmed
+    meanwhile is in the state the new leader loads, not lost under a load that came first."""
+    old = ShareWorld()
+    old.start()
+    old.append(0, "a", "b")
+    await old.fetch("m1", max_records=1)  # offset 0 is m1's, saved
+    asked: list[tuple[TopicPartition, int]] = []
+    waiting, followed = asyncio.Event(), asyncio.Event()
+
+    async def handover(tp: TopicPartition, epoch: int) -> None:
+        asked.append((tp, epoch))
+        waiting.set()
+        await followed.wait()
+
+    new = ShareWorld(
+        store=old.store,
+        clock=old.clock,
+        logs=old.logs,
+        snapshot=cluster(leader_epoch=1, group=group_record(), revision=5),
+        handover=handover,
+    )
+    manager = new.start()
+    polling = asyncio.create_task(new.fetch("m2", max_records=1))
+    await waiting.wait()
+    assert asked == [(TopicPartition(TOPIC, 0), 1)]
+    assert (await old.ack("m1", (0, 0, ks.AckType.ACCEPT))).error is None  # not yet fenced
+    followed.set()
+    (answer,) = (await polling).partitions
+    assert acquired_offsets(answer) == [(1, 1)]
+    assert manager.drivers()[SharePartitionKey(GROUP, TOPIC, 0, 0)].machine.start_offset == 1

@@ -21,7 +21,7 @@ from tests.unit.broker.share.share_support import (
     group_record,
 )
 from yak.delays import delay_header
-from yak.errors import NotEnoughReplicasError
+from yak.errors import NotEnoughReplicasError, NotLeaderOrFollowerError
 from yak.protocol import kafka_share as ks
 from yak_broker.share.share_metrics import ShareCollector
 from yak_broker.share.share_partition_driver import TIMER_GRANULARITY_MS
@@ -388,3 +388,24 @@ async def test_an_acquisition_that_carried_acknowledgements_saves_even_with_noth
     assert got.acquired == []
     assert list(got.ack_results) == [None]
     assert manager.saves == saves + 1  # the acknowledgement is durable before the answer
+
+
+async def test_a_save_that_completes_after_a_close_is_not_confirmed() -> None:
+    """Leadership moved while an ack's save was in flight: the next leader may have loaded
+    the state before it landed, so the ack is not answered as applied."""
+    store = GatedStore()
+    world = ShareWorld(store=store)
+    manager = world.start()
+    world.append(0, "a")
+    await world.fetch("m1", max_records=1)
+    driver = manager.drivers()[KEY]
+    store.gate.clear()
+    store.saving.clear()
+    acking = asyncio.create_task(
+        driver.acknowledge("m1", [AcknowledgementBatch(0, 0, AcknowledgeType.ACCEPT)])
+    )
+    await store.saving.wait()
+    driver.close()
+    store.gate.set()
+    with pytest.raises(NotLeaderOrFollowerError):
+        await acking

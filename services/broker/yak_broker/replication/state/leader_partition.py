@@ -85,6 +85,9 @@ class FollowerProgress:
     session: SessionClock | None = None
     #: The data folder its fetches come from ("" unknown: an older broker, or none yet).
     log_dir_id: str = ""
+    #: It has fetched from this leader in this epoch: it knows this broker leads, so it no
+    #: longer acts as the partition's leader itself (``ReplicaManager.wait_handed_over``).
+    fetched: bool = False
 
     def caught_up_ms(self, leader_leo: int) -> int:
         """When it was last caught up, counting the session's fetches that did not name this
@@ -151,6 +154,11 @@ class LeaderPartition:
         if self.pending is not None:
             isr |= set(self.pending.new_isr)
         return isr
+
+    def followed_by(self, replica_id: int) -> bool:
+        """Whether ``replica_id`` has fetched from this leader in this epoch."""
+        progress = self.followers.get(replica_id)
+        return progress is not None and progress.fetched
 
     def check_fetch_epoch(self, current_leader_epoch: int) -> str | None:
         """The error code for a request made in another leader epoch, or None (-1: unchecked)."""
@@ -257,6 +265,7 @@ class LeaderPartition:
                 progress = FollowerProgress(progress.last_caught_up_ms)
                 self.followers[replica_id] = progress
             progress.log_dir_id = log_dir_id
+        progress.fetched = True
         leader_leo = self._log.log_end_offset
         if fetch_offset > leader_leo:
             return []

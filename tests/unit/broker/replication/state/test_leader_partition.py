@@ -90,6 +90,16 @@ def test_a_fetch_beyond_the_leader_log_end_counts_for_nothing(log: Log) -> None:
     assert leader.on_follower_fetch(9, 1, 100) == []  # not a replica
 
 
+def test_any_fetch_in_this_epoch_shows_the_follower_follows(log: Log) -> None:
+    leader = lead(log, isr=(0, 1, 2))
+    append(log, 1, b"a")
+    assert not leader.followed_by(1)
+    leader.on_follower_fetch(1, 5, 100)  # beyond the log end (not truncated yet): still ours
+    assert leader.followed_by(1)
+    assert not leader.followed_by(2)
+    assert not leader.followed_by(9)  # not a replica
+
+
 def test_high_watermark_is_the_minimum_over_the_isr_and_never_goes_back(log: Log) -> None:
     leader = lead(log)
     append(log, 1, b"a", b"b", b"c")
