@@ -127,11 +127,18 @@ async def test_two_groups_read_one_topic_independently(cluster: LocalCluster) ->
                 await http.post(f"{uri}/subscription", json={"topics": [topic]})
             ).status_code == 204
             values: list[int] = []
+            polls: Counter[int] = Counter()  # status codes: what a failure says happened
+            last = ""
             deadline = time.monotonic() + 20
             while len(values) < 30 and time.monotonic() < deadline:
                 polled = await http.get(
                     f"{uri}/records", params={"timeout": 1000}, headers={"accept": V2_JSON}
                 )
+                polls[polled.status_code] += 1
+                if polled.status_code != 200:
+                    last = polled.text
+                    continue
                 values += [r["value"] for r in polled.json()]
+            assignment = (await http.get(f"{uri}/assignments")).text
             seen[group] = sorted(values)
-        assert list(seen.values()) == [list(range(30)), list(range(30))]
+            assert seen[group] == list(range(30)), (group, polls, last[:300], assignment[:300])
