@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
+from fastapi.responses import JSONResponse
 
 from yak import __version__
 from yak.errors import MetadataStoreError
@@ -27,6 +28,7 @@ from yak.web.health import health_router
 from yak.web.route_acls import missing_routes
 from yak_schema_registry.api.config_routes import config_router
 from yak_schema_registry.api.errors import install_registry_error_handlers
+from yak_schema_registry.api.openapi import install_openapi
 from yak_schema_registry.api.schema_routes import schema_router
 from yak_schema_registry.api.security import ROUTE_ACLS, RegistrySecurity, registry_guard
 from yak_schema_registry.api.subject_routes import subject_router
@@ -89,11 +91,13 @@ def create_app(
     )
     app.state.security = security
     install_registry_error_handlers(app)
-    app.include_router(health_router("schema-registry", ready))
+    # Yak's own checks answer plain JSON (``yak.web.health``), not Confluent's content type.
+    app.include_router(health_router("schema-registry", ready), default_response_class=JSONResponse)
     app.include_router(schema_router(registry))
     app.include_router(subject_router(registry, Deletions(storage, config)))
     app.include_router(config_router(registry, config))
     if security is not None and (missing := missing_routes(app, ROUTE_ACLS)):
         raise RuntimeError(f"routes without an ACL entry (api.security): {missing}")
+    install_openapi(app)
     install_observability(app, metrics)  # outermost: times and ids every request
     return app

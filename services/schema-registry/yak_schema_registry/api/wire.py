@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from fastapi import Path
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from yak_schema_registry.errors import InvalidVersionError
 from yak_schema_registry.formats.model import (
@@ -28,6 +28,7 @@ from yak_schema_registry.registry import Registered
 from yak_schema_registry.storage import StoredSchema
 
 __all__ = [
+    "MAX_VERSION",
     "MEDIA_TYPE",
     "VERSION_PATTERN",
     "CompatibilityCheck",
@@ -52,6 +53,8 @@ __all__ = [
 
 MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
 
+#: The largest version (and schema id): Confluent's are Java ints.
+MAX_VERSION = 2**31 - 1
 #: What ``parse_version`` accepts: ``latest``, ``-1`` or 1 to 2^31-1 (2147483647), digit by
 #: digit so that the OpenAPI document states exactly the versions the server takes.
 VERSION_PATTERN = (
@@ -77,7 +80,10 @@ class RegistryJSONResponse(JSONResponse):
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    """A request body: unknown fields ignored; strict types, as the document states them (a
+    JSON ``false`` is not the integer 0, nor ``1`` the string ``"1"``)."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
 
 
 class ReferenceBody(_Body):
@@ -89,12 +95,13 @@ class ReferenceBody(_Body):
 class SchemaBody(_Body):
     """A schema to register, look up or test."""
 
-    schema_: Annotated[str, Field(alias="schema")]
+    #: An example a generated client or a test can register as it is (Avro's ``string``).
+    schema_: Annotated[str, Field(alias="schema", examples=['"string"'])]
     schemaType: str | None = None  # noqa: N815 (Confluent's name)
     references: list[ReferenceBody] = []
-    #: IMPORT mode only: the id (and version) the schema keeps.
-    id: int | None = None
-    version: int | None = None
+    #: IMPORT mode only: the id (and version) the schema keeps, Confluent's positive int32s.
+    id: Annotated[int | None, Field(ge=1, le=MAX_VERSION)] = None
+    version: Annotated[int | None, Field(ge=1, le=MAX_VERSION)] = None
 
     def source(self) -> SchemaSource:
         references = tuple(Reference(r.name, r.subject, r.version) for r in self.references)
@@ -127,14 +134,24 @@ class CompatibilityCheck(BaseModel):
     messages: list[str] | None = None
 
 
-_LEVELS = {"enum": [level.value for level in CompatibilityLevel]}
+_LEVEL = {"type": "string", "enum": [level.value for level in CompatibilityLevel]}
+#: A level, or null for none (``config_routes._level`` skips a null field).
+_LEVEL_OR_NULL = WithJsonSchema({"anyOf": [_LEVEL, {"type": "null"}]})
+
+
+def _given(field: str) -> dict[str, Any]:
+    return {"required": [field], "properties": {field: {"type": "string"}}}
 
 
 class ConfigBody(_Body):
-    """A level to set; Confluent's clients send ``compatibility`` (any case is taken)."""
+    """A level to set; Confluent's clients send ``compatibility`` (any case is taken). One of
+    the two fields is needed, not null (``config_routes._level``: 42203 without either)."""
 
-    compatibility: Annotated[str | None, Field(json_schema_extra=_LEVELS)] = None
-    compatibilityLevel: Annotated[str | None, Field(json_schema_extra=_LEVELS)] = None  # noqa: N815
+    model_config = ConfigDict(
+        json_schema_extra={"anyOf": [_given("compatibility"), _given("compatibilityLevel")]}
+    )
+    compatibility: Annotated[str | None, _LEVEL_OR_NULL] = None
+    compatibilityLevel: Annotated[str | None, _LEVEL_OR_NULL] = None  # noqa: N815
 
 
 class ConfigResponse(BaseModel):
