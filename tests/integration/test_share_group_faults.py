@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,8 +88,19 @@ class Ledger:
     refusals: dict[str, int] = field(default_factory=dict)
     violations: list[str] = field(default_factory=list)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Per record, what happened to it and when (s since the ledger began): a failure names
+    #: the timelines of the records it is about.
+    events: dict[int, list[str]] = field(default_factory=dict)
+    began: float = field(default_factory=time.monotonic)
 
-    def acquired(self, index: int, count: int) -> None:
+    def note(self, index: int, what: str) -> None:
+        self.events.setdefault(index, []).append(f"{time.monotonic() - self.began:.2f}s {what}")
+
+    def timelines(self, indexes: Iterable[int]) -> dict[int, list[str]]:
+        return {i: self.events.get(i, []) for i in sorted(indexes)[:5]}
+
+    def acquired(self, index: int, count: int, member: str = "", url: str = "") -> None:
+        self.note(index, f"acquired c{count} {member} via {url}")
         seen = self.counts.setdefault(index, [])
         if index in self.accepted or index in self.rejected:
             self.violations.append(f"job-{index} delivered again (count {count}) after its ack")
@@ -160,7 +172,8 @@ class Member:
             return []
         records: list[dict[str, Any]] = got.json()["records"]
         for record in records:
-            self.ledger.acquired(index_of(record), record["delivery_count"])
+            index = index_of(record)
+            self.ledger.acquired(index, record["delivery_count"], self.member_id, self.url[-5:])
         return records
 
     async def answer(self, records: list[tuple[dict[str, Any], str]]) -> dict[int, str | None]:
@@ -183,6 +196,8 @@ class Member:
         if got is None or got.status_code >= 500:
             for record, kind in records:
                 self.ledger.uncertain[index_of(record)] = kind
+                status = "no answer" if got is None else got.status_code
+                self.ledger.note(index_of(record), f"{kind} uncertain ({status})")
             self.ledger.changed.set()
             return {}
         if got.status_code == 409:  # every entry refused
@@ -195,6 +210,7 @@ class Member:
             error = result.get("error")
             index = index_of(record)
             outcome[index] = None if error is None else error["code"]
+            self.ledger.note(index, f"{kind} by {self.member_id}: {outcome[index] or 'ok'}")
             if error is None:
                 self.ledger.confirmed(index, kind)
             elif error["code"] != "INVALID_RECORD_STATE":
@@ -336,10 +352,13 @@ async def test_share_group_survives_a_crash(cluster: LocalCluster, fault: Fault)
                     running = [asyncio.create_task(m.run(stop)) for m in members[1:]]
                     await ledger.until_finished(N // 3)
                     restart = await fault(cluster, admin, topic)
+                    faulted = f"fault at {time.monotonic() - ledger.began:.2f}s"
+                    restarted = "never restarted"
                     # The partition that moved may still be waiting: restart after a bound.
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(ledger.until_finished(2 * N // 3), 15)
                     await asyncio.to_thread(restart)
+                    restarted = f"restarted at {time.monotonic() - ledger.began:.2f}s"
                     restart = None
                     # A record whose last acquisition was lost is archived unseen: the
                     # drain and the dead-letter topic account for it after a bound.
@@ -359,7 +378,9 @@ async def test_share_group_survives_a_crash(cluster: LocalCluster, fault: Fault)
         f"\n{len(ledger.accepted)} accepted, {len(ledger.uncertain)} uncertain, "
         f"{len(dead)} dead letters, {redelivered} redelivered, refusals {ledger.refusals}"
     )
-    assert not ledger.violations, ledger.violations[:20]
+    when = f"{faulted}, {restarted}"
+    involved = {int(v.split()[0].removeprefix("job-").rstrip(":")) for v in ledger.violations}
+    assert not ledger.violations, (ledger.violations[:20], when, ledger.timelines(involved))
     # The late ack changed nothing: the record was delivered again, with a higher count. Not
     # necessarily 2: an acquisition the members never saw also counts — one a proxy parked
     # and released (a release keeps the count) or one lost with a killed proxy.
@@ -368,8 +389,10 @@ async def test_share_group_survives_a_crash(cluster: LocalCluster, fault: Fault)
         assert counts[0] == 1, (index, counts)
         assert len(counts) >= 2, (index, counts)  # delivered again
         assert counts[1] >= 2, (index, counts)
-    assert set(range(N)) <= ledger.accepted | set(ledger.uncertain) | set(dead)  # none lost
-    assert not ledger.accepted & set(dead), sorted(ledger.accepted & set(dead))
+    lost = set(range(N)) - ledger.accepted - set(ledger.uncertain) - set(dead)
+    assert not lost, (sorted(lost), when, ledger.timelines(lost))
+    both = ledger.accepted & set(dead)
+    assert not both, (sorted(both), when, ledger.timelines(both), [dead[i] for i in sorted(both)])
     assert ledger.rejected <= set(dead)
     never_answered = {i for i in range(N) if answer_for(i) is None}
     assert never_answered <= set(dead)
