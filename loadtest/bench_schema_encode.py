@@ -1,11 +1,12 @@
 """The Avro encode path of a v2 produce request, in-process, against the JSON one (issue 33).
 
-``make bench-schema`` measures the whole proxy; this measures the one step where Avro and JSON
-produce differ — turning a request's 200 values into record bytes — on the same records
-(``loadtest.bench_schema.event``): the JSON format's ``from_embedded`` per value, the Avro
-format's ``AvroSerde.encode_many``, and, with ``--baseline FILE``, the ``AvroSerde`` of
-another version of ``avro_serde.py`` (``git show REV:path > FILE``), so a change is measured
-against the code before it in the same sitting. Rounds interleave the cases and time
+``make bench-schema`` measures the whole proxy; this measures the step where Avro and JSON
+produce differ — a request body of the bench's 200 records (``loadtest.bench_schema.event``)
+parsed (``parse_produce_request``, the same for both) and its values turned into record
+bytes: the JSON format's ``from_embedded`` per value, the Avro format's ``encode_column``
+(``AvroSerde.encode_many``), and, with ``--baseline FILE``, the ``AvroSerde`` of another
+version of ``avro_serde.py`` (``git show REV:path > FILE``), so a change is measured against
+the code before it in the same sitting. Rounds interleave the cases and time
 this thread's CPU; the best round counts (the machine is shared), the median is printed beside
 it. ``--profile`` prints
 cProfile's top functions of the current Avro path. Nothing is written.
@@ -23,70 +24,85 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from loadtest.bench_schema import RECORDS_PER_REQUEST, SCHEMA, event
 from yak_rest_proxy.api.v2.embedded import from_embedded
+from yak_rest_proxy.api.v2.produce_body import parse_produce_request
+from yak_rest_proxy.api.v2.schema_records import encode_column
 from yak_rest_proxy.http.content import EmbeddedFormat
 from yak_rest_proxy.schemas.avro_serde import AvroSerde
+from yak_rest_proxy.schemas.serde import Serde
 
 ROUNDS = 15
 CALLS_PER_ROUND = 50
 
 
-def _where(index: int) -> str:
-    return f"records[{index}].value"
+Encode = Callable[[bytes], object]
 
 
-def _baseline(path: Path) -> Callable[[list[Any]], object]:
+def _json(body: bytes) -> object:
+    items = parse_produce_request(body).records
+    return [from_embedded(v, EmbeddedFormat.JSON, i, "value") for i, (_, v, _) in enumerate(items)]
+
+
+def _avro(serde: Serde) -> Encode:
+    def encode(body: bytes) -> object:
+        items = parse_produce_request(body).records
+        return encode_column(serde, [v for _, v, _ in items], "value")
+
+    return encode
+
+
+def _baseline(path: Path) -> Serde:
     spec = importlib.util.spec_from_file_location("avro_serde_baseline", path)
     if spec is None or spec.loader is None:
         raise SystemExit(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    serde = module.AvroSerde(1, orjson.dumps(SCHEMA).decode())
-    return lambda values: serde.encode_many(values, _where)
+    serde: Serde = module.AvroSerde(1, orjson.dumps(SCHEMA).decode())
+    return serde
 
 
-def cases(baseline: Path | None) -> dict[str, Callable[[list[Any]], object]]:
-    serde = AvroSerde(1, orjson.dumps(SCHEMA).decode())
-    found: dict[str, Callable[[list[Any]], object]] = {
-        "json from_embedded": lambda values: [
-            from_embedded(v, EmbeddedFormat.JSON, i, "value") for i, v in enumerate(values)
-        ],
-        "avro encode_many": lambda values: serde.encode_many(values, _where),
+def cases(baseline: Path | None) -> dict[str, Encode]:
+    found = {
+        "json": _json,
+        "avro": _avro(AvroSerde(1, orjson.dumps(SCHEMA).decode())),
     }
     if baseline is not None:
-        found["avro encode_many (baseline)"] = _baseline(baseline)
+        found["avro (baseline)"] = _avro(_baseline(baseline))
     return found
 
 
-def measure(work: dict[str, Callable[[list[Any]], object]]) -> dict[str, list[float]]:
+def body() -> bytes:
+    """The bench's request body (parsed afresh by every call, as the proxy does)."""
+    return orjson.dumps({"records": [{"value": event(i)} for i in range(RECORDS_PER_REQUEST)]})
+
+
+def measure(work: dict[str, Encode]) -> dict[str, list[float]]:
     """CPU µs per record of each case, one figure per round (this thread's CPU time: a
     neighbour's load shows less in it than in wall time)."""
-    values = [event(i) for i in range(RECORDS_PER_REQUEST)]
+    raw = body()
     for encode in work.values():
-        encode(values)  # warm up
+        encode(raw)  # warm up
     rounds: dict[str, list[float]] = {name: [] for name in work}
     for _ in range(ROUNDS):
         for name, encode in work.items():
             started = time.thread_time()
             for _ in range(CALLS_PER_ROUND):
-                encode(values)
+                encode(raw)
             elapsed = time.thread_time() - started
             rounds[name].append(elapsed * 1e6 / (CALLS_PER_ROUND * RECORDS_PER_REQUEST))
     return rounds
 
 
 def profile() -> None:
-    serde = AvroSerde(1, orjson.dumps(SCHEMA).decode())
-    values = [event(i) for i in range(RECORDS_PER_REQUEST)]
+    encode, raw = _avro(AvroSerde(1, orjson.dumps(SCHEMA).decode())), body()
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(CALLS_PER_ROUND):
-        serde.encode_many(values, _where)
+        encode(raw)
     profiler.disable()
     pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
 

@@ -21,6 +21,7 @@ import orjson
 from fastavro.validation import ValidationError, validate, validate_many
 
 from yak_rest_proxy.schemas.avro_calls import WRITE_OPTIONS, write_into
+from yak_rest_proxy.schemas.avro_unchecked import unchecked
 from yak_rest_proxy.schemas.errors import InvalidSchemaError, RecordConversionError
 from yak_rest_proxy.schemas.schema_type import SchemaType
 from yak_rest_proxy.schemas.wire import frame
@@ -40,7 +41,7 @@ def plain_json(value: object) -> object:
 class AvroSerde:
     """One registered Avro schema's encoder and decoder."""
 
-    __slots__ = ("_header", "_named", "_parsed", "schema_id")
+    __slots__ = ("_checked", "_header", "_named", "_parsed", "schema_id")
     schema_type: ClassVar[SchemaType] = SchemaType.AVRO
 
     def __init__(self, schema_id: int, text: str) -> None:
@@ -48,29 +49,34 @@ class AvroSerde:
         self._header = frame(schema_id, b"")
         self._named: dict[str, Any] = {}
         try:
-            self._parsed = fastavro.parse_schema(orjson.loads(text), self._named)
+            schema = orjson.loads(text)
+            self._parsed = fastavro.parse_schema(schema, self._named)
         except (orjson.JSONDecodeError, fastavro.schema.SchemaParseException) as exc:
             raise InvalidSchemaError(f"Invalid Avro schema {schema_id}: {exc}") from None
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidSchemaError(f"Invalid Avro schema {schema_id}: {exc!r}") from None
+        self._checked = _parsed_or(unchecked(schema), self._parsed)
 
     def encode(self, value: Any, where: str) -> bytes:
         """``value`` framed with this schema; ``RecordConversionError`` if it does not fit."""
         return self.encode_many([value], lambda _: where)[0]
 
     def encode_many(self, values: list[Any], where: Callable[[int], str]) -> list[bytes]:
-        """Each of ``values`` framed (``where(i)`` names the i-th in an error): validated in
-        one call, written into one buffer by fastavro's compiled writer (``avro_calls``) — a
-        request's records cost less than one by one."""
-        parsed = self._parsed
-        if not validate_many(values, parsed, raise_errors=False):
-            values = [
-                value
-                if validate(value, parsed, raise_errors=False)
-                else self._from_avro_json(value, where(i))
-                for i, value in enumerate(values)
-            ]
-        out, header, named, ends = bytearray(), self._header, self._named, []
+        """Each of ``values`` framed (``where(i)`` names the i-th in an error), written into
+        one buffer by fastavro's compiled writer (``avro_calls``). First optimistically: the
+        fields the writer does not check validated in one call (``avro_unchecked``), then all
+        written; if either refuses, each value is fitted to the whole schema (``_fitted``)
+        and written, or the first misfit raises. Only values the full validator accepts are
+        written."""
+        try:
+            if validate_many(values, self._checked, raise_errors=False):
+                return self._write(values)
+        except Exception:  # a refusal, or a logical type's converter failing: named below
+            pass
+        return self._write([self._fitted(value, where(i)) for i, value in enumerate(values)])
+
+    def _write(self, values: list[Any]) -> list[bytes]:
+        out, header, parsed, named, ends = bytearray(), self._header, self._parsed, self._named, []
         for value in values:
             out += header
             write_into(out, value, parsed, named, "", WRITE_OPTIONS)
@@ -78,27 +84,51 @@ class AvroSerde:
         with memoryview(out) as data:
             return [bytes(data[start:end]) for start, end in zip([0, *ends], ends, strict=False)]
 
-    def _from_avro_json(self, value: Any, where: str) -> Any:
-        """``value`` read as Avro's JSON encoding, or the validator's first complaint."""
+    def _fitted(self, value: Any, where: str) -> Any:
+        """``value`` as it is written: as given if the schema accepts it, else read as Avro's
+        JSON encoding if that is accepted; else ``RecordConversionError`` with the
+        validator's first complaints."""
+        if self._fits(value):
+            return value
         try:
             text = orjson.dumps(value).decode()
             decoded = next(fastavro.json_reader(io.StringIO(text), self._parsed))
-            validate(decoded, self._parsed, raise_errors=True)
-        except (ValidationError, ValueError, TypeError, KeyError, AttributeError, StopIteration):
-            try:
-                validate(value, self._parsed, raise_errors=True)
-            except ValidationError as exc:
-                raise RecordConversionError(
-                    f"{where}: does not match Avro schema {self.schema_id}: {_first(exc)}"
-                ) from None
-            raise  # pragma: no cover - the first validation refused it
-        return decoded
+        except Exception:  # the JSON reader raises many kinds (IndexError, OverflowError...)
+            pass
+        else:
+            if self._fits(decoded):
+                return decoded
+        raise RecordConversionError(
+            f"{where}: does not match Avro schema {self.schema_id}: {self._complaint(value)}"
+        )
+
+    def _fits(self, value: Any) -> bool:
+        try:
+            return bool(validate(value, self._parsed, raise_errors=False))
+        except Exception:  # a logical type's converter refusing the value (a date from "")
+            return False
+
+    def _complaint(self, value: Any) -> str:
+        try:
+            validate(value, self._parsed, raise_errors=True)
+        except ValidationError as exc:
+            errors: list[object] = list(exc.errors)
+            return "; ".join(str(e) for e in errors[:3])
+        except Exception as exc:  # a logical type's converter refusing the value
+            return repr(exc)
+        return "refused"  # pragma: no cover - only values the validator refused get here
 
     def decode(self, payload: memoryview) -> Any:
         """The JSON value of an Avro payload (the bytes after the 5-byte header)."""
         return fastavro.schemaless_reader(io.BytesIO(payload), self._parsed, None)
 
 
-def _first(error: ValidationError) -> str:
-    errors: list[object] = list(error.errors)
-    return "; ".join(str(e) for e in errors[:3])
+def _parsed_or(schema: dict[str, Any] | None, whole: Any) -> Any:
+    """``schema`` parsed, or ``whole`` when there is none or it does not parse alone (a named
+    type defined in a dropped field and used in a kept one)."""
+    if schema is None:
+        return whole
+    try:
+        return fastavro.parse_schema(schema)
+    except (fastavro.schema.SchemaParseException, KeyError, TypeError, ValueError):
+        return whole

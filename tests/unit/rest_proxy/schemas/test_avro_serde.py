@@ -95,3 +95,20 @@ def test_agrees_with_confluents_serializers(confluent_registry: SchemaRegistryCl
     ours = serde.encode(value, "v")
     assert ours == theirs
     assert AvroDeserializer(confluent_registry)(ours, CTX) == value
+
+
+@pytest.mark.parametrize(
+    ("field_type", "good", "given"),
+    [
+        ({"type": "int", "logicalType": "date"}, 0, "abc"),  # the date converter: ValueError
+        ({"type": "long", "logicalType": "timestamp-millis"}, 0, 2**63),  # OverflowError
+        ({"type": "map", "values": "int"}, {}, [1]),  # the JSON reader: IndexError
+    ],
+)
+def test_values_fastavro_raises_on_are_refused_not_crashed_on(
+    field_type: Any, good: Any, given: Any
+) -> None:
+    schema = {"type": "record", "name": "R", "fields": [{"name": "f", "type": field_type}]}
+    serde = AvroSerde(3, json.dumps(schema))
+    with pytest.raises(RecordConversionError, match=r"records\[1\]\.value: does not match"):
+        serde.encode_many([{"f": good}, {"f": given}], lambda i: f"records[{i}].value")

@@ -1,0 +1,166 @@
+"""Validating only what the writer does not check changes nothing: for every field type and
+every kind of JSON value, ``AvroSerde`` writes exactly what fastavro's full validator and
+public writer would, and refuses exactly what they refuse."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import fastavro
+import orjson
+import pytest
+from fastavro.validation import validate
+
+from yak_rest_proxy.schemas.avro_serde import AvroSerde
+from yak_rest_proxy.schemas.avro_unchecked import unchecked
+from yak_rest_proxy.schemas.errors import RecordConversionError
+from yak_rest_proxy.schemas.wire import frame
+
+ENUM = {"type": "enum", "name": "Kind", "symbols": ["VIEW", "BUY"]}
+TYPES: list[Any] = [
+    "null",
+    "boolean",
+    "int",
+    "long",
+    "float",
+    "double",
+    "string",
+    "bytes",
+    {"type": "string"},
+    ENUM,
+    {"type": "fixed", "name": "Three", "size": 3},
+    {"type": "array", "items": "string"},
+    {"type": "array", "items": "int"},
+    {"type": "map", "values": "int"},
+    {"type": "record", "name": "Inner", "fields": [{"name": "a", "type": "int"}]},
+    ["null", "string"],
+    ["null", "int", "double"],
+    ["string", {"type": "array", "items": "long"}],
+    {"type": "int", "logicalType": "date"},
+    {"type": "long", "logicalType": "timestamp-millis"},
+    {"type": "string", "logicalType": "uuid"},
+]
+#: One of each kind of JSON value, and the edges of the numeric types.
+VALUES: list[Any] = [
+    None,
+    True,
+    False,
+    0,
+    -1,
+    2**31,
+    2**63,
+    1.5,
+    1.0,
+    "",
+    "abc",
+    "VIEW",
+    "\u00ff\u0001x",
+    "6f1d3a0c-7c7e-4b0e-9a3a-0c1c1f3e2a10",
+    [],
+    [1],
+    ["a"],
+    {},
+    {"a": 1},
+    {"int": 5},
+    {"string": "x"},
+]
+
+
+def record(field_type: Any) -> dict[str, Any]:
+    """``field_type`` between two fields the writer checks (so some are dropped)."""
+    return {
+        "type": "record",
+        "name": "R",
+        "namespace": "yak.test",
+        "fields": [
+            {"name": "s", "type": "string"},
+            {"name": "f", "type": field_type},
+            {"name": "u", "type": ["null", "long"], "default": None},
+        ],
+    }
+
+
+def valid(value: Any, parsed: Any) -> bool:
+    """fastavro's validator (whose logical types' converters may raise: a refusal too)."""
+    try:
+        return bool(validate(value, parsed, raise_errors=False))
+    except ValueError:
+        return False
+
+
+def reference(schema: Any, value: Any) -> bytes | None:
+    """What fastavro's public API accepts: the value as given if the validator takes it, else
+    its reading as Avro's JSON encoding if the validator takes that; None if neither."""
+    parsed = fastavro.parse_schema(schema)
+    if not valid(value, parsed):
+        try:
+            value = next(fastavro.json_reader(io.StringIO(orjson.dumps(value).decode()), parsed))
+        except Exception:  # the JSON reader raises many kinds on a misfit
+            return None
+        if not valid(value, parsed):
+            return None
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, parsed, value)
+    return frame(9, out.getvalue())
+
+
+@pytest.mark.parametrize("field_type", TYPES, ids=[json.dumps(t)[:40] for t in TYPES])
+def test_writes_and_refuses_what_the_full_validator_does(field_type: Any) -> None:
+    schema = record(field_type)
+    serde = AvroSerde(9, json.dumps(schema))
+    disagree = []
+    for given in VALUES:
+        value = {"s": "x", "f": given}
+        expected = reference(schema, value)
+        try:
+            got: bytes | None = serde.encode(value, "v")
+        except RecordConversionError:
+            got = None
+        if got != expected:
+            disagree.append((given, expected, got))
+    assert disagree == []
+
+
+def test_a_request_with_one_misfit_in_a_dropped_field_is_refused_whole() -> None:
+    serde = AvroSerde(9, json.dumps(record("long")))
+    values: list[Any] = [{"s": "a", "f": 1}, {"s": 5, "f": 2}, {"s": "c", "f": 3}]
+    with pytest.raises(RecordConversionError, match=r"records\[1\]\.value: .*R\.s"):
+        serde.encode_many(values, lambda i: f"records[{i}].value")
+    values[1] = {"s": "b", "f": 2, "u": {"long": 7}}  # Avro's JSON encoding of the union
+    written = serde.encode_many(values, lambda i: f"records[{i}].value")
+    assert written == [reference(record("long"), v) for v in values]
+
+
+def test_the_fields_left_to_validate() -> None:
+    schema = record("long")
+    schema["fields"] += [
+        {"name": "e", "type": ENUM},
+        {"name": "b", "type": "bytes"},
+        {"name": "t", "type": {"type": "array", "items": "string"}},
+        {"name": "named", "type": "yak.test.Kind"},
+    ]
+    left = unchecked(schema)
+    assert left is not None
+    assert [f["name"] for f in left["fields"]] == ["f", "b", "t", "named"]
+    assert (left["name"], left["namespace"]) == ("R", "yak.test")
+    assert unchecked({**schema, "fields": [{"name": "n", "type": "int"}]}) is None
+    assert unchecked(["null", "string"]) is None
+    assert unchecked("string") is None
+
+
+def test_a_kept_field_naming_a_dropped_type_validates_with_the_whole_schema() -> None:
+    schema = {
+        "type": "record",
+        "name": "R",
+        "fields": [
+            {"name": "kind", "type": ENUM},
+            {"name": "history", "type": {"type": "array", "items": "Kind"}},
+        ],
+    }
+    serde = AvroSerde(9, json.dumps(schema))
+    good = {"kind": "BUY", "history": ["VIEW"]}
+    assert serde.encode(good, "v") == reference(schema, good)
+    with pytest.raises(RecordConversionError, match=r"R\.history"):
+        serde.encode({"kind": "BUY", "history": ["NOPE"]}, "v")
