@@ -1,15 +1,16 @@
 """The Avro encode path of a v2 produce request, in-process, against the JSON one (issue 33).
 
 ``make bench-schema`` measures the whole proxy; this measures the step where Avro and JSON
-produce differ — a request body of the bench's 200 records (``loadtest.bench_schema.event``)
+produce differ: a request body of the bench's 200 records (``loadtest.bench_schema.event``)
 parsed (``parse_produce_request``, the same for both) and its values turned into record
-bytes: the JSON format's ``from_embedded`` per value, the Avro format's ``encode_column``
-(``AvroSerde.encode_many``), and, with ``--baseline FILE``, the ``AvroSerde`` of another
-version of ``avro_serde.py`` (``git show REV:path > FILE``), so a change is measured against
-the code before it in the same sitting. Rounds interleave the cases and time
-this thread's CPU; the best round counts (the machine is shared), the median is printed beside
-it. ``--profile`` prints
-cProfile's top functions of the current Avro path. Nothing is written.
+bytes. Cases: the JSON format's ``from_embedded`` per value; the Avro format's
+``encode_column`` (``AvroSerde.encode_many``); fastavro's writer with no validation at all
+(the floor under any check on top of it); and, with ``--baseline FILE``, the ``AvroSerde`` of
+another version of ``avro_serde.py`` (``git show REV:path > FILE``), so a change is measured
+against the code before it in the same sitting. Rounds interleave the cases and time this
+thread's CPU (a neighbour's load shows less in it than in wall time); the best round counts,
+the median is printed beside it. ``--profile`` prints cProfile's top functions of the Avro
+path. Nothing is written.
 
 Run ``python -m loadtest.bench_schema_encode [--baseline FILE] [--profile]``.
 """
@@ -24,7 +25,9 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import fastavro
 import orjson
 
 from loadtest.bench_schema import RECORDS_PER_REQUEST, SCHEMA, event
@@ -32,6 +35,7 @@ from yak_rest_proxy.api.v2.embedded import from_embedded
 from yak_rest_proxy.api.v2.produce_body import parse_produce_request
 from yak_rest_proxy.api.v2.schema_records import encode_column
 from yak_rest_proxy.http.content import EmbeddedFormat
+from yak_rest_proxy.schemas.avro_calls import WRITE_OPTIONS, write_into
 from yak_rest_proxy.schemas.avro_serde import AvroSerde
 from yak_rest_proxy.schemas.serde import Serde
 
@@ -65,10 +69,24 @@ def _baseline(path: Path) -> Serde:
     return serde
 
 
+def _writer_alone(body: bytes) -> object:
+    """fastavro's writer with no validation at all: what no check can go below."""
+    items = parse_produce_request(body).records
+    out = bytearray()
+    for _, value, _ in items:
+        write_into(out, value, _PARSED, _NAMED, "", WRITE_OPTIONS)
+    return out
+
+
+_NAMED: dict[str, Any] = {}
+_PARSED = fastavro.parse_schema(SCHEMA, _NAMED)
+
+
 def cases(baseline: Path | None) -> dict[str, Encode]:
     found = {
         "json": _json,
         "avro": _avro(AvroSerde(1, orjson.dumps(SCHEMA).decode())),
+        "avro writer alone (floor)": _writer_alone,
     }
     if baseline is not None:
         found["avro (baseline)"] = _avro(_baseline(baseline))
