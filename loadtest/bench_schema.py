@@ -13,7 +13,9 @@ Then a v2 consumer of each format reads its topic back from the beginning (recor
 proxy process's CPU per produced record is read with ``psutil``.
 
 ``avro_vs_json_ratio`` = best Avro produce rate / best JSON produce rate (goal ≥ 0.7, issue
-33). Results: ``loadtest/results/schema.json`` and this benchmark's block of
+33). ``--code CHECKOUT`` runs the services on another checkout's code (``local_cluster``'s
+``python_path``) and writes nothing: a change is compared with the code before it by two runs
+in one sitting. Results: ``loadtest/results/schema.json`` and this benchmark's block of
 ``docs/benchmarks.md`` (between its own markers; the page's other blocks are kept).
 """
 
@@ -36,7 +38,7 @@ import httpx
 import orjson
 import psutil
 
-from loadtest.local_cluster import LocalCluster, local_cluster
+from loadtest.local_cluster import LocalCluster, code_path, local_cluster
 from yak.etcd_server import EmbeddedEtcd, free_ports
 from yak.supervisor import ProcessSpec
 
@@ -322,8 +324,15 @@ def main() -> None:
         action="store_true",
         help="one round of 1 s per format, to check the harness: nothing is written",
     )
+    parser.add_argument(
+        "--code",
+        type=Path,
+        help="run the cluster and the proxy on this checkout's code (e.g. a `git archive` of "
+        "an older commit), to compare in one sitting: nothing is written",
+    )
     args = parser.parse_args()
     rounds, phase_s = (1, 1.0) if args.quick else (ROUNDS, PHASE_S)
+    python_path = code_path(args.code.resolve()) if args.code else ()
     load_start = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="yak-bench-schema-") as tmp:
         folder = Path(tmp)
@@ -331,15 +340,20 @@ def main() -> None:
         etcd = EmbeddedEtcd(folder / "etcd", client_port, peer_port, unsafe_no_fsync=True)
         etcd.start()
         try:
-            with local_cluster(folder, etcd, f"bench{uuid.uuid4().hex[:8]}", brokers=1) as cluster:
+            with local_cluster(
+                folder, etcd, f"bench{uuid.uuid4().hex[:8]}", brokers=1, python_path=python_path
+            ) as cluster:
                 registry = start_registry(cluster)
                 proxy = psutil.Process(cluster.start_proxy(0, YAK_SCHEMA_REGISTRY_URL=registry).pid)
+                if python_path:  # the launcher's first line says which code the proxy runs
+                    log = cluster.folder / "logs" / "rest-proxy-0.log"
+                    print(log.read_text().splitlines()[0])
                 measured = asyncio.run(measure(cluster, proxy, rounds, phase_s))
         finally:
             etcd.stop()
     doc = document(measured, load_start)
     print(json.dumps({k: v for k, v in doc.items() if not isinstance(v, dict)}, indent=2))
-    if args.quick:
+    if args.quick or args.code:
         return
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(doc, indent=2) + "\n")
