@@ -21,7 +21,7 @@ import orjson
 from fastavro.validation import ValidationError, validate, validate_many
 
 from yak_rest_proxy.schemas.avro_calls import WRITE_OPTIONS, write_into
-from yak_rest_proxy.schemas.avro_unchecked import unchecked
+from yak_rest_proxy.schemas.avro_unchecked import UncheckedColumns
 from yak_rest_proxy.schemas.errors import InvalidSchemaError, RecordConversionError
 from yak_rest_proxy.schemas.schema_type import SchemaType
 from yak_rest_proxy.schemas.wire import frame
@@ -41,7 +41,7 @@ def plain_json(value: object) -> object:
 class AvroSerde:
     """One registered Avro schema's encoder and decoder."""
 
-    __slots__ = ("_checked", "_header", "_named", "_parsed", "schema_id")
+    __slots__ = ("_columns", "_header", "_named", "_parsed", "schema_id")
     schema_type: ClassVar[SchemaType] = SchemaType.AVRO
 
     def __init__(self, schema_id: int, text: str) -> None:
@@ -55,7 +55,7 @@ class AvroSerde:
             raise InvalidSchemaError(f"Invalid Avro schema {schema_id}: {exc}") from None
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidSchemaError(f"Invalid Avro schema {schema_id}: {exc!r}") from None
-        self._checked = _parsed_or(unchecked(schema), self._parsed)
+        self._columns = UncheckedColumns.of(self._parsed, self._named)
 
     def encode(self, value: Any, where: str) -> bytes:
         """``value`` framed with this schema; ``RecordConversionError`` if it does not fit."""
@@ -64,16 +64,25 @@ class AvroSerde:
     def encode_many(self, values: list[Any], where: Callable[[int], str]) -> list[bytes]:
         """Each of ``values`` framed (``where(i)`` names the i-th in an error), written into
         one buffer by fastavro's compiled writer (``avro_calls``). First optimistically: the
-        fields the writer does not check validated in one call (``avro_unchecked``), then all
-        written; if either refuses, each value is fitted to the whole schema (``_fitted``)
-        and written, or the first misfit raises. Only values the full validator accepts are
-        written."""
+        fields the writer does not check validated column by column (``avro_unchecked``),
+        then all written; if either refuses (or the schema has no such columns), the values
+        are validated with the whole schema, each misfit fitted (``_fitted``), and written,
+        or the first misfit raises. Only values the full validator accepts are written."""
+        if self._columns is not None:
+            try:
+                if self._columns.valid(values):
+                    return self._write(values)
+            except Exception:  # a refusal, or a logical type's converter failing: named below
+                pass
+        if not self._all_fit(values):
+            values = [self._fitted(value, where(i)) for i, value in enumerate(values)]
+        return self._write(values)
+
+    def _all_fit(self, values: list[Any]) -> bool:
         try:
-            if validate_many(values, self._checked, raise_errors=False):
-                return self._write(values)
-        except Exception:  # a refusal, or a logical type's converter failing: named below
-            pass
-        return self._write([self._fitted(value, where(i)) for i, value in enumerate(values)])
+            return bool(validate_many(values, self._parsed, raise_errors=False))
+        except Exception:  # a logical type's converter refusing a value (a date from "")
+            return False
 
     def _write(self, values: list[Any]) -> list[bytes]:
         out, header, parsed, named, ends = bytearray(), self._header, self._parsed, self._named, []
@@ -121,14 +130,3 @@ class AvroSerde:
     def decode(self, payload: memoryview) -> Any:
         """The JSON value of an Avro payload (the bytes after the 5-byte header)."""
         return fastavro.schemaless_reader(io.BytesIO(payload), self._parsed, None)
-
-
-def _parsed_or(schema: dict[str, Any] | None, whole: Any) -> Any:
-    """``schema`` parsed, or ``whole`` when there is none or it does not parse alone (a named
-    type defined in a dropped field and used in a kept one)."""
-    if schema is None:
-        return whole
-    try:
-        return fastavro.parse_schema(schema)
-    except (fastavro.schema.SchemaParseException, KeyError, TypeError, ValueError):
-        return whole

@@ -14,7 +14,7 @@ import pytest
 from fastavro.validation import validate
 
 from yak_rest_proxy.schemas.avro_serde import AvroSerde
-from yak_rest_proxy.schemas.avro_unchecked import unchecked
+from yak_rest_proxy.schemas.avro_unchecked import UncheckedColumns
 from yak_rest_proxy.schemas.errors import RecordConversionError
 from yak_rest_proxy.schemas.wire import frame
 
@@ -123,6 +123,15 @@ def test_writes_and_refuses_what_the_full_validator_does(field_type: Any) -> Non
     assert disagree == []
 
 
+@pytest.mark.parametrize("field_type", TYPES, ids=[json.dumps(t)[:40] for t in TYPES])
+def test_a_request_of_fitting_values_is_written_as_each_alone(field_type: Any) -> None:
+    schema = record(field_type)
+    values = [{"s": "x", "f": given} for given in VALUES]
+    fitting = [v for v in values if reference(schema, v) is not None]
+    written = AvroSerde(9, json.dumps(schema)).encode_many(fitting, str)
+    assert written == [reference(schema, v) for v in fitting]
+
+
 def test_a_request_with_one_misfit_in_a_dropped_field_is_refused_whole() -> None:
     serde = AvroSerde(9, json.dumps(record("long")))
     values: list[Any] = [{"s": "a", "f": 1}, {"s": 5, "f": 2}, {"s": "c", "f": 3}]
@@ -137,30 +146,47 @@ def test_the_fields_left_to_validate() -> None:
     schema = record("long")
     schema["fields"] += [
         {"name": "e", "type": ENUM},
+        {"name": "again", "type": "yak.test.Kind"},
         {"name": "b", "type": "bytes"},
         {"name": "t", "type": {"type": "array", "items": "string"}},
-        {"name": "named", "type": "yak.test.Kind"},
+        {"name": "rec", "type": {"type": "record", "name": "In", "fields": []}},
+        {"name": "rec2", "type": "In"},
     ]
-    left = unchecked(schema)
-    assert left is not None
-    assert [f["name"] for f in left["fields"]] == ["f", "b", "t", "named"]
-    assert (left["name"], left["namespace"]) == ("R", "yak.test")
-    assert unchecked({**schema, "fields": [{"name": "n", "type": "int"}]}) is None
-    assert unchecked(["null", "string"]) is None
-    assert unchecked("string") is None
+    named: dict[str, Any] = {}
+    columns = UncheckedColumns.of(fastavro.parse_schema(schema, named), named)
+    assert columns is not None
+    assert columns.names == ["f", "b", "t", "rec", "rec2"]
+    assert UncheckedColumns.of(fastavro.parse_schema(["null", "string"]), {}) is None
+    assert UncheckedColumns.of(fastavro.parse_schema("string"), {}) is None
+
+
+def test_what_fastavro_checks_of_the_record_itself_is_checked_too() -> None:
+    schema = record("long")
+    named: dict[str, Any] = {}
+    columns = UncheckedColumns.of(fastavro.parse_schema(schema, named), named)
+    assert columns is not None
+    assert columns.valid([{"s": "x", "f": 1}])
+    assert not columns.valid([{"s": "x", "f": 1}, {"s": "x"}])  # no default: None, not a long
+    assert not columns.valid([{"s": "x", "f": 1, "-type": "yak.test.Other"}])
+    assert not columns.valid([["s", "f"]])
+    typed = {"s": "x", "f": 1, "-type": "yak.test.Other"}  # refused plain, read as Avro JSON
+    assert AvroSerde(9, json.dumps(schema)).encode(typed, "v") == reference(schema, typed)
 
 
 def test_a_kept_field_naming_a_dropped_type_validates_with_the_whole_schema() -> None:
+    inner = {"type": "record", "name": "Inner", "fields": [{"name": "a", "type": "int"}]}
     schema = {
         "type": "record",
         "name": "R",
         "fields": [
-            {"name": "kind", "type": ENUM},
-            {"name": "history", "type": {"type": "array", "items": "Kind"}},
+            {"name": "maybe", "type": ["null", inner], "default": None},
+            {"name": "history", "type": {"type": "array", "items": "Inner"}},
         ],
     }
+    named: dict[str, Any] = {}
+    assert UncheckedColumns.of(fastavro.parse_schema(schema, named), named) is None
     serde = AvroSerde(9, json.dumps(schema))
-    good = {"kind": "BUY", "history": ["VIEW"]}
+    good = {"maybe": {"a": 1}, "history": [{"a": 2}]}
     assert serde.encode(good, "v") == reference(schema, good)
-    with pytest.raises(RecordConversionError, match=r"R\.history"):
-        serde.encode({"kind": "BUY", "history": ["NOPE"]}, "v")
+    with pytest.raises(RecordConversionError, match=r"Inner\.a"):
+        serde.encode({"history": [{"a": 1.5}]}, "v")
