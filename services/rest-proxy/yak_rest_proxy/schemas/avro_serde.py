@@ -38,6 +38,11 @@ def plain_json(value: object) -> object:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
+#: Fewer values than this are validated whole, value by value: a column costs one validator
+#: call (~1 µs) whatever its length, a value's whole check ~3.6 µs at 12 fields.
+_BY_COLUMN_FROM = 4
+
+
 class AvroSerde:
     """One registered Avro schema's encoder and decoder."""
 
@@ -68,7 +73,7 @@ class AvroSerde:
         then all written; if either refuses (or the schema has no such columns), the values
         are validated with the whole schema, each misfit fitted (``_fitted``), and written,
         or the first misfit raises. Only values the full validator accepts are written."""
-        if self._columns is not None:
+        if self._columns is not None and len(values) >= _BY_COLUMN_FROM:
             try:
                 if self._columns.valid(values):
                     return self._write(values)
@@ -85,6 +90,10 @@ class AvroSerde:
             return False
 
     def _write(self, values: list[Any]) -> list[bytes]:
+        if len(values) == 1:  # v3 encodes one at a time: no slicing
+            one = bytearray(self._header)
+            write_into(one, values[0], self._parsed, self._named, "", WRITE_OPTIONS)
+            return [bytes(one)]
         out, header, parsed, named, ends = bytearray(), self._header, self._parsed, self._named, []
         for value in values:
             out += header

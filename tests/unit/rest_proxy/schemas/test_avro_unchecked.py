@@ -13,6 +13,7 @@ import orjson
 import pytest
 from fastavro.validation import validate
 
+from yak_rest_proxy.schemas import avro_serde
 from yak_rest_proxy.schemas.avro_serde import AvroSerde
 from yak_rest_proxy.schemas.avro_unchecked import UncheckedColumns
 from yak_rest_proxy.schemas.errors import RecordConversionError
@@ -114,12 +115,13 @@ def test_writes_and_refuses_what_the_full_validator_does(field_type: Any) -> Non
     for given in VALUES:
         value = {"s": "x", "f": given}
         expected = reference(schema, value)
-        try:
-            got: bytes | None = serde.encode(value, "v")
-        except RecordConversionError:
-            got = None
-        if got != expected:
-            disagree.append((given, expected, got))
+        for count in (1, 5):  # alone (checked whole), in a request (checked by column)
+            try:
+                got = serde.encode_many([value] * count, str)
+            except RecordConversionError:
+                got = None
+            if got != (None if expected is None else [expected] * count):
+                disagree.append((given, count, expected, got))
     assert disagree == []
 
 
@@ -127,7 +129,8 @@ def test_writes_and_refuses_what_the_full_validator_does(field_type: Any) -> Non
 def test_a_request_of_fitting_values_is_written_as_each_alone(field_type: Any) -> None:
     schema = record(field_type)
     values = [{"s": "x", "f": given} for given in VALUES]
-    fitting = [v for v in values if reference(schema, v) is not None]
+    fitting = [v for v in values if reference(schema, v) is not None] * 4  # by column
+    assert fitting
     written = AvroSerde(9, json.dumps(schema)).encode_many(fitting, str)
     assert written == [reference(schema, v) for v in fitting]
 
@@ -190,3 +193,20 @@ def test_a_kept_field_naming_a_dropped_type_validates_with_the_whole_schema() ->
     assert serde.encode(good, "v") == reference(schema, good)
     with pytest.raises(RecordConversionError, match=r"Inner\.a"):
         serde.encode({"history": [{"a": 1.5}]}, "v")
+
+
+def test_a_fitting_request_is_not_validated_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+
+    def whole(values: list[Any], *_: object, **__: object) -> bool:
+        calls.append(len(values))
+        return False
+
+    monkeypatch.setattr(avro_serde, "validate_many", whole)
+    serde = AvroSerde(9, json.dumps(record("long")))
+    values = [{"s": "x", "f": i} for i in range(10)]
+    assert serde.encode_many(values, str) == [reference(record("long"), v) for v in values]
+    assert calls == []
+    with pytest.raises(RecordConversionError, match=r"10: .*R\.f"):
+        serde.encode_many([*values, {"s": "x", "f": 1.5}], str)
+    assert calls == [11]  # a misfit: the whole check, which names it
