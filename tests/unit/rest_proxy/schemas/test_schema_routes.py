@@ -126,6 +126,15 @@ async def test_keys_have_their_own_subject(proxy: Proxy) -> None:
     ("fmt", "body", "status", "code"),
     [
         ("avro", {"value_schema": AVRO_SCHEMA, "records": [{"value": {"name": 5}}]}, 422, 42203),
+        (  # a request's values are checked by column first (avro_unchecked)
+            "avro",
+            {
+                "value_schema": AVRO_SCHEMA,
+                "records": [{"value": {"name": "a"}}] * 5 + [{"value": {"name": 5}}],
+            },
+            422,
+            42203,
+        ),
         (
             "jsonschema",
             {"value_schema": JSON_SCHEMA, "records": [{"value": {"name": 5}}]},
