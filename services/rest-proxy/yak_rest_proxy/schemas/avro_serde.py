@@ -4,7 +4,10 @@ Going in, a value is first taken as it is (Karapace's form: a union's value give
 if the schema does not accept it, it is read as Avro's own JSON encoding (Confluent's form: a
 union's value as ``{"branch": value}``, bytes and fixed as ISO-8859-1 text) through
 ``fastavro.json_reader``. ``fastavro``'s validator decides, so nothing its writer would silently
-coerce (a float into an int, an int out of range) is written. Coming out, values are plain JSON:
+coerce (a float into an int, an int out of range) is written; in a request of several values
+it checks, column by column, only the fields the writer does not refuse misfits of itself
+(``avro_unchecked``), and any refusal sends the request through the whole check, which names
+the misfit (``docs/performance.md``, "Avro produce"). Coming out, values are plain JSON:
 unions unwrapped, bytes and fixed as ISO-8859-1 text, decimals as strings, logical dates and
 times as ISO 8601 (orjson's). Thread-safe once built: the parsed schema is only read.
 """
