@@ -153,9 +153,9 @@ class OffsetResetRequest(_Body):
     timestamp: int | None = Field(default=None, ge=0, le=INT64_MAX)
     offset: int | None = Field(default=None, ge=0, le=INT64_MAX)
     #: Default: every topic the group has committed offsets for (not with ``explicit``).
-    topics: list[str] | None = None
+    topics: list[str] | None = Field(default=None, min_length=1)
     #: With ``to="explicit"``: the next offset to read per partition.
-    offsets: list[CommitOffset] | None = None
+    offsets: list[CommitOffset] | None = Field(default=None, min_length=1)
     #: Reset even while the group has members (their positions are not changed).
     force: bool = False
     #: Only show what would change.
@@ -165,6 +165,9 @@ class OffsetResetRequest(_Body):
     def _explicit_offsets(self) -> Self:
         if (self.to == "explicit") != (self.offsets is not None):
             raise ValueError('give offsets exactly when to is "explicit"')
+        for needed in ("offset", "timestamp"):
+            if self.to == needed and getattr(self, needed) is None:
+                raise ValueError(f'to="{needed}" needs {needed}')
         if self.offsets is not None:
             if self.topics is not None:
                 raise ValueError('to="explicit" takes offsets, not topics')

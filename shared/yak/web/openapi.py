@@ -349,7 +349,8 @@ _BODY_RULES: dict[str, list[dict[str, Any]]] = {
         _just("to", "offset", "timestamp", kind="string"),
         _just("timestamp", "offset", "to"),
     ],
-    # OffsetResetRequest._explicit_offsets: offsets exactly when to is "explicit"
+    # OffsetResetRequest._explicit_offsets: offsets exactly when to is "explicit" (and
+    # "offset" and "timestamp" need theirs)
     "OffsetResetRequest": [
         {
             "required": ["to", "offsets"],
@@ -359,7 +360,21 @@ _BODY_RULES: dict[str, list[dict[str, Any]]] = {
                 "topics": _NULL,  # _explicit_offsets: explicit takes offsets, not topics
             },
         },
-        {"properties": {"to": {"not": {"const": "explicit"}}, "offsets": _NULL}},
+        *(
+            {
+                "required": ["to", *needed],
+                "properties": {
+                    "to": {"enum": list(names)},
+                    "offsets": _NULL,
+                    **{field: {"type": "integer"} for field in needed},
+                },
+            }
+            for names, needed in (
+                (("earliest", "latest"), ()),
+                (("offset",), ("offset",)),
+                (("timestamp",), ("timestamp",)),
+            )
+        ),
     ],
     # AckEntry._one_range: an offset, or first_offset and last_offset
     "AckEntry": [

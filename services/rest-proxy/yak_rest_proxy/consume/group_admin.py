@@ -163,9 +163,10 @@ class GroupAdmin:
         validate_group_id(group)
         committed = await self.committed(group)
         partitions = self._partitions(request, committed)
-        if not partitions:
-            raise InvalidRequestError(
-                f"group {group!r} has no committed offsets: name the topics to reset"
+        if not partitions:  # none named (the document says a list names one at least)
+            raise GroupIdNotFoundError(
+                f"group {group!r} has no committed offsets: name the topics to reset",
+                group=group,
             )
         members = await self._member_count(group)
         if members and not request.force:
