@@ -39,10 +39,13 @@ from yak.names import (
 from yak.topic_config import CATALOGUE
 
 __all__ = [
+    "BASE64_OR_NULL",
+    "BASE64_PATTERN",
     "HTTP_METHODS",
     "ParameterRule",
     "PropertyRule",
     "add_link",
+    "by_encoding",
     "changes_topic",
     "constrain_bodies",
     "constrain_parameters",
@@ -323,6 +326,57 @@ def request_property_schema(component: str, prop: str) -> dict[str, Any] | None:
 
 
 _NULL = {"type": "null"}
+#: What ``base64.b64decode(text, validate=True)`` takes (``records.encode_data``, the v3
+#: produce's ``_base64``): groups of four of the alphabet, the last one padded with ``=``, or
+#: whole groups followed by any number of ``=`` (which it ignores).
+_B64 = "[A-Za-z0-9+/]"
+BASE64_PATTERN = f"^(({_B64}{{4}})+=*|({_B64}{{4}})*({_B64}{{2}}==|{_B64}{{3}}=))?$(?!\\n)"
+BASE64_OR_NULL: dict[str, Any] = {"anyOf": [{"type": "string", "pattern": BASE64_PATTERN}, _NULL]}
+#: What a key or value in each encoding may be (``records.encode_data``): any JSON value,
+#: text, base64 text; null for none in each.
+_ENCODED: dict[str, dict[str, Any]] = {
+    "json": {},
+    "string": {"type": ["string", "null"]},
+    "base64": BASE64_OR_NULL,
+}
+
+
+def _in_records(prop: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"records": {"items": {"properties": {prop: schema}}}}
+
+
+def _in_headers(schema: dict[str, Any]) -> dict[str, Any]:
+    header = {"items": {"properties": {"value": schema}}}
+    return {"records": {"items": {"properties": {"headers": header}}}}
+
+
+def by_encoding(
+    field: str,
+    default: str,
+    schemas: Mapping[str, dict[str, Any]],
+    holding: Callable[[dict[str, Any]], dict[str, Any]],
+) -> dict[str, Any]:
+    """The rule that ``field`` (``default`` when absent) names the encoding of what
+    ``holding`` places: one alternative per encoding, with its ``schemas`` entry."""
+    branches = []
+    for name, schema in schemas.items():
+        branch: dict[str, Any] = {"properties": {field: {"const": name}, **holding(schema)}}
+        if name != default:
+            branch["required"] = [field]
+        branches.append(branch)
+    return {"anyOf": branches}
+
+
+#: A produce body's keys, values and header values are in the encodings it names.
+_ENCODINGS_RULE = {
+    "allOf": [
+        by_encoding("key_encoding", "string", _ENCODED, lambda s: _in_records("key", s)),
+        by_encoding("value_encoding", "json", _ENCODED, lambda s: _in_records("value", s)),
+        by_encoding(
+            "header_encoding", "string", {"string": {}, "base64": BASE64_OR_NULL}, _in_headers
+        ),
+    ]
+}
 
 
 def _just(given: str, *others: str, kind: str = "integer") -> dict[str, Any]:
@@ -376,6 +430,9 @@ _BODY_RULES: dict[str, list[dict[str, Any]]] = {
             )
         ),
     ],
+    # records.encode_data: each key, value and header value in its encoding
+    "ProduceRecordsRequest": [_ENCODINGS_RULE],
+    "ProduceBatchRequest": [_ENCODINGS_RULE],
     # AckEntry._one_range: an offset, or first_offset and last_offset
     "AckEntry": [
         _just("offset", "first_offset", "last_offset"),

@@ -26,6 +26,9 @@ from fastapi.openapi.utils import get_openapi
 from yak.filters import MAX_FILTER_LENGTH
 from yak.topic_config import CATALOGUE
 from yak.web.openapi import (
+    BASE64_OR_NULL,
+    BASE64_PATTERN,
+    by_encoding,
     changes_topic,
     constrain_bodies,
     constrain_parameters,
@@ -187,6 +190,13 @@ _OFFSETS = frozenset({"V2OffsetEntry", "CommitOffset", "SeekPosition"})
 _RFC3339_READ = (
     r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-5][0-9](\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$"
 )
+#: The v3 produce's record timestamps (``produce_request._timestamp``): RFC 3339 date-times
+#: as ``datetime.fromisoformat`` reads them, not before 1970 (the server also takes a time
+#: without zone, as UTC).
+_V3_TIMESTAMP = (
+    r"^(19[7-9][0-9]|[2-9][0-9]{3})-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-5][0-9](\.[0-9]+)?"
+    r"(Z|[+-][0-9]{2}:[0-9]{2})$(?!\n)"
+)
 _PLAIN_FORMATS = ["binary", "json"]
 _SCHEMA_FORMATS = ["avro", "jsonschema", "protobuf"]
 
@@ -206,20 +216,41 @@ def _property_schema(registry: bool, component: str, prop: str) -> dict[str, Any
         return {"type": "string", "enum": sorted(CATALOGUE)}
     if component == "V2TimestampEntry" and prop == "timestamp":
         return {"type": "string", "format": "date-time", "pattern": _RFC3339_READ}
+    if component == "V3ProduceRecordHeader" and prop == "value":
+        return {"type": "string", "pattern": BASE64_PATTERN}  # produce_request._headers
+    if component == "V3ProduceRecord" and prop == "timestamp":
+        return {"type": "string", "format": "date-time", "pattern": _V3_TIMESTAMP}
     if component in _OFFSETS and prop == "offset":
         return {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}
     return request_property_schema(component, prop)
 
 
 _TEXT = {"type": "string"}
-#: v3 config entries (``api.v3``): a created topic's entries and an ``:alter`` SET need a value.
-_V3_BODY_RULES: dict[str, list[dict[str, Any]]] = {
-    "V3ConfigEntry": [{"required": ["value"], "properties": {"value": _TEXT}}],
-    "V3AlterConfigEntry": [
-        {"required": ["operation"], "properties": {"operation": {"enum": ["DELETE", "delete"]}}},
-        {"required": ["value"], "properties": {"value": _TEXT}},
-    ],
-}
+#: A v3 key or value's ``data`` by its ``type`` (``produce_request._data``): base64 text, text
+#: or any JSON, null for none.
+_V3_DATA = {"BINARY": BASE64_OR_NULL, "STRING": {"type": ["string", "null"]}, "JSON": {}}
+
+
+def _v3_body_rules(registry: bool) -> dict[str, list[dict[str, Any]]]:
+    """v3 config entries (``api.v3``): a created topic's entries and an ``:alter`` SET need a
+    value; a key or value's data is of its type, and with no schema registry configured the
+    type is one of those the proxy encodes itself (the others, and none, need a schema)."""
+    data = by_encoding("type", "", _V3_DATA, lambda schema: {"data": schema})
+    if registry:
+        schema_types = {"enum": ["AVRO", "JSONSCHEMA", "PROTOBUF", None]}
+        data["anyOf"].append({"properties": {"type": schema_types}})
+    return {
+        "V3ConfigEntry": [{"required": ["value"], "properties": {"value": _TEXT}}],
+        "V3AlterConfigEntry": [
+            {
+                "required": ["operation"],
+                "properties": {"operation": {"enum": ["DELETE", "delete"]}},
+            },
+            {"required": ["value"], "properties": {"value": _TEXT}},
+        ],
+        "V3ProduceRecordData": data["anyOf"],
+    }
+
 
 _GROUP = {"path.group": "$request.path.group"}
 _V3_TOPICS = "/v3/clusters/{cluster_id}/topics/{topic}"
@@ -290,7 +321,7 @@ def install_openapi(app: FastAPI) -> None:
         registry = settings.schema_registry_url is not None
         constrain_parameters(document, lambda *where: _parameter_schema(cluster_id, *where))
         constrain_properties(document, lambda *what: _property_schema(registry, *what))
-        constrain_bodies(document, _V3_BODY_RULES)
+        constrain_bodies(document, _v3_body_rules(registry))
         _link_operations(document)
         for unused in ("HTTPValidationError", "ValidationError"):
             schemas.pop(unused, None)

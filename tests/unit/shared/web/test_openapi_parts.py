@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import re
 from typing import Any
 
 import jsonschema
@@ -11,12 +13,14 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from yak.api.groups import JoinGroupRequest, OffsetResetRequest
+from yak.api.records import Encoding, encode_data
 from yak.api.share_records import AckEntry
-from yak.errors import InvalidGroupIdError, InvalidTopicError
+from yak.errors import InvalidGroupIdError, InvalidRequestError, InvalidTopicError
 from yak.metadata.keyspace import validate_member_id
 from yak.names import validate_group_id, validate_topic_name
 from yak.security.acl import user_name
 from yak.web.openapi import (
+    BASE64_PATTERN,
     add_link,
     constrain_bodies,
     constrain_parameters,
@@ -278,3 +282,19 @@ def test_a_seek_position_names_exactly_one_target(body: dict[str, Any], valid: b
     """The route's rule (``group_routes.seek``), which the model leaves to it."""
     rule = jsonschema.Draft202012Validator(_rule_schema("SeekPosition"))
     assert rule.is_valid({"topic": "t", "partition": 0, **body}) == valid
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+@given(st.text(alphabet="AB+/=\n -", max_size=10) | st.binary(max_size=8).map(_b64))
+@example("AB==")
+@example("AAAA\n")
+def test_the_base64_pattern_is_what_the_decoder_takes(text: str) -> None:
+    try:
+        encode_data(text, Encoding.BASE64, "value")
+        taken = True
+    except InvalidRequestError:
+        taken = False
+    assert bool(re.search(BASE64_PATTERN, text)) == taken
