@@ -51,6 +51,7 @@ __all__ = [
     "constrain_parameters",
     "constrain_properties",
     "error_responses",
+    "integer_text_pattern",
     "link_family",
     "name_schema",
     "operations",
@@ -348,6 +349,38 @@ def _in_records(prop: str, schema: dict[str, Any]) -> dict[str, Any]:
 def _in_headers(schema: dict[str, Any]) -> dict[str, Any]:
     header = {"items": {"properties": {"value": schema}}}
     return {"records": {"items": {"properties": {"headers": header}}}}
+
+
+def _same_length(low: str, high: str) -> list[str]:
+    """Regular expressions, one of which matches each decimal of ``low``'s length from
+    ``low`` to ``high`` (as many digits)."""
+    if low == high:
+        return [low]
+    if low.strip("0") == "" and high.strip("9") == "":
+        return [f"[0-9]{{{len(low)}}}"]
+    if len(low) == 1:
+        return [f"[{low}-{high}]"]
+    if low[0] == high[0]:
+        return [low[0] + rest for rest in _same_length(low[1:], high[1:])]
+    tail = len(low) - 1
+    found = [low[0] + rest for rest in _same_length(low[1:], "9" * tail)]
+    if int(high[0]) - int(low[0]) > 1:
+        found.append(f"[{int(low[0]) + 1}-{int(high[0]) - 1}][0-9]{{{tail}}}")
+    return found + [high[0] + rest for rest in _same_length("0" * tail, high[1:])]
+
+
+def integer_text_pattern(low: int, high: int) -> str:
+    """The pattern of the integers ``low``..``high`` (0 <= low, or -1) written in decimal
+    without leading zeros: what ``int(text)`` and a range check take (Confluent's clients
+    send some numbers as strings)."""
+    found = ["-1"] if low == -1 else []
+    low = max(low, 0)
+    for digits in range(len(str(low)), len(str(high)) + 1):
+        first = max(low, 10 ** (digits - 1) if digits > 1 else 0)
+        last = min(high, 10**digits - 1)
+        if first <= last:
+            found += _same_length(str(first), str(last))
+    return f"^({'|'.join(found)})$(?!\\n)"
 
 
 def by_encoding(

@@ -54,3 +54,17 @@ def test_v3_bodies_keep_their_own_schemas_beside_native_ones_of_the_same_name() 
     assert ref == "#/components/schemas/V3ProduceRecord"
     assert "partition_id" in schemas["V3ProduceRecord"]["properties"]
     assert "deliver_after_ms" in schemas["ProduceRecord"]["properties"]
+
+
+@pytest.mark.parametrize("instance", ["nobody", "%C3%97%C3%B8"])
+async def test_a_seek_of_nothing_still_needs_its_instance(tmp_path: Path, instance: str) -> None:
+    """Empty ``offsets`` and ``timestamps`` move nothing, but an instance that does not exist
+    (or could not: a name outside the documented pattern) is not a 204."""
+    async with proxy_and_broker(tmp_path, ProxySettings()) as (client, _app):
+        answer = await client.post(
+            f"/consumers/g/instances/{instance}/positions",
+            json={"offsets": [], "timestamps": []},
+            headers={"content-type": "application/vnd.kafka.v2+json"},
+        )
+
+    assert (answer.status_code, answer.json()["error_code"]) == (404, 40403), answer.text

@@ -34,6 +34,7 @@ from yak.web.openapi import (
     constrain_parameters,
     constrain_properties,
     error_responses,
+    integer_text_pattern,
     link_family,
     name_schema,
     operations,
@@ -201,11 +202,20 @@ _PLAIN_FORMATS = ["binary", "json"]
 _SCHEMA_FORMATS = ["avro", "jsonschema", "protobuf"]
 
 
-def _property_schema(registry: bool, component: str, prop: str) -> dict[str, Any] | None:
+def _property_schema(
+    registry: bool, max_wait_ms: int, component: str, prop: str
+) -> dict[str, Any] | None:
     """Request body properties the proxy validates beyond their type (``registry``: whether
-    a schema registry is configured, without which the schema formats are refused)."""
+    a schema registry is configured, without which the schema formats are refused;
+    ``max_wait_ms``: the longest wait a v2 consumer may ask for)."""
     if component == "V2CreateConsumer" and prop in ("name", "id"):
-        return name_schema("Consumer instance")  # consumer_routes.member_record
+        # consumer_routes.member_record: an empty one counts as none
+        return {"anyOf": [name_schema("Consumer instance"), {"const": ""}]}
+    if component == "V2CreateConsumer" and prop == "consumer.request.timeout.ms":
+        integer = {"type": "integer", "minimum": 0, "maximum": max_wait_ms}
+        return {
+            "anyOf": [integer, {"type": "string", "pattern": integer_text_pattern(0, max_wait_ms)}]
+        }
     if component == "AcquireRequest" and prop == "topics":
         return {"type": "array", "items": name_schema("Topic"), "minItems": 1}
     if component == "V2CreateConsumer" and prop == "partition.assignment.strategy":
@@ -320,7 +330,8 @@ def install_openapi(app: FastAPI) -> None:
         cluster_id = settings.cluster_id
         registry = settings.schema_registry_url is not None
         constrain_parameters(document, lambda *where: _parameter_schema(cluster_id, *where))
-        constrain_properties(document, lambda *what: _property_schema(registry, *what))
+        max_wait_ms = settings.consumer_request_max_timeout_ms
+        constrain_properties(document, lambda *what: _property_schema(registry, max_wait_ms, *what))
         constrain_bodies(document, _v3_body_rules(registry))
         _link_operations(document)
         for unused in ("HTTPValidationError", "ValidationError"):

@@ -13,6 +13,8 @@ import pytest
 from yak.api.records import ProduceRecordsRequest
 from yak.errors import YakError
 from yak_rest_proxy.api.native.routes import _outgoing
+from yak_rest_proxy.api.v2.consumer_routes import member_record
+from yak_rest_proxy.api.v2.models import V2CreateConsumer
 from yak_rest_proxy.api.v3.produce_request import parse_record
 from yak_rest_proxy.app import create_app
 from yak_rest_proxy.http.body import parse_model
@@ -89,3 +91,33 @@ def test_with_a_registry_keys_and_values_may_name_a_schema_type_or_none() -> Non
     document = create_app(settings).openapi()
     branches = document["components"]["schemas"]["V3ProduceRecordData"]["anyOf"]
     assert {"properties": {"type": {"enum": ["AVRO", "JSONSCHEMA", "PROTOBUF", None]}}} in branches
+
+
+def _consumer_takes(body: dict[str, Any]) -> bool:
+    try:
+        parsed = parse_model(V2CreateConsumer, json.dumps(body).encode())
+        member_record(parsed, ProxySettings(), now_ms=0)
+    except YakError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"name": "c", "id": ""},
+        {"name": "", "id": ""},
+        {"id": "a b"},
+        {"auto.offset.reset": "smallest", "auto.commit.enable": "false"},
+        {"auto.offset.reset": "nowhere"},
+        {"auto.commit.enable": "maybe"},
+        {"auto.commit.enable": 0},
+        {"fetch.min.bytes": "-1", "consumer.request.timeout.ms": 30_000},
+        {"fetch.min.bytes": "10000001"},
+        {"fetch.min.bytes": 5.0, "consumer.instance.timeout.ms": "1000"},
+        {"consumer.request.timeout.ms": "30001"},
+        {"consumer.instance.timeout.ms": 999},
+    ],
+)
+def test_a_v2_consumer_is_documented_as_the_proxy_creates_it(body: dict[str, Any]) -> None:
+    assert _validator("V2CreateConsumer").is_valid(body) == _consumer_takes(body)

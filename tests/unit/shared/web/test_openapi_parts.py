@@ -26,6 +26,7 @@ from yak.web.openapi import (
     constrain_parameters,
     constrain_properties,
     error_responses,
+    integer_text_pattern,
     link_family,
     name_schema,
     principal_schema,
@@ -298,3 +299,14 @@ def test_the_base64_pattern_is_what_the_decoder_takes(text: str) -> None:
     except InvalidRequestError:
         taken = False
     assert bool(re.search(BASE64_PATTERN, text)) == taken
+
+
+@given(st.integers(-1, 10**9), st.integers(0, 10**9), st.integers(-10, 10**9 + 10))
+@example(-1, 0, -1)
+@example(1_000, 86_400_000, 86_400_001)
+def test_an_integer_text_pattern_takes_the_numbers_of_its_range(
+    low: int, high: int, number: int
+) -> None:
+    pattern = integer_text_pattern(low, high)
+    assert bool(re.search(pattern, str(number))) == (low <= number <= high)
+    assert not re.search(pattern, f"{number}\n")

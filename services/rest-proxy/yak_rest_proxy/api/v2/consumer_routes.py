@@ -25,6 +25,9 @@ from yak.types import TopicPartition
 from yak_rest_proxy.api.v2.embedded import to_embedded
 from yak_rest_proxy.api.v2.metadata_routes import V2_TAG
 from yak_rest_proxy.api.v2.models import (
+    AUTO_OFFSET_RESETS,
+    FETCH_MIN_BYTES,
+    INSTANCE_TIMEOUT_MS,
     V2CommitRequest,
     V2CommittedOffsets,
     V2ConsumerRecord,
@@ -47,8 +50,6 @@ from yak_rest_proxy.settings import ProxySettings
 __all__ = ["consumer_router"]
 
 _V2_TYPES = ("application/vnd.kafka.v2+json", "application/json")
-_RESETS = {"earliest": "earliest", "smallest": "earliest", "latest": "latest", "largest": "latest"}
-_RESETS["none"] = "none"
 _BODY_LIMIT = 1024 * 1024
 _FORMATS = frozenset(f.value for f in EmbeddedFormat)
 
@@ -86,7 +87,7 @@ def member_record(body: V2CreateConsumer, settings: ProxySettings, now_ms: int) 
             f"format {body.format!r} needs a schema registry; this proxy has none configured "
             "(YAK_SCHEMA_REGISTRY_URL)"
         )
-    reset = _RESETS.get((body.auto_offset_reset or "latest").lower())
+    reset = AUTO_OFFSET_RESETS.get((body.auto_offset_reset or "latest").lower())
     if reset is None:
         raise InvalidConfigError(
             f"auto.offset.reset {body.auto_offset_reset!r} is not one of earliest, latest, none"
@@ -105,8 +106,7 @@ def member_record(body: V2CreateConsumer, settings: ProxySettings, now_ms: int) 
         body.consumer_instance_timeout_ms,
         "consumer.instance.timeout.ms",
         settings.consumer_instance_timeout_ms,
-        1_000,
-        86_400_000,
+        *INSTANCE_TIMEOUT_MS,
     )
     return GroupMember(
         member_id=name,
@@ -114,7 +114,7 @@ def member_record(body: V2CreateConsumer, settings: ProxySettings, now_ms: int) 
         format=body.format,
         auto_offset_reset=reset,
         auto_commit=True if commit is None else commit,
-        fetch_min_bytes=_int(body.fetch_min_bytes, "fetch.min.bytes", -1, -1, 10_000_000),
+        fetch_min_bytes=_int(body.fetch_min_bytes, "fetch.min.bytes", -1, *FETCH_MIN_BYTES),
         request_timeout_ms=_int(
             body.consumer_request_timeout_ms,
             "consumer.request.timeout.ms",
@@ -256,6 +256,8 @@ def consumer_router(runtime: ProxyRuntime, consumers: Consumers) -> APIRouter:
             offsets[TopicPartition(entry.topic, entry.partition)] = entry.offset
         if offsets:
             await consumers.seek(group, instance, offsets)
+        elif not body.timestamps:  # nothing moves, but the instance must exist (404 if not)
+            await consumers.instance(group, instance)
         for index, stamp in enumerate(body.timestamps):
             ms = _timestamp_ms(stamp.timestamp, f"timestamps[{index}].timestamp")
             await consumers.seek_to(

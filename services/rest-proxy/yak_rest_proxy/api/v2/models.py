@@ -7,13 +7,18 @@ before a body is read).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, WithJsonSchema
 
+from yak.api.json_int import JsonInt
 from yak.api.records import INT32_MAX, INT64_MAX
+from yak.web.openapi import integer_text_pattern
 
 __all__ = [
+    "AUTO_OFFSET_RESETS",
+    "FETCH_MIN_BYTES",
+    "INSTANCE_TIMEOUT_MS",
     "V2BrokerList",
     "V2CommitRequest",
     "V2CommittedOffset",
@@ -99,6 +104,41 @@ class V2PartitionOffsets(BaseModel):
     end_offset: int
 
 
+#: What ``auto.offset.reset`` may say (any case), and the policy each stands for.
+AUTO_OFFSET_RESETS = {
+    "earliest": "earliest",
+    "smallest": "earliest",
+    "latest": "latest",
+    "largest": "latest",
+    "none": "none",
+}
+_RESET_SCHEMA = WithJsonSchema(
+    {"anyOf": [{"type": "string", "enum": list(AUTO_OFFSET_RESETS)}, {"type": "null"}]}
+)
+#: ``auto.commit.enable``: a boolean, or ``"true"``/``"false"`` (any case).
+_COMMIT_SCHEMA = WithJsonSchema(
+    {
+        "anyOf": [
+            {"type": "boolean"},
+            {"type": "string", "enum": ["true", "false"]},
+            {"type": "null"},
+        ]
+    }
+)
+#: Bounds of create-consumer numbers (``consumer_routes.member_record``: ``fetch.min.bytes``
+#: -1 for the proxy's default, an instance's idle timeout), integers or decimal strings.
+FETCH_MIN_BYTES = (-1, 10_000_000)
+INSTANCE_TIMEOUT_MS = (1_000, 86_400_000)
+
+
+def _number(low: int, high: int) -> WithJsonSchema:
+    """An integer ``low``..``high``, or the same in a decimal string (Confluent's clients
+    send their configs as strings), or null for the default."""
+    integer = {"type": "integer", "minimum": low, "maximum": high}
+    text = {"type": "string", "pattern": integer_text_pattern(low, high)}
+    return WithJsonSchema({"anyOf": [integer, text, {"type": "null"}]})
+
+
 class V2CreateConsumer(_Body):
     """``POST /consumers/{group}`` (Confluent's ``CreateConsumerInstanceRequest``)."""
 
@@ -108,16 +148,23 @@ class V2CreateConsumer(_Body):
     #: Deprecated by Confluent; overrides ``name``.
     id: str | None = None
     format: str = "binary"
-    auto_offset_reset: str | None = Field(default=None, alias="auto.offset.reset")
-    auto_commit_enable: str | StrictBool | None = Field(default=None, alias="auto.commit.enable")
-    fetch_min_bytes: StrictInt | str | None = Field(default=None, alias="fetch.min.bytes")
-    consumer_request_timeout_ms: StrictInt | str | None = Field(
+    auto_offset_reset: Annotated[str | None, _RESET_SCHEMA] = Field(
+        default=None, alias="auto.offset.reset"
+    )
+    auto_commit_enable: Annotated[str | StrictBool | None, _COMMIT_SCHEMA] = Field(
+        default=None, alias="auto.commit.enable"
+    )
+    fetch_min_bytes: Annotated[JsonInt | str | None, _number(*FETCH_MIN_BYTES)] = Field(
+        default=None, alias="fetch.min.bytes"
+    )
+    #: At most the proxy's ``consumer_request_max_timeout_ms`` (``http.openapi`` says so).
+    consumer_request_timeout_ms: JsonInt | str | None = Field(
         default=None, alias="consumer.request.timeout.ms"
     )
     #: Yak: the instance's own idle timeout (default: the proxy's
     #: ``consumer.instance.timeout.ms``).
-    consumer_instance_timeout_ms: StrictInt | str | None = Field(
-        default=None, alias="consumer.instance.timeout.ms"
+    consumer_instance_timeout_ms: Annotated[JsonInt | str | None, _number(*INSTANCE_TIMEOUT_MS)] = (
+        Field(default=None, alias="consumer.instance.timeout.ms")
     )
     #: Yak: the server-side assignor this member asks for (``uniform`` or ``range``).
     partition_assignment_strategy: str | None = Field(
