@@ -186,12 +186,18 @@ def _request_components(document: dict[str, Any]) -> list[str]:
     return sorted(found)
 
 
+_ARRAY_BOUNDS = ("minItems", "maxItems", "uniqueItems")
+
+
 def _replaced(old: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     """``schema`` in place of ``old``, keeping its description, default, title, whether it may
-    be null and whether it is a list (then ``schema`` is the items', unless it is a list too)."""
+    be null and whether it is a list (then ``schema`` is the items', unless it is a list too,
+    and the list keeps its bounds)."""
     alternatives = old.get("anyOf", [old])
-    if schema.get("type") != "array" and any(alt.get("type") == "array" for alt in alternatives):
-        schema = {"type": "array", "items": schema}
+    listed = [alt for alt in alternatives if alt.get("type") == "array"]
+    if schema.get("type") != "array" and listed:
+        bounds = {key: listed[0][key] for key in _ARRAY_BOUNDS if key in listed[0]}
+        schema = {"type": "array", "items": schema, **bounds}
     nullable = any(alt.get("type") == "null" for alt in alternatives)
     new = {"anyOf": [schema, {"type": "null"}]} if nullable else dict(schema)
     for key in ("description", "default", "title"):

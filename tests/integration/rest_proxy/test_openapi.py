@@ -411,6 +411,7 @@ WAIVERS = (
             "GET /api/v1/topics/{topic}/partitions/{partition}/scheduled",
             "DELETE /api/v1/topics/{topic}/partitions/{partition}/scheduled/{offset}",
             "POST /api/v1/topics/{topic}/records",
+            "POST /api/v1/topics/{topic}/partitions/{partition}/batches",
         )
     ),
     *(
@@ -429,6 +430,14 @@ WAIVERS = (
             "POST /api/v1/share-groups/{group}/acquire",
             "GET /consumers/{group}/instances/{instance}/records",
         )
+    ),
+    Waiver(
+        "POST /api/v1/share-groups/{group}/acknowledgements",
+        "positive_data_acceptance",
+        "an acknowledged range runs from first_offset up to last_offset: first <= last "
+        "compares two values of the request, which JSON Schema cannot state (it has no "
+        "$data); an inverted range is 400 INVALID_REQUEST, as Kafka's ShareAcknowledge "
+        "answers one",
     ),
     *(
         Waiver(

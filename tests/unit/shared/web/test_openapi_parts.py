@@ -119,6 +119,29 @@ def test_constrained_parameters_keep_description_null_and_list() -> None:
     assert listed == {"anyOf": [{"type": "array", "items": name_schema("Topic")}, {"type": "null"}]}
 
 
+def test_a_constrained_list_keeps_its_bounds() -> None:
+    bounded = {"type": "array", "items": {"type": "string"}, "minItems": 1, "uniqueItems": True}
+    document: dict[str, Any] = {
+        "paths": {},
+        "components": {"schemas": {"Reset": {"properties": {"topics": {"anyOf": [bounded]}}}}},
+    }
+    document["paths"]["/r"] = {
+        "post": {"requestBody": {"content": {"a/b": {"schema": {"$ref": _REF_RESET}}}}}
+    }
+    constrain_properties(document, lambda _c, p: name_schema("Topic") if p == "topics" else None)
+
+    topics = document["components"]["schemas"]["Reset"]["properties"]["topics"]
+    assert topics == {
+        "type": "array",
+        "items": name_schema("Topic"),
+        "minItems": 1,
+        "uniqueItems": True,
+    }
+
+
+_REF_RESET = "#/components/schemas/Reset"
+
+
 def test_error_responses_declare_their_headers() -> None:
     answers = error_responses(["404", "405", "429"], "#/components/schemas/Error")
 

@@ -70,13 +70,15 @@ def _int(value: int | str | None, name: str, default: int, low: int, high: int) 
 
 def member_record(body: V2CreateConsumer, settings: ProxySettings, now_ms: int) -> GroupMember:
     """The instance record a create-consumer body asks for (validated)."""
+    for given in (body.id, body.name):  # both checked, though id wins
+        if given:
+            try:
+                validate_member_id(given)
+            except ValueError:
+                raise InvalidConfigError(
+                    f"consumer name {given!r} is not valid: use 1-249 of [a-zA-Z0-9._-]"
+                ) from None
     name = body.id or body.name or new_instance_id(settings.node_id)
-    try:
-        validate_member_id(name)
-    except ValueError:
-        raise InvalidConfigError(
-            f"consumer name {name!r} is not valid: use 1-249 of [a-zA-Z0-9._-]"
-        ) from None
     if body.format not in _FORMATS:
         raise InvalidConfigError(
             f"format {body.format!r} is not supported; use binary, json, avro, jsonschema "

@@ -108,6 +108,7 @@ def _consumer_takes(body: dict[str, Any]) -> bool:
         {"name": "c", "id": ""},
         {"name": "", "id": ""},
         {"id": "a b"},
+        {"id": "c", "name": ".."},
         {"auto.offset.reset": "smallest", "auto.commit.enable": "false"},
         {"auto.offset.reset": "nowhere"},
         {"auto.commit.enable": "maybe"},
