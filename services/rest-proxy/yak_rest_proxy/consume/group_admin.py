@@ -11,8 +11,6 @@ import``, Kafka's ``--from-file``), clamped into the partition's log like the ot
 
 from __future__ import annotations
 
-import asyncio
-
 from yak.api.groups import (
     GroupDescription,
     MemberDescription,
@@ -29,6 +27,7 @@ from yak.errors import (
     GroupNotEmptyError,
     InvalidRequestError,
     UnknownTopicOrPartitionError,
+    YakError,
 )
 from yak.metadata.cache import MetadataCache
 from yak.metadata.keyspace import KeyKind, Keyspace
@@ -77,15 +76,26 @@ class GroupAdmin:
         return offsets
 
     async def _end_offsets(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
-        results = await asyncio.gather(
-            *(self._reader.list_offsets(t, p, "latest") for t, p in partitions),
-            return_exceptions=True,
-        )
-        ends = {}
-        for tp, result in zip(partitions, results, strict=True):
-            if not isinstance(result, BaseException):
-                ends[tp] = result.offset
-        return ends
+        """The end offset of each partition that has a leader to ask (the others left out)."""
+        found = await self._reader.list_offsets_many(partitions, "latest")
+        return {
+            TopicPartition(*tp): result.offset
+            for tp, result in found.items()
+            if not isinstance(result, YakError)
+        }
+
+    async def _offsets(
+        self, partitions: list[TopicPartition], timestamp: int | str
+    ) -> dict[TopicPartition, int]:
+        """Each partition's offset at ``timestamp``; the first error met if any has none."""
+        found = await self._reader.list_offsets_many(partitions, timestamp)
+        offsets = {}
+        for tp in partitions:
+            result = found[tp]
+            if isinstance(result, YakError):
+                raise result
+            offsets[tp] = result.offset
+        return offsets
 
     async def describe(self, admin: AdminClient, group: str) -> GroupDescription:
         validate_group_id(group)
@@ -229,10 +239,16 @@ class GroupAdmin:
         self, partitions: list[TopicPartition], request: OffsetResetRequest
     ) -> dict[TopicPartition, int]:
         explicit = {(o.topic, o.partition): o.offset for o in request.offsets or ()}
+        firsts = await self._offsets(partitions, "earliest")
+        ends = await self._offsets(partitions, "latest")
+        stamped = {}
+        if request.to == "timestamp" and request.timestamp is not None:
+            found = await self._reader.list_offsets_many(partitions, request.timestamp)
+            stamped = {tp: found[tp] for tp in partitions}
         targets = {}
         for topic, partition in partitions:
-            earliest = (await self._reader.list_offsets(topic, partition, "earliest")).offset
-            latest = (await self._reader.list_offsets(topic, partition, "latest")).offset
+            earliest = firsts[TopicPartition(topic, partition)]
+            latest = ends[TopicPartition(topic, partition)]
             if request.to == "earliest":
                 target = earliest
             elif request.to == "latest":
@@ -246,7 +262,9 @@ class GroupAdmin:
             else:
                 if request.timestamp is None:
                     raise InvalidRequestError("to=timestamp needs timestamp")
-                found = await self._reader.list_offsets(topic, partition, request.timestamp)
-                target = found.offset if found.offset >= 0 else latest
+                result = stamped[TopicPartition(topic, partition)]
+                if isinstance(result, YakError):
+                    raise result
+                target = result.offset if result.offset >= 0 else latest
             targets[TopicPartition(topic, partition)] = target
         return targets

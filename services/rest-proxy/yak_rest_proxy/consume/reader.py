@@ -43,6 +43,7 @@ from collections.abc import Iterator, Sequence
 from operator import itemgetter
 from typing import NamedTuple
 
+from yak.clients.broker import BrokerClient
 from yak.clock import Clock, SystemClock
 from yak.errors import InvalidRequestError, YakError
 from yak.filters import RecordFilter, compile_filter
@@ -60,6 +61,8 @@ __all__ = ["FILTER_DOC", "PartitionRead", "Reader", "filter_param", "whole_batch
 
 #: Beyond its max wait, how long a poll waits for a fetch's answer to travel back.
 _WAIT_MARGIN_S = 2.0
+#: Partitions named in one ListOffsets request (their query string stays a few kB).
+_OFFSETS_PER_REQUEST = 200
 #: How long an answered fetch that no poll took over is kept for its owner.
 _KEEP_ANSWER_S = 30.0
 _NONE: tuple[None, None] = (None, None)
@@ -377,6 +380,44 @@ class Reader:
         if result.error is not None:
             raise result.error.exception()
         return result
+
+    async def list_offsets_many(
+        self, partitions: Sequence[tuple[str, int]], timestamp: int | str
+    ) -> dict[tuple[str, int], OffsetResult | YakError]:
+        """ListOffsets of many partitions, each its result or the typed error why not: one
+        request per leader and ``_OFFSETS_PER_REQUEST`` partitions, all concurrent (a group
+        over thousands of partitions is described in a few requests, not one each)."""
+        found: dict[tuple[str, int], OffsetResult | YakError] = {}
+        asked: dict[int, tuple[BrokerClient, list[tuple[str, int]]]] = {}
+        for topic, partition in partitions:
+            try:
+                broker, client = self._brokers.leader(topic, partition)
+            except YakError as exc:
+                found[(topic, partition)] = exc
+                continue
+            asked.setdefault(broker.broker_id, (client, []))[1].append((topic, partition))
+
+        async def ask(client: BrokerClient, chunk: list[tuple[str, int]]) -> None:
+            try:
+                results = await client.list_offsets(chunk, timestamp)
+            except YakError as exc:
+                found.update(dict.fromkeys(chunk, exc))
+                return
+            for result in results:
+                error = result.error
+                found[(result.topic, result.partition)] = (
+                    result if error is None else error.exception()
+                )
+
+        step = _OFFSETS_PER_REQUEST
+        await asyncio.gather(
+            *(
+                ask(client, listed[start : start + step])
+                for client, listed in asked.values()
+                for start in range(0, len(listed), step)
+            )
+        )
+        return found
 
 
 def _advance(

@@ -13,10 +13,12 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from yak.clients.broker import BrokerClient
+from yak.errors import NotLeaderOrFollowerError, UnknownTopicOrPartitionError
 from yak.metadata.cache import MetadataCache
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
 from yak.metadata.models import BrokerRegistration, PartitionState, TopicRecord
+from yak.protocol.broker_models import ErrorBody, ListOffsetsResponse, OffsetResult
 from yak.protocol.broker_wire import (
     FRAME_CONTENT_TYPE,
     FetchedPartition,
@@ -25,6 +27,7 @@ from yak.protocol.broker_wire import (
 )
 from yak.record import CompressionType, RecordInput, encode_batch
 from yak_rest_proxy.brokers import BrokerPool
+from yak_rest_proxy.consume import reader as reader_module
 from yak_rest_proxy.consume.reader import Reader, _records_from
 from yak_rest_proxy.metrics import PollStats
 
@@ -237,3 +240,56 @@ def test_a_compressed_answer_smaller_than_max_bytes_is_still_cut_at_max_bytes() 
     assert len(data) < 3_000
     records, size = _records_from(data, 0, 3_000)
     assert ([r.offset for r in records], size) == ([0], 2_000)
+
+
+class OffsetBrokers:
+    """Each broker answers ListOffsets with offset 10 * broker + partition; broker 1 says its
+    partitions have no leader here, as a broker that just lost them does."""
+
+    def __init__(self) -> None:
+        self.asked: dict[int, list[list[str]]] = {0: [], 1: []}
+
+    def factory(self, url: str) -> BrokerClient:
+        broker_id = int(url.rsplit(":", 1)[1]) - 9000
+
+        async def handle(request: httpx.Request) -> httpx.Response:
+            named = request.url.params.get_list("partition")
+            self.asked[broker_id].append(named)
+            results = []
+            for text in named:
+                topic, partition = text.rsplit(":", 1)
+                moved = ErrorBody(code="NOT_LEADER_OR_FOLLOWER", message="moved")
+                result = OffsetResult(
+                    topic=topic,
+                    partition=int(partition),
+                    timestamp=-1,
+                    offset=10 * broker_id,
+                    error=moved if broker_id == 1 else None,
+                )
+                results.append(result)
+            body = ListOffsetsResponse(partitions=results).model_dump_json()
+            return httpx.Response(200, content=body, headers={"content-type": "application/json"})
+
+        return BrokerClient(url, transport=httpx.MockTransport(handle))
+
+
+async def test_offsets_of_many_partitions_take_one_request_per_leader(
+    cache: MetadataCache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    brokers = OffsetBrokers()
+    pool = BrokerPool(cache, client_factory=brokers.factory)
+    reader = Reader(cache, pool)
+    try:
+        found = await reader.list_offsets_many([("t", 0), ("t", 1), ("gone", 0)], "latest")
+        monkeypatch.setattr(reader_module, "_OFFSETS_PER_REQUEST", 1)
+        again = await reader.list_offsets_many([("t", 0), ("t", 0)], "earliest")
+    finally:
+        await pool.aclose()
+
+    first = found[("t", 0)]
+    assert isinstance(first, OffsetResult)
+    assert first.offset == 0
+    assert isinstance(found[("t", 1)], NotLeaderOrFollowerError)
+    assert isinstance(found[("gone", 0)], UnknownTopicOrPartitionError)
+    assert brokers.asked == {0: [["t:0"], ["t:0"], ["t:0"]], 1: [["t:1"]]}
+    assert set(again) == {("t", 0)}
