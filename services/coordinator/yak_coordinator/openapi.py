@@ -88,6 +88,8 @@ def _parameter_schema(path: str, method: str, where: str, name: str) -> dict[str
         return user_topic_schema()
     if name == "principal":
         return principal_schema()
+    if name == "broker_id":  # routes._broker_id
+        return {"type": "integer", "minimum": 0}
     if name in _NAMES:
         return name_schema(_NAMES[name])
     return None

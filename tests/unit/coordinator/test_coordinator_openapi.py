@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from yak.errors import InvalidRequestError
 from yak.names import INTERNAL_TOPIC_PREFIX
 from yak.web.openapi import name_schema, operations
 from yak_coordinator.app import create_app
 from yak_coordinator.decisions import share_group_rules
+from yak_coordinator.routes import _broker_id
 
 
 def _document() -> dict[str, Any]:
@@ -62,3 +66,16 @@ def test_share_group_bounds_are_the_rules_bounds() -> None:
     lock = created["lock_duration_ms"]
     assert (attempts["minimum"], attempts["maximum"]) == share_group_rules.DELIVERY_ATTEMPTS_RANGE
     assert (lock["minimum"], lock["maximum"]) == share_group_rules.LOCK_DURATION_RANGE_MS
+
+
+def test_a_broker_id_in_a_path_is_documented_as_the_route_takes_it() -> None:
+    found = []
+    for path, method, operation in operations(_document()):
+        for parameter in operation.get("parameters", ()):
+            if parameter["in"] == "path" and parameter["name"] == "broker_id":
+                found.append((method, path))
+                assert parameter["schema"]["minimum"] == 0
+    assert len(found) == 3, found
+    with pytest.raises(InvalidRequestError):
+        _broker_id(-1)
+    assert _broker_id(0) == 0
