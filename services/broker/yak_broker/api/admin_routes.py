@@ -83,7 +83,8 @@ def admin_router(broker: Broker) -> APIRouter:
     ) -> ListOffsetsResponse:
         """ListOffsets for partitions this broker leads."""
         tps = [parse_partition(text) for text in partition]
-        results = offsets.list_offsets(broker.replicas, tps, parse_timestamp(timestamp))
+        stamp = parse_timestamp(timestamp)
+        results = await offsets.list_offsets_when_ready(broker.replicas, tps, stamp)
         return ListOffsetsResponse(partitions=results)
 
     @router.post("/delete-records")

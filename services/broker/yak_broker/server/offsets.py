@@ -7,6 +7,14 @@ no batch below the high watermark qualifies. DeleteRecords moves the log start o
 given offset (-1: the high watermark); whole segments below it are deleted. Each partition
 answers on its own: an error (unknown, not leader, out of range) fails only that partition.
 OffsetsForLeaderEpoch is asked by followers (``LeaderPartition.answer_epoch_query``).
+
+``list_offsets_when_ready`` (the HTTP route's, which the rest-proxy resolves a consumer's
+start position with) first waits, up to ``READY_WAIT_S``, for leaderships the metadata names
+here but the broker has not installed yet (``ReplicaNotReadyError``: a topic just created, a
+new leader epoch being stamped) — woken when the replica is installed, as a consumer's fetch
+is (``fetcher``) — so a consumer that starts right after its topic was created is not handed
+a leader's start-up. Kafka clients, which retry ``NOT_LEADER_OR_FOLLOWER`` themselves, are
+answered at once.
 """
 
 from __future__ import annotations
@@ -27,16 +35,20 @@ from yak.protocol.broker_models import (
     OffsetResult,
 )
 from yak.types import TopicPartition
-from yak_broker.replication.replica_manager import ReplicaManager
+from yak_broker.replication.replica_manager import ReplicaManager, ReplicaNotReadyError
 
 #: Replicas listed or summed between two yields of the event loop.
 CHUNK = 1_000
+#: How long ``list_offsets_when_ready`` waits for leaderships to be installed (a metadata
+#: pass takes milliseconds; a log creation held by a busy disk a little more).
+READY_WAIT_S = 2.0
 
 __all__ = [
     "delete_records",
     "hosted_partitions",
     "hosted_topics",
     "list_offsets",
+    "list_offsets_when_ready",
     "offsets_for_leader_epoch",
 ]
 
@@ -67,6 +79,36 @@ def list_offsets(
                 )
             )
     return results
+
+
+async def list_offsets_when_ready(
+    replicas: ReplicaManager,
+    partitions: Sequence[TopicPartition],
+    timestamp: int,
+    wait_s: float = READY_WAIT_S,
+) -> list[OffsetResult]:
+    """``list_offsets`` once every partition led here is installed, or ``wait_s`` passed
+    (then the not-ready ones answer ``NOT_LEADER_OR_FOLLOWER``, retriable); see the module doc."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_s
+    while (pending := [tp for tp in partitions if _not_ready(replicas, tp)]) and (
+        remaining := deadline - loop.time()
+    ) > 0:
+        with replicas.waiters.watching(pending) as waiter:
+            waiter.arm()
+            if any(_not_ready(replicas, tp) for tp in pending):  # not installed meanwhile
+                await waiter.wait(remaining)
+    return list_offsets(replicas, partitions, timestamp)
+
+
+def _not_ready(replicas: ReplicaManager, tp: TopicPartition) -> bool:
+    try:
+        replicas.leader(tp)
+    except ReplicaNotReadyError:
+        return True
+    except YakError:
+        return False  # another answer, given at once
+    return False
 
 
 def delete_records(

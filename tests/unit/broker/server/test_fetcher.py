@@ -3,7 +3,8 @@ installed that leadership (a topic just created): the long poll waits for it —
 replica is installed, not by a timer — and answers empty at its deadline, never
 ``NOT_LEADER_OR_FOLLOWER``; a follower is still told at once. The same while a new leader
 epoch is being stamped, with the log's offsets. Over HTTP and over the internal listener
-(Kafka framing)."""
+(Kafka framing). ListOffsets (the rest-proxy's, over HTTP) waits for the leadership too, up
+to a bound."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from yak.metadata.models import PartitionState, TopicRecord
 from yak.protocol.broker_wire import FetchPartition, FetchRequest
 from yak.record import RecordInput, encode_batch, iter_records
 from yak.types import TopicPartition
+from yak_broker.server import offsets
 from yak_broker.storage.log import Log
 from yak_broker.storage.log_manager import LogRequest
 
@@ -109,6 +111,27 @@ async def test_installing_the_leadership_wakes_the_waiting_fetches(
         held.release.set()
         assert await waiter.wait(5)  # woken by the metadata pass, not by its timeout
         broker.broker.replicas.leader_partition(TP)  # ready now
+
+
+async def test_list_offsets_waits_for_the_leadership_to_be_installed(
+    broker: BrokerHarness, held: HeldCreation
+) -> None:
+    """A consumer resolving its start position (the rest-proxy's ListOffsets over HTTP) right
+    after the topic was created gets the offsets, not the leader's start-up."""
+    listing = asyncio.create_task(broker.client.list_offsets([(TP.topic, 0)], "latest"))
+    await until_waiting(broker)
+    assert not listing.done()
+    held.release.set()
+    (answer,) = await asyncio.wait_for(listing, 5)
+    assert (answer.error, answer.offset) == (None, 0)
+
+
+async def test_list_offsets_answers_not_ready_after_its_bound(
+    broker: BrokerHarness, held: HeldCreation
+) -> None:
+    answers = await offsets.list_offsets_when_ready(broker.broker.replicas, [TP], -1, wait_s=0.05)
+    assert answers[0].error is not None
+    assert answers[0].error.code == "NOT_LEADER_OR_FOLLOWER"
 
 
 async def test_a_follower_is_told_at_once(broker: BrokerHarness, held: HeldCreation) -> None:
