@@ -11,7 +11,8 @@
 - Links from each operation that creates an object to those that use it (topic, share
   group, user, API key), so that generated clients and stateful tests can chain them.
 
-The health checks need no credential, so they declare no 401/403.
+The health checks need no credential, so they declare no 401/403; ``/readyz`` declares its own
+200 and 503 bodies (``yak.web.health``), not the error body.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from yak.web.openapi import (
     name_schema,
     operations,
     principal_schema,
+    readiness_answers,
     request_property_schema,
     user_topic_schema,
 )
@@ -100,6 +102,8 @@ def _complete(path: str, operation: dict[str, Any]) -> None:
     responses.pop("422", None)  # validation failures are 400 INVALID_REQUEST
     statuses = _PUBLIC_STATUSES if path in _PUBLIC_PATHS else _STATUSES
     responses.update(error_responses(statuses, "#/components/schemas/Error"))
+    if path == "/readyz":
+        responses.update(readiness_answers())
 
 
 def install_openapi(app: FastAPI) -> None:

@@ -56,6 +56,7 @@ __all__ = [
     "name_schema",
     "operations",
     "principal_schema",
+    "readiness_answers",
     "request_property_schema",
     "user_topic_schema",
 ]
@@ -221,6 +222,28 @@ def error_responses(
             answer["headers"] = headers
         answers[status] = answer
     return answers
+
+
+#: What ``/readyz`` answers (``yak.web.health``): 200 ready, 503 not ready and why.
+_READINESS = {
+    "title": "Readiness",
+    "type": "object",
+    "required": ["status", "service"],
+    "properties": {
+        "status": {"type": "string", "enum": ["ready", "not_ready"]},
+        "service": {"type": "string"},
+        "reason": {"type": "string", "description": "Why it is not ready"},
+    },
+}
+
+
+def readiness_answers() -> dict[str, Any]:
+    """``responses`` entries of ``GET /readyz``: its 200 and 503 bodies (not an error body)."""
+    content = {"application/json": {"schema": copy.deepcopy(_READINESS)}}
+    return {
+        "200": {"description": "Ready to serve", "content": content},
+        "503": {"description": "Not ready (a dependency down)", "content": copy.deepcopy(content)},
+    }
 
 
 def _headers(status: str) -> dict[str, Any]:

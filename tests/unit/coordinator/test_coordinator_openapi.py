@@ -79,3 +79,9 @@ def test_a_broker_id_in_a_path_is_documented_as_the_route_takes_it() -> None:
     with pytest.raises(InvalidRequestError):
         _broker_id(-1)
     assert _broker_id(0) == 0
+
+
+def test_readyz_declares_its_own_bodies_not_the_error_body() -> None:
+    answers = _document()["paths"]["/readyz"]["get"]["responses"]
+    for status in ("200", "503"):
+        assert answers[status]["content"]["application/json"]["schema"]["title"] == "Readiness"

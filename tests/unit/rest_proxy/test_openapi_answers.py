@@ -68,3 +68,10 @@ async def test_a_seek_of_nothing_still_needs_its_instance(tmp_path: Path, instan
         )
 
     assert (answer.status_code, answer.json()["error_code"]) == (404, 40403), answer.text
+
+
+def test_readyz_declares_its_own_bodies_not_the_error_body() -> None:
+    document = create_app(ProxySettings()).openapi()
+    answers = document["paths"]["/readyz"]["get"]["responses"]
+    for status in ("200", "503"):
+        assert answers[status]["content"]["application/json"]["schema"]["title"] == "Readiness"

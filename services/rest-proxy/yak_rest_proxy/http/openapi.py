@@ -11,6 +11,7 @@
   default 422 body, which the proxy never sends.
 - A native produce that takes an ``Idempotency-Key`` declares 422 too
   (``IDEMPOTENCY_KEY_REUSED``; the other native 4xx validation answers are 400).
+- ``/readyz`` declares its own 200 and 503 bodies (``yak.web.health``), not the error body.
 - The Server-Sent Events stream declares ``text/event-stream``, each event an object (``event``:
   ``records`` or ``error``, ``data``: JSON text), as SSE-aware tools read a stream.
 """
@@ -39,6 +40,7 @@ from yak.web.openapi import (
     name_schema,
     operations,
     principal_schema,
+    readiness_answers,
     request_property_schema,
     user_topic_schema,
 )
@@ -161,6 +163,8 @@ def _complete(path: str, method: str, operation: dict[str, Any], schemas: dict[s
     if path in _PUBLIC_PATHS:  # no credential asked, no quota applied
         statuses = [status for status in statuses if status not in ("401", "403", "429")]
     responses.update(error_responses(statuses, error["$ref"]))
+    if path == "/readyz":
+        responses.update(readiness_answers())
 
 
 def _parameter_schema(

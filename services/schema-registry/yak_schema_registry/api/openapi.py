@@ -3,7 +3,8 @@
 - Every operation of Confluent's API declares, besides the statuses its router lists
   (``wire.error_responses``), those the app answers around the routes with Confluent's error
   body (``api.errors``): 405 with ``Allow``, and with security on 401 with
-  ``WWW-Authenticate``, 403 and 429 with ``Retry-After``. The health checks need no credential.
+  ``WWW-Authenticate``, 403 and 429 with ``Retry-After``. The health checks need no credential;
+  ``/readyz`` declares its own 200 and 503 bodies (``yak.web.health``).
 - Links from each operation that names a subject's version to those that use it: a
   registration (``{"id"}``) to the schema by id and to the subject's versions, configs and
   modes (``latest`` standing for the version just made); a lookup (``{"subject", "version",
@@ -20,7 +21,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from yak.web.openapi import error_responses, link_family, operations
+from yak.web.openapi import error_responses, link_family, operations, readiness_answers
 from yak_schema_registry.api.wire import MEDIA_TYPE
 
 __all__ = ["install_openapi"]
@@ -62,6 +63,8 @@ def _complete(path: str, operation: dict[str, Any]) -> None:
     statuses = ("405",) if path in _PUBLIC_PATHS else _APP_STATUSES
     for status, answer in error_responses(statuses, _ERROR, media_type=MEDIA_TYPE).items():
         responses.setdefault(status, answer)
+    if path == "/readyz":
+        responses.update(readiness_answers())
 
 
 def install_openapi(app: FastAPI) -> None:

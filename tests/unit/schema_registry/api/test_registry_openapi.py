@@ -28,6 +28,8 @@ async def test_the_health_checks_are_documented_as_the_json_they_answer(
         assert list(document["paths"][path]["get"]["responses"]["200"]["content"]) == [
             "application/json"
         ]
+    not_ready = document["paths"]["/readyz"]["get"]["responses"]["503"]["content"]
+    assert not_ready["application/json"]["schema"]["title"] == "Readiness"
 
 
 async def test_a_405_is_documented_with_allow_and_confluent_body(

@@ -6,8 +6,10 @@ import base64
 import re
 from typing import Any
 
+import httpx
 import jsonschema
 import pytest
+from fastapi import FastAPI
 from hypothesis import example, given
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
@@ -19,6 +21,7 @@ from yak.errors import InvalidGroupIdError, InvalidRequestError, InvalidTopicErr
 from yak.metadata.keyspace import validate_member_id
 from yak.names import validate_group_id, validate_topic_name
 from yak.security.acl import user_name
+from yak.web.health import health_router
 from yak.web.openapi import (
     BASE64_PATTERN,
     add_link,
@@ -30,6 +33,7 @@ from yak.web.openapi import (
     link_family,
     name_schema,
     principal_schema,
+    readiness_answers,
     request_property_schema,
     user_topic_schema,
 )
@@ -333,3 +337,18 @@ def test_an_integer_text_pattern_takes_the_numbers_of_its_range(
     pattern = integer_text_pattern(low, high)
     assert bool(re.search(pattern, str(number))) == (low <= number <= high)
     assert not re.search(pattern, f"{number}\n")
+
+
+@pytest.mark.parametrize(("reason", "status"), [(None, 200), ("etcd unreachable", 503)])
+async def test_the_readiness_answers_are_what_readyz_sends(reason: str | None, status: int) -> None:
+    async def ready() -> str | None:
+        return reason
+
+    app = FastAPI()
+    app.include_router(health_router("svc", ready))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://svc") as client:
+        answer = await client.get("/readyz")
+    assert answer.status_code == status
+    declared = readiness_answers()[str(status)]["content"]["application/json"]["schema"]
+    jsonschema.validate(answer.json(), declared)
