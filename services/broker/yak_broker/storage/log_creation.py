@@ -11,7 +11,8 @@ do the same for loading), and only their registration runs on the loop
 A new log's folder is built under a staging name and then renamed into place, so it appears
 whole or not at all (``prepare`` then ``publish``):
 
-1. ``prepare`` (one task per log, in parallel): ``mkdir <data>/<topic>-<p>.<id>-create``; write
+1. ``prepare`` (one task per log, in parallel): ``mkdir <data>/<topic>-<p>.<id>-create`` (the
+   topic cut short if the name would pass 255 bytes: ``side_name``); write
    the extra files the caller asked for (``partition.metadata``: the topic id) and, for a log
    its broker leads, ``leader-epoch-checkpoint`` with the leader epoch starting at offset 0 —
    each written, fsynced and closed; create the empty segment ``00000000000000000000.log``
@@ -66,10 +67,23 @@ __all__ = [
     "prepare",
     "prepare_each",
     "publish",
+    "side_name",
 ]
 
 #: A staging folder's name ends with this (``<topic>-<p>.<hex id>-create``).
 CREATE_SUFFIX = "-create"
+#: The longest file name ext4 and xfs take, in bytes.
+NAME_MAX = 255
+
+
+def side_name(dir_name: str, suffix: str) -> str:
+    """A unique sibling name for the log folder ``dir_name`` (``<topic>-<p>``), as Kafka
+    names its delete folders: ``<topic>-<p>.<hex id><suffix>`` with the topic cut short so
+    the name fits ``NAME_MAX`` — a topic of up to 249 characters is legal, and its folder
+    fits, but the id and suffix on top of it would not (``File name too long``, for good)."""
+    topic, partition = dir_name.rsplit("-", 1)
+    tail = f"-{partition}.{uuid.uuid4().hex}{suffix}"
+    return topic[: NAME_MAX - len(tail)] + tail  # topic names are ASCII: a byte each
 
 
 class NewLog(NamedTuple):
@@ -104,7 +118,7 @@ def prepare(data_dir: Path, new: NewLog) -> StagedLog:
     final = data_dir / new.dir_name
     if final.exists():
         raise FileExistsError(f"{final} exists already")
-    staging = data_dir / f"{new.dir_name}.{uuid.uuid4().hex}{CREATE_SUFFIX}"
+    staging = data_dir / side_name(new.dir_name, CREATE_SUFFIX)
     os.mkdir(staging)
     try:
         for name, data in new.files:

@@ -64,7 +64,6 @@ import fcntl
 import logging
 import os
 import shutil
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -410,7 +409,7 @@ class LogManager:
             self._heap.shrank()
         await committer.close()
         committer.log.close_without_marker()
-        doomed = self.data_dir / f"{tp.dir_name}.{uuid.uuid4().hex}{_DELETE_SUFFIX}"
+        doomed = self.data_dir / log_creation.side_name(tp.dir_name, _DELETE_SUFFIX)
         os.rename(committer.log.directory, doomed)
         checkpoint.fsync_dir(self.data_dir)
         await asyncio.to_thread(shutil.rmtree, doomed, True)

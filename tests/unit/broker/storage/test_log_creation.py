@@ -306,3 +306,30 @@ async def test_a_small_broker_leaves_its_heap_alone(tmp_path: Path) -> None:
     await manager.create_logs(_requests(5))
     assert heap.told == ["grew"]
     await manager.shutdown()
+
+
+def test_side_names_fit_a_file_name_whatever_the_topic() -> None:
+    longest = "t" * 249  # a legal topic name: its folder fits, id and suffix on top would not
+    name = log_creation.side_name(f"{longest}-99999", log_creation.CREATE_SUFFIX)
+    assert len(name.encode()) == log_creation.NAME_MAX
+    assert name.startswith("t" * 200)
+    assert name.endswith(log_creation.CREATE_SUFFIX)
+    assert "-99999." in name
+    short = log_creation.side_name("jobs-3", "-delete")
+    assert short.startswith("jobs-3.")
+    assert short.endswith("-delete")
+    assert len(short) == len("jobs-3.") + 32 + len("-delete")
+
+
+async def test_a_topic_of_the_longest_legal_name_is_created_and_deleted(tmp_path: Path) -> None:
+    """Its staging and delete folders would pass 255 bytes with the whole topic in them."""
+    manager = LogManager(tmp_path, clock=FakeClock(T0))
+    manager.open()
+    tp = TopicPartition("x" * 249, 12_345)
+    created = await manager.create_logs([LogRequest(tp, LogConfig(), (), 0)])
+    assert set(created) == {tp}
+    assert _listing(tmp_path) == {tp.dir_name}
+    await manager.get(tp).append(make_batch(2), 0)
+    await manager.delete(tp)
+    assert _listing(tmp_path) == set()
+    await manager.shutdown()
