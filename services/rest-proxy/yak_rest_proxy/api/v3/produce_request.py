@@ -156,6 +156,8 @@ def _timestamp(given: object, now_ms: int) -> int:
 def _partition(given: object) -> int | None:
     if given is None:
         return None
+    if type(given) is float and given.is_integer():
+        given = int(given)  # 5.0 is the integer 5, as JSON Schema's integer takes it
     if type(given) is not int or given > INT32_MAX:
         raise _bad(f"partition_id: must be an integer in 0..{INT32_MAX} or null")
     if given < 0:

@@ -78,6 +78,8 @@ def test_timestamps_with_offsets_and_without_zone() -> None:
         ({"value": "raw"}, 422, "object with type and data"),
         ({"headers": {"h": "v"}}, 422, "headers"),
         ({"partition_id": "1"}, 422, "partition_id"),
+        ({"partition_id": 1.5}, 422, "partition_id"),
+        ({"partition_id": True}, 422, "partition_id"),
         ({"timestamp": 12}, 422, "timestamp"),
     ],
 )
@@ -97,6 +99,10 @@ def test_schema_formats_are_not_served_yet(kind: str | None) -> None:
     with pytest.raises(UnsupportedFormatError, match="schema registry") as e:
         parse({"value": data})
     assert v3_error(e.value) == (422, 422)
+
+
+def test_an_integral_number_is_the_integer_json_schema_takes_it_for() -> None:
+    assert parse({"partition_id": 5.0}).outgoing.partition == 5
 
 
 def test_negative_partition_is_partition_not_found() -> None:
