@@ -1,0 +1,95 @@
+"""The runner's token bucket against an in-memory system that acknowledges at once: a fixed
+rate above ``BATCH_MAX`` per tick is offered as asked (a bucket one batch deep capped every
+producer at about ``BATCH_MAX / TICK_S``, below what a fast system sustains), and a low rate
+is not exceeded."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import pytest
+
+from loadtest.peers.drivers.base import Consumer, Driver, Message, Producer, payload_timestamp
+from loadtest.peers.runner import BATCH_MAX, TICK_S, Runner
+from loadtest.peers.workload import Workload
+
+
+class _Topic:
+    def __init__(self) -> None:
+        self.stamps: asyncio.Queue[list[int]] = asyncio.Queue()
+
+
+class _Producer(Producer):
+    def __init__(self, topic: _Topic) -> None:
+        self._topic = topic
+
+    async def send(self, messages: Sequence[Message]) -> int:
+        self._topic.stamps.put_nowait([payload_timestamp(payload) for _key, payload in messages])
+        return 0
+
+    async def close(self) -> None:
+        pass
+
+
+class _Consumer(Consumer):
+    def __init__(self, topic: _Topic) -> None:
+        self._topic = topic
+
+    async def receive(self) -> list[int]:
+        try:
+            return await asyncio.wait_for(self._topic.stamps.get(), 0.05)
+        except TimeoutError:
+            return []
+
+    async def close(self) -> None:
+        pass
+
+
+class _InMemory(Driver):
+    name = "in-memory"
+    description = "acknowledges every batch at once"
+
+    def __init__(self) -> None:
+        self.topics: dict[str, _Topic] = {}
+
+    async def create_topic(self, topic: str, partitions: int) -> None:
+        self.topics[topic] = _Topic()
+
+    async def delete_topic(self, topic: str) -> None:
+        self.topics.pop(topic, None)
+
+    async def create_producer(self, topic: str) -> Producer:
+        return _Producer(self.topics[topic])
+
+    async def create_consumer(self, topic: str, subscription: str) -> Consumer:
+        return _Consumer(self.topics[topic])
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _fixed(rate: int) -> Workload:
+    return Workload(
+        name=f"fixed-{rate}",
+        message_size=64,
+        producer_rate=rate,
+        duration_s=1.0,
+        warmup_s=0.2,
+    )
+
+
+@pytest.mark.timeout(60)
+async def test_a_rate_above_one_batch_per_tick_is_offered() -> None:
+    one_batch_per_tick = BATCH_MAX / TICK_S  # 100,000 msg/s: the old bucket's ceiling
+    rate = int(2 * one_batch_per_tick)
+    result = await Runner(_InMemory(), _fixed(rate)).run()
+    assert result.publish_rate >= 0.9 * rate, (result.publish_rate, rate)
+    assert result.errors == 0
+
+
+@pytest.mark.timeout(60)
+async def test_a_low_rate_is_not_exceeded() -> None:
+    rate = 5_000
+    result = await Runner(_InMemory(), _fixed(rate)).run()
+    assert 0.9 * rate <= result.publish_rate <= 1.05 * rate, (result.publish_rate, rate)
