@@ -12,14 +12,14 @@ In order, one system running at a time:
    workload (``--backlog`` records, default 1,000,000, drained with XREADGROUP + XACK); then
    idle XADD one at a time (``loadtest.latency.measure.idle_redis``).
 2. **Yak** (``loadtest.peers.servers.yak_server``: etcd, a coordinator, 3 brokers with Kafka
-   listeners, a rest-proxy): the same two workloads with the ``yak-kafka`` driver (confluent-
-   kafka, idempotent acks=all, linger 5 ms, batch.size 1 MiB; topics RF 3, min.insync 2; a
-   group consumer), then the idle one-record produce latency on the partition leader's Kafka
-   listener (``kafka_bench.idle``): acks=1 and acks=all with a bare-socket Produce v9 client
-   (the headline ``kafka_acks1_p50_ms``: it measures the broker, not a client's queues) and
-   acks=1 with confluent-kafka flushing each record (for reference), back to back as the goal
-   says, and acks=1 paced 2 ms apart (``kafka_acks1_paced_*``: adds idle cores' wake-up), on
-   a topic of one partition, RF 3.
+   listeners, a rest-proxy): the same two workloads with the ``yak-kafka`` driver
+   (confluent-kafka, idempotent acks=all, linger 50 ms as tuned for throughput, batch.size 1
+   MiB; topics RF 3, min.insync 2; a group consumer), then the idle one-record produce latency
+   on the partition leader's Kafka listener (``kafka_bench.idle``): acks=1 and acks=all with a
+   bare-socket Produce v9 client (the headline ``kafka_acks1_p50_ms``: it measures the broker,
+   not a client's queues) and acks=1 with confluent-kafka flushing each record (for reference),
+   back to back as the goal says, and acks=1 paced 2 ms apart (``kafka_acks1_paced_*``: adds
+   idle cores' wake-up), on a topic of one partition, RF 3.
 3. **The matrix**: pytest runs ``MATRIX_MODULES`` (each starts its own cluster) with a JUnit
    XML report; ``clients_passing`` is how many of confluent-kafka, kafka-python and aiokafka
    passed every test parametrised by them (``kafka_bench.calc``). ``--no-matrix`` skips it.
@@ -69,6 +69,7 @@ from loadtest.peers.drivers.redis_streams import RedisStreamsDriver
 from loadtest.peers.drivers.yak_kafka import (
     CONSUMER_SETTINGS,
     PRODUCER_SETTINGS,
+    THROUGHPUT_LINGER_MS,
     YakKafkaDriver,
 )
 from loadtest.peers.drivers.yak_rest import wait_for_leaders
@@ -242,7 +243,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "consume_workload": drain.name,
         "backlog_records": drain.backlog_records,
         "scale": args.scale,
-        "kafka_producer": PRODUCER_SETTINGS,
+        "kafka_producer": PRODUCER_SETTINGS | {"linger.ms": THROUGHPUT_LINGER_MS},
         "kafka_consumer": CONSUMER_SETTINGS,
         "redis": RedisStreamsDriver.description,
         "kafka_acks1_method": "bare-socket Produce v9 (yak.protocol.kafka_wire), one request "

@@ -271,6 +271,7 @@ class Runner:
     async def run(self) -> RunResult:
         """Run the workload (see the module docstring); topics are deleted at the end."""
         w = self.workload
+        self.driver.configure(w)
         run_id = uuid.uuid4().hex[:6]
         self._topics = [f"peers-{run_id}-{t}" for t in range(w.topics)]
         if self.progress is not None:

@@ -21,7 +21,7 @@ import random
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 
-from loadtest.peers.workload import MIN_MESSAGE_SIZE, KeyDistributor
+from loadtest.peers.workload import MIN_MESSAGE_SIZE, KeyDistributor, Workload
 
 __all__ = [
     "Consumer",
@@ -101,6 +101,10 @@ class Driver(ABC):
     name: str = ""
     #: One line for the report: API, acknowledgement and durability settings.
     description: str = ""
+
+    def configure(self, workload: Workload) -> None:  # noqa: B027 - most drivers have no knob
+        """Called by the runner before ``workload`` starts: a driver whose client a user would
+        tune differently for throughput than for latency picks its settings here."""
 
     @abstractmethod
     async def create_topic(self, topic: str, partitions: int) -> None:

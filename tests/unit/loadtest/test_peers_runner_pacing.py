@@ -93,3 +93,20 @@ async def test_a_low_rate_is_not_exceeded() -> None:
     rate = 5_000
     result = await Runner(_InMemory(), _fixed(rate)).run()
     assert 0.9 * rate <= result.publish_rate <= 1.05 * rate, (result.publish_rate, rate)
+
+
+def test_the_kafka_driver_lingers_for_throughput_only_where_throughput_is_measured() -> None:
+    from loadtest.peers.drivers.yak_kafka import (
+        LATENCY_LINGER_MS,
+        THROUGHPUT_LINGER_MS,
+        YakKafkaDriver,
+    )
+
+    driver = YakKafkaDriver("http://127.0.0.1:1")
+    driver.configure(Workload(name="max", producer_rate=0))
+    assert driver.linger_ms == THROUGHPUT_LINGER_MS
+    driver.configure(Workload(name="fixed", producer_rate=10_000))
+    assert driver.linger_ms == LATENCY_LINGER_MS
+    driver.configure(Workload(name="backlog", producer_rate=0, backlog_records=1_000))
+    assert driver.linger_ms == THROUGHPUT_LINGER_MS
+    assert THROUGHPUT_LINGER_MS > LATENCY_LINGER_MS
