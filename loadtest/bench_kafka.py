@@ -131,6 +131,7 @@ async def _rates(
         f"{system}_produce_sustained": top.sustained,
         f"{system}_produce_e2e_p99_ms": round(top.e2e_latency.p99, 2),
         f"{system}_produce_errors": top.errors,
+        f"{system}_produce_search": [dataclasses.asdict(step) for step in top.search],
         f"{system}_consume_rps": round(drained.consume_rate, 1),
         f"{system}_backlog_records": drained.consumed,
         f"{system}_drain_s": round(drained.drain_s, 2),

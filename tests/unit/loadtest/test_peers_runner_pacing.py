@@ -1,7 +1,7 @@
-"""The runner's token bucket against an in-memory system that acknowledges at once: a fixed
-rate above ``BATCH_MAX`` per tick is offered as asked (a bucket one batch deep capped every
-producer at about ``BATCH_MAX / TICK_S``, below what a fast system sustains), and a low rate
-is not exceeded."""
+"""The runner's pacing against an in-memory system: a fixed rate above ``BATCH_MAX`` per tick
+is offered as asked (a bucket one batch deep capped every producer at about ``BATCH_MAX /
+TICK_S``, below what a fast system sustains), a rate whose acknowledgements take 100 ms too
+(batches grow while the producer waits for its window), and a low rate is not exceeded."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import pytest
 
 from loadtest.peers.drivers.base import Consumer, Driver, Message, Producer, payload_timestamp
-from loadtest.peers.runner import BATCH_MAX, TICK_S, Runner
+from loadtest.peers.runner import BATCH_MAX, IN_FLIGHT, TICK_S, Runner
 from loadtest.peers.workload import Workload
 
 
@@ -21,10 +21,13 @@ class _Topic:
 
 
 class _Producer(Producer):
-    def __init__(self, topic: _Topic) -> None:
+    def __init__(self, topic: _Topic, ack_s: float) -> None:
         self._topic = topic
+        self._ack_s = ack_s
 
     async def send(self, messages: Sequence[Message]) -> int:
+        if self._ack_s:
+            await asyncio.sleep(self._ack_s)
         self._topic.stamps.put_nowait([payload_timestamp(payload) for _key, payload in messages])
         return 0
 
@@ -50,8 +53,9 @@ class _InMemory(Driver):
     name = "in-memory"
     description = "acknowledges every batch at once"
 
-    def __init__(self) -> None:
+    def __init__(self, ack_s: float = 0.0) -> None:
         self.topics: dict[str, _Topic] = {}
+        self.ack_s = ack_s
 
     async def create_topic(self, topic: str, partitions: int) -> None:
         self.topics[topic] = _Topic()
@@ -60,7 +64,7 @@ class _InMemory(Driver):
         self.topics.pop(topic, None)
 
     async def create_producer(self, topic: str) -> Producer:
-        return _Producer(self.topics[topic])
+        return _Producer(self.topics[topic], self.ack_s)
 
     async def create_consumer(self, topic: str, subscription: str) -> Consumer:
         return _Consumer(self.topics[topic])
@@ -86,6 +90,17 @@ async def test_a_rate_above_one_batch_per_tick_is_offered() -> None:
     result = await Runner(_InMemory(), _fixed(rate)).run()
     assert result.publish_rate >= 0.9 * rate, (result.publish_rate, rate)
     assert result.errors == 0
+
+
+@pytest.mark.timeout(60)
+async def test_a_slow_acknowledgement_does_not_cap_a_paced_rate() -> None:
+    """Batches acknowledged after 100 ms, offered 30,000/s: ``IN_FLIGHT`` batches of a tick's
+    worth (150 messages) would hold 1,200 in flight, 12,000/s; while the producer waits for
+    the window the bucket fills, so its next batches are ``BATCH_MAX`` long."""
+    rate = 30_000
+    assert IN_FLIGHT * rate * TICK_S / 0.1 < 0.5 * rate  # what a window of batches allowed
+    result = await Runner(_InMemory(ack_s=0.1), _fixed(rate)).run()
+    assert result.publish_rate >= 0.9 * rate, (result.publish_rate, rate)
 
 
 @pytest.mark.timeout(60)
