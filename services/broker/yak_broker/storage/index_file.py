@@ -40,6 +40,7 @@ Thread-safety: none; the owning segment is used by one writer (the partition log
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import os
 import struct
@@ -103,6 +104,14 @@ BLOCKS = BlockCache()
 _generations = itertools.count(1)
 
 
+@functools.cache
+def block_struct(entry_format: str) -> struct.Struct:
+    """The big-endian ``struct`` of one block of ``BLOCK_ENTRIES`` entries of ``entry_format``,
+    one per format for the process: a compiled format of 128 entries holds ~8.6 KB, and one
+    per index (two a segment) made a broker of 20,000 replicas ~350 MB larger."""
+    return struct.Struct(">" + entry_format.lstrip("<>!=@") * BLOCK_ENTRIES)
+
+
 class IndexFile:
     """Sorted fixed-size ``(key, value)`` entries: a tail and a summary in memory, all of them
     in the file."""
@@ -123,7 +132,7 @@ class IndexFile:
         self._path = path
         self._entry = entry
         self._key_type = key_type
-        self._block_format = struct.Struct(">" + entry.format.lstrip("<>!=@") * BLOCK_ENTRIES)
+        self._block_format = block_struct(entry.format)
         #: Entries [0, _spilled) live in the file only; [_spilled, entries) in the tail too.
         self._spilled = 0
         self._keys: array[int] = array(key_type)
