@@ -8,6 +8,10 @@ the previous leader, if alive, answers nothing after that; docs/decisions.md) �
 snapshot restored (``SharePartition.restore``; a snapshot of a later leader epoch is refused:
 this broker is stale), or a new share-partition at the group's ``offset_reset`` (earliest:
 the log start; latest: the high watermark), whose starting point is saved before it serves.
+A load awaits, and the leadership may end meanwhile (a metadata event then finds no driver to
+close): after its reads the load checks that this broker still leads in the epoch it was made
+for, and registers the driver with no await in between — a driver is never made for a
+leadership already gone (docs/decisions.md, "Share groups: the handover between leaders").
 
 Dropping: on every metadata event (``on_metadata_change``), the drivers of the partition,
 topic or share group it names are checked against the snapshot — not led here any more,
@@ -32,7 +36,7 @@ import contextlib
 from collections.abc import Awaitable, Callable, Collection, Iterator
 
 from yak.clock import Clock
-from yak.errors import GroupIdNotFoundError, YakError
+from yak.errors import GroupIdNotFoundError, NotLeaderOrFollowerError, YakError
 from yak.metadata.keyspace import KeyKind, ParsedKey
 from yak.metadata.models import ShareGroupRecord, ShareOffsetReset
 from yak.metadata.snapshot import ClusterSnapshot
@@ -138,14 +142,29 @@ class ShareManager:
         if driver is not None:
             self._drop(key)
         loading = self._loading.get(key)
-        if loading is None:
+        if loading is None or loading.done():  # done: its callback has not run yet
             loading = asyncio.create_task(self._load(key, group, log, epoch), name="share-load")
             self._loading[key] = loading
-            loading.add_done_callback(lambda _t: self._loading.pop(key, None))
-        driver = await asyncio.shield(loading)
-        if driver.leader_epoch != epoch:  # loaded for an epoch that moved on meanwhile
+            loading.add_done_callback(lambda task: self._forget_load(key, task))
+        tp = TopicPartition(key.topic, key.partition)
+        try:
+            driver = await asyncio.shield(loading)
+        except NotLeaderOrFollowerError:
+            _, now = self.leader_log(tp)  # raises when led elsewhere now
+            if now == epoch:
+                raise
+            return await self.driver(key)  # led here again, in a later epoch
+        # The leadership may have moved while this waited: ask again, never trust ``epoch``.
+        _, now = self.leader_log(tp)
+        if driver.leader_epoch != now:  # loaded for an epoch gone meanwhile
             return await self.driver(key)
         return driver
+
+    def _forget_load(
+        self, key: SharePartitionKey, task: asyncio.Task[SharePartitionDriver]
+    ) -> None:
+        if self._loading.get(key) is task:
+            del self._loading[key]
 
     async def _load(
         self, key: SharePartitionKey, group: ShareGroupRecord, log: ShareLog, epoch: int
@@ -159,6 +178,7 @@ class ShareManager:
             # The previous leader answers nothing it saved after this load read the store.
             await self._handover(TopicPartition(key.topic, key.partition), epoch)
         raw = await self._store.load(key)
+        self._check_leads(key, epoch)
         if raw is not None:
             machine = SharePartition.restore(decode_snapshot(raw), settings, leader_epoch=epoch)
         else:
@@ -181,13 +201,30 @@ class ShareManager:
             dead_letter_topic=group.dead_letter_topic,
             dead_letters=self._dead_letters,
         )
-        if raw is None and self._live_incarnation(key.group) == key.incarnation:
-            await driver.persist_now()
         if self.closed or self._live_incarnation(key.group) != key.incarnation:
             driver.close()  # the manager closed, or the group ended, while this loaded
-        else:
-            self._drivers[key] = driver
+            return driver
+        # Registered with no await since the leadership check: the next metadata event that
+        # ends this leadership finds it in ``_drivers`` and closes it, also during the save.
+        self._drivers[key] = driver
+        if raw is None:
+            await driver.persist_now()  # NOT_LEADER if it was closed meanwhile
         return driver
+
+    def _check_leads(self, key: SharePartitionKey, epoch: int) -> None:
+        """Raise ``NotLeaderOrFollowerError`` unless this broker still leads the partition
+        in ``epoch``. A load awaits (the handover, the store, the first save); a metadata
+        event meanwhile found no driver to close, so a driver made for a leadership already
+        gone would serve — and save snapshots — beside the next leader's."""
+        tp = TopicPartition(key.topic, key.partition)
+        _, now = self.leader_log(tp)
+        if now != epoch:
+            raise NotLeaderOrFollowerError(
+                f"{tp.dir_name}: the leader epoch moved from {epoch} to {now} while "
+                f"share-partition {key.group} loaded",
+                topic=key.topic,
+                partition=key.partition,
+            )
 
     def _drop(self, key: SharePartitionKey) -> None:
         driver = self._drivers.pop(key, None)

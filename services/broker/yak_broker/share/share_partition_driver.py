@@ -164,6 +164,7 @@ class SharePartitionDriver:
         self._check_open()
         self._queued_changes = -1
         await _durable(self._queue())
+        self._check_open()  # closed meanwhile: another leader may have loaded without this
 
     async def acquire(
         self,

@@ -11,6 +11,7 @@ import pytest
 from tests.unit.broker.share.share_support import (
     GROUP,
     TOPIC,
+    GatedStore,
     ShareWorld,
     acquired_offsets,
     cluster,
@@ -148,3 +149,81 @@ async def test_a_new_leader_loads_the_state_once_the_previous_one_follows_it() -
     (answer,) = (await polling).partitions
     assert acquired_offsets(answer) == [(1, 1)]
     assert manager.drivers()[SharePartitionKey(GROUP, TOPIC, 0, 0)].machine.start_offset == 1
+
+
+PARTITION_EVENT = ParsedKey(KeyKind.PARTITION, topic=TOPIC, partition=0)
+
+
+async def test_a_leadership_lost_during_the_handover_wait_serves_nothing() -> None:
+    """The metadata event that ends a leadership closes the drivers it finds; one still
+    loading is not among them. Loaded after the leadership moved, it must not serve (nor save
+    a snapshot) beside the next leader: the request answers NOT_LEADER_OR_FOLLOWER."""
+    waiting, followed = asyncio.Event(), asyncio.Event()
+
+    async def handover(tp: TopicPartition, epoch: int) -> None:
+        waiting.set()
+        await followed.wait()
+
+    world = ShareWorld(handover=handover)
+    manager = world.start()
+    world.append(0, "a", "b")
+    polling = asyncio.create_task(world.fetch("m1", max_records=1))
+    await waiting.wait()
+    world.snapshot = cluster(leader=1, leader_epoch=1, group=group_record(), revision=2)
+    manager.on_metadata_change(PARTITION_EVENT)
+    followed.set()
+    (answer,) = (await polling).partitions
+    assert answer.error is not None
+    assert answer.error.code == "NOT_LEADER_OR_FOLLOWER"
+    assert acquired_offsets(answer) == []
+    assert manager.drivers() == {}
+    assert world.store.snapshots == {}  # no starting point saved for a leadership gone
+
+
+async def test_a_leadership_lost_during_the_first_save_closes_the_driver() -> None:
+    """A new share-partition saves its starting point before it serves; a leadership that
+    ends during that save closes the driver (it is registered by then) and the request
+    answers NOT_LEADER_OR_FOLLOWER, even though the save lands."""
+    store = GatedStore()
+    store.gate.clear()
+    world = ShareWorld(store=store)
+    manager = world.start()
+    world.append(0, "a")
+    polling = asyncio.create_task(world.fetch("m1", max_records=1))
+    await store.saving.wait()
+    world.snapshot = cluster(leader=1, leader_epoch=1, group=group_record(), revision=2)
+    manager.on_metadata_change(PARTITION_EVENT)
+    store.gate.set()
+    (answer,) = (await polling).partitions
+    assert answer.error is not None
+    assert answer.error.code == "NOT_LEADER_OR_FOLLOWER"
+    assert acquired_offsets(answer) == []
+    assert manager.drivers() == {}
+
+
+async def test_a_load_that_outlived_its_epoch_is_loaded_again_for_the_new_one() -> None:
+    """Leadership lost and won again (a later epoch) while a load waited: the request is
+    served by a driver of the new epoch, not by the one loaded for the old."""
+    waiting, followed = asyncio.Event(), asyncio.Event()
+    epochs: list[int] = []
+
+    async def handover(tp: TopicPartition, epoch: int) -> None:
+        epochs.append(epoch)
+        if len(epochs) == 1:
+            waiting.set()
+            await followed.wait()
+
+    world = ShareWorld(handover=handover)
+    manager = world.start()
+    world.append(0, "a")
+    polling = asyncio.create_task(world.fetch("m1", max_records=1))
+    await waiting.wait()
+    world.snapshot = cluster(leader_epoch=2, group=group_record(), revision=3)
+    manager.on_metadata_change(PARTITION_EVENT)
+    followed.set()
+    (answer,) = (await polling).partitions
+    assert answer.error is None
+    assert acquired_offsets(answer) == [(0, 1)]  # offset 0, its first delivery
+    assert epochs == [0, 2]
+    (driver,) = manager.drivers().values()
+    assert driver.leader_epoch == 2
