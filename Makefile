@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 YAK_ARGS ?=
 
-.PHONY: install install-run install-test install-bench install-spark etcd chromium java peers kafka-tools deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers bench-kafka bench-latency bench-workers bench-scale bench-queue bench-schema soak clean
+.PHONY: install install-run install-test install-bench install-spark etcd chromium java peers kafka-tools deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers bench-kafka bench-latency bench-workers bench-scale bench-queue bench-schema bench-floor soak clean
 
 ## One venv, installed by use: each stamp installs its part once (again when pyproject.toml
 ## changes). Running needs the package with its `server` extra (the base package alone is the
@@ -226,6 +226,11 @@ bench-workers: $(BENCH_STAMP)
 BENCH_QUEUE_ARGS ?=
 bench-queue: $(BENCH_STAMP)
 	$(BIN)/python -m loadtest.bench_queue $(BENCH_QUEUE_ARGS)
+
+## The floor of the back-to-back produce row (issue 34): the same client and request through a
+## do-nothing ASGI app on the proxy's server stack, alone and forwarding to a do-nothing broker.
+bench-floor: $(BENCH_STAMP)
+	$(BIN)/python -m loadtest.bench_floor
 
 ## Schema formats (issue 33): v2 produce rate with Avro values (by schema id) against the same
 ## run's JSON rate, proxy CPU per record, and a v2 consumer's rate of each, with a schema
