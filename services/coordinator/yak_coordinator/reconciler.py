@@ -7,7 +7,9 @@ registration or decommission, or a reload of the cache, marks everything (livene
 draining bear on every partition) — but not a registration rewritten only for its load
 sample. Loop: take the cache's snapshot and the marks together
 (no await in between, so an event is either in the snapshot or marked for the next round),
-decide for the marked topics only (every topic when everything is marked), write, then wait
+decide for the marked topics only (every topic when everything is marked) — in steps of about
+``STEP_PARTITIONS`` partitions with a turn for the event loop between them, all from that one
+immutable snapshot (a full pass over 20,000 partitions is ~70 ms of Python) —, write, then wait
 until the cache has seen what the round wrote or read and something is marked, or
 ``resync_interval_s`` passes (a full pass then: a safety net, since every decision follows
 from some change). Events that arrive while a round writes are decided together in the next
@@ -30,6 +32,7 @@ coordinator is active). Runs as one task per term; the caller cancels it when th
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from typing import TypeVar
@@ -55,7 +58,7 @@ from yak_coordinator.decisions.partition_plan import (
     CreatePartitions,
     DeleteTopic,
     UpdatePartition,
-    reconcile,
+    reconcile_steps,
 )
 from yak_coordinator.election import Term, fenced_txn
 from yak_coordinator.metrics import ControllerStats
@@ -152,18 +155,30 @@ class Reconciler:
         self._everything, self._topics = False, set()
         self._seen = 0
         try:
-            actions = reconcile(
-                snapshot,
-                auto_leader_rebalance=self._rebalance,
-                max_drain_moves=self._max_drain_moves,
-                topics=topics,
-            )
+            actions = await self.decide(snapshot, topics)
             self._count(snapshot, topics)
             revision = max(await self.apply(actions, term), self._seen)
         except MetadataStoreError as exc:
             log.warning("reconcile round failed (%s); retrying", exc)
             self._everything, revision = True, snapshot.revision + 1
         await self._wait(revision)
+
+    async def decide(self, snapshot: ClusterSnapshot, topics: set[str] | None) -> list[Action]:
+        """``reconcile`` for ``topics`` (None: all), giving the event loop a turn between its
+        steps (``reconcile_steps``): a full pass over 20,000 partitions is ~70 ms of Python,
+        which in one piece delayed everything else this process serves by as much."""
+        actions: list[Action] = []
+        steps = reconcile_steps(
+            snapshot,
+            auto_leader_rebalance=self._rebalance,
+            max_drain_moves=self._max_drain_moves,
+            topics=topics,
+        )
+        for index, step in enumerate(steps):
+            if index:
+                await asyncio.sleep(0)  # a turn for the loop between steps, not a wait
+            actions += step
+        return actions
 
     def _count(self, snapshot: ClusterSnapshot, topics: set[str] | None) -> None:
         self.rounds += 1

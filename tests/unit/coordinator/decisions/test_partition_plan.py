@@ -17,6 +17,7 @@ from yak_coordinator.decisions.partition_plan import (
     next_partition_state,
     plan_new_partitions,
     reconcile,
+    reconcile_steps,
 )
 
 
@@ -585,3 +586,18 @@ def test_a_broker_with_an_offline_folder_gets_no_new_partitions() -> None:
     snap = _disk_failed(snapshot((1, 2, 3), (topic("n", partitions=6, rf=2),)), 3)
     [created] = [a for a in reconcile(snap) if isinstance(a, CreatePartitions)]
     assert all(3 not in s.replicas for s in created.states)
+
+
+def test_reconcile_steps_cut_at_whole_topics_and_end_with_the_cluster_wide_actions() -> None:
+    topics = tuple(topic(f"t{i}", partitions=3, rf=1) for i in range(5))
+    orphan = part(0, 1, (1,), (1,), name="gone")
+    s = snapshot((1,), topics, (orphan,))
+    steps = list(reconcile_steps(s, step_partitions=6))
+    assert [[a.topic for a in step] for step in steps] == [  # type: ignore[union-attr]
+        ["t0", "t1"],
+        ["t2", "t3"],
+        ["t4", "gone"],
+    ]
+    assert isinstance(steps[-1][-1], DeleteTopic)
+    assert steps[-1][-1].orphan
+    assert [a for step in steps for a in step] == reconcile(s)
