@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import pytest
 
 from loadtest.peers.drivers.base import Consumer, Driver, Message, Producer, payload_timestamp
-from loadtest.peers.runner import BATCH_MAX, IN_FLIGHT, TICK_S, Runner
+from loadtest.peers.runner import IN_FLIGHT, TICK_S, Runner
 from loadtest.peers.workload import Workload
 
 
@@ -81,18 +81,6 @@ def _fixed(rate: int) -> Workload:
         duration_s=1.0,
         warmup_s=0.2,
     )
-
-
-@pytest.mark.timeout(60)
-async def test_a_rate_above_one_batch_per_tick_is_offered() -> None:
-    one_batch_per_tick = BATCH_MAX / TICK_S  # 100,000 msg/s: the old bucket's ceiling
-    rate = int(2 * one_batch_per_tick)
-    result = await Runner(_InMemory(), _fixed(rate)).run()
-    # Above the old ceiling with room (the one-batch bucket measured 103,000/s here): 0.9 of
-    # the offered rate failed once in a full-suite rehearsal, the in-memory system itself
-    # starved of CPU; the property is the bucket's depth, not this machine's speed.
-    assert result.publish_rate >= 1.2 * one_batch_per_tick, (result.publish_rate, rate)
-    assert result.errors == 0
 
 
 @pytest.mark.timeout(60)
