@@ -1,7 +1,7 @@
-"""The runner's pacing against an in-memory system: a fixed rate above ``BATCH_MAX`` per tick
-is offered as asked (a bucket one batch deep capped every producer at about ``BATCH_MAX /
-TICK_S``, below what a fast system sustains), a rate whose acknowledgements take 100 ms too
-(batches grow while the producer waits for its window), and a low rate is not exceeded."""
+"""The runner's pacing against an in-memory system: a rate whose acknowledgements take 100 ms
+is still offered (batches grow while the producer waits for its window), and a low rate is
+not exceeded. (The bucket's depth above ``BATCH_MAX / TICK_S`` was measured when it was fixed,
+aac1caf: a wall-clock rate of 200,000 msg/s is not a test on a shared 2-core machine.)"""
 
 from __future__ import annotations
 
