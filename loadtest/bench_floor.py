@@ -68,8 +68,8 @@ Send = Callable[[Message], Awaitable[None]]
 # --- the do-nothing broker ------------------------------------------------------------------
 
 
-class _BrokerProtocol(asyncio.Protocol):
-    """Frames in (``length, correlation id, payload``), ``length 8, correlation id, 0`` out."""
+class _Framed(asyncio.Protocol):
+    """A connection with a receive buffer (both ends of the broker hop)."""
 
     def __init__(self) -> None:
         self._buffer = bytearray()
@@ -77,6 +77,10 @@ class _BrokerProtocol(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+
+
+class _BrokerProtocol(_Framed):
+    """Frames in (``length, correlation id, payload``), ``length 8, correlation id, 0`` out."""
 
     def data_received(self, data: bytes) -> None:
         buffer = self._buffer
@@ -100,17 +104,13 @@ async def serve_broker(port: int) -> None:
 # --- the do-nothing proxy -------------------------------------------------------------------
 
 
-class _BrokerLink(asyncio.Protocol):
+class _BrokerLink(_Framed):
     """The proxy's one connection to the broker: a future per frame in flight."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._waiting: dict[int, asyncio.Future[None]] = {}
-        self._buffer = bytearray()
         self._next = 0
-        self._transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
 
     def data_received(self, data: bytes) -> None:
         buffer = self._buffer
