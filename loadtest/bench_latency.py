@@ -236,7 +236,9 @@ def run(options: Options) -> dict[str, Any]:
             console.log(f"[bold]yak-before[/]: starting a cluster on {tree}")
             with yak_cluster("baseline", code_path(tree)) as yak:
                 brokers = tuple(yak.cluster.broker_url(b) for b in sorted(yak.cluster.brokers))
-                before_budget = Budget((yak.proxy_url, *brokers, yak.cluster.coordinator_url))
+                before_budget = Budget(
+                    (yak.proxy_url, *brokers, yak.cluster.coordinator_url), yak.pids
+                )
                 processes = {p.spec.name: p for p in yak.cluster.supervisor.processes}
                 origins["baseline"] = code_origins(processes)
                 check_origins(origins["baseline"], tree)
@@ -254,7 +256,7 @@ def run(options: Options) -> dict[str, Any]:
     budget = Budget(())
     with _stage("current", failures), yak_cluster("current", ()) as yak:
         brokers = tuple(yak.cluster.broker_url(b) for b in sorted(yak.cluster.brokers))
-        budget = Budget((yak.proxy_url, *brokers, yak.cluster.coordinator_url))
+        budget = Budget((yak.proxy_url, *brokers, yak.cluster.coordinator_url), yak.pids)
         found, phase, probe_code = asyncio.run(
             measure_yak(yak, "yak", "current", options, e2e=True, budget=budget)
         )
@@ -267,6 +269,10 @@ def run(options: Options) -> dict[str, Any]:
     env["failures"] = failures
     rows = _ordered(rows)
     doc = document(rows, cpu, env, options.settings(), budget.found, budget.gc, before_budget.gc)
+    doc["cpu_waits"] = {key: [w.to_json() for w in waits] for key, waits in budget.cpu.items()}
+    doc["cpu_waits_before"] = {
+        key: [w.to_json() for w in waits] for key, waits in before_budget.cpu.items()
+    }
     doc["budget_before"] = {
         key: [f.to_json() for f in stages] for key, stages in before_budget.found.items() if stages
     }

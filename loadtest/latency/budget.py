@@ -2,19 +2,22 @@
 broker's ``/metrics`` scraped just before and just after the chosen measurements — the idle
 proxy rows of ``BUDGET_IDLE`` and the end-to-end run at ``budget_rate`` —, diffed, summed over
 the brokers, each stage's p50/p99 along the request's path (``loadtest.latency.histograms``),
-and each service's GC pauses a minute and their p99 (``loadtest.latency.gc_figures``).
+each service's GC pauses a minute and their p99 (``loadtest.latency.gc_figures``), and each
+process's CPU and its wait for a CPU (``loadtest.latency.cpu_waits``).
 A stage the build does not export is left out; a failed scrape leaves that table out.
 """
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import httpx
 
+from loadtest.latency.cpu_waits import CLIENT, CpuWait, SchedStat, cpu_waits, read_schedstat
 from loadtest.latency.gc_figures import GcFigure, gc_figures
 from loadtest.latency.histograms import (
     POLL_PATH,
@@ -46,19 +49,29 @@ class Budget:
     brokers; ``found``: ``budget_key`` → the stages along the request's path; ``gc``: the same
     key → each service's collections (``loadtest.latency.gc_figures``). A stage the build
     does not export is left out; a failed scrape leaves the measurement's table out and is
-    printed."""
+    printed. ``pids``: the cluster's processes by name, whose CPU and wait for a CPU are read
+    around each measurement with the benchmark's own (``cpu``: the same key → each
+    service's figures)."""
 
     urls: tuple[str, ...]
+    pids: Mapping[str, int] = field(default_factory=dict)
     found: dict[str, list[StageFigure]] = field(default_factory=dict)
     #: ``budget_key`` → each service's collections over that measurement.
     gc: dict[str, list[GcFigure]] = field(default_factory=dict)
+    #: ``budget_key`` → each service's CPU and wait for a CPU over that measurement.
+    cpu: dict[str, list[CpuWait]] = field(default_factory=dict)
 
     @asynccontextmanager
     async def around(self, key: str, path: Sequence[StageKey]) -> AsyncIterator[None]:
         before = await self._scrape(key)
+        sched_before = self._schedstats()
         started = time.monotonic()
         yield
         seconds = time.monotonic() - started
+        sched_after = self._schedstats()
+        waits = cpu_waits(sched_before, sched_after, seconds)
+        if waits:
+            self.cpu[key] = waits
         after = await self._scrape(key) if before is not None else None
         if before is None or after is None:
             return
@@ -69,6 +82,11 @@ class Budget:
         pauses = gc_figures(window, seconds)
         if pauses:
             self.gc[key] = pauses
+
+    def _schedstats(self) -> dict[str, SchedStat]:
+        pids = {**self.pids, CLIENT: os.getpid()}
+        found = {name: read_schedstat(pid) for name, pid in pids.items()}
+        return {name: stat for name, stat in found.items() if stat is not None}
 
     async def _scrape(self, key: str) -> Histograms | None:
         try:

@@ -17,6 +17,7 @@ __all__ = [
     "BUDGET_END_MARKER",
     "END_MARKER",
     "budget_markdown",
+    "cpu_waits_markdown",
     "gc_markdown",
     "markdown",
     "page",
@@ -186,7 +187,7 @@ def budget_markdown(doc: Mapping[str, Any]) -> str:
     lines = [f"From the run of {doc.get('date', '?')} above ({doc.get('revision', '?')})."]
     if not budget:
         return "\n".join([*lines, "", "No stage histograms in this run."]) + "\n"
-    lines += _budget_tables(doc, budget, "yak", "", doc.get("gc") or {})
+    lines += _budget_tables(doc, budget, "yak", "", doc.get("gc") or {}, doc.get("cpu_waits") or {})
     before = doc.get("budget_before") or {}
     if before:
         lines += [
@@ -195,7 +196,8 @@ def budget_markdown(doc: Mapping[str, Any]) -> str:
             "same run:",
         ]
         gc_before = doc.get("gc_before") or {}
-        lines += _budget_tables(doc, before, "yak-before", " — baseline", gc_before)
+        cpu_before = doc.get("cpu_waits_before") or {}
+        lines += _budget_tables(doc, before, "yak-before", " — baseline", gc_before, cpu_before)
     return "\n".join(lines) + "\n"
 
 
@@ -217,12 +219,39 @@ def gc_markdown(figures: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+def cpu_waits_markdown(figures: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The CPU table of one measurement: each service's CPU and wait for a CPU
+    (``cpu_waits`` of a ``latency.json``), and their sums."""
+    lines = [
+        "",
+        "| service | processes | CPU ms / s | waiting for a CPU ms / s | timeslices / s "
+        "| wait per timeslice µs |",
+        "|---|--:|--:|--:|--:|--:|",
+    ]
+    for figure in figures:
+        lines.append(
+            f"| {figure['service']} | {figure['processes']} | {figure['cpu_ms_per_s']:,.1f} "
+            f"| {figure['wait_ms_per_s']:,.1f} | {figure['slices_per_s']:,.0f} "
+            f"| {figure['wait_per_slice_us']:,.0f} |"
+        )
+    cpu = sum(f["cpu_ms_per_s"] for f in figures)
+    wait = sum(f["wait_ms_per_s"] for f in figures)
+    slices = sum(f["slices_per_s"] for f in figures)
+    per_slice = 0.0 if slices == 0 else 1000 * wait / slices
+    lines.append(
+        f"| all | {sum(f['processes'] for f in figures)} | {cpu:,.1f} | {wait:,.1f} "
+        f"| {slices:,.0f} | {per_slice:,.0f} |"
+    )
+    return lines
+
+
 def _budget_tables(
     doc: Mapping[str, Any],
     budget: Mapping[str, Any],
     system: str,
     suffix: str,
     gc: Mapping[str, Sequence[Mapping[str, Any]]],
+    cpu: Mapping[str, Sequence[Mapping[str, Any]]],
 ) -> list[str]:
     lines: list[str] = []
     for key, figures in budget.items():
@@ -244,6 +273,13 @@ def _budget_tables(
         if gc.get(key):
             lines += ["", "The collector's pauses over the same measurement:"]
             lines += gc_markdown(gc[key])
+        if cpu.get(key):
+            lines += [
+                "",
+                "Each process's CPU, and its wait for a CPU, over the same measurement "
+                "(`/proc/<pid>/task/*/schedstat`; the machine has 2,000 CPU ms a second):",
+            ]
+            lines += cpu_waits_markdown(cpu[key])
     return lines
 
 
