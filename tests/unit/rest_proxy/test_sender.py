@@ -116,15 +116,3 @@ async def test_a_round_that_fails_aborts_its_queues_and_the_sender_goes_on() -> 
     await turns(2)
     assert handler.rounds == [(1, ["a"]), (1, ["b"])]
     await sender.aclose()
-
-
-async def test_closing_cancels_the_rounds_and_starts_none() -> None:
-    handler = Handler()
-    sender = Sender(handler, 1, max_in_flight=1)
-    sender.enqueue(PartitionQueue("a", 0, 1))
-    await turns(1)
-    sender.enqueue(PartitionQueue("b", 0, 1))  # waits for the round in flight
-    await sender.aclose()
-    await turns(3)
-    assert handler.rounds == [(1, ["a"])]  # the cancelled round's end started no other
-    assert not [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]

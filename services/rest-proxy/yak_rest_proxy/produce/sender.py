@@ -63,7 +63,6 @@ class Sender:
         self._handler = handler
         self._free = max_in_flight  # rounds that may start
         self._starting = False  # a round task was made and has not collected its queues yet
-        self._closed = False
         self._rounds: set[asyncio.Task[None]] = set()
 
     def linger(self, queue: PartitionQueue) -> None:
@@ -78,9 +77,6 @@ class Sender:
         self._start()
 
     async def aclose(self) -> None:
-        """Cancel the rounds under way; no round starts after (not even for the queues a
-        cancelled round lets go)."""
-        self._closed = True
         tasks = list(self._rounds)
         for task in tasks:
             task.cancel()
@@ -96,7 +92,7 @@ class Sender:
         the same round. A round is made here, by whoever made a queue ready or ended a round,
         not by a task of the sender's woken for it: that was one more turn of the loop, and of
         the hand-off's time (``queue`` in the budget), per produce."""
-        if self._starting or self._free == 0 or not self.ready or self._closed:
+        if self._starting or self._free == 0 or not self.ready:
             return
         self._free -= 1
         self._starting = True
