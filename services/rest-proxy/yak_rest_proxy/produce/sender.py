@@ -60,10 +60,15 @@ class Sender:
         self.ready: dict[int, PartitionQueue] = {}
         self.lingering: dict[int, PartitionQueue] = {}
         self.outstanding = 0
+        self.wake = asyncio.Event()
         self._handler = handler
-        self._free = max_in_flight  # rounds that may start
-        self._starting = False  # a round task was made and has not collected its queues yet
+        self._slots = asyncio.Semaphore(max_in_flight)
         self._rounds: set[asyncio.Task[None]] = set()
+        # A context of its own: not that of the request that happened to create the sender
+        # (its request id would label every later round).
+        self.task = asyncio.get_running_loop().create_task(
+            self._run(), context=contextvars.Context()
+        )
 
     def linger(self, queue: PartitionQueue) -> None:
         """``queue`` waits for this broker's next answer (its linger)."""
@@ -74,51 +79,38 @@ class Sender:
 
     def enqueue(self, queue: PartitionQueue) -> None:
         self.ready[id(queue)] = queue
-        self._start()
+        self.wake.set()
 
     async def aclose(self) -> None:
-        tasks = list(self._rounds)
+        tasks = [self.task, *self._rounds]
         for task in tasks:
             task.cancel()
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    def _start(self) -> None:
-        """A round task for the ready queues, when a round may start and none is starting.
+    async def _run(self) -> None:
+        while True:
+            await self.wake.wait()
+            await self._slots.acquire()  # a free round first: meanwhile more queues get ready
+            started = time.perf_counter()
+            self.wake.clear()
+            queues = list(self.ready.values())
+            self.ready.clear()
+            by_acks: dict[int, list[PartitionQueue]] = {}
+            for queue in queues:
+                by_acks.setdefault(queue.acks, []).append(queue)
+            groups = list(by_acks.items())
+            for index, (acks, group) in enumerate(groups):
+                if index:  # one slot was taken above for the first group
+                    await self._slots.acquire()
+                    started = time.perf_counter()
+                self.outstanding += 1
+                task = asyncio.get_running_loop().create_task(self._round(acks, group, started))
+                self._rounds.add(task)
+                task.add_done_callback(self._rounds.discard)
 
-        The task collects the queues when it first runs, one event-loop turn later: every
-        queue that becomes ready in the meantime (the other requests of the same turn) goes in
-        the same round. A round is made here, by whoever made a queue ready or ended a round,
-        not by a task of the sender's woken for it: that was one more turn of the loop, and of
-        the hand-off's time (``queue`` in the budget), per produce."""
-        if self._starting or self._free == 0 or not self.ready:
-            return
-        self._free -= 1
-        self._starting = True
-        # A context of its own: not that of the request that happened to start the round
-        # (its request id would label it).
-        task = asyncio.get_running_loop().create_task(self._round(), context=contextvars.Context())
-        self._rounds.add(task)
-        task.add_done_callback(self._rounds.discard)
-
-    async def _round(self) -> None:
-        self._starting = False
-        started = time.perf_counter()
-        by_acks: dict[int, list[PartitionQueue]] = {}
-        for queue in self.ready.values():
-            by_acks.setdefault(queue.acks, []).append(queue)
-        self.ready.clear()
-        if not by_acks:  # nothing left to send (cannot happen: a round starts for ready queues)
-            self._free += 1
-            return
-        groups = iter(by_acks.items())
-        acks, group = next(groups)
-        for _, other in groups:  # another acks: its own request, in a round of its own
-            for queue in other:
-                self.ready[id(queue)] = queue
-        self.outstanding += 1
-        self._start()
+    async def _round(self, acks: int, group: list[PartitionQueue], started: float) -> None:
         try:
             await self._handler.send_round(self.broker_id, acks, group, started)
         except Exception as exc:  # a bug must fail these records, not this sender
@@ -126,8 +118,7 @@ class Sender:
             self._handler.abort_round(group, UnknownServerError(f"produce failed: {exc!r}"))
         finally:
             self.outstanding -= 1
-            self._free += 1
+            self._slots.release()
             # An answer came back: what waited behind this round leaves (in the next round).
             for queue in list(self.lingering.values()):
                 self._handler.release_lingering(queue)
-            self._start()
