@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 YAK_ARGS ?=
 
-.PHONY: install install-run install-test install-bench install-spark etcd chromium java peers kafka-tools deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers bench-kafka bench-latency bench-workers bench-scale bench-queue bench-schema bench-floor soak clean
+.PHONY: install install-run install-test install-bench install-spark etcd chromium java peers kafka-tools deploy-tools up test lint typecheck imports unit bench bench-codec bench-storage bench-broker bench-replication bench-proxy bench-console bench-spark bench-peers bench-kafka bench-latency bench-workers bench-scale bench-queue bench-schema bench-floor bench-sendfile soak clean
 
 ## One venv, installed by use: each stamp installs its part once (again when pyproject.toml
 ## changes). Running needs the package with its `server` extra (the base package alone is the
@@ -231,6 +231,11 @@ bench-queue: $(BENCH_STAMP)
 ## do-nothing ASGI app on the proxy's server stack, alone and forwarding to a do-nothing broker.
 bench-floor: $(BENCH_STAMP)
 	$(BIN)/python -m loadtest.bench_floor
+
+## sendfile against pread + sendmsg for a follower fetch's bytes (issues 32, 34): the sender's
+## CPU per KiB over loopback TCP, per answer size.
+bench-sendfile: $(BENCH_STAMP)
+	$(BIN)/python -m loadtest.bench_sendfile
 
 ## Schema formats (issue 33): v2 produce rate with Avro values (by schema id) against the same
 ## run's JSON rate, proxy CPU per record, and a v2 consumer's rate of each, with a schema
