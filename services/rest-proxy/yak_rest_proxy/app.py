@@ -29,10 +29,12 @@ from yak.metadata.store import MetadataStore
 from yak.observability.http import ObservabilityMiddleware
 from yak.observability.memory import memory_router, start_from_env
 from yak.observability.metrics import ServiceMetrics, metrics_route
+from yak.web.direct import DirectRoute
 from yak.web.health import health_router
 from yak_rest_proxy.api.admin.quotas import quota_router
 from yak_rest_proxy.api.admin.security import security_router
 from yak_rest_proxy.api.native.admin_routes import admin_router
+from yak_rest_proxy.api.native.direct_lane import DirectLane
 from yak_rest_proxy.api.native.fast_lane import FastLane
 from yak_rest_proxy.api.native.group_admin_routes import group_admin_router
 from yak_rest_proxy.api.native.group_routes import group_router
@@ -71,7 +73,7 @@ def create_app(
     store: MetadataStore | None = None,
     broker_client_factory: Callable[[str], BrokerClient] | None = None,
     clock: Clock | None = None,
-) -> FastAPI:
+) -> ProxyApp:
     """Build the rest-proxy ASGI app (settings default to the ``YAK_*`` environment).
 
     ``store`` replaces the etcd connection (tests pass a ``MemoryMetadataStore``; the caller
@@ -164,14 +166,20 @@ def create_app(
     # In front of FastAPI's own stack: the observability middleware (times and ids every
     # request), CORS when configured, the RateLimit headers, the body-read timeout, then the
     # fast lane, whose requests skip the rest.
-    front: ASGIApp = FastLane(app.behind_front, runtime=runtime, consumers=consumers)
-    front = BodyReadTimeout(front, timeout_s=runtime.settings.request_read_timeout_ms / 1000)
+    lane = FastLane(app.behind_front, runtime=runtime, consumers=consumers)
+    read_timeout_s = runtime.settings.request_read_timeout_ms / 1000
+    front: ASGIApp = BodyReadTimeout(lane, timeout_s=read_timeout_s)
     if runtime.settings.ratelimit_headers:
         front = RateLimitHeaders(front, active=lambda: runtime.quotas.active)
     cors = cors_policy(runtime.settings)
     if cors.enabled:  # outside the fast lane and the guard: preflights carry no credential
         front = CorsMiddleware(front, cors)
-    app.front = ObservabilityMiddleware(front, metrics=metrics, routes=lambda: app.router.routes)
+    observability = ObservabilityMiddleware(
+        front, metrics=metrics, routes=lambda: app.router.routes
+    )
+    app.front = observability
+    if not cors.enabled:  # the fast lane's requests without the ASGI front (under uvicorn)
+        app.direct_lane = DirectLane(lane, observability, runtime, read_timeout_s=read_timeout_s)
     install_openapi(app)
     return app
 
@@ -193,9 +201,17 @@ class ProxyApp(FastAPI):
     and the lifespan enter, and it ends in ``behind_front``, FastAPI itself. What the front
     serves — the fast lane's hot routes — skips FastAPI's stack (its telemetry check, the
     error and body-limit middlewares, the credential and trailing-slash middlewares, routing):
-    seven layers and two ``send`` wrappers per request. Everything else goes on through it."""
+    seven layers and two ``send`` wrappers per request. Everything else goes on through it.
+    Under uvicorn (``main``), the fast lane's requests skip the front too: ``direct_route``."""
 
     front: ASGIApp | None = None
+    #: The fast lane's requests answered on uvicorn's connection (``native.direct_lane``);
+    #: None when CORS is configured. ``serve`` takes its ``route`` as the direct route.
+    direct_lane: DirectLane | None = None
+
+    @property
+    def direct_route(self) -> DirectRoute | None:
+        return None if self.direct_lane is None else self.direct_lane.route
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.front is None:

@@ -71,6 +71,7 @@ def _serve(settings: ProxySettings, log_level: str, *, reuse_port: bool = True) 
         log_level=log_level,
         tls=ServerTls.from_env(),
         reuse_port=reuse_port,
+        direct_route=app.direct_route,
     )
 
 

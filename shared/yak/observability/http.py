@@ -147,10 +147,7 @@ class ObservabilityMiddleware:
                 adopt_uvicorn_loggers()
             await self._app(scope, receive, send)
             return
-        given = next((v for k, v in scope["headers"] if k == _HEADER), None)
-        request_id = given.decode("latin-1") if given is not None else ""
-        if not valid_request_id(request_id):
-            request_id = new_request_id()
+        request_id = self.request_id(scope)
         header = (_HEADER, request_id.encode())
         status = 0
 
@@ -173,10 +170,19 @@ class ObservabilityMiddleware:
             raise
         finally:
             elapsed = time.perf_counter() - start
-            self._observe(scope, status or 499, elapsed)
+            self.observe(scope, status or 499, elapsed)
             end_request(request, token)
 
-    def _observe(self, scope: Scope, status: int, elapsed: float) -> None:
+    @staticmethod
+    def request_id(scope: Scope) -> str:
+        """The caller's ``X-Request-Id`` if valid, else a new one."""
+        given = next((v for k, v in scope["headers"] if k == _HEADER), None)
+        request_id = given.decode("latin-1") if given is not None else ""
+        return request_id if valid_request_id(request_id) else new_request_id()
+
+    def observe(self, scope: Scope, status: int, elapsed: float) -> None:
+        """Count a request answered with ``status`` after ``elapsed`` seconds (and its access
+        log line): for a route served outside the middleware (``yak.web.direct``) too."""
         route = route_template(scope, self._templates)
         method: str = scope["method"]
         if method not in _METHODS:

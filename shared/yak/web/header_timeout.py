@@ -24,6 +24,7 @@ uvicorn's server, like the protocol it extends.
 from __future__ import annotations
 
 import asyncio
+from typing import TypeVar
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -87,9 +88,10 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
         self.transport.close()
 
 
-def with_header_timeout(
-    protocol: type[HeaderTimeoutProtocol], timeout_s: float
-) -> type[HeaderTimeoutProtocol]:
+_P = TypeVar("_P", bound=HeaderTimeoutProtocol)
+
+
+def with_header_timeout(protocol: type[_P], timeout_s: float) -> type[_P]:
     """A subclass of ``protocol`` whose headers must arrive within ``timeout_s``."""
     if timeout_s <= 0:
         raise ValueError(f"the header timeout must be positive, got {timeout_s}")

@@ -9,6 +9,9 @@ Every listener bounds the time a request's headers may take (``yak.web.header_ti
 ``YAK_REQUEST_HEADER_TIMEOUT_MS`` (default 10,000), after which a slow client gets 408 and the
 connection closes.
 
+With a ``direct_route`` (``yak.web.direct``) the requests it takes are answered on the
+connection without the app's ASGI stack (the rest-proxy's hottest routes).
+
 With a ``drain`` (``yak.web.drain``) the first SIGTERM/SIGINT runs it while the service still
 serves, and only then stops the listener; a second signal stops at once.
 
@@ -28,6 +31,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from yak.limits import raise_open_files_limit
+from yak.web.direct import DirectRoute, DirectRoutesProtocol, with_direct_routes
 from yak.web.drain import Drain, DrainingServer
 from yak.web.header_timeout import (
     DEFAULT_HEADER_TIMEOUT_S,
@@ -66,20 +70,25 @@ def serve(
     header_timeout: float | None = None,
     reuse_port: bool = False,
     drain: Drain | None = None,
+    direct_route: DirectRoute | None = None,
 ) -> None:
     """Serve ``app`` on ``host:port`` (HTTPS with ``tls``) until SIGINT/SIGTERM.
 
     ``header_timeout`` (seconds) defaults to ``YAK_REQUEST_HEADER_TIMEOUT_MS``; ``reuse_port``
     binds with ``SO_REUSEPORT`` so that several processes share the port
     (``yak.web.workers``). ``drain``: run on the first stop signal before the listener
-    closes (``yak.web.drain``).
+    closes (``yak.web.drain``). ``direct_route``: the requests the service answers without
+    its ASGI stack (``yak.web.direct``).
     """
     raise_open_files_limit()
-    options: dict[str, Any] = {"loop": "auto", "http": HeaderTimeoutProtocol}
+    protocol = HeaderTimeoutProtocol if direct_route is None else DirectRoutesProtocol
+    options: dict[str, Any] = {"loop": "auto", "http": protocol}
     if tls is not None:
         options.update(tls.uvicorn_options())
     timeout_s = header_timeout_s() if header_timeout is None else header_timeout
     options["http"] = with_header_timeout(options["http"], timeout_s)
+    if direct_route is not None:
+        options["http"] = with_direct_routes(options["http"], direct_route)
     config = uvicorn.Config(
         app,
         host=host,

@@ -22,6 +22,11 @@ documented route answers it. The work is the route's own (``routes.produce_recor
 ``routes.produce_batch``, ``group_routes.poll_records``), typed errors go through the native
 dialect's table, and the routes stay in the OpenAPI document. The observability middleware
 outside still times and ids the request (it matches the route's template itself).
+
+Under uvicorn (the service's ``main``) the same requests skip the ASGI front altogether: the
+direct lane (``native.direct_lane``) takes them on the connection, with ``work_for``'s answer.
+This ASGI lane serves what reaches the app another way (an in-process ASGI client, or while
+the RateLimit headers are owed).
 """
 
 from __future__ import annotations
@@ -50,7 +55,10 @@ from yak_rest_proxy.consume.consumer import Consumers
 from yak_rest_proxy.consume.reader import filter_param
 from yak_rest_proxy.runtime import ProxyRuntime
 
-__all__ = ["FastLane"]
+__all__ = ["FastLane", "Work"]
+
+#: A route's work for one request: its answer, or a ``YakError`` the native dialect renders.
+Work = Callable[[Request], Awaitable[Response]]
 
 _PRODUCE = re.compile(r"/api/v1/topics/([^/]+)/records")
 _PRODUCE_ROUTE = "/api/v1/topics/{topic}/records"
@@ -103,13 +111,7 @@ class FastLane:
         self.served = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        work = None
-        if scope["type"] == "http" and self._runtime.security_cache is None:
-            method = scope["method"]
-            if method == "POST":
-                work = self._work(scope)
-            elif method == "GET" and scope["path"].endswith("/records"):
-                work = self._poll(scope)
+        work = self.work_for(scope) if scope["type"] == "http" else None
         if work is None:
             await self.app(scope, receive, send)
             return
@@ -120,7 +122,19 @@ class FastLane:
             response = error_response(exc)
         await response(scope, receive, send)
 
-    def _work(self, scope: Scope) -> Callable[[Request], Awaitable[Response]] | None:
+    def work_for(self, scope: Scope) -> Work | None:
+        """The route's work for an HTTP request this lane serves itself (and the route's
+        template set in the scope), else None."""
+        if self._runtime.security_cache is not None:
+            return None
+        method = scope["method"]
+        if method == "POST":
+            return self._work(scope)
+        if method == "GET" and scope["path"].endswith("/records"):
+            return self._poll(scope)
+        return None
+
+    def _work(self, scope: Scope) -> Work | None:
         """The route's work for a request this lane serves itself, else None."""
         path = scope["path"]
         match = _PRODUCE.fullmatch(path)
@@ -140,7 +154,7 @@ class FastLane:
             produce_batch, self._runtime, topic=match[1], partition=int(match[2]), acks=acks
         )
 
-    def _poll(self, scope: Scope) -> Callable[[Request], Awaitable[Response]] | None:
+    def _poll(self, scope: Scope) -> Work | None:
         """A member's plain long poll, else None (see the module docstring)."""
         if self._consumers is None or (match := _POLL.fullmatch(scope["path"])) is None:
             return None
