@@ -27,7 +27,15 @@ from yak_broker.settings import BrokerSettings
 @pytest.fixture
 async def broker(tmp_path: Path) -> AsyncIterator[BrokerHarness]:
     store = MemoryMetadataStore()
-    settings = BrokerSettings(data_dir=tmp_path / "broker-0", max_request_bytes=4 * 1024 * 1024)
+    # No controller runs here: a controlled shutdown at the end of a test whose broker leads a
+    # partition with another registered in-sync replica would wait its whole timeout (10 s) for
+    # leaderships nobody moves. Its own tests (test_broker_controlled_shutdown) have a fixture
+    # of their own.
+    settings = BrokerSettings(
+        data_dir=tmp_path / "broker-0",
+        max_request_bytes=4 * 1024 * 1024,
+        controlled_shutdown_timeout_s=0.0,
+    )
     app = create_app(settings, store_factory=lambda _url: store)
     transport = httpx.ASGITransport(app=app)
     try:
