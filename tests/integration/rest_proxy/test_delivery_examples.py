@@ -13,6 +13,9 @@ from loadtest.local_cluster import LocalCluster
 
 pytestmark = pytest.mark.integration
 
+#: Makes only its own topics and groups: the package's shared cluster (conftest.py).
+SHARED_CLUSTER = True
+
 EXAMPLES = Path(__file__).resolve().parents[3] / "docs" / "examples"
 
 

@@ -21,6 +21,9 @@ from yak.sdk import AsyncConsumer, AsyncPartitionReader
 
 pytestmark = pytest.mark.integration
 
+#: Makes only its own topics and groups: the package's shared cluster (conftest.py).
+SHARED_CLUSTER = True
+
 COUNT = 1_000
 PARTITIONS = 2
 #: Records 0-999 spread over the partitions by n % PARTITIONS; ``m`` is n % 7, ``tag`` n % 3.

@@ -14,6 +14,9 @@ from yak.sdk import AsyncAdmin
 
 pytestmark = pytest.mark.integration
 
+#: Makes only its own topics and groups: the package's shared cluster (conftest.py).
+SHARED_CLUSTER = True
+
 
 async def test_topic_lifecycle_through_the_proxy(cluster: LocalCluster) -> None:
     topic = unique("admin")

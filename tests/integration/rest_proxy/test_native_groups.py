@@ -17,6 +17,9 @@ from tests.integration.rest_proxy.conftest import create_topic, unique
 
 pytestmark = pytest.mark.integration
 
+#: Makes only its own topics and groups: the package's shared cluster (conftest.py).
+SHARED_CLUSTER = True
+
 
 async def join(http: httpx.AsyncClient, group: str, topic: str, **extra: Any) -> str:
     answer = await http.post(

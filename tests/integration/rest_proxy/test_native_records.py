@@ -15,6 +15,9 @@ from tests.integration.rest_proxy.conftest import create_topic, unique
 
 pytestmark = pytest.mark.integration
 
+#: Makes only its own topics and groups: the package's shared cluster (conftest.py).
+SHARED_CLUSTER = True
+
 
 async def test_records_with_headers_and_timestamps_round_trip(cluster: LocalCluster) -> None:
     topic = unique("native")

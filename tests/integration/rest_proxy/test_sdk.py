@@ -42,6 +42,9 @@ from yak.sdk import (
 
 pytestmark = pytest.mark.integration
 
+#: Makes only its own topics and groups: the package's shared cluster (conftest.py).
+SHARED_CLUSTER = True
+
 
 async def read_all(url: str, topic: str, partitions: int) -> list[ConsumerRecord]:
     """Every record of the topic, partition by partition, read statelessly."""

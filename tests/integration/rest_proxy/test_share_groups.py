@@ -26,6 +26,9 @@ from yak.sdk import AsyncProducer, AsyncShareConsumer, ShareRecord
 
 pytestmark = pytest.mark.integration
 
+#: Makes only its own topics and groups: the package's shared cluster (conftest.py).
+SHARED_CLUSTER = True
+
 EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "examples" / "queue_workers.py"
 
 

@@ -22,6 +22,9 @@ from tests.integration.rest_proxy.conftest import V2, V2_BINARY, V2_JSON, create
 
 pytestmark = pytest.mark.integration
 
+#: Makes only its own topics and groups: the package's shared cluster (conftest.py).
+SHARED_CLUSTER = True
+
 
 class Alternating:
     """Sends each request to the next proxy in turn."""

@@ -19,6 +19,9 @@ from yak.partitioner import partition_for_key
 
 pytestmark = pytest.mark.integration
 
+#: Makes only its own topics and groups: the package's shared cluster (conftest.py).
+SHARED_CLUSTER = True
+
 
 async def read_all(proxy: httpx.AsyncClient, topic: str, partition: int) -> list[Any]:
     response = await proxy.get(

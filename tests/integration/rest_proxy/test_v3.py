@@ -21,6 +21,9 @@ from tests.integration.rest_proxy.conftest import V2_JSON, create_topic, unique
 
 pytestmark = pytest.mark.integration
 
+#: Makes only its own topics and groups: the package's shared cluster (conftest.py).
+SHARED_CLUSTER = True
+
 
 @pytest.fixture
 async def proxies(cluster: LocalCluster) -> AsyncIterator[list[httpx.AsyncClient]]:
