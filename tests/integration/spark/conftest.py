@@ -1,5 +1,7 @@
 """Fixtures of the PySpark tests: one local SparkSession per test run, and a small real cluster
-(etcd, a coordinator, one broker, one rest-proxy) per test module.
+(etcd, a coordinator, one broker, one rest-proxy) for the package: every test makes its own
+topics and groups, and none stops or reconfigures a process, so the four modules share it
+rather than start one each.
 
 Spark's Python workers import ``yak.spark`` by name, so they run this interpreter (the venv
 where the package is installed). The JVM is kept small and quiet (spark.md): ``local[2]``, no
@@ -66,7 +68,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
             session.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def cluster(tmp_path_factory: pytest.TempPathFactory, etcd: EmbeddedEtcd) -> Iterator[LocalCluster]:
     folder: Path = tmp_path_factory.mktemp("cluster")
     with local_cluster(folder, etcd, f"spark-{uuid.uuid4().hex[:8]}", brokers=1) as running:
@@ -74,7 +76,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, etcd: EmbeddedEtcd) -> Ite
         yield running
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def url(cluster: LocalCluster) -> str:
     return cluster.proxy_url(0)
 
