@@ -44,7 +44,7 @@ from yak_rest_proxy.api.native.share_group_admin_routes import share_group_admin
 from yak_rest_proxy.api.native.share_routes import share_router
 from yak_rest_proxy.api.v2.consumer_routes import consumer_router
 from yak_rest_proxy.api.v2.metadata_routes import metadata_router
-from yak_rest_proxy.api.v2.produce_routes import produce_router
+from yak_rest_proxy.api.v2.produce_routes import plain_produce, produce_router
 from yak_rest_proxy.api.v3.routes import v3_routers
 from yak_rest_proxy.consume.consumer import Consumers
 from yak_rest_proxy.consume.group_admin import GroupAdmin
@@ -166,7 +166,9 @@ def create_app(
     # In front of FastAPI's own stack: the observability middleware (times and ids every
     # request), CORS when configured, the RateLimit headers, the body-read timeout, then the
     # fast lane, whose requests skip the rest.
-    lane = FastLane(app.behind_front, runtime=runtime, consumers=consumers)
+    lane = FastLane(
+        app.behind_front, runtime=runtime, consumers=consumers, others=(plain_produce(runtime),)
+    )
     read_timeout_s = runtime.settings.request_read_timeout_ms / 1000
     front: ASGIApp = BodyReadTimeout(lane, timeout_s=read_timeout_s)
     if runtime.settings.ratelimit_headers:

@@ -199,3 +199,24 @@ def test_no_direct_lane_when_cors_is_configured() -> None:
     app = create_app(ProxySettings(cors_origins=("https://console.example",)))
     assert app.direct_lane is None
     assert app.direct_route is None
+
+
+async def test_the_plain_v2_produce_is_answered_directly_in_its_dialect(served: Served) -> None:
+    headers = {"content-type": "application/vnd.kafka.json.v2+json"}
+    before = await served.route_count("/topics/{topic}", "POST")
+    answer = await served.http.post(
+        "/topics/t", content=b'{"records": [{"value": {"n": 1}}]}', headers=headers
+    )
+    unknown = await served.http.post(
+        "/topics/nope", content=b'{"records": [{"value": 1}]}', headers=headers
+    )
+    assert served.direct.served == 2
+    assert served.lane().served == 0
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["content-type"] == "application/vnd.kafka.v2+json"
+    [offset] = answer.json()["offsets"]
+    assert offset["partition"] == 0
+    assert offset["error_code"] is None
+    assert unknown.status_code == 404
+    assert unknown.json()["error_code"] == 40401
+    assert await served.route_count("/topics/{topic}", "POST") == before + 2

@@ -156,3 +156,66 @@ async def test_what_the_lane_serves_is_labelled_with_the_routes_template(proxy: 
         and 'method="POST"' in line
     )
     assert float(line.rsplit(" ", 1)[1]) >= 3
+
+
+V2_JSON = "application/vnd.kafka.json.v2+json"
+
+
+@pytest.mark.parametrize(
+    ("topic", "body", "headers", "status", "error_code"),
+    [
+        ("t", b'{"records": [{"value": {"n": 1}}, {"key": "k", "value": 2}]}', {}, 200, None),
+        ("t", b'{"records": [{"value": "djE="}]}',
+         {"content-type": "application/vnd.kafka.binary.v2+json"}, 200, None),
+        ("nope", b'{"records": [{"value": 1}]}', {}, 404, 40401),
+        ("t", b"{not json", {}, 400, 400),
+        ("t", b'{"records": [{"value": 1, "partition": 9}]}', {}, 404, 40402),
+        ("t", b'{"records": [{"value": 1}]}',
+         {"content-type": "application/vnd.kafka.avro.v2+json"}, 415, 41501),
+        ("t", b'{"records": [{"value": 1}]}', {"accept": "application/xml"}, 406, 40601),
+    ],
+)  # fmt: skip
+async def test_the_plain_v2_produce_takes_the_lane_and_answers_as_the_route(
+    proxy: Proxy,
+    topic: str,
+    body: bytes,
+    headers: dict[str, str],
+    status: int,
+    error_code: int | None,
+) -> None:
+    sent = {"content-type": V2_JSON, **headers}
+    lane = await proxy.client.post(f"/topics/{topic}", content=body, headers=sent)
+    assert proxy.lane().served == 1
+    # A query parameter the route ignores: FastAPI serves the same request.
+    routed = await proxy.client.post(f"/topics/{topic}?x=1", content=body, headers=sent)
+    assert proxy.lane().served == 1
+    assert lane.status_code == routed.status_code == status, (lane.text, routed.text)
+    assert lane.headers["content-type"] == routed.headers["content-type"]
+    assert lane.headers["x-request-id"]
+    if error_code is not None:
+        assert lane.json()["error_code"] == routed.json()["error_code"] == error_code
+        assert lane.json()["message"] == routed.json()["message"]
+        return
+    answer, other = lane.json(), routed.json()
+    assert answer.keys() == other.keys() == {"offsets", "key_schema_id", "value_schema_id"}
+    assert len(answer["offsets"]) == len(other["offsets"]) == body.count(b'"value"')
+    assert answer["key_schema_id"] is answer["value_schema_id"] is None
+    for mine, theirs in zip(answer["offsets"], other["offsets"], strict=True):
+        assert mine.keys() == theirs.keys() == {"partition", "offset", "error_code", "error"}
+        assert mine["error_code"] is theirs["error_code"] is None
+        assert mine["partition"] == theirs["partition"] == 0
+        assert mine["offset"] < theirs["offset"]  # the lane's records went first
+
+
+async def test_a_v2_produce_with_an_idempotency_key_goes_to_fastapi(proxy: Proxy) -> None:
+    body = b'{"records": [{"value": 1}]}'
+    headers = {"content-type": V2_JSON, "idempotency-key": "k-1"}
+    first = await proxy.client.post("/topics/t", content=body, headers=headers)
+    again = await proxy.client.post("/topics/t", content=body, headers=headers)
+    assert first.status_code == again.status_code == 200
+    assert first.json() == again.json()  # the retry got the first answer
+    bad = await proxy.client.post(
+        "/topics/t", content=body, headers={**headers, "idempotency-key": "x" * 300}
+    )
+    assert bad.status_code == 422
+    assert proxy.lane().served == 0

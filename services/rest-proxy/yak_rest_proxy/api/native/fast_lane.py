@@ -23,6 +23,10 @@ documented route answers it. The work is the route's own (``routes.produce_recor
 dialect's table, and the routes stay in the OpenAPI document. The observability middleware
 outside still times and ids the request (it matches the route's template itself).
 
+Another dialect may add its own plain request through ``others`` (a ``Matcher``, built where
+that dialect lives: Confluent v2's plain ``POST /topics/{topic}``, ``v2.produce_routes.
+plain_produce``, whose work renders its errors in the v2 dialect).
+
 Under uvicorn (the service's ``main``) the same requests skip the ASGI front altogether: the
 direct lane (``native.direct_lane``) takes them on the connection, with ``work_for``'s answer.
 This ASGI lane serves what reaches the app another way (an in-process ASGI client, or while
@@ -55,10 +59,13 @@ from yak_rest_proxy.consume.consumer import Consumers
 from yak_rest_proxy.consume.reader import filter_param
 from yak_rest_proxy.runtime import ProxyRuntime
 
-__all__ = ["FastLane", "Work"]
+__all__ = ["FastLane", "Matcher", "Work"]
 
 #: A route's work for one request: its answer, or a ``YakError`` the native dialect renders.
 Work = Callable[[Request], Awaitable[Response]]
+#: Another dialect's plain request: its work (rendering its own errors, and naming its route's
+#: template in the scope), else None.
+Matcher = Callable[[Scope], Work | None]
 
 _PRODUCE = re.compile(r"/api/v1/topics/([^/]+)/records")
 _PRODUCE_ROUTE = "/api/v1/topics/{topic}/records"
@@ -102,11 +109,16 @@ class FastLane:
     """See the module docstring."""
 
     def __init__(
-        self, app: ASGIApp, runtime: ProxyRuntime, consumers: Consumers | None = None
+        self,
+        app: ASGIApp,
+        runtime: ProxyRuntime,
+        consumers: Consumers | None = None,
+        others: tuple[Matcher, ...] = (),
     ) -> None:
         self.app = app
         self._runtime = runtime
         self._consumers = consumers
+        self._others = others
         #: Requests this lane served itself (the rest went on to FastAPI).
         self.served = 0
 
@@ -137,6 +149,9 @@ class FastLane:
     def _work(self, scope: Scope) -> Work | None:
         """The route's work for a request this lane serves itself, else None."""
         path = scope["path"]
+        for other in self._others:
+            if (work := other(scope)) is not None:
+                return work
         match = _PRODUCE.fullmatch(path)
         if match is not None:
             acks = _ACKS_QUERY.get(scope["query_string"])
