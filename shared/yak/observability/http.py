@@ -50,6 +50,7 @@ __all__ = [
     "ROUTE_TEMPLATE",
     "UNMATCHED",
     "ObservabilityMiddleware",
+    "Observed",
     "install_observability",
     "route_template",
 ]
@@ -147,31 +148,23 @@ class ObservabilityMiddleware:
                 adopt_uvicorn_loggers()
             await self._app(scope, receive, send)
             return
-        request_id = self.request_id(scope)
-        header = (_HEADER, request_id.encode())
-        status = 0
+        with self.observing(scope) as observed:
+            header = observed.header
 
-        async def send_with_id(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-                message["headers"] = [*message.get("headers", ()), header]
-            await send(message)
+            async def send_with_id(message: Message) -> None:
+                if message["type"] == "http.response.start":
+                    observed.status = message["status"]
+                    message["headers"] = [*message.get("headers", ()), header]
+                await send(message)
 
-        request, token = begin_request(request_id)
-        start = time.perf_counter()
-        try:
             await self._app(scope, receive, send_with_id)
-        except asyncio.CancelledError:
-            status = status or 499
-            raise
-        except Exception:
-            status = status or 500
-            raise
-        finally:
-            elapsed = time.perf_counter() - start
-            self.observe(scope, status or 499, elapsed)
-            end_request(request, token)
+
+    def observing(self, scope: Scope) -> Observed:
+        """One request's observation: its id current (``Observed.header`` for the answer),
+        counted with ``Observed.status`` when it ends — 499 if the answer never started or the
+        request was cancelled, 500 if it raised first. For a route served outside the
+        middleware too (``yak.web.direct``)."""
+        return Observed(self, scope)
 
     @staticmethod
     def request_id(scope: Scope) -> str:
@@ -216,3 +209,34 @@ def install_observability(app: Starlette, metrics: ServiceMetrics) -> None:
     """Serve ``GET /metrics`` and put the middleware outermost (call it last in a factory)."""
     app.router.routes.append(metrics_route(metrics))
     app.add_middleware(ObservabilityMiddleware, metrics=metrics, routes=lambda: app.router.routes)
+
+
+class Observed:
+    """A request being observed (``ObservabilityMiddleware.observing``): a context manager."""
+
+    __slots__ = ("_middleware", "_request", "_scope", "_start", "_token", "header", "status")
+
+    def __init__(self, middleware: ObservabilityMiddleware, scope: Scope) -> None:
+        self._middleware = middleware
+        self._scope = scope
+        request_id = middleware.request_id(scope)
+        #: The response header naming the request.
+        self.header = (_HEADER, request_id.encode())
+        #: The answer's status, once it started (0: not yet).
+        self.status = 0
+        self._request, self._token = begin_request(request_id)
+        self._start = time.perf_counter()
+
+    def __enter__(self) -> Observed:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: object
+    ) -> None:
+        status = self.status
+        if not status and kind is not None and not issubclass(kind, asyncio.CancelledError):
+            status = 500 if issubclass(kind, Exception) else 0
+        try:
+            self._middleware.observe(self._scope, status or 499, time.perf_counter() - self._start)
+        finally:
+            end_request(self._request, self._token)

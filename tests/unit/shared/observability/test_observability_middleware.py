@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from contextlib import AbstractContextManager, nullcontext
 
 import httpx
 import pytest
 from fastapi import APIRouter, FastAPI
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from yak.observability.http import UNMATCHED, ObservabilityMiddleware, install_observability
+from yak.observability.http import (
+    ROUTE_TEMPLATE,
+    UNMATCHED,
+    ObservabilityMiddleware,
+    install_observability,
+)
 from yak.observability.metrics import ServiceMetrics
 from yak.observability.request_id import current_request_id
 from yak.web.cluster_secret import ClusterSecretMiddleware
@@ -191,3 +199,32 @@ async def test_metrics_needs_no_cluster_secret(metrics: ServiceMetrics) -> None:
         refused = await client.get("/v1/fetch")
     assert refused.status_code == 401
     assert refused.headers["x-request-id"]  # refusals are timed and carry an id too
+
+
+@pytest.mark.parametrize(
+    ("given", "raised", "counted"),
+    [
+        (201, None, "201"),
+        (0, None, "499"),  # returned without answering: nobody saw an answer
+        (0, asyncio.CancelledError, "499"),  # the client went away first
+        (0, RuntimeError, "500"),
+        (404, RuntimeError, "404"),  # an answer had started: its status stands
+        (0, KeyboardInterrupt, "499"),
+    ],
+)
+def test_observing_a_request_served_outside_the_middleware(
+    metrics: ServiceMetrics, given: int, raised: type[BaseException] | None, counted: str
+) -> None:
+    middleware = ObservabilityMiddleware(_app(metrics), metrics=metrics)
+    scope = {"type": "http", "method": "POST", "path": "/x", "headers": [], ROUTE_TEMPLATE: "/x"}
+    expected: AbstractContextManager[object] = (
+        pytest.raises(raised) if raised is not None else nullcontext()
+    )
+    with expected, middleware.observing(scope) as observed:
+        assert current_request_id() == observed.header[1].decode()
+        observed.status = given
+        if raised is not None:
+            raise raised()
+    assert current_request_id() is None  # the request's id is no longer current
+    text = generate_latest(metrics.registry).decode()
+    assert _count(text, route="/x", method="POST", status=counted) == 1

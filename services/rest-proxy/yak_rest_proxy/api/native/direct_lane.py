@@ -26,8 +26,6 @@ middleware is not run: nothing the lane's routes do reads the client's address o
 
 from __future__ import annotations
 
-import asyncio
-import time
 from functools import partial
 
 from starlette.requests import Request
@@ -36,7 +34,6 @@ from starlette.types import Message, Scope, Send
 
 from yak.errors import YakError
 from yak.observability.http import ObservabilityMiddleware
-from yak.observability.request_id import REQUEST_ID_HEADER, begin_request, end_request
 from yak.web.direct import Cycle, DirectHandler, respond
 from yak.web.errors import error_response
 from yak_rest_proxy.api.native.fast_lane import FastLane, Work
@@ -44,8 +41,6 @@ from yak_rest_proxy.http.read_timeout import bounded_receive
 from yak_rest_proxy.runtime import ProxyRuntime
 
 __all__ = ["DirectLane"]
-
-_HEADER = REQUEST_ID_HEADER.encode()
 
 
 class DirectLane:
@@ -77,12 +72,7 @@ class DirectLane:
     async def _serve(self, work: Work, cycle: Cycle) -> None:
         self.served += 1
         scope = cycle.scope
-        request_id = self._observability.request_id(scope)
-        header = (_HEADER, request_id.encode())
-        request, token = begin_request(request_id)
-        started = time.perf_counter()
-        status = 0
-        try:
+        with self._observability.observing(scope) as observed:
             receive = (
                 bounded_receive(cycle.receive, self._read_timeout_s)
                 if cycle.more_body
@@ -92,22 +82,16 @@ class DirectLane:
                 response = await work(Request(scope, receive))
             except YakError as exc:
                 response = error_response(exc)
-            status = response.status_code
+            observed.status = response.status_code
+            header = observed.header
             if type(response).__call__ is Response.__call__:  # the body is whole: one write
-                await respond(cycle, status, [*response.raw_headers, header], response.body)
+                await respond(
+                    cycle, observed.status, [*response.raw_headers, header], response.body
+                )
                 if response.background is not None:
                     await response.background()
             else:  # an answer that streams: ASGI, on uvicorn's send
                 await response(scope, receive, _with_header(cycle.send, header))
-        except asyncio.CancelledError:
-            status = status or 499
-            raise
-        except Exception:
-            status = status or 500
-            raise
-        finally:
-            self._observability.observe(scope, status or 499, time.perf_counter() - started)
-            end_request(request, token)
 
 
 def _with_header(send: Send, header: tuple[bytes, bytes]) -> Send:
