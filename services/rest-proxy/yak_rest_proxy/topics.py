@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 
 from yak.errors import KafkaTimeoutError, MetadataStoreError, UnknownTopicOrPartitionError
 from yak.metadata.cache import ClusterSnapshot, MetadataCache
@@ -13,8 +14,8 @@ from yak.names import validate_topic_name
 
 __all__ = ["TopicLookup", "topic_record"]
 
-#: How long a request for a topic the cache does not know waits for the cache to reach etcd's
-#: current revision (a topic just made through another proxy) before it answers 404.
+#: How long a request for a topic the cache does not know waits for the cache to hold what etcd
+#: holds for it (a topic just made through another proxy) before it answers 404.
 SYNC_TIMEOUT_S = 2.0
 
 
@@ -35,9 +36,15 @@ def _complete(snapshot: ClusterSnapshot, topic: str) -> bool:
 
 class TopicLookup:
     """Topic lookups that read their own cluster's writes: a topic the cache does not know is
-    looked up again once the cache has caught up with etcd's revision of now, so a topic made
-    through one proxy is never "not found" on another for the watch's lag. Concurrent misses
-    share one etcd read."""
+    looked up again once the cache holds what etcd holds for it now, so a topic made through
+    one proxy is never "not found" on another for the watch's lag.
+
+    A catch-up reads the keys the lookup lacks (a topic's record, its partition states, a
+    share group's record) and waits until the watch has delivered their newest change. It does
+    not wait for etcd's revision of now: other clusters on the same etcd (and a schema
+    registry with its own cluster id) move that revision with writes this cluster's watch
+    never sees, and a wait for it ran into the timeout. Keys etcd does not hold answer at once.
+    Concurrent catch-ups for the same keys share one etcd read."""
 
     def __init__(
         self,
@@ -51,14 +58,18 @@ class TopicLookup:
         self._store = store
         self._keyspace = keyspace
         self._timeout_s = timeout_s
-        self._sync: asyncio.Future[None] | None = None
+        self._syncs: dict[frozenset[str], asyncio.Future[None]] = {}
+
+    @property
+    def keyspace(self) -> Keyspace:
+        return self._keyspace
 
     async def record(self, topic: str) -> TopicRecord:
         """The topic's record as ``topic_record`` answers it, after a sync on a miss."""
         try:
             return topic_record(self._cache.snapshot, topic)
         except UnknownTopicOrPartitionError:
-            await self.sync()
+            await self.sync(self._keyspace.topic(topic))
             return topic_record(self._cache.snapshot, topic)
 
     async def described(self, topic: str) -> tuple[TopicRecord, list[PartitionState]]:
@@ -70,7 +81,7 @@ class TopicLookup:
         record = await self.record(topic)
         partitions = self._cache.snapshot.partitions_of(topic)
         if len(partitions) < record.partitions:
-            await self.sync()
+            await self.sync(*self._topic_keys(topic))
             record = topic_record(self._cache.snapshot, topic)
             partitions = self._cache.snapshot.partitions_of(topic)
         return record, partitions
@@ -80,28 +91,52 @@ class TopicLookup:
         partitions (the many-topics form of ``described``; names still unknown after the sync
         are not an error here)."""
         snapshot = self._cache.snapshot
-        if not all(_complete(snapshot, name) for name in topics):
-            await self.sync()
+        lacking = sorted(name for name in topics if not _complete(snapshot, name))
+        if lacking:
+            await self.sync(*(key for name in lacking for key in self._topic_keys(name)))
             snapshot = self._cache.snapshot
         return snapshot
 
-    async def sync(self) -> None:
-        """Wait (at most the timeout) until the cache reflects etcd's current revision; an etcd
-        that does not answer leaves the cache as it is."""
-        if self._sync is None:
-            self._sync = asyncio.ensure_future(self._catch_up())
-            self._sync.add_done_callback(self._done)
-        await asyncio.shield(self._sync)
+    async def sync_partitions(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """Catch up on the partition states of ``partitions`` (e.g. after a leader moved)."""
+        topics = sorted({topic for topic, _ in partitions})
+        await self.sync(*(self._keyspace.topic_partitions_prefix(topic) for topic in topics))
 
-    def _done(self, sync: asyncio.Future[None]) -> None:
-        self._sync = None
+    async def sync(self, *wanted: str) -> None:
+        """Wait (at most the timeout) until the cache holds what etcd holds now under each of
+        ``wanted``: keys, or prefixes (a name that ends in ``/``). An etcd that does not
+        answer leaves the cache as it is."""
+        keys = frozenset(wanted)
+        if not keys:
+            return
+        sync = self._syncs.get(keys)
+        if sync is None:
+            sync = self._syncs[keys] = asyncio.ensure_future(self._catch_up(keys))
+            sync.add_done_callback(lambda done: self._done(keys, done))
+        await asyncio.shield(sync)
+
+    def _topic_keys(self, topic: str) -> tuple[str, str]:
+        return self._keyspace.topic(topic), self._keyspace.topic_partitions_prefix(topic)
+
+    def _done(self, keys: frozenset[str], sync: asyncio.Future[None]) -> None:
+        if self._syncs.get(keys) is sync:
+            del self._syncs[keys]
         if not sync.cancelled():
             sync.exception()
 
-    async def _catch_up(self) -> None:
+    async def _catch_up(self, keys: frozenset[str]) -> None:
         try:
             async with asyncio.timeout(self._timeout_s):
-                now = await self._store.range_prefix(self._keyspace.topics_prefix + "\x00")
-            await self._cache.wait_for_revision(now.revision, self._timeout_s)
+                newest = max(await asyncio.gather(*(self._newest(key) for key in keys)))
+            if newest > self._cache.revision:
+                await self._cache.wait_for_revision(newest, self._timeout_s)
         except (TimeoutError, KafkaTimeoutError, MetadataStoreError):
             return
+
+    async def _newest(self, key: str) -> int:
+        """The revision of the newest change etcd holds under ``key`` (0: nothing there)."""
+        if key.endswith("/"):
+            kvs = (await self._store.range_prefix(key)).kvs
+            return max((kv.mod_revision for kv in kvs), default=0)
+        kv = await self._store.get(key)
+        return 0 if kv is None else kv.mod_revision

@@ -14,7 +14,7 @@ from yak.metadata.cache import MetadataCache
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.memory_store import MemoryMetadataStore
 from yak.metadata.models import PartitionState, TopicRecord
-from yak.metadata.store import KeyLike, RangeResult, Watch
+from yak.metadata.store import KeyLike, KeyValue, RangeResult, Watch
 from yak_rest_proxy.topics import TopicLookup
 
 KS = Keyspace("c1")
@@ -49,14 +49,18 @@ class LaggingStore(MemoryMetadataStore):
         super().__init__(FakeClock())
         self.gate = asyncio.Event()
         self.gate.set()
-        self.ranges = 0
+        self.reads = 0
 
     def watch_prefix(self, prefix: KeyLike, start_revision: int | None = None) -> Watch:
         return _GatedWatch(super().watch_prefix(prefix, start_revision), self.gate)
 
     async def range_prefix(self, prefix: KeyLike) -> RangeResult:
-        self.ranges += 1
+        self.reads += 1
         return await super().range_prefix(prefix)
+
+    async def get(self, key: KeyLike) -> KeyValue | None:
+        self.reads += 1
+        return await super().get(key)
 
 
 def _topic(name: str, partitions: int = 1) -> TopicRecord:
@@ -103,13 +107,13 @@ async def test_concurrent_misses_share_one_etcd_read() -> None:
         store.gate.clear()
         await store.put(KS.topic("fresh"), _topic("fresh").encode())
         lookup = TopicLookup(cache, store, KS, timeout_s=5.0)
-        before = store.ranges
+        before = store.reads
         waiting = [asyncio.create_task(lookup.record("fresh")) for _ in range(10)]
         await asyncio.sleep(0.05)
         store.gate.set()
         records = await asyncio.wait_for(asyncio.gather(*waiting), 5.0)
         assert {r.name for r in records} == {"fresh"}
-        assert store.ranges - before == 1
+        assert store.reads - before == 1
     finally:
         await cache.stop()
 
@@ -171,12 +175,12 @@ async def test_a_whole_topic_is_described_without_an_etcd_read() -> None:
         await store.put(KS.partition("whole", 0), _state("whole", 0).encode())
         await cache.wait_for(lambda snap: len(snap.partitions_of("whole")) == 1, 5.0)
         lookup = TopicLookup(cache, store, KS, timeout_s=5.0)
-        before = store.ranges
+        before = store.reads
         _, partitions = await lookup.described("whole")
         assert len(partitions) == 1
         snapshot = await lookup.snapshot_of({"whole"})
         assert "whole" in snapshot.topics
-        assert store.ranges == before
+        assert store.reads == before
     finally:
         await cache.stop()
 
@@ -193,5 +197,63 @@ async def test_many_topics_wait_for_a_named_topic_the_cache_holds_in_part() -> N
         snapshot = await asyncio.wait_for(pending, 5.0)
         assert len(snapshot.partitions_of("half")) == 2
         assert "absent" not in snapshot.topics
+    finally:
+        await cache.stop()
+
+
+async def test_a_miss_does_not_wait_for_writes_of_another_cluster() -> None:
+    """Another cluster on the same etcd moves its revision with writes this watch never sees:
+    a lookup that waited for that revision answered only at the timeout."""
+    store, cache = await _started()
+    try:
+        await store.put(Keyspace("other").topic("theirs"), _topic("theirs").encode())
+        lookup = TopicLookup(cache, store, KS, timeout_s=5.0)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(UnknownTopicOrPartitionError):
+            await lookup.record("nope")
+        snapshot = await lookup.snapshot_of({"nope", "neither"})
+        await lookup.sync_partitions([("nope", 0)])
+        assert loop.time() - started < 1.0
+        assert "theirs" not in snapshot.topics
+    finally:
+        await cache.stop()
+
+
+async def test_a_lagging_watch_is_waited_for_past_another_clusters_writes() -> None:
+    store, cache = await _started()
+    try:
+        store.gate.clear()
+        await store.put(KS.topic("mine"), _topic("mine").encode())
+        await store.put(KS.partition("mine", 0), _state("mine", 0).encode())
+        await store.put(Keyspace("other").topic("theirs"), _topic("theirs").encode())
+        lookup = TopicLookup(cache, store, KS, timeout_s=5.0)
+        pending = asyncio.create_task(lookup.described("mine"))
+        await asyncio.sleep(0.05)
+        assert not pending.done()
+        store.gate.set()
+        record, partitions = await asyncio.wait_for(pending, 5.0)
+        assert record.name == "mine"
+        assert [s.partition for s in partitions] == [0]
+    finally:
+        await cache.stop()
+
+
+async def test_a_moved_leader_is_read_once_the_watch_delivers_it() -> None:
+    store, cache = await _started()
+    try:
+        await store.put(KS.topic("t"), _topic("t").encode())
+        await store.put(KS.partition("t", 0), _state("t", 0).encode())
+        await cache.wait_for(lambda snap: len(snap.partitions_of("t")) == 1, 5.0)
+        store.gate.clear()
+        moved = PartitionState(topic="t", partition=0, leader=2, replicas=(1, 2), isr=(2,))
+        await store.put(KS.partition("t", 0), moved.encode())
+        lookup = TopicLookup(cache, store, KS, timeout_s=5.0)
+        pending = asyncio.create_task(lookup.sync_partitions([("t", 0)]))
+        await asyncio.sleep(0.05)
+        assert not pending.done()
+        store.gate.set()
+        await asyncio.wait_for(pending, 5.0)
+        assert cache.snapshot.partitions_of("t")[0].leader == 2
     finally:
         await cache.stop()

@@ -77,7 +77,7 @@ async def _at_leader(
         _, client = runtime.brokers.leader(topic, partition)
         return await call(client)
     except retry_on:
-        await runtime.topics.sync()
+        await runtime.topics.sync_partitions([(topic, partition)])
     _, client = runtime.brokers.leader(topic, partition)
     return await call(client)
 

@@ -75,7 +75,9 @@ class Acknowledger:
         outcome = await self._send(group, member, sendable, ids)
         moved = [item for item in sendable if leader_moved(outcome[item.position])]
         if moved:
-            await self._lookup.sync()
+            await self._lookup.sync_partitions(
+                (item.entry.topic, item.entry.partition) for item in moved
+            )
             outcome.update(await self._send(group, member, moved, ids))
         for position, error in outcome.items():
             results[position] = error

@@ -230,7 +230,7 @@ class ShareConsumers:
         retried = False
         if any(leader_moved(error) for *_, error in failed):
             retried = True
-            await self._lookup.sync()
+            await self._lookup.sync_partitions((t, p) for t, p, e in failed if leader_moved(e))
             by_broker, failed = by_leader(self._lookup.snapshot, wanted)
         acks.send_apart(key for key in wanted if key not in set().union(*by_broker.values()))
         ask = _Ask(group, member, ids, max_records, filter, mode)
@@ -264,7 +264,7 @@ class ShareConsumers:
                 moved = [(t, p) for d in done for t, p, e in d.result().errors if leader_moved(e)]
                 if moved:
                     retried = True
-                    await self._lookup.sync()
+                    await self._lookup.sync_partitions(moved)
                     regrouped, _ = by_leader(self._lookup.snapshot, moved)
                     wait_ms = max(0, int((deadline - time.monotonic()) * 1000))
                     for broker_id, parts in regrouped.items():

@@ -72,9 +72,10 @@ class ShareLookup:
     def snapshot(self) -> ClusterSnapshot:
         return self._cache.snapshot
 
-    async def sync(self) -> None:
-        """Wait (bounded) until the cache reflects etcd's current revision."""
-        await self._topics.sync()
+    async def sync_partitions(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """Wait (bounded) until the cache holds etcd's states of ``partitions`` (a leader
+        moved)."""
+        await self._topics.sync_partitions(partitions)
 
     async def snapshot_of(self, topics: set[str]) -> ClusterSnapshot:
         """The snapshot, after one catch-up if it lacks any of ``topics`` or their partitions."""
@@ -84,7 +85,7 @@ class ShareLookup:
         """``GROUP_ID_NOT_FOUND`` unless the share group exists (after one catch-up)."""
         validate_group_id(group)
         if not _has_group(self._cache.snapshot, group):
-            await self.sync()
+            await self._topics.sync(self._topics.keyspace.share_group(group))
             if not _has_group(self._cache.snapshot, group):
                 raise GroupIdNotFoundError(f"share group {group!r} does not exist", group=group)
 
