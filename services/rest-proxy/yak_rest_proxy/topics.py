@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable
 
-from yak.errors import KafkaTimeoutError, MetadataStoreError, UnknownTopicOrPartitionError
+from yak.errors import UnknownTopicOrPartitionError
 from yak.metadata.cache import ClusterSnapshot, MetadataCache
+from yak.metadata.catch_up import CatchUp
 from yak.metadata.keyspace import Keyspace
 from yak.metadata.models import PartitionState, TopicRecord
 from yak.metadata.store import MetadataStore
@@ -39,12 +39,10 @@ class TopicLookup:
     looked up again once the cache holds what etcd holds for it now, so a topic made through
     one proxy is never "not found" on another for the watch's lag.
 
-    A catch-up reads the keys the lookup lacks (a topic's record, its partition states, a
-    share group's record) and waits until the watch has delivered their newest change. It does
-    not wait for etcd's revision of now: other clusters on the same etcd (and a schema
-    registry with its own cluster id) move that revision with writes this cluster's watch
-    never sees, and a wait for it ran into the timeout. Keys etcd does not hold answer at once.
-    Concurrent catch-ups for the same keys share one etcd read."""
+    A catch-up (``yak.metadata.catch_up``) reads the keys the lookup lacks (a topic's record,
+    its partition states, a share group's record) and waits until the watch has delivered
+    their newest change; keys etcd does not hold answer at once. Concurrent catch-ups for the
+    same keys share one etcd read."""
 
     def __init__(
         self,
@@ -55,10 +53,8 @@ class TopicLookup:
         timeout_s: float = SYNC_TIMEOUT_S,
     ) -> None:
         self._cache = cache
-        self._store = store
         self._keyspace = keyspace
-        self._timeout_s = timeout_s
-        self._syncs: dict[frozenset[str], asyncio.Future[None]] = {}
+        self._catch_up = CatchUp(cache, store, timeout_s=timeout_s)
 
     @property
     def keyspace(self) -> Keyspace:
@@ -104,39 +100,8 @@ class TopicLookup:
 
     async def sync(self, *wanted: str) -> None:
         """Wait (at most the timeout) until the cache holds what etcd holds now under each of
-        ``wanted``: keys, or prefixes (a name that ends in ``/``). An etcd that does not
-        answer leaves the cache as it is."""
-        keys = frozenset(wanted)
-        if not keys:
-            return
-        sync = self._syncs.get(keys)
-        if sync is None:
-            sync = self._syncs[keys] = asyncio.ensure_future(self._catch_up(keys))
-            sync.add_done_callback(lambda done: self._done(keys, done))
-        await asyncio.shield(sync)
+        ``wanted``: keys, or prefixes (``yak.metadata.catch_up``)."""
+        await self._catch_up.sync(*wanted)
 
     def _topic_keys(self, topic: str) -> tuple[str, str]:
         return self._keyspace.topic(topic), self._keyspace.topic_partitions_prefix(topic)
-
-    def _done(self, keys: frozenset[str], sync: asyncio.Future[None]) -> None:
-        if self._syncs.get(keys) is sync:
-            del self._syncs[keys]
-        if not sync.cancelled():
-            sync.exception()
-
-    async def _catch_up(self, keys: frozenset[str]) -> None:
-        try:
-            async with asyncio.timeout(self._timeout_s):
-                newest = max(await asyncio.gather(*(self._newest(key) for key in keys)))
-            if newest > self._cache.revision:
-                await self._cache.wait_for_revision(newest, self._timeout_s)
-        except (TimeoutError, KafkaTimeoutError, MetadataStoreError):
-            return
-
-    async def _newest(self, key: str) -> int:
-        """The revision of the newest change etcd holds under ``key`` (0: nothing there)."""
-        if key.endswith("/"):
-            kvs = (await self._store.range_prefix(key)).kvs
-            return max((kv.mod_revision for kv in kvs), default=0)
-        kv = await self._store.get(key)
-        return 0 if kv is None else kv.mod_revision

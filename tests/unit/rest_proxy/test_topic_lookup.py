@@ -8,59 +8,14 @@ import asyncio
 
 import pytest
 
-from yak.clock import FakeClock
+from tests.lagging_store import LaggingStore
 from yak.errors import UnknownTopicOrPartitionError
 from yak.metadata.cache import MetadataCache
 from yak.metadata.keyspace import Keyspace
-from yak.metadata.memory_store import MemoryMetadataStore
 from yak.metadata.models import PartitionState, TopicRecord
-from yak.metadata.store import KeyLike, KeyValue, RangeResult, Watch
 from yak_rest_proxy.topics import TopicLookup
 
 KS = Keyspace("c1")
-
-
-class _GatedWatch(Watch):
-    """The inner watch's events, each held until the gate is open (a lagging watch)."""
-
-    def __init__(self, inner: Watch, gate: asyncio.Event) -> None:
-        super().__init__(inner.prefix, inner.start_revision)
-        self._inner = inner
-        self._gate = gate
-        self._pump: asyncio.Task[None] | None = None
-
-    async def _start(self) -> None:
-        await self._inner.open()
-        self._pump = asyncio.create_task(self._forward())
-
-    async def _forward(self) -> None:
-        async for event in self._inner:
-            await self._gate.wait()
-            self._push(event)
-
-    async def _stop(self) -> None:
-        await self._inner.aclose()
-        if self._pump is not None:
-            self._pump.cancel()
-
-
-class LaggingStore(MemoryMetadataStore):
-    def __init__(self) -> None:
-        super().__init__(FakeClock())
-        self.gate = asyncio.Event()
-        self.gate.set()
-        self.reads = 0
-
-    def watch_prefix(self, prefix: KeyLike, start_revision: int | None = None) -> Watch:
-        return _GatedWatch(super().watch_prefix(prefix, start_revision), self.gate)
-
-    async def range_prefix(self, prefix: KeyLike) -> RangeResult:
-        self.reads += 1
-        return await super().range_prefix(prefix)
-
-    async def get(self, key: KeyLike) -> KeyValue | None:
-        self.reads += 1
-        return await super().get(key)
 
 
 def _topic(name: str, partitions: int = 1) -> TopicRecord:

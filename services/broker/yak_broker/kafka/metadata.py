@@ -35,8 +35,11 @@ import contextlib
 import uuid
 from typing import Any
 
+from yak.errors import InvalidTopicError
+from yak.metadata.keyspace import Keyspace
 from yak.metadata.models import BrokerRegistration, PartitionState, TopicRecord
 from yak.metadata.snapshot import ClusterSnapshot
+from yak.names import validate_topic_name
 from yak.protocol.broker_wire import Buffer
 from yak.security.acl import Operation, ResourceType
 from yak_broker.kafka.authorize import TOPIC_AUTHORIZATION_FAILED, authorized, visible
@@ -51,6 +54,7 @@ _UNKNOWN_TOPIC_OR_PARTITION = 3
 _LEADER_NOT_AVAILABLE = 5
 _INTERNAL_PREFIX = "__yak_"
 _ZERO_UUID = uuid.UUID(int=0)
+_CATCH_UP_MAX = 64
 _DESCRIBE = Operation.DESCRIBE
 
 
@@ -74,7 +78,13 @@ def kafka_brokers(snapshot: ClusterSnapshot) -> dict[int, tuple[str, int]]:
 async def handle_metadata(request: KafkaRequest) -> list[Buffer]:
     version = request.api_version
     parsed = read_request(API_METADATA, version, request.body)
-    snapshot = request.server.broker.snapshot()
+    broker = request.server.broker
+    snapshot = broker.snapshot()
+    names = None if parsed.topics is None else [t.name for t in parsed.topics]
+    lacking = _lacking(snapshot, names)
+    if lacking:
+        keys = (k for name in lacking for k in _topic_keys(broker.keyspace, name))
+        snapshot = await broker.caught_up(*keys)
     brokers = kafka_brokers(snapshot)
     if parsed.topics is None:
         listed = [name for name, record in sorted(snapshot.topics.items()) if not record.deleting]
@@ -103,6 +113,37 @@ async def handle_metadata(request: KafkaRequest) -> list[Buffer]:
         "topics": topics,
     }
     return write_response(API_METADATA, version, request.correlation_id, values)
+
+
+def _lacking(snapshot: ClusterSnapshot, names: list[str | None] | None) -> list[str]:
+    """The topics the answer would name that the cache lacks, or holds without all their
+    partition states (the controller writes a topic's record, then its partitions, in two
+    revisions): every listed one for a null list, else the named ones with legal names; at
+    most ``_CATCH_UP_MAX`` of them (a request naming thousands of unknown topics is answered
+    from the cache as it is)."""
+    if names is None:
+        candidates = [n for n, r in sorted(snapshot.topics.items()) if not r.deleting]
+    else:
+        candidates = [n for n in names if n is not None and _legal(n)]
+    lacking = [n for n in candidates if not _complete(snapshot, n)]
+    return lacking if len(lacking) <= _CATCH_UP_MAX else []
+
+
+def _complete(snapshot: ClusterSnapshot, name: str) -> bool:
+    record = snapshot.topics.get(name)
+    return record is not None and len(snapshot.partitions_of(name)) >= record.partitions
+
+
+def _legal(name: str) -> bool:
+    try:
+        validate_topic_name(name)
+    except InvalidTopicError:
+        return False
+    return True
+
+
+def _topic_keys(keyspace: Keyspace, name: str) -> tuple[str, str]:
+    return keyspace.topic(name), keyspace.topic_partitions_prefix(name)
 
 
 def _denied(topic: dict[str, Any], *, by_name: str | None) -> dict[str, Any]:
@@ -151,14 +192,21 @@ def _topic(
             "is_internal": False,
             "partitions": [],
         }
+    states = snapshot.partitions_of(record.name)
+    if not states and record.partitions:  # made, its partitions not written yet (or not seen)
+        return {
+            "error_code": _LEADER_NOT_AVAILABLE,
+            "name": record.name,
+            "topic_id": topic_uuid(record),
+            "is_internal": record.name.startswith(_INTERNAL_PREFIX),
+            "partitions": [],
+        }
     return {
         "error_code": _NONE,
         "name": record.name,
         "topic_id": topic_uuid(record),
         "is_internal": record.name.startswith(_INTERNAL_PREFIX),
-        "partitions": [
-            _partition(state, brokers, snapshot) for state in snapshot.partitions_of(record.name)
-        ],
+        "partitions": [_partition(state, brokers, snapshot) for state in states],
     }
 
 

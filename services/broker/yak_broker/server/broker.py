@@ -61,6 +61,7 @@ from yak.clock import SystemClock
 from yak.errors import BrokerNotAvailableError, MetadataStoreError
 from yak.heap import HeapFreezer
 from yak.metadata.cache import MetadataCache
+from yak.metadata.catch_up import CatchUp
 from yak.metadata.etcd_store import EtcdMetadataStore
 from yak.metadata.keyspace import Keyspace, ParsedKey
 from yak.metadata.models import BrokerRegistration, PartitionState
@@ -113,6 +114,8 @@ def _now_ms() -> int:
 #: Opens the metadata store for an etcd URL (tests pass an in-memory store).
 StoreFactory = Callable[[str], MetadataStore]
 _EMPTY = ClusterSnapshot(revision=0)
+#: The longest a request naming metadata the cache lacks waits for the watch to deliver it.
+CATCH_UP_S = 2.0
 
 
 class Listener(Protocol):
@@ -193,6 +196,7 @@ class Broker:
         #: Fenced by this process's registration: a previous process's proposals fail.
         self._isr_writer = IsrWriter(lambda: self._store, self.keyspace, fence=self._fence)
         self._cache: MetadataCache | None = None
+        self._catch_up: CatchUp | None = None
         #: Share-partition snapshots in ``__yak_share_state`` (the share drivers' store).
         self.share_state_store = TopicShareStateStore(
             self.snapshot, self.wait_for_metadata, BrokerClients()
@@ -237,6 +241,17 @@ class Broker:
     def snapshot(self) -> ClusterSnapshot:
         """The latest cluster metadata (empty before ``start``)."""
         return self._cache.snapshot if self._cache is not None else _EMPTY
+
+    async def caught_up(self, *wanted: str) -> ClusterSnapshot:
+        """The metadata once the cache holds what etcd holds under each of ``wanted`` (keys,
+        or prefixes ending in ``/``), waiting at most ``CATCH_UP_S`` (``yak.metadata.
+        catch_up``); as it is if etcd does not answer."""
+        if self._cache is None or self._store is None:
+            raise BrokerNotAvailableError(f"broker {self.settings.broker_id} is not started")
+        if self._catch_up is None:
+            self._catch_up = CatchUp(self._cache, self._store, timeout_s=CATCH_UP_S)
+        await self._catch_up.sync(*wanted)
+        return self.snapshot()
 
     async def wait_for_metadata(
         self, predicate: Callable[[ClusterSnapshot], bool], timeout_s: float
@@ -463,7 +478,7 @@ class Broker:
         await self.share_state_store.stop()
         await self.replicas.stop()
         await self._isr_writer.close()
-        cache, self._cache = self._cache, None
+        cache, self._cache, self._catch_up = self._cache, None, None
         if cache is not None:
             await cache.stop()
         await self.delays.stop()

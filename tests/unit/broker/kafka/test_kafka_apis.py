@@ -6,10 +6,12 @@ partition."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import struct
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +24,7 @@ from kio.schema.metadata.v12 import request as metadata12
 from kio.schema.offset_for_leader_epoch.v4 import request as epoch4
 from kio.schema.produce.v9 import request as produce9
 
+from tests.lagging_store import LaggingStore
 from tests.unit.broker.broker_harness import BrokerHarness
 from tests.unit.broker.kafka.kafka_test_client import (
     KafkaTestConnection,
@@ -34,7 +37,12 @@ from tests.unit.broker.kafka.test_kafka_listener import (
     make,
     produce_request,
 )
+from yak.clock import SystemClock
+from yak.metadata.keyspace import Keyspace
+from yak.metadata.models import PartitionState, TopicRecord
 from yak.record import RecordInput, encode_batch, iter_records
+from yak_broker.app import create_app
+from yak_broker.settings import BrokerSettings
 
 METADATA, PRODUCE, FETCH, LIST_OFFSETS = 3, 0, 1, 2
 
@@ -292,3 +300,60 @@ async def test_produce_v0_to_v2_is_refused_per_partition(
     answer = await kafka.call(METADATA, 12, metadata(["legacy"]))
     assert answer.topics[0].error_code == 0
     assert all(r.log.log_end_offset == 0 for r in broker.broker.replicas.replicas.values())
+
+
+async def test_a_topic_whose_partitions_are_not_written_is_not_available_yet(
+    broker: BrokerHarness, kafka: KafkaTestConnection
+) -> None:
+    """The controller writes a topic's record, then its partition states: between the two, the
+    topic is retriably unavailable, never a topic of no partitions (librdkafka took that for
+    good); etcd holds nothing newer, so the answer does not wait."""
+    record = TopicRecord(
+        name="half", topic_id=uuid.uuid4().hex, partitions=2, replication_factor=1, created_at_ms=0
+    )
+    await broker.store.put(broker.keyspace.topic("half"), record.encode())
+    await broker.broker.wait_for_metadata(lambda snap: "half" in snap.topics, 5.0)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    named = await kafka.call(METADATA, 12, metadata(["half"]))
+    listed = await kafka.call(METADATA, 12, metadata(None))
+    assert loop.time() - started < 1.0
+    for answer in (named, listed):
+        (half,) = answer.topics
+        assert (half.name, half.error_code, half.partitions) == ("half", 5, ())
+
+
+async def test_metadata_waits_for_a_topic_the_watch_has_not_delivered(tmp_path: Path) -> None:
+    """A topic made through one broker's CreateTopics is described whole by any other, though
+    that broker's watch lags etcd (a client's Metadata goes to any broker)."""
+    store = LaggingStore(SystemClock())
+    settings = BrokerSettings(data_dir=tmp_path / "broker-0", controlled_shutdown_timeout_s=0.0)
+    app = create_app(settings, store_factory=lambda _url: store)
+    keyspace = Keyspace(settings.cluster_id)
+    async with app.router.lifespan_context(app):
+        kafka = await KafkaTestConnection.open(kafka_port(app.state.broker))
+        try:
+            store.gate.clear()
+            record = TopicRecord(
+                name="fresh",
+                topic_id=uuid.uuid4().hex,
+                partitions=2,
+                replication_factor=1,
+                created_at_ms=0,
+            )
+            await store.put(keyspace.topic("fresh"), record.encode())
+            for p in (0, 1):
+                state = PartitionState(
+                    topic="fresh", partition=p, leader=0, replicas=(0,), isr=(0,)
+                )
+                await store.put(keyspace.partition("fresh", p), state.encode())
+            pending = asyncio.create_task(kafka.call(METADATA, 12, metadata(["fresh", "absent"])))
+            await asyncio.sleep(0.1)
+            assert not pending.done()
+            store.gate.set()
+            fresh, absent = (await asyncio.wait_for(pending, 5.0)).topics
+            assert fresh.error_code == 0
+            assert [p.partition_index for p in fresh.partitions] == [0, 1]
+            assert absent.error_code == 3
+        finally:
+            await kafka.close()
