@@ -15,6 +15,13 @@ metadata cache (``Broker.snapshot``: etcd as of the cache's last revision).
   ``allow_auto_topic_creation`` changes nothing); a topic being deleted is unknown. Internal
   topics (``__yak_*``) are flagged internal. Topic ids are the topics' own (``TopicRecord.
   topic_id``: Kafka's URL-safe base64 of a UUID, or hex; ``topic_uuid``).
+- **Read your writes across brokers**: a topic the answer would name that the cache lacks, or
+  holds without all its partition states (the controller writes the record, then the states,
+  in two revisions), is caught up on first (``Broker.caught_up``: the topic's keys read from
+  etcd, the watch waited for, at most 2 s; nothing newer in etcd: no wait), so a topic made
+  through one broker's CreateTopics is described whole by any other. A topic whose partition
+  states are still not there answers ``LEADER_NOT_AVAILABLE`` (retriable), never a topic of no
+  partitions.
 - **Partitions**: leader, leader epoch, replicas, ISR, and the replicas whose broker is not
   registered as offline replicas; a partition without a live leader has
   ``LEADER_NOT_AVAILABLE`` and leader -1.
