@@ -200,16 +200,9 @@ def _topic(
             "partitions": [],
         }
     states = snapshot.partitions_of(record.name)
-    if not states and record.partitions:  # made, its partitions not written yet (or not seen)
-        return {
-            "error_code": _LEADER_NOT_AVAILABLE,
-            "name": record.name,
-            "topic_id": topic_uuid(record),
-            "is_internal": record.name.startswith(_INTERNAL_PREFIX),
-            "partitions": [],
-        }
+    waiting = not states and record.partitions > 0  # its partitions not written (or seen) yet
     return {
-        "error_code": _NONE,
+        "error_code": _LEADER_NOT_AVAILABLE if waiting else _NONE,
         "name": record.name,
         "topic_id": topic_uuid(record),
         "is_internal": record.name.startswith(_INTERNAL_PREFIX),
